@@ -1,0 +1,39 @@
+/* dense.h — dense-layer kernels with a fixed order of arithmetic.
+ *
+ * Matrices are row-major. Every output element is one sequential sum whose
+ * order is written below; each product is rounded before it is added (no FMA,
+ * the build pins -ffp-contract=off). The SIMD paths (chosen at run time) and
+ * the scalar twins perform the identical operations in the identical order,
+ * and tests compare them bit for bit. LOCKSTEP_SIMD=off in the environment,
+ * or dense_set_simd(0), forces the scalar twins.
+ */
+#ifndef LS_DENSE_H
+#define LS_DENSE_H
+
+#include <stddef.h>
+
+/* out[b][n] = s, where s starts at bias[n] (0.0f when bias is NULL) and then,
+ * for k = 0 .. K-1 in order, s = s + in[b][k] * w[k][n].
+ * out: [B][N], in: [B][K], w: [K][N], bias: [N] or NULL. out must not alias in. */
+void dense_forward(float *out, const float *in, const float *w, const float *bias,
+                   size_t B, size_t K, size_t N);
+
+/* dw[k][n] = s, where s starts at dw[k][n] when accumulate, else 0.0f, then for
+ * b = 0 .. B-1 in order, s = s + in[b][k] * dout[b][n].
+ * dbias[n] (if not NULL) likewise: starts at dbias[n] or 0.0f, s = s + dout[b][n].
+ * dw: [K][N], dbias: [N], in: [B][K], dout: [B][N]. */
+void dense_backward_weights(float *dw, float *dbias, const float *in, const float *dout,
+                            size_t B, size_t K, size_t N, int accumulate);
+
+/* The scalar twins, always available (tests compare them with the above). */
+void dense_forward_scalar(float *out, const float *in, const float *w, const float *bias,
+                          size_t B, size_t K, size_t N);
+void dense_backward_weights_scalar(float *dw, float *dbias, const float *in, const float *dout,
+                                   size_t B, size_t K, size_t N, int accumulate);
+
+/* Enable (1) or force off (0) the SIMD paths; returns the previous setting. */
+int dense_set_simd(int enabled);
+/* "avx512", "avx2" or "scalar": the path dense_forward takes now. */
+const char *dense_simd_name(void);
+
+#endif

@@ -1,0 +1,46 @@
+/* golden.h — golden files: a reference run pinned as text (DESIGN.md §4).
+ *
+ *     # lockstep golden v1
+ *     # config
+ *     batch=20
+ *     ...                      (the canonical config, one key=value a line)
+ *     # steps: step loss_bits loss param_hash traj_hash
+ *     0 - - 1f2e3d4c5b6a7988 0011223344556677
+ *     1 3ff0000000000000 1 8899aabbccddeeff 0123456789abcdef
+ *
+ * Hashes and loss bits are 16 lowercase hex digits; the loss is "%.17g". The
+ * steps are 0, 1, 2, ... without gaps. The format is versioned: a reader
+ * refuses a version it does not know.
+ */
+#ifndef LS_GOLDEN_H
+#define LS_GOLDEN_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#include "../engine/status.h"
+#include "hash.h"
+
+typedef struct {
+    char *config_text;   /* the canonical config lines, each ending in '\n' */
+    ls_step *steps;      /* steps[i].step == i */
+    size_t n_steps;
+    void *mem;
+} golden_file;
+
+/* Parse text of len bytes. Anything malformed is LS_EFORMAT naming the line
+ * number and what is wrong ("what" names the source, e.g. the file path). */
+ls_status golden_parse(const char *text, size_t len, const char *what, golden_file *out, ls_err *err);
+ls_status golden_read(const char *path, golden_file *out, ls_err *err);
+void golden_free(golden_file *g);   /* accepts a zeroed or freed struct */
+
+/* Write the text of a golden file. */
+ls_status golden_write(FILE *f, const char *config_text, const ls_step *steps, size_t n_steps);
+/* Write to path through a temporary file and rename. */
+ls_status golden_save(const char *path, const char *config_text, const ls_step *steps,
+                      size_t n_steps, ls_err *err);
+
+/* The text of line `step`'s row as golden_write writes it (no newline). */
+void golden_format_step(const ls_step *s, char *buf, size_t len);
+
+#endif

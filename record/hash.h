@@ -1,0 +1,34 @@
+/* hash.h — the hashes that identify parameters and trajectories (DESIGN.md §3.2).
+ *
+ * Frozen since golden format v1: param_hash = XXH3_64bits of the parameters as
+ * binary32 little-endian (any NaN first replaced by the canonical quiet NaN
+ * 0x7fc00000); traj_0 = XXH3_64bits(config text ‖ param_hash_0 as 8 bytes LE);
+ * traj_t = XXH3_64bits(traj_{t-1} ‖ param_hash_t ‖ loss bits), 24 bytes LE,
+ * where the loss bits are the binary64 bits with any NaN replaced by
+ * 0x7ff8000000000000.
+ */
+#ifndef LS_HASH_H
+#define LS_HASH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+uint64_t hash_bytes(const void *p, size_t n);                    /* XXH3_64bits */
+uint64_t hash_params(const float *params, size_t n);
+uint64_t hash_loss_bits(double loss);                            /* canonical binary64 bits */
+uint64_t hash_traj0(const char *config_text, uint64_t param_hash0);
+uint64_t hash_traj_next(uint64_t traj_prev, uint64_t param_hash, double loss);
+
+/* One recorded step. Step 0 has no loss (has_loss = 0). */
+typedef struct {
+    int64_t step;
+    int has_loss;
+    uint64_t loss_bits;   /* binary64 bits of the batch loss, canonical NaN */
+    uint64_t param_hash;
+    uint64_t traj_hash;
+    double seconds;       /* wall time of the step (not part of any hash) */
+} ls_step;
+
+double hash_bits_to_double(uint64_t bits);
+
+#endif

@@ -1,0 +1,427 @@
+/* tree.c — the canonical tree: stream, blocks, parallel top, unordered foil.
+ *
+ * The reducer owns one workspace of float buffers planned before the workers
+ * start (block results, then every worker's stream stack), each buffer padded
+ * to a 64-byte multiple so no two workers write one cache line. Workers never
+ * allocate; a plan that needs more room grows the workspace first, on the
+ * calling thread.
+ */
+#include "tree.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TREE_NONE SIZE_MAX
+#define TREE_ALIGN_FLOATS 16   /* 64 bytes */
+
+size_t tree_split(size_t n)
+{
+    size_t k = 1;
+    while (k * 2 < n)
+        k *= 2;
+    return k;
+}
+
+void tree_add(float *restrict a, const float *restrict b, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        a[i] = a[i] + b[i];
+}
+
+/* --- stream --------------------------------------------------------------- */
+
+void tree_stream_init(tree_stream *s, float *const *bufs, int n_bufs, size_t len)
+{
+    s->bufs = bufs;
+    s->n_bufs = n_bufs < TREE_MAX_DEPTH ? n_bufs : TREE_MAX_DEPTH;
+    s->len = len;
+    s->depth = 0;
+    s->high_water = 0;
+}
+
+float *tree_stream_slot(tree_stream *s)
+{
+    return s->depth < s->n_bufs ? s->bufs[s->depth] : NULL;
+}
+
+void tree_stream_push(tree_stream *s, double leaf_loss)
+{
+    int d = s->depth++;
+    s->count[d] = 1;
+    s->loss[d] = leaf_loss;
+    if (s->depth > s->high_water)
+        s->high_water = s->depth;
+    /* Binary counter: two partials of equal count are siblings in the tree. */
+    while (s->depth >= 2 && s->count[s->depth - 1] == s->count[s->depth - 2]) {
+        int top = s->depth - 1;
+        tree_add(s->bufs[top - 1], s->bufs[top], s->len);
+        s->loss[top - 1] = s->loss[top - 1] + s->loss[top];
+        s->count[top - 1] += s->count[top];
+        s->depth--;
+    }
+}
+
+float *tree_stream_finish(tree_stream *s, double *loss)
+{
+    /* Unequal partials left on the stack: the right spine of the tree, folded
+     * from the top so the lower leaves stay the left operand. */
+    while (s->depth >= 2) {
+        int top = s->depth - 1;
+        tree_add(s->bufs[top - 1], s->bufs[top], s->len);
+        s->loss[top - 1] = s->loss[top - 1] + s->loss[top];
+        s->count[top - 1] += s->count[top];
+        s->depth--;
+    }
+    *loss = s->loss[0];
+    return s->bufs[0];
+}
+
+/* --- reducer -------------------------------------------------------------- */
+
+struct tree_reducer {
+    pool *pool;
+    int n_workers;
+    size_t len, stride;        /* floats per buffer, and the padded distance between buffers */
+    size_t n_leaves;
+
+    float *work;               /* [cap_slots + n_workers * cap_depth][stride] */
+    size_t cap_slots;          /* block-result buffers */
+    size_t cap_depth;          /* stream buffers per worker besides its block's result */
+
+    tree_block *plan;          /* [n_leaves] the default plan */
+    size_t plan_blocks;
+    size_t *block_at;          /* [n_leaves] index of the block starting at a leaf, or TREE_NONE */
+    double *block_loss;        /* [n_leaves] */
+    size_t *worker_leaves;     /* [n_workers] */
+    int *worker_high;          /* [n_workers] */
+};
+
+static float *tree_slot(const tree_reducer *r, size_t i)
+{
+    return r->work + i * r->stride;
+}
+
+static float *tree_stack(const tree_reducer *r, int worker, size_t d)
+{
+    return r->work + (r->cap_slots + (size_t)worker * r->cap_depth + d) * r->stride;
+}
+
+static int tree_log2_floor(size_t n)
+{
+    int m = 0;
+    while (n > 1) {
+        n >>= 1;
+        m++;
+    }
+    return m;
+}
+
+/* Grow the workspace (on the calling thread) to hold slots block results and
+ * depth stream buffers per worker. Contents are not kept. */
+static ls_status tree_reserve(tree_reducer *r, size_t slots, size_t depth, ls_err *err)
+{
+    if (slots <= r->cap_slots && depth <= r->cap_depth)
+        return LS_OK;
+    if (slots < r->cap_slots)
+        slots = r->cap_slots;
+    if (depth < r->cap_depth)
+        depth = r->cap_depth;
+    size_t n_bufs = slots + (size_t)r->n_workers * depth;
+    if (r->stride != 0 && n_bufs > SIZE_MAX / sizeof(float) / r->stride)
+        return ls_fail(err, LS_ENOMEM, "reduce: workspace too large");
+    size_t bytes = n_bufs * r->stride * sizeof(float);
+    float *work = aligned_alloc(64, bytes > 0 ? bytes : 64);
+    if (work == NULL)
+        return ls_fail(err, LS_ENOMEM, "reduce: cannot allocate %zu bytes of workspace", bytes);
+    free(r->work);
+    r->work = work;
+    r->cap_slots = slots;
+    r->cap_depth = depth;
+    return LS_OK;
+}
+
+size_t tree_block_size(size_t n_leaves, int n_workers)
+{
+    size_t bs = 1;
+    if (n_workers <= 1) {
+        while (bs < n_leaves)
+            bs *= 2;
+        return bs;
+    }
+    size_t want = (size_t)n_workers * 2;
+    if (want > n_leaves)
+        want = n_leaves;
+    while ((n_leaves + 2 * bs - 1) / (2 * bs) >= want && 2 * bs <= n_leaves)
+        bs *= 2;
+    return bs;
+}
+
+ls_status tree_reducer_create(tree_reducer **out, pool *p, size_t len, size_t n_leaves, ls_err *err)
+{
+    *out = NULL;
+    if (n_leaves == 0)
+        return ls_fail(err, LS_EINVAL, "reduce: no leaves");
+    int nw = pool_threads(p);
+    size_t bytes = sizeof(tree_reducer) + n_leaves * (sizeof(tree_block) + sizeof(size_t) + sizeof(double))
+                   + (size_t)nw * (sizeof(size_t) + sizeof(int));
+    tree_reducer *r = calloc(1, bytes);
+    if (r == NULL)
+        return ls_fail(err, LS_ENOMEM, "reduce: out of memory");
+    r->pool = p;
+    r->n_workers = nw;
+    r->len = len;
+    r->stride = (len + TREE_ALIGN_FLOATS - 1) / TREE_ALIGN_FLOATS * TREE_ALIGN_FLOATS;
+    r->n_leaves = n_leaves;
+    r->plan = (tree_block *)(r + 1);
+    r->block_at = (size_t *)(r->plan + n_leaves);
+    r->block_loss = (double *)(r->block_at + n_leaves);
+    r->worker_leaves = (size_t *)(r->block_loss + n_leaves);
+    r->worker_high = (int *)(r->worker_leaves + nw);
+
+    size_t bs = tree_block_size(n_leaves, nw);
+    for (size_t first = 0; first < n_leaves; first += bs) {
+        r->plan[r->plan_blocks].first = first;
+        r->plan[r->plan_blocks].count = n_leaves - first < bs ? n_leaves - first : bs;
+        r->plan_blocks++;
+    }
+    size_t depth = (size_t)tree_log2_floor(bs);
+    size_t slots = r->plan_blocks > (size_t)nw ? r->plan_blocks : (size_t)nw;
+    ls_status st = tree_reserve(r, slots, depth, err);
+    if (st != LS_OK) {
+        tree_reducer_destroy(r);
+        return st;
+    }
+    *out = r;
+    return LS_OK;
+}
+
+void tree_reducer_destroy(tree_reducer *r)
+{
+    if (r == NULL)
+        return;
+    free(r->work);
+    free(r);
+}
+
+const size_t *tree_worker_leaves(const tree_reducer *r)
+{
+    return r->worker_leaves;
+}
+
+int tree_high_water(const tree_reducer *r)
+{
+    int h = 0;
+    for (int w = 0; w < r->n_workers; w++)
+        if (r->worker_high[w] > h)
+            h = r->worker_high[w];
+    return h;
+}
+
+/* Checks that blocks partition [0, n) into aligned blocks and fills block_at. */
+static ls_status tree_check_plan(tree_reducer *r, const tree_block *blocks, size_t n_blocks, ls_err *err)
+{
+    size_t n = r->n_leaves;
+    for (size_t l = 0; l < n; l++)
+        r->block_at[l] = TREE_NONE;
+    for (size_t i = 0; i < n_blocks; i++) {
+        size_t first = blocks[i].first, count = blocks[i].count;
+        if (count == 0 || first >= n || count > n - first)
+            return ls_fail(err, LS_EINVAL, "reduce: block %zu [%zu, +%zu) is outside 0..%zu", i, first, count, n);
+        size_t p = 1;
+        while (p < count)
+            p *= 2;
+        if (first % p != 0 || (p != count && first + count != n))
+            return ls_fail(err, LS_EINVAL, "reduce: block %zu [%zu, +%zu) is not an aligned block", i, first, count);
+        if (r->block_at[first] != TREE_NONE)
+            return ls_fail(err, LS_EINVAL, "reduce: two blocks start at leaf %zu", first);
+        r->block_at[first] = i;
+    }
+    size_t seen = 0, l = 0;
+    while (l < n) {
+        size_t i = r->block_at[l];
+        if (i == TREE_NONE)
+            return ls_fail(err, LS_EINVAL, "reduce: leaf %zu is in no block (or blocks overlap)", l);
+        l += blocks[i].count;
+        seen++;
+    }
+    if (l != n || seen != n_blocks)
+        return ls_fail(err, LS_EINVAL, "reduce: blocks overlap");
+    return LS_OK;
+}
+
+typedef struct {
+    tree_reducer *r;
+    const tree_block *blocks;
+    size_t n_blocks;
+    tree_leaf_fn fn;
+    void *ctx;
+    float *result;      /* set for the combine phase */
+} tree_job;
+
+static void tree_blocks_worker(void *arg, int worker, int n_workers)
+{
+    tree_job *job = arg;
+    tree_reducer *r = job->r;
+    float *bufs[TREE_MAX_DEPTH];
+    size_t leaves = 0;
+    int high = 0;
+    for (size_t i = (size_t)worker; i < job->n_blocks; i += (size_t)n_workers) {
+        const tree_block *b = &job->blocks[i];
+        bufs[0] = tree_slot(r, i);
+        int n_bufs = 1 + tree_log2_floor(b->count);
+        for (int d = 1; d < n_bufs; d++)
+            bufs[d] = tree_stack(r, worker, (size_t)d - 1);
+        tree_stream s;
+        tree_stream_init(&s, bufs, n_bufs, r->len);
+        for (size_t leaf = b->first; leaf < b->first + b->count; leaf++) {
+            double loss = job->fn(job->ctx, leaf, tree_stream_slot(&s), 0, worker);
+            tree_stream_push(&s, loss);
+        }
+        tree_stream_finish(&s, &r->block_loss[i]);
+        leaves += b->count;
+        if (s.high_water > high)
+            high = s.high_water;
+    }
+    r->worker_leaves[worker] = leaves;
+    r->worker_high[worker] = high;
+}
+
+/* sum(l, n) restricted to coordinates [lo, hi), in place into the block
+ * buffer of the leftmost block; returns that buffer. */
+static float *tree_combine(const tree_job *job, size_t l, size_t n, size_t lo, size_t hi)
+{
+    const tree_reducer *r = job->r;
+    size_t i = r->block_at[l];
+    if (i != TREE_NONE && job->blocks[i].count == n)
+        return tree_slot(r, i);
+    size_t k = tree_split(n);
+    float *a = tree_combine(job, l, k, lo, hi);
+    float *b = tree_combine(job, l + k, n - k, lo, hi);
+    tree_add(a + lo, b + lo, hi - lo);
+    return a;
+}
+
+static double tree_combine_loss(const tree_job *job, size_t l, size_t n)
+{
+    const tree_reducer *r = job->r;
+    size_t i = r->block_at[l];
+    if (i != TREE_NONE && job->blocks[i].count == n)
+        return r->block_loss[i];
+    size_t k = tree_split(n);
+    double a = tree_combine_loss(job, l, k);
+    double b = tree_combine_loss(job, l + k, n - k);
+    return a + b;
+}
+
+/* Chunk w of n_workers: a 64-byte aligned slice of [0, len). */
+static void tree_chunk(size_t len, int worker, int n_workers, size_t *lo, size_t *hi)
+{
+    size_t units = (len + TREE_ALIGN_FLOATS - 1) / TREE_ALIGN_FLOATS;
+    size_t u0 = units * (size_t)worker / (size_t)n_workers;
+    size_t u1 = units * (size_t)(worker + 1) / (size_t)n_workers;
+    *lo = u0 * TREE_ALIGN_FLOATS < len ? u0 * TREE_ALIGN_FLOATS : len;
+    *hi = u1 * TREE_ALIGN_FLOATS < len ? u1 * TREE_ALIGN_FLOATS : len;
+}
+
+static void tree_top_worker(void *arg, int worker, int n_workers)
+{
+    tree_job *job = arg;
+    size_t lo, hi;
+    tree_chunk(job->r->len, worker, n_workers, &lo, &hi);
+    float *res = tree_combine(job, 0, job->r->n_leaves, lo, hi);
+    if (worker == 0)
+        job->result = res;
+}
+
+ls_status tree_reduce_plan(tree_reducer *r, const tree_block *blocks, size_t n_blocks,
+                           tree_leaf_fn fn, void *ctx, const float **sum, double *loss)
+{
+    ls_err err;
+    ls_status st = tree_check_plan(r, blocks, n_blocks, &err);
+    if (st != LS_OK)
+        return st;
+    size_t depth = 0;
+    for (size_t i = 0; i < n_blocks; i++) {
+        size_t d = (size_t)tree_log2_floor(blocks[i].count);
+        if (d > depth)
+            depth = d;
+    }
+    st = tree_reserve(r, n_blocks, depth, &err);
+    if (st != LS_OK)
+        return st;
+    tree_job job = { r, blocks, n_blocks, fn, ctx, NULL };
+    pool_run(r->pool, tree_blocks_worker, &job);
+    if (n_blocks == 1) {
+        job.result = tree_slot(r, 0);
+    } else {
+        pool_run(r->pool, tree_top_worker, &job);
+    }
+    *sum = job.result;
+    *loss = tree_combine_loss(&job, 0, r->n_leaves);
+    return LS_OK;
+}
+
+ls_status tree_reduce(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float **sum, double *loss)
+{
+    return tree_reduce_plan(r, r->plan, r->plan_blocks, fn, ctx, sum, loss);
+}
+
+/* --- the unordered foil --------------------------------------------------- */
+
+typedef struct {
+    tree_reducer *r;
+    tree_leaf_fn fn;
+    void *ctx;
+    int base;            /* first worker that had leaves */
+} tree_unordered_job;
+
+static void tree_unordered_leaves(void *arg, int worker, int n_workers)
+{
+    tree_unordered_job *job = arg;
+    tree_reducer *r = job->r;
+    size_t l0 = r->n_leaves * (size_t)worker / (size_t)n_workers;
+    size_t l1 = r->n_leaves * (size_t)(worker + 1) / (size_t)n_workers;
+    float *acc = tree_slot(r, (size_t)worker);
+    double loss = 0.0;
+    for (size_t leaf = l0; leaf < l1; leaf++) {
+        double l = job->fn(job->ctx, leaf, acc, leaf != l0, worker);
+        loss = leaf == l0 ? l : loss + l;
+    }
+    r->block_loss[worker] = loss;
+    r->worker_leaves[worker] = l1 - l0;
+    r->worker_high[worker] = l1 > l0 ? 1 : 0;
+}
+
+static void tree_unordered_top(void *arg, int worker, int n_workers)
+{
+    tree_unordered_job *job = arg;
+    tree_reducer *r = job->r;
+    size_t lo, hi;
+    tree_chunk(r->len, worker, n_workers, &lo, &hi);
+    float *acc = tree_slot(r, (size_t)job->base);
+    for (int w = job->base + 1; w < n_workers; w++)
+        if (r->worker_leaves[w] > 0)
+            tree_add(acc + lo, tree_slot(r, (size_t)w) + lo, hi - lo);
+}
+
+ls_status tree_reduce_unordered(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float **sum,
+                                double *loss)
+{
+    ls_err err;
+    ls_status st = tree_reserve(r, (size_t)r->n_workers, 0, &err);
+    if (st != LS_OK)
+        return st;
+    tree_unordered_job job = { r, fn, ctx, 0 };
+    pool_run(r->pool, tree_unordered_leaves, &job);
+    while (r->worker_leaves[job.base] == 0)
+        job.base++;
+    pool_run(r->pool, tree_unordered_top, &job);
+    double total = r->block_loss[job.base];
+    for (int w = job.base + 1; w < r->n_workers; w++)
+        if (r->worker_leaves[w] > 0)
+            total = total + r->block_loss[w];
+    *sum = tree_slot(r, (size_t)job.base);
+    *loss = total;
+    return LS_OK;
+}

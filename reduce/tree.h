@@ -1,0 +1,98 @@
+/* tree.h — the canonical tree that sums leaf buffers (DESIGN.md §2.2).
+ *
+ *     sum(l, n) = leaf(l)                           if n == 1
+ *               = sum(l, k) + sum(l + k, n - k)     k = largest power of two < n
+ *
+ * Each node adds two buffers element by element (left operand the lower
+ * leaves) and two binary64 losses. The tree depends only on the number of
+ * leaves, never on threads: work is cut into aligned power-of-two blocks of
+ * leaves (each a subtree), a worker sums its block with the binary-counter
+ * stream (at most floor(log2 count) + 1 partial buffers), and the block
+ * results are combined along the same tree, in parallel over chunks of the
+ * buffer (a chunk split changes no coordinate's arithmetic).
+ *
+ * Knows nothing of models: a leaf is computed by a callback.
+ * tree_reduce_unordered is the benchmark's foil: per-worker accumulators
+ * combined in worker order, whose bits depend on the thread count.
+ */
+#ifndef LS_TREE_H
+#define LS_TREE_H
+
+#include <stddef.h>
+
+#include "../engine/pool.h"
+#include "../engine/status.h"
+
+#define TREE_MAX_DEPTH 64
+
+/* Largest power of two strictly below n; n >= 2. */
+size_t tree_split(size_t n);
+
+/* a[i] = a[i] + b[i] for i in [0, n). */
+void tree_add(float *a, const float *b, size_t n);
+
+/* --- the binary-counter stream ------------------------------------------- */
+/* Partial i always lives in bufs[i]: a merge writes into the lower (older)
+ * buffer, so no copy is ever needed, and the result ends in bufs[0]. */
+typedef struct {
+    float *const *bufs;            /* n_bufs buffers of len floats */
+    int n_bufs;
+    size_t len;
+    int depth;                     /* partials held */
+    int high_water;                /* most partials held at once (a leaf in its slot counts) */
+    size_t count[TREE_MAX_DEPTH];  /* leaves covered by each partial */
+    double loss[TREE_MAX_DEPTH];
+} tree_stream;
+
+void tree_stream_init(tree_stream *s, float *const *bufs, int n_bufs, size_t len);
+/* The buffer the next leaf must be written into (bufs[depth]); NULL when all
+ * n_bufs are in use (cannot happen with floor(log2 n) + 1 buffers for n leaves). */
+float *tree_stream_slot(tree_stream *s);
+/* The leaf in the slot is complete: merge the two top partials while they
+ * cover equal counts. */
+void tree_stream_push(tree_stream *s, double leaf_loss);
+/* Fold the stack from the top; the sum is in bufs[0], its loss in *loss.
+ * At least one leaf must have been pushed. */
+float *tree_stream_finish(tree_stream *s, double *loss);
+
+/* --- block-parallel reduction ------------------------------------------- */
+/* Computes leaf `leaf` into buf: overwrite (accumulate == 0) or add
+ * (accumulate == 1); returns the leaf's loss. Called on worker `worker`. */
+typedef double (*tree_leaf_fn)(void *ctx, size_t leaf, float *buf, int accumulate, int worker);
+
+/* An aligned block: first % 2^m == 0 and count == 2^m, or the partial last
+ * block (first % 2^m == 0, first + count == n_leaves, count < 2^m). */
+typedef struct {
+    size_t first, count;
+} tree_block;
+
+typedef struct tree_reducer tree_reducer;
+
+/* len floats per buffer; n_leaves per reduction (fixed for a run). */
+ls_status tree_reducer_create(tree_reducer **out, pool *p, size_t len, size_t n_leaves, ls_err *err);
+void tree_reducer_destroy(tree_reducer *r);   /* accepts NULL */
+
+/* The block size the default plan uses: the largest power of two that still
+ * gives every worker two blocks (or one leaf per block when there are fewer
+ * leaves), so a thread count that does not divide the work stays balanced. */
+size_t tree_block_size(size_t n_leaves, int n_workers);
+
+/* Sum every leaf along the canonical tree with the default plan. *sum points
+ * into the reducer (valid until the next call). */
+ls_status tree_reduce(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float **sum, double *loss);
+/* The same with an explicit plan: blocks in hand-out order, block at position
+ * i to worker i % n_workers. The blocks must partition [0, n_leaves) into
+ * aligned blocks (else LS_EINVAL). Any valid plan gives the same bits. */
+ls_status tree_reduce_plan(tree_reducer *r, const tree_block *blocks, size_t n_blocks,
+                           tree_leaf_fn fn, void *ctx, const float **sum, double *loss);
+/* Benchmark foil: worker w sums leaves [w·n/T, (w+1)·n/T) into its own
+ * accumulator; accumulators are added in worker order. Bits depend on T. */
+ls_status tree_reduce_unordered(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float **sum,
+                                double *loss);
+
+/* Leaves each worker computed in the last reduction ([pool_threads]). */
+const size_t *tree_worker_leaves(const tree_reducer *r);
+/* Most partial buffers any worker's stream held at once in the last reduction. */
+int tree_high_water(const tree_reducer *r);
+
+#endif

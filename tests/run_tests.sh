@@ -1,0 +1,35 @@
+#!/bin/sh
+# run_tests.sh — runs every test program under $BUILD/tests and closes with
+# one line "N passed, N failed" over all of them. A test case counts as passed
+# when cmocka printed its "[       OK ]" line; a program that fails without
+# naming a failed case (a crash, an abort) counts one failure more.
+BUILD=${BUILD:-build}
+export LOCKSTEP_BIN="$PWD/$BUILD/lockstep"
+export LOCKSTEP_ROOT="$PWD"
+passed=0
+failed=0
+log=$(mktemp)
+for t in "$BUILD"/tests/test_*; do
+    [ -x "$t" ] || continue
+    name=$(basename "$t")
+    start=$(date +%s)
+    "$t" >"$log" 2>&1
+    rc=$?
+    secs=$(( $(date +%s) - start ))
+    ok=$(grep -c '^\[       OK \]' "$log")
+    run=$(grep -c '^\[ RUN      \]' "$log")
+    bad=$((run - ok))
+    if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+    passed=$((passed + ok))
+    failed=$((failed + bad))
+    if [ "$bad" -ne 0 ]; then
+        echo "FAIL $name ($ok passed, $bad failed, exit $rc, ${secs}s)"
+        sed 's/^/    /' "$log"
+    else
+        echo "ok   $name ($ok passed, ${secs}s)"
+        grep -v -e '^\[' "$log" | sed 's/^/    /'
+    fi
+done
+rm -f "$log"
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]
