@@ -44,7 +44,9 @@ ls_status dataset_load_fashion(ls_dataset **out, const char *dir, ls_err *err);
 /* The synthetic task: inputs uniform in [0,1) (address RNG_DATA), labels the
  * argmax of a fixed random teacher network dim -> 32 -> n_classes with ReLU
  * (weights at address RNG_TEACHER). Everything comes from the constant seed
- * DATASET_TEACHER_SEED, so it is the same data for every run.
+ * DATASET_TEACHER_SEED, so it is the same data for every run. The teacher's
+ * output biases are centred (b2[k] -= mean of logit k over the train inputs)
+ * so that every class gets a fair share of the samples; dataset.c says how.
  * hash = XXH3_64bits over train x (floats LE), train y, test x, test y. */
 #define DATASET_TEACHER_SEED 20261122u
 #define DATASET_TEACHER_DIM 16

@@ -34,7 +34,9 @@ ls_status golden_parse(const char *text, size_t len, const char *what, golden_fi
 ls_status golden_read(const char *path, golden_file *out, ls_err *err);
 void golden_free(golden_file *g);   /* accepts a zeroed or freed struct */
 
-/* Write the text of a golden file. */
+/* Write the text of a golden file. Refuses (LS_EINVAL, nothing written) what
+ * golden_parse would refuse: no rows, steps[i].step != i, has_loss != (i > 0),
+ * or config text that is not sorted key=value lines each ending in '\n'. */
 ls_status golden_write(FILE *f, const char *config_text, const ls_step *steps, size_t n_steps);
 /* Write to path through a temporary file and rename. */
 ls_status golden_save(const char *path, const char *config_text, const ls_step *steps,

@@ -1,0 +1,60 @@
+/* model.h — the interface between the engine and a model (DESIGN.md §2.1).
+ *
+ * A model computes, for one leaf, the summed loss and the summed gradient
+ * statistics of the leaf's samples into a caller-owned buffer, as a pure
+ * function of (parameters, the leaf's samples, addressed random numbers); and
+ * once per step maps the tree-summed buffer to the parameter gradient
+ * (finish). Models know nothing of threads (only of per-worker scratch they
+ * are handed) or of SQLite. model_create picks the implementation by name.
+ */
+#ifndef LS_MODEL_H
+#define LS_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "dataset.h"
+#include "status.h"
+
+/* The samples of one leaf. */
+typedef struct {
+    const ls_dataset *data;   /* the task's data, or NULL for generated tasks */
+    const uint32_t *ids;      /* [count] training-sample ids, in slot order */
+    size_t count;
+    int64_t step;             /* 1-based step this leaf belongs to */
+    size_t first_slot;        /* batch slot of ids[0] */
+    uint64_t seed;
+} ls_leaf;
+
+typedef struct ls_model ls_model;
+struct ls_model {
+    const char *name;
+    size_t n_params;          /* floats in θ */
+    size_t leaf_len;          /* floats in one leaf buffer */
+    size_t finish_units;      /* finish works on ranges of [0, finish_units) */
+    size_t scratch_bytes;     /* per-worker scratch for one leaf or eval chunk */
+    size_t eval_chunk;        /* most samples one eval call takes */
+    int mean_loss;            /* 1: the task trains on the batch mean (sums / B after the tree) */
+    void *impl;
+
+    void (*init)(const ls_model *m, float *params, uint64_t seed);
+    /* Once per step, before the leaves: read-only state derived from θ. */
+    void (*prepare)(ls_model *m, const float *params);
+    /* buf = (accumulate ? buf + : ) the leaf's statistics; returns its summed loss. */
+    double (*leaf)(const ls_model *m, const float *params, const ls_leaf *leaf, float *buf,
+                   int accumulate, void *scratch);
+    /* grad for finish units [lo, hi) from the tree sum over a batch of `batch` samples. */
+    void (*finish)(const ls_model *m, const float *sum, size_t batch, float *grad, size_t lo, size_t hi);
+    /* Correct predictions on test samples [first, first + count), count <= eval_chunk. */
+    size_t (*eval)(const ls_model *m, const float *params, const ls_dataset *data, size_t first,
+                   size_t count, void *scratch);
+    void (*destroy)(ls_model *m);
+};
+
+/* max_leaf: the most samples one leaf call sees (the config's leaf, capped by batch). */
+ls_status model_create(ls_model **out, const ls_config *cfg, const ls_dataset *data, size_t max_leaf,
+                       ls_err *err);
+void model_destroy(ls_model *m);   /* accepts NULL */
+
+#endif

@@ -1,0 +1,38 @@
+/* optim.h — element-wise optimisers: SGD with momentum, AdamW.
+ *
+ * Every update is element-wise, so any split of the parameter vector over
+ * threads gives the same bits. Bias correction uses the running products
+ * β1^t and β2^t kept in the state (one float multiply per step), never pow().
+ * An optional element-wise clip (optax `clip`) bounds each gradient element
+ * before the update. The state (moments and products) is what a checkpoint
+ * saves; optim_state_bytes/optim_state_ptr expose it as one block.
+ *
+ *   SGD:   g' = g + wd·θ;  u = μ·u + g';  θ = θ − lr·u
+ *   AdamW: θ = θ·(1 − lr·wd);  m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·(g·g);
+ *          θ = θ − lr·((m / (1−β1^t)) / (sqrt(v / (1−β2^t)) + ε))
+ */
+#ifndef LS_OPTIM_H
+#define LS_OPTIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "status.h"
+
+typedef struct optim optim;
+
+ls_status optim_create(optim **out, const ls_config *cfg, size_t n_params, ls_err *err);
+void optim_destroy(optim *o);   /* accepts NULL */
+
+/* Once per step, before any optim_update of that step: advances t and the β products. */
+void optim_begin_step(optim *o);
+/* Update params[lo, hi) from grad[lo, hi). Callable on disjoint ranges in parallel. */
+void optim_update(const optim *o, float *params, const float *grad, size_t lo, size_t hi);
+
+/* The whole state as one block of bytes (for checkpoints and their hash). */
+size_t optim_state_bytes(const optim *o);
+void *optim_state_ptr(optim *o);
+int64_t optim_step(const optim *o);
+
+#endif

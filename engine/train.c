@@ -1,0 +1,269 @@
+/* train.c — one run's training loop. */
+#include "train.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../reduce/tree.h"
+#include "dmath.h"
+#include "optim.h"
+#include "pool.h"
+#include "rng.h"
+
+struct trainer {
+    ls_config cfg;
+    const ls_dataset *data;
+    ls_dataset *owned_data;     /* set when the trainer loaded the data itself */
+    ls_model *model;
+    pool *pool;
+    tree_reducer *reducer;
+    optim *opt;
+    int unordered;              /* cfg.reduce == "unordered" */
+    int64_t done;               /* steps applied */
+    size_t n_leaves;
+
+    float *params;              /* [n_params] θ */
+    float *grad;                /* [n_params] finish output */
+    unsigned char *scratch;     /* [threads][scratch_bytes] per-worker model scratch */
+    size_t scratch_stride;
+    uint32_t *ids;              /* [batch] sample ids of the current step */
+    uint32_t *perm[2];          /* [N] permutations of two consecutive epochs */
+    int64_t perm_epoch[2];      /* epoch held by perm[i], -1 when none */
+    const float *sum;           /* tree sum of the current step */
+};
+
+const char *trainer_data_dir(void)
+{
+    const char *d = getenv("LOCKSTEP_DATA_DIR");
+    return d != NULL && *d != '\0' ? d : DATASET_FASHION_DIR;
+}
+
+ls_status trainer_load_data(const ls_config *cfg, ls_dataset **data, ls_err *err)
+{
+    if (strcmp(cfg->task, "fashion-mnist") == 0)
+        return dataset_load_fashion(data, trainer_data_dir(), err);
+    if (strcmp(cfg->task, "teacher") == 0)
+        return dataset_make_teacher(data, err);
+    return ls_fail(err, LS_EINVAL, "--task: unknown task '%s'", cfg->task);
+}
+
+void trainer_destroy(trainer *t)
+{
+    if (t == NULL)
+        return;
+    tree_reducer_destroy(t->reducer);
+    pool_destroy(t->pool);
+    model_destroy(t->model);
+    optim_destroy(t->opt);
+    dataset_destroy(t->owned_data);
+    free(t->params);
+    free(t->scratch);
+    free(t->ids);
+    free(t->perm[0]);
+    free(t);
+}
+
+ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_dataset *data, ls_err *err)
+{
+    *out = NULL;
+    ls_status st = dmath_check_fpenv(err);
+    if (st != LS_OK)
+        return st;
+    if ((st = config_validate(cfg, err)) != LS_OK)
+        return st;
+    if (threads < 1 || threads > POOL_MAX_THREADS)
+        return ls_fail(err, LS_EINVAL, "--threads: %d is out of range (1..%d)", threads, POOL_MAX_THREADS);
+    trainer *t = calloc(1, sizeof *t);
+    if (t == NULL)
+        return ls_fail(err, LS_ENOMEM, "trainer: out of memory");
+    if (data == NULL) {
+        if ((st = trainer_load_data(cfg, &t->owned_data, err)) != LS_OK)
+            goto fail;
+        data = t->owned_data;
+    }
+    if (cfg->data_hash == 0) {
+        cfg->data_hash = data->hash;
+    } else if (cfg->data_hash != data->hash) {
+        st = ls_fail(err, LS_EMISMATCH, "data_hash: the config names data %llu but %s has %llu",
+                     (unsigned long long)cfg->data_hash, data->name, (unsigned long long)data->hash);
+        goto fail;
+    }
+    t->cfg = *cfg;
+    t->data = data;
+    t->unordered = strcmp(cfg->reduce, "unordered") == 0;
+    size_t B = cfg->batch, L = cfg->leaf < B ? cfg->leaf : B;
+    t->n_leaves = (B + L - 1) / L;
+
+    if ((st = model_create(&t->model, cfg, data, L, err)) != LS_OK)
+        goto fail;
+    if ((st = pool_create(&t->pool, threads, err)) != LS_OK)
+        goto fail;
+    if ((st = tree_reducer_create(&t->reducer, t->pool, t->model->leaf_len, t->n_leaves, err)) != LS_OK)
+        goto fail;
+    if ((st = optim_create(&t->opt, cfg, t->model->n_params, err)) != LS_OK)
+        goto fail;
+
+    size_t n = t->model->n_params;
+    t->params = aligned_alloc(64, (2 * n * sizeof(float) + 63) / 64 * 64);
+    t->scratch_stride = (t->model->scratch_bytes + 63) / 64 * 64;
+    t->scratch = aligned_alloc(64, (size_t)threads * t->scratch_stride + 64);
+    t->ids = malloc(B * sizeof(uint32_t));
+    size_t N = data->train.n;
+    t->perm[0] = malloc(2 * N * sizeof(uint32_t));
+    if (t->params == NULL || t->scratch == NULL || t->ids == NULL || t->perm[0] == NULL) {
+        st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
+        goto fail;
+    }
+    t->grad = t->params + n;
+    t->perm[1] = t->perm[0] + N;
+    t->perm_epoch[0] = t->perm_epoch[1] = -1;
+    t->model->init(t->model, t->params, cfg->seed);
+    *out = t;
+    return LS_OK;
+fail:
+    trainer_destroy(t);
+    return st;
+}
+
+const ls_config *trainer_config(const trainer *t) { return &t->cfg; }
+const ls_model *trainer_model(const trainer *t) { return t->model; }
+const float *trainer_params(const trainer *t) { return t->params; }
+float *trainer_params_mut(trainer *t) { return t->params; }
+size_t trainer_n_params(const trainer *t) { return t->model->n_params; }
+int64_t trainer_steps_done(const trainer *t) { return t->done; }
+int trainer_threads(const trainer *t) { return pool_threads(t->pool); }
+const size_t *trainer_worker_leaves(const trainer *t) { return tree_worker_leaves(t->reducer); }
+
+void *trainer_optim_state(trainer *t, size_t *bytes)
+{
+    *bytes = optim_state_bytes(t->opt);
+    return optim_state_ptr(t->opt);
+}
+
+void trainer_set_steps_done(trainer *t, int64_t steps)
+{
+    t->done = steps;
+}
+
+/* The permutation of epoch e, computed on first use (two epochs cached, as a
+ * batch can straddle an epoch boundary). */
+static const uint32_t *trainer_perm(trainer *t, int64_t e)
+{
+    for (int i = 0; i < 2; i++)
+        if (t->perm_epoch[i] == e)
+            return t->perm[i];
+    int slot = t->perm_epoch[0] < t->perm_epoch[1] ? 0 : 1;
+    rng_permutation(t->perm[slot], t->data->train.n, t->cfg.seed, RNG_EPOCH_PERM, (uint64_t)e);
+    t->perm_epoch[slot] = e;
+    return t->perm[slot];
+}
+
+static void trainer_batch_ids(trainer *t, int64_t step)
+{
+    uint64_t N = t->data->train.n, B = t->cfg.batch;
+    for (uint64_t j = 0; j < B; j++) {
+        uint64_t q = (uint64_t)(step - 1) * B + j;
+        t->ids[j] = trainer_perm(t, (int64_t)(q / N))[q % N];
+    }
+}
+
+static double trainer_leaf(void *ctx, size_t leaf, float *buf, int accumulate, int worker)
+{
+    trainer *t = ctx;
+    size_t B = t->cfg.batch, L = t->cfg.leaf < B ? t->cfg.leaf : B;
+    size_t first = leaf * L;
+    ls_leaf lf = {
+        .data = t->data,
+        .ids = t->ids + first,
+        .count = B - first < L ? B - first : L,
+        .step = t->done + 1,
+        .first_slot = first,
+        .seed = t->cfg.seed,
+    };
+    return t->model->leaf(t->model, t->params, &lf, buf, accumulate,
+                          t->scratch + (size_t)worker * t->scratch_stride);
+}
+
+static void chunk_of(size_t n, int worker, int n_workers, size_t *lo, size_t *hi)
+{
+    /* 16-float (64-byte) units so no two workers share a cache line. */
+    size_t units = (n + 15) / 16;
+    size_t u0 = units * (size_t)worker / (size_t)n_workers, u1 = units * (size_t)(worker + 1) / (size_t)n_workers;
+    *lo = u0 * 16 < n ? u0 * 16 : n;
+    *hi = u1 * 16 < n ? u1 * 16 : n;
+}
+
+static void trainer_finish_worker(void *ctx, int worker, int n_workers)
+{
+    trainer *t = ctx;
+    size_t lo, hi;
+    chunk_of(t->model->finish_units, worker, n_workers, &lo, &hi);
+    if (lo < hi)
+        t->model->finish(t->model, t->sum, t->cfg.batch, t->grad, lo, hi);
+}
+
+static void trainer_update_worker(void *ctx, int worker, int n_workers)
+{
+    trainer *t = ctx;
+    size_t lo, hi;
+    chunk_of(t->model->n_params, worker, n_workers, &lo, &hi);
+    optim_update(t->opt, t->params, t->grad, lo, hi);
+}
+
+ls_status trainer_step(trainer *t, double *loss, ls_err *err)
+{
+    int64_t step = t->done + 1;
+    trainer_batch_ids(t, step);
+    t->model->prepare(t->model, t->params);
+    double total;
+    ls_status st = t->unordered ? tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, &total)
+                                : tree_reduce(t->reducer, trainer_leaf, t, &t->sum, &total);
+    if (st != LS_OK)
+        return ls_fail(err, st, "step %lld: reduction failed (%s)", (long long)step, ls_strerror(st));
+    if (t->model->mean_loss)
+        total = total / (double)t->cfg.batch;
+    *loss = total;
+    if (!isfinite(total))
+        return ls_fail(err, LS_EDIVERGED, "step %lld: the loss is %s; training diverged", (long long)step,
+                       isnan(total) ? "NaN" : "infinite");
+    pool_run(t->pool, trainer_finish_worker, t);
+    optim_begin_step(t->opt);
+    pool_run(t->pool, trainer_update_worker, t);
+    t->done = step;
+    return LS_OK;
+}
+
+typedef struct {
+    trainer *t;
+    size_t chunk;
+    size_t *correct;   /* [parts] */
+} eval_job;
+
+static void trainer_eval_part(void *ctx, size_t part, int worker)
+{
+    eval_job *job = ctx;
+    trainer *t = job->t;
+    size_t n = t->data->test.n, first = part * job->chunk;
+    size_t count = n - first < job->chunk ? n - first : job->chunk;
+    job->correct[part] = t->model->eval(t->model, t->params, t->data, first, count,
+                                        t->scratch + (size_t)worker * t->scratch_stride);
+}
+
+ls_status trainer_evaluate(trainer *t, double *accuracy, ls_err *err)
+{
+    size_t n = t->data->test.n, chunk = t->model->eval_chunk;
+    size_t parts = (n + chunk - 1) / chunk;
+    size_t *correct = calloc(parts ? parts : 1, sizeof *correct);
+    if (correct == NULL)
+        return ls_fail(err, LS_ENOMEM, "evaluate: out of memory");
+    eval_job job = { t, chunk, correct };
+    t->model->prepare(t->model, t->params);
+    pool_parallel_for(t->pool, parts, trainer_eval_part, &job);
+    size_t total = 0;
+    for (size_t i = 0; i < parts; i++)
+        total += correct[i];
+    free(correct);
+    *accuracy = n ? (double)total / (double)n : 0.0;
+    return LS_OK;
+}

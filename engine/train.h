@@ -1,0 +1,60 @@
+/* train.h — the training loop of one run: data order, leaves, the tree,
+ * finish and the optimiser.
+ *
+ * trainer_step(t) takes the B samples of step t from the epoch stream
+ * (slot j takes stream position q = (t-1)·B + j, epoch e = q div N, sample
+ * perm_e[q mod N]), cuts them into leaves of L samples, has the pool compute
+ * the leaves, sums them with the canonical tree (reduce/), maps the sum to the
+ * gradient with the model's finish step and applies the optimiser. The
+ * parameters after every step are a function of the config alone.
+ */
+#ifndef LS_TRAIN_H
+#define LS_TRAIN_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "dataset.h"
+#include "model.h"
+#include "status.h"
+
+typedef struct trainer trainer;
+
+/* Directory of the Fashion-MNIST files: $LOCKSTEP_DATA_DIR or the Debian path. */
+const char *trainer_data_dir(void);
+
+/* Load (or generate) the data set of cfg->task into *data (caller destroys). */
+ls_status trainer_load_data(const ls_config *cfg, ls_dataset **data, ls_err *err);
+
+/* Validates cfg, checks the floating-point environment, builds the pool,
+ * model, reducer and optimiser, and initialises θ_0. data may be NULL (the
+ * trainer loads and owns it) or a data set for cfg->task that the caller keeps
+ * alive. Sets cfg->data_hash when it is 0; a nonzero one that differs from the
+ * data is LS_EMISMATCH. threads: 1..POOL_MAX_THREADS. */
+ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_dataset *data, ls_err *err);
+void trainer_destroy(trainer *t);   /* accepts NULL */
+
+const ls_config *trainer_config(const trainer *t);
+const ls_model *trainer_model(const trainer *t);
+const float *trainer_params(const trainer *t);
+size_t trainer_n_params(const trainer *t);
+int64_t trainer_steps_done(const trainer *t);
+int trainer_threads(const trainer *t);
+
+/* One step. *loss is the batch loss computed with θ_{t-1} (the mean for mean
+ * tasks). A NaN or infinite loss is LS_EDIVERGED and leaves θ unchanged. */
+ls_status trainer_step(trainer *t, double *loss, ls_err *err);
+
+/* Test accuracy (correct / test samples) with the current parameters. */
+ls_status trainer_evaluate(trainer *t, double *accuracy, ls_err *err);
+
+/* Leaves each worker computed in the last step ([trainer_threads]). */
+const size_t *trainer_worker_leaves(const trainer *t);
+
+/* The resumable state: parameters and optimiser state as two blocks. */
+float *trainer_params_mut(trainer *t);
+void *trainer_optim_state(trainer *t, size_t *bytes);
+void trainer_set_steps_done(trainer *t, int64_t steps);
+
+#endif

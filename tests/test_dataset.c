@@ -1,0 +1,639 @@
+/* test_dataset.c — Fashion-MNIST loading (the real files and hand-made bad
+ * ones), IDX parsing, the teacher data set and dataset_gather.
+ *
+ * Independent paths: the real files are decoded a second time here with
+ * zlib's gzopen/gzread (not inflate) and compared byte for byte; the data set
+ * hash is rebuilt from the files read with stdio; the pixel values and labels
+ * pinned below were printed by python3's gzip module; bad files are written
+ * with gzopen/gzwrite into a temporary directory.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include <zlib.h>
+
+#include "../engine/dataset.h"
+#include "../engine/rng.h"
+
+static const char *const FILES[4] = {
+    "train-images-idx3-ubyte.gz",
+    "train-labels-idx1-ubyte.gz",
+    "t10k-images-idx3-ubyte.gz",
+    "t10k-labels-idx1-ubyte.gz",
+};
+
+/* ---------- helpers ---------- */
+
+static uint8_t *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 0, SEEK_END), 0);
+    long n = ftell(f);
+    assert_true(n >= 0);
+    rewind(f);
+    uint8_t *b = malloc((size_t)n + 1);
+    assert_non_null(b);
+    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *len = (size_t)n;
+    return b;
+}
+
+static void write_file(const char *path, const void *p, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(p, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* Whole file decompressed with gzread: a second path next to inflate. */
+static uint8_t *gz_decode(const char *path, size_t *len)
+{
+    gzFile g = gzopen(path, "rb");
+    assert_non_null(g);
+    size_t cap = 1 << 20, n = 0;
+    uint8_t *b = malloc(cap);
+    assert_non_null(b);
+    for (;;) {
+        if (n == cap) {
+            cap *= 2;
+            b = realloc(b, cap);
+            assert_non_null(b);
+        }
+        size_t want = cap - n > (1u << 30) ? (1u << 30) : cap - n;
+        int got = gzread(g, b + n, (unsigned)want);
+        assert_true(got >= 0);
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    assert_int_equal(gzclose(g), Z_OK);
+    *len = n;
+    return b;
+}
+
+static void gz_write(const char *path, const void *p, size_t n)
+{
+    gzFile g = gzopen(path, "wb");
+    assert_non_null(g);
+    if (n > 0)
+        assert_int_equal(gzwrite(g, p, (unsigned)n), (int)n);
+    assert_int_equal(gzclose(g), Z_OK);
+}
+
+static uint8_t *gz_bytes(const void *p, size_t n, const char *tmp_path, size_t *gz_len)
+{
+    gz_write(tmp_path, p, n);
+    uint8_t *b = read_file(tmp_path, gz_len);
+    unlink(tmp_path);
+    return b;
+}
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24);
+    p[1] = (uint8_t)(v >> 16);
+    p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+/* An IDX file: magic, ndims sizes, then data_len bytes of pattern. */
+static uint8_t *make_idx(uint32_t magic, const uint32_t *dims, int ndims, size_t data_len, uint8_t seed,
+                         size_t *len)
+{
+    size_t hdr = 4 + 4 * (size_t)ndims;
+    uint8_t *b = malloc(hdr + data_len + 1);
+    assert_non_null(b);
+    put_be32(b, magic);
+    for (int i = 0; i < ndims; i++)
+        put_be32(b + 4 + 4 * i, dims[i]);
+    for (size_t i = 0; i < data_len; i++)
+        b[hdr + i] = (uint8_t)(i * 7u + seed);
+    *len = hdr + data_len;
+    return b;
+}
+
+/* A small well-formed data set: 4 train and 3 test images of 28x28, label
+ * of sample i = (i * 3 + split) % 10. */
+#define SMALL_TRAIN 4
+#define SMALL_TEST 3
+
+typedef struct {
+    char dir[64];
+    char path[4][128];
+} tmpset;
+
+static void write_images(const char *path, uint32_t magic, uint32_t n, uint32_t rows, uint32_t cols,
+                         size_t extra, long missing, uint8_t seed)
+{
+    uint32_t dims[3] = {n, rows, cols};
+    size_t data = (size_t)n * rows * cols + extra - (size_t)missing;
+    size_t len;
+    uint8_t *b = make_idx(magic, dims, 3, data, seed, &len);
+    gz_write(path, b, len);
+    free(b);
+}
+
+static void write_labels(const char *path, uint32_t n, int split, long bad_index, uint8_t bad_value)
+{
+    uint32_t dims[1] = {n};
+    size_t len;
+    uint8_t *b = make_idx(0x00000801, dims, 1, n, 0, &len);
+    for (uint32_t i = 0; i < n; i++)
+        b[8 + i] = (uint8_t)((i * 3u + (uint32_t)split) % 10u);
+    if (bad_index >= 0)
+        b[8 + bad_index] = bad_value;
+    gz_write(path, b, len);
+    free(b);
+}
+
+static void tmpset_create(tmpset *t)
+{
+    snprintf(t->dir, sizeof t->dir, "/tmp/test_dataset.XXXXXX");
+    assert_non_null(mkdtemp(t->dir));
+    for (int i = 0; i < 4; i++)
+        snprintf(t->path[i], sizeof t->path[i], "%s/%s", t->dir, FILES[i]);
+    write_images(t->path[0], 0x803, SMALL_TRAIN, 28, 28, 0, 0, 1);
+    write_labels(t->path[1], SMALL_TRAIN, 0, -1, 0);
+    write_images(t->path[2], 0x803, SMALL_TEST, 28, 28, 0, 0, 2);
+    write_labels(t->path[3], SMALL_TEST, 1, -1, 0);
+}
+
+static void tmpset_destroy(tmpset *t)
+{
+    for (int i = 0; i < 4; i++)
+        unlink(t->path[i]);
+    assert_int_equal(rmdir(t->dir), 0);
+}
+
+/* hash = XXH3 of the four files' XXH3 values, 8 bytes LE each. */
+static uint64_t expected_hash(char paths[4][128])
+{
+    uint8_t hb[32];
+    for (int i = 0; i < 4; i++) {
+        size_t n;
+        uint8_t *b = read_file(paths[i], &n);
+        uint64_t h = XXH3_64bits(b, n);
+        free(b);
+        for (int k = 0; k < 8; k++)
+            hb[8 * i + k] = (uint8_t)(h >> (8 * k));
+    }
+    return XXH3_64bits(hb, sizeof hb);
+}
+
+/* Loads t->dir and expects failure st with a message that contains both the
+ * file's path and the words. */
+static void expect_fail(const tmpset *t, int file, ls_status st, const char *words)
+{
+    ls_dataset *d = (ls_dataset *)1;
+    ls_err err = {{0}};
+    ls_status got = dataset_load_fashion(&d, t->dir, &err);
+    if (got != st || strstr(err.msg, t->path[file]) == NULL || strstr(err.msg, words) == NULL)
+        fail_msg("status %d, message '%s'; expected status %d naming %s and '%s'", (int)got, err.msg, (int)st,
+                 t->path[file], words);
+    assert_null(d);
+}
+
+/* ---------- the real Fashion-MNIST ---------- */
+
+static void test_fashion_real(void **state)
+{
+    (void)state;
+    char paths[4][128];
+    for (int i = 0; i < 4; i++)
+        snprintf(paths[i], sizeof paths[i], "%s/%s", DATASET_FASHION_DIR, FILES[i]);
+    ls_dataset *d = NULL;
+    ls_err err = {{0}};
+    ls_status st = dataset_load_fashion(&d, DATASET_FASHION_DIR, &err);
+    if (st != LS_OK)
+        fail_msg("%s (is the dataset-fashion-mnist package installed?)", err.msg);
+    assert_string_equal(d->name, "fashion-mnist");
+    assert_int_equal(d->n_classes, 10);
+    assert_int_equal(d->train.n, 60000);
+    assert_int_equal(d->test.n, 10000);
+    assert_int_equal(d->train.dim, 784);
+    assert_int_equal(d->test.dim, 784);
+    assert_non_null(d->train.x8);
+    assert_null(d->train.xf);
+    assert_non_null(d->test.x8);
+    assert_null(d->test.xf);
+    size_t count[10] = {0};
+    for (size_t i = 0; i < d->train.n; i++) {
+        assert_true(d->train.y[i] < 10);
+        count[d->train.y[i]]++;
+    }
+    for (size_t k = 0; k < 10; k++)
+        assert_int_equal(count[k], 6000); /* Fashion-MNIST's train split is balanced */
+    for (size_t i = 0; i < d->test.n; i++)
+        assert_true(d->test.y[i] < 10);
+
+    /* Printed once by python3: gzip.open(f).read(), pixel of sample s at
+     * (r, c) = data[16 + s*784 + r*28 + c], label = data[8 + s]. */
+    static const struct { size_t s, r, c; uint8_t v; } train_px[] = {
+        {0, 0, 0, 0}, {0, 10, 14, 228}, {0, 14, 14, 217}, {1, 20, 5, 1}, {59999, 13, 13, 0}, {12345, 7, 21, 190},
+    };
+    static const struct { size_t s, r, c; uint8_t v; } test_px[] = {
+        {0, 14, 14, 110}, {9999, 14, 14, 132}, {5000, 10, 10, 228},
+    };
+    for (size_t i = 0; i < sizeof train_px / sizeof train_px[0]; i++)
+        assert_int_equal(d->train.x8[train_px[i].s * 784 + train_px[i].r * 28 + train_px[i].c], train_px[i].v);
+    for (size_t i = 0; i < sizeof test_px / sizeof test_px[0]; i++)
+        assert_int_equal(d->test.x8[test_px[i].s * 784 + test_px[i].r * 28 + test_px[i].c], test_px[i].v);
+    static const uint8_t train_y0[10] = {9, 0, 0, 3, 0, 2, 7, 2, 5, 5};
+    static const uint8_t test_y0[10] = {9, 2, 1, 1, 6, 1, 4, 6, 5, 7};
+    assert_memory_equal(d->train.y, train_y0, 10);
+    assert_memory_equal(d->test.y, test_y0, 10);
+    assert_int_equal(d->train.y[12345], 8);
+    assert_int_equal(d->train.y[59999], 5);
+    assert_int_equal(d->test.y[5000], 2);
+    assert_int_equal(d->test.y[9999], 5);
+    unsigned long sum0 = 0;
+    for (size_t k = 0; k < 784; k++)
+        sum0 += d->train.x8[k];
+    assert_int_equal(sum0, 76247);
+
+    /* Every byte against the gzread decode. */
+    const uint8_t *mine[4] = {d->train.x8, d->train.y, d->test.x8, d->test.y};
+    const size_t hdr[4] = {16, 8, 16, 8};
+    const size_t n[4] = {60000 * 784, 60000, 10000 * 784, 10000};
+    for (int i = 0; i < 4; i++) {
+        size_t len;
+        uint8_t *ref = gz_decode(paths[i], &len);
+        assert_int_equal(len, hdr[i] + n[i]);
+        assert_memory_equal(mine[i], ref + hdr[i], n[i]);
+        free(ref);
+    }
+
+    assert_int_equal(d->hash, expected_hash(paths));
+    ls_dataset *d2 = NULL;
+    assert_int_equal(dataset_load_fashion(&d2, DATASET_FASHION_DIR, &err), LS_OK);
+    assert_int_equal(d2->hash, d->hash);
+    dataset_destroy(d2);
+    dataset_destroy(d);
+    dataset_destroy(NULL);
+}
+
+/* ---------- small files ---------- */
+
+static void test_fashion_small_ok(void **state)
+{
+    (void)state;
+    tmpset t;
+    tmpset_create(&t);
+    ls_dataset *d = NULL;
+    ls_err err = {{0}};
+    assert_int_equal(dataset_load_fashion(&d, t.dir, &err), LS_OK);
+    assert_int_equal(d->train.n, SMALL_TRAIN);
+    assert_int_equal(d->test.n, SMALL_TEST);
+    for (size_t i = 0; i < SMALL_TRAIN * 784; i++)
+        assert_int_equal(d->train.x8[i], (uint8_t)(i * 7u + 1));
+    for (size_t i = 0; i < SMALL_TEST * 784; i++)
+        assert_int_equal(d->test.x8[i], (uint8_t)(i * 7u + 2));
+    for (size_t i = 0; i < SMALL_TRAIN; i++)
+        assert_int_equal(d->train.y[i], (i * 3) % 10);
+    for (size_t i = 0; i < SMALL_TEST; i++)
+        assert_int_equal(d->test.y[i], (i * 3 + 1) % 10);
+    assert_int_equal(d->hash, expected_hash(t.path));
+    uint64_t h = d->hash;
+    dataset_destroy(d);
+
+    /* Two gzip members concatenated are one file, as for gunzip; the data
+     * is the same, the identity (over the .gz bytes) is not. */
+    uint32_t dims[1] = {SMALL_TRAIN};
+    size_t len, la, lb;
+    uint8_t *raw = make_idx(0x801, dims, 1, SMALL_TRAIN, 0, &len);
+    for (uint32_t i = 0; i < SMALL_TRAIN; i++)
+        raw[8 + i] = (uint8_t)((i * 3u) % 10u);
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s/part", t.dir);
+    uint8_t *a = gz_bytes(raw, 5, tmp, &la);
+    uint8_t *b = gz_bytes(raw + 5, len - 5, tmp, &lb);
+    uint8_t *both = malloc(la + lb);
+    assert_non_null(both);
+    memcpy(both, a, la);
+    memcpy(both + la, b, lb);
+    write_file(t.path[1], both, la + lb);
+    assert_int_equal(dataset_load_fashion(&d, t.dir, &err), LS_OK);
+    assert_int_equal(d->train.y[3], 9);
+    assert_int_not_equal(d->hash, h);
+    dataset_destroy(d);
+    free(both);
+    free(a);
+    free(b);
+    free(raw);
+    tmpset_destroy(&t);
+}
+
+static void test_fashion_bad_inputs(void **state)
+{
+    (void)state;
+    tmpset t;
+
+    /* missing file */
+    tmpset_create(&t);
+    unlink(t.path[3]);
+    expect_fail(&t, 3, LS_EIO, "No such file or directory");
+    tmpset_destroy(&t);
+
+    /* truncated gzip: the trailer, or half the stream, cut off */
+    tmpset_create(&t);
+    size_t len;
+    uint8_t *gz = read_file(t.path[1], &len);
+    write_file(t.path[1], gz, len - 4);
+    expect_fail(&t, 1, LS_EFORMAT, "corrupt gzip data");
+    write_file(t.path[1], gz, len / 2);
+    expect_fail(&t, 1, LS_EFORMAT, "corrupt gzip data (unexpected end of file)");
+    write_file(t.path[1], gz, 0);
+    expect_fail(&t, 1, LS_EFORMAT, "corrupt gzip data");
+    /* junk after the gzip stream */
+    uint8_t *junk = malloc(len + 3);
+    memcpy(junk, gz, len);
+    memcpy(junk + len, "abc", 3);
+    write_file(t.path[1], junk, len + 3);
+    expect_fail(&t, 1, LS_EFORMAT, "trailing bytes after the gzip stream");
+    free(junk);
+    free(gz);
+    tmpset_destroy(&t);
+
+    /* corrupted bytes: every position of the deflate data and trailer
+     * (after the 10-byte gzip header), each flipped */
+    tmpset_create(&t);
+    gz = read_file(t.path[3], &len);
+    for (size_t pos = 10; pos < len; pos++) {
+        gz[pos] ^= 0xff;
+        write_file(t.path[3], gz, len);
+        expect_fail(&t, 3, LS_EFORMAT, "corrupt gzip data (");
+        gz[pos] ^= 0xff;
+    }
+    gz[len - 6] ^= 0x01; /* CRC-32 byte */
+    write_file(t.path[3], gz, len);
+    expect_fail(&t, 3, LS_EFORMAT, "corrupt gzip data (incorrect data check)");
+    free(gz);
+    tmpset_destroy(&t);
+
+    /* not gzip at all: the raw IDX bytes */
+    tmpset_create(&t);
+    uint32_t dims1[1] = {SMALL_TEST};
+    uint8_t *raw = make_idx(0x801, dims1, 1, SMALL_TEST, 0, &len);
+    write_file(t.path[3], raw, len);
+    free(raw);
+    expect_fail(&t, 3, LS_EFORMAT, "corrupt gzip data (incorrect header check)");
+    tmpset_destroy(&t);
+
+    /* wrong magic */
+    tmpset_create(&t);
+    write_images(t.path[0], 0x802, SMALL_TRAIN, 28, 28, 0, 0, 1);
+    expect_fail(&t, 0, LS_EFORMAT, "bad magic number 0x00000802, expected 0x00000803");
+    tmpset_destroy(&t);
+    tmpset_create(&t);
+    write_images(t.path[3], 0x803, SMALL_TEST, 28, 28, 0, 0, 1); /* images where labels belong */
+    expect_fail(&t, 3, LS_EFORMAT, "bad magic number 0x00000803, expected 0x00000801");
+    tmpset_destroy(&t);
+
+    /* a label out of range: the exact message */
+    tmpset_create(&t);
+    uint32_t dims5[1] = {8};
+    write_images(t.path[0], 0x803, 8, 28, 28, 0, 0, 1);
+    raw = make_idx(0x801, dims5, 1, 8, 0, &len);
+    for (int i = 0; i < 8; i++)
+        raw[8 + i] = (uint8_t)i;
+    raw[8 + 5] = 11;
+    gz_write(t.path[1], raw, len);
+    free(raw);
+    {
+        ls_dataset *d = NULL;
+        ls_err err = {{0}};
+        char want[256];
+        snprintf(want, sizeof want, "%s: label 11 at index 5 is out of range (0..9)", t.path[1]);
+        assert_int_equal(dataset_load_fashion(&d, t.dir, &err), LS_EFORMAT);
+        assert_string_equal(err.msg, want);
+        assert_null(d);
+    }
+    tmpset_destroy(&t);
+    tmpset_create(&t);
+    write_labels(t.path[3], SMALL_TEST, 1, SMALL_TEST - 1, 10);
+    expect_fail(&t, 3, LS_EFORMAT, "label 10 at index 2 is out of range");
+    tmpset_destroy(&t);
+
+    /* image count != label count */
+    tmpset_create(&t);
+    write_labels(t.path[3], SMALL_TEST + 1, 1, -1, 0);
+    expect_fail(&t, 3, LS_EFORMAT, "4 labels, but");
+    tmpset_destroy(&t);
+
+    /* trailing bytes after the data */
+    tmpset_create(&t);
+    write_images(t.path[2], 0x803, SMALL_TEST, 28, 28, 1, 0, 1);
+    expect_fail(&t, 2, LS_EFORMAT, "1 trailing bytes");
+    tmpset_destroy(&t);
+
+    /* the header claims more data than present */
+    tmpset_create(&t);
+    write_images(t.path[0], 0x803, SMALL_TRAIN, 28, 28, 0, 1, 1);
+    expect_fail(&t, 0, LS_EFORMAT, "truncated");
+    tmpset_destroy(&t);
+    tmpset_create(&t);
+    uint8_t hdr_only[6] = {0, 0, 8, 1, 0, 0};
+    gz_write(t.path[1], hdr_only, sizeof hdr_only);
+    expect_fail(&t, 1, LS_EFORMAT, "truncated IDX header");
+    tmpset_destroy(&t);
+
+    /* not 28x28 */
+    tmpset_create(&t);
+    write_images(t.path[0], 0x803, SMALL_TRAIN, 27, 28, 0, 0, 1);
+    expect_fail(&t, 0, LS_EFORMAT, "images are 27x28, expected 28x28");
+    tmpset_destroy(&t);
+
+    /* a data set of no images */
+    tmpset_create(&t);
+    write_images(t.path[2], 0x803, 0, 28, 28, 0, 0, 1);
+    write_labels(t.path[3], 0, 1, -1, 0);
+    expect_fail(&t, 2, LS_EFORMAT, "no images");
+    tmpset_destroy(&t);
+
+    /* a directory that does not exist */
+    {
+        ls_dataset *d = NULL;
+        ls_err err = {{0}};
+        assert_int_equal(dataset_load_fashion(&d, "/nonexistent/dir", &err), LS_EIO);
+        assert_non_null(strstr(err.msg, "/nonexistent/dir/train-images-idx3-ubyte.gz: No such file"));
+    }
+}
+
+static void test_idx_parse(void **state)
+{
+    (void)state;
+    uint32_t dims[3];
+    const uint8_t *data;
+    size_t dlen;
+    ls_err err = {{0}};
+    size_t len;
+    uint32_t d3[3] = {2, 3, 4};
+    uint8_t *b = make_idx(0x803, d3, 3, 24, 5, &len);
+    assert_int_equal(idx_parse(b, len, 0x803, dims, &data, &dlen, "x", &err), LS_OK);
+    assert_int_equal(dims[0], 2);
+    assert_int_equal(dims[1], 3);
+    assert_int_equal(dims[2], 4);
+    assert_ptr_equal(data, b + 16);
+    assert_int_equal(dlen, 24);
+    /* every shorter prefix is LS_EFORMAT naming the source */
+    for (size_t n = 0; n < len; n++) {
+        uint8_t *p = malloc(n + 1);
+        memcpy(p, b, n);
+        assert_int_equal(idx_parse(p, n, 0x803, dims, &data, &dlen, "pre.idx", &err), LS_EFORMAT);
+        assert_non_null(strstr(err.msg, "pre.idx: "));
+        free(p);
+    }
+    free(b);
+
+    /* a product that overflows size_t is refused, not wrapped */
+    uint32_t huge[3] = {0xffffffffu, 0xffffffffu, 0xffffffffu};
+    b = make_idx(0x803, huge, 3, 0, 0, &len);
+    assert_int_equal(idx_parse(b, len, 0x803, dims, &data, &dlen, "big", &err), LS_EFORMAT);
+    assert_non_null(strstr(err.msg, "big: "));
+    free(b);
+    /* a product that wraps to a small number must not match the data */
+    uint32_t wrap[3] = {0x80000000u, 0x80000000u, 4u}; /* 2^64: would wrap to 0 and match no data */
+    b = make_idx(0x803, wrap, 3, 0, 0, &len);
+    assert_int_equal(idx_parse(b, len, 0x803, dims, &data, &dlen, "wrap", &err), LS_EFORMAT);
+    free(b);
+    uint32_t zero[3] = {0, 28, 28};
+    b = make_idx(0x803, zero, 3, 0, 0, &len);
+    assert_int_equal(idx_parse(b, len, 0x803, dims, &data, &dlen, "zero", &err), LS_OK);
+    assert_int_equal(dlen, 0);
+    free(b);
+
+    uint32_t d1[1] = {3};
+    b = make_idx(0x801, d1, 1, 3, 0, &len);
+    assert_int_equal(idx_parse(b, len, 0x801, dims, &data, &dlen, "l", &err), LS_OK);
+    assert_int_equal(dims[0], 3);
+    assert_int_equal(dlen, 3);
+    assert_int_equal(idx_parse(b, len, 0x803, dims, &data, &dlen, "l", &err), LS_EFORMAT);
+    assert_string_equal(err.msg, "l: bad magic number 0x00000801, expected 0x00000803");
+    /* only unsigned-byte IDX with 1..3 dimensions can be asked for */
+    assert_int_equal(idx_parse(b, len, 0x0d01, dims, &data, &dlen, "l", &err), LS_EINVAL);
+    assert_int_equal(idx_parse(b, len, 0x0804, dims, &data, &dlen, "l", &err), LS_EINVAL);
+    free(b);
+}
+
+/* ---------- teacher ---------- */
+
+static void test_teacher(void **state)
+{
+    (void)state;
+    ls_dataset *a = NULL, *b = NULL;
+    ls_err err = {{0}};
+    assert_int_equal(dataset_make_teacher(&a, &err), LS_OK);
+    assert_int_equal(dataset_make_teacher(&b, &err), LS_OK);
+    assert_string_equal(a->name, "teacher");
+    assert_int_equal(a->n_classes, DATASET_TEACHER_CLASSES);
+    const ls_split *sa[2] = {&a->train, &a->test}, *sb[2] = {&b->train, &b->test};
+    const size_t n[2] = {DATASET_TEACHER_TRAIN, DATASET_TEACHER_TEST};
+    for (int s = 0; s < 2; s++) {
+        assert_int_equal(sa[s]->n, n[s]);
+        assert_int_equal(sa[s]->dim, DATASET_TEACHER_DIM);
+        assert_null(sa[s]->x8);
+        assert_non_null(sa[s]->xf);
+        /* identical bytes on a second make */
+        assert_memory_equal(sa[s]->xf, sb[s]->xf, n[s] * DATASET_TEACHER_DIM * sizeof(float));
+        assert_memory_equal(sa[s]->y, sb[s]->y, n[s]);
+        /* inputs are the addressed uniforms */
+        for (size_t i = 0; i < n[s]; i++)
+            for (size_t k = 0; k < DATASET_TEACHER_DIM; k++) {
+                float want = rng_uniformf(DATASET_TEACHER_SEED, RNG_DATA, (uint64_t)s, i, k);
+                assert_memory_equal(&sa[s]->xf[i * DATASET_TEACHER_DIM + k], &want, sizeof want);
+            }
+        /* every class has at least 10% of the samples */
+        size_t count[DATASET_TEACHER_CLASSES] = {0};
+        for (size_t i = 0; i < n[s]; i++) {
+            assert_true(sa[s]->y[i] < DATASET_TEACHER_CLASSES);
+            count[sa[s]->y[i]]++;
+        }
+        for (size_t k = 0; k < DATASET_TEACHER_CLASSES; k++)
+            if (count[k] * 10 < n[s])
+                fail_msg("split %d class %zu has %zu of %zu samples", s, k, count[k], n[s]);
+    }
+    assert_int_equal(a->hash, b->hash);
+
+    /* hash over train x (floats LE), train y, test x, test y; this host is
+     * little-endian (checked), so the arrays are their own LE bytes */
+    const uint32_t one = 1;
+    assert_int_equal(*(const uint8_t *)&one, 1);
+    size_t xb[2] = {n[0] * DATASET_TEACHER_DIM * 4, n[1] * DATASET_TEACHER_DIM * 4};
+    size_t total = xb[0] + n[0] + xb[1] + n[1];
+    uint8_t *cat = malloc(total), *p = cat;
+    assert_non_null(cat);
+    for (int s = 0; s < 2; s++) {
+        memcpy(p, sa[s]->xf, xb[s]);
+        p += xb[s];
+        memcpy(p, sa[s]->y, n[s]);
+        p += n[s];
+    }
+    assert_int_equal(a->hash, XXH3_64bits(cat, total));
+    free(cat);
+    dataset_destroy(a);
+    dataset_destroy(b);
+}
+
+/* ---------- gather ---------- */
+
+static void test_gather(void **state)
+{
+    (void)state;
+    uint8_t x8[2 * 256];
+    uint8_t y[2] = {3, 7};
+    for (int i = 0; i < 256; i++) {
+        x8[i] = (uint8_t)i;
+        x8[256 + i] = (uint8_t)(255 - i);
+    }
+    ls_split s8 = {.n = 2, .dim = 256, .x8 = x8, .xf = NULL, .y = y};
+    const uint32_t ids[3] = {1, 0, 1};
+    float out[3 * 256];
+    uint8_t yo[3];
+    dataset_gather(&s8, ids, 3, out, yo);
+    assert_int_equal(yo[0], 7);
+    assert_int_equal(yo[1], 3);
+    assert_int_equal(yo[2], 7);
+    for (size_t i = 0; i < 3; i++)
+        for (size_t k = 0; k < 256; k++) {
+            unsigned b = x8[ids[i] * 256 + k];
+            /* b/255 divided in binary64 then rounded to binary32 equals the
+             * correctly rounded binary32 quotient (double rounding is
+             * innocuous for division when 53 >= 2*24 + 2), so this is an
+             * independent computation of (float)b / 255.0f. */
+            float want = (float)((double)b / 255.0);
+            assert_memory_equal(&out[i * 256 + k], &want, sizeof want);
+        }
+    assert_true(out[255] == 0.0f && out[256 + 255] == 1.0f);
+
+    float xf[2 * 3] = {0.5f, 0.25f, 1.0f, 0.0f, -0.0f, 0.125f};
+    ls_split sf = {.n = 2, .dim = 3, .x8 = NULL, .xf = xf, .y = y};
+    float o2[3 * 3];
+    dataset_gather(&sf, ids, 3, o2, NULL);
+    assert_memory_equal(o2, xf + 3, 3 * sizeof(float));
+    assert_memory_equal(o2 + 3, xf, 3 * sizeof(float));
+    assert_memory_equal(o2 + 6, xf + 3, 3 * sizeof(float));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fashion_real),
+        cmocka_unit_test(test_fashion_small_ok),
+        cmocka_unit_test(test_fashion_bad_inputs),
+        cmocka_unit_test(test_idx_parse),
+        cmocka_unit_test(test_teacher),
+        cmocka_unit_test(test_gather),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
+}

@@ -1,0 +1,227 @@
+/* cmd_record.c — `lockstep runs`, `lockstep show`, `lockstep verify`. */
+#include "tools.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static int open_or_fail(const char *cmd, const char *path, runlog **db)
+{
+    ls_err err = { "" };
+    ls_status st = cli_open_db(path, db, &err);
+    if (st != LS_OK) {
+        cli_error(cmd, &err, st);
+        return 0;
+    }
+    return 1;
+}
+
+int cmd_runs(int argc, char **argv)
+{
+    cli_args a;
+    ls_err err = { "" };
+    ls_status st = cli_parse(argc, argv, CLI_DB, 0, &a, &err);
+    if (st != LS_OK) {
+        cli_error("runs", &err, st);
+        return EXIT_USAGE;
+    }
+    if (a.help) {
+        puts("usage: lockstep runs [--db FILE]\nLists the runs in the database, oldest first.");
+        return EXIT_OK;
+    }
+    runlog *db;
+    if (!open_or_fail("runs", a.db, &db))
+        return EXIT_USAGE;
+    runlog_run *runs;
+    size_t n;
+    if ((st = runlog_list(db, &runs, &n, &err)) != LS_OK) {
+        cli_error("runs", &err, st);
+        runlog_close(db);
+        return EXIT_USAGE;
+    }
+    printf("%-5s %-24s %-12s %-6s %-14s %-8s %-7s %-18s %s\n", "id", "name", "status", "model", "task", "steps",
+           "threads", "trajectory", "started");
+    for (size_t i = 0; i < n; i++) {
+        printf("%-5lld %-24s %-12s %-6s %-14s %-8lld %-7d %016llx %s\n", (long long)runs[i].id, runs[i].name,
+               runs[i].status, runs[i].model, runs[i].task, (long long)runs[i].n_steps, runs[i].threads,
+               (unsigned long long)runs[i].last_traj_hash, runs[i].started);
+        runlog_run_free(&runs[i]);
+    }
+    free(runs);
+    runlog_close(db);
+    return EXIT_OK;
+}
+
+int cmd_show(int argc, char **argv)
+{
+    cli_args a;
+    ls_err err = { "" };
+    int show_steps = 0;
+    /* --steps is a switch here, not a count. */
+    char *args[64];
+    int n_args = 0;
+    for (int i = 0; i < argc && n_args < 64; i++) {
+        if (strcmp(argv[i], "--steps") == 0)
+            show_steps = 1;
+        else
+            args[n_args++] = argv[i];
+    }
+    ls_status st = cli_parse(n_args, args, CLI_DB, 1, &a, &err);
+    if (st == LS_OK && !a.help && a.n_positional != 1)
+        st = ls_fail(&err, LS_EINVAL, "needs one RUN (an id or a name)");
+    if (st != LS_OK) {
+        cli_error("show", &err, st);
+        return EXIT_USAGE;
+    }
+    if (a.help) {
+        puts("usage: lockstep show RUN [--db FILE] [--steps]\n"
+             "Config, environment, summary and evaluations of a run; --steps adds the step table.");
+        return EXIT_OK;
+    }
+    runlog *db;
+    if (!open_or_fail("show", a.db, &db))
+        return EXIT_USAGE;
+    int64_t id;
+    runlog_run run;
+    if ((st = runlog_find(db, a.positional[0], &id, &err)) != LS_OK ||
+        (st = runlog_get_run(db, id, &run, &err)) != LS_OK) {
+        cli_error("show", &err, st);
+        runlog_close(db);
+        return EXIT_USAGE;
+    }
+    printf("run %lld '%s': %s\n", (long long)run.id, run.name, run.status);
+    printf("  started %s, ended %s\n", run.started, run.ended[0] ? run.ended : "-");
+    printf("  steps %lld, trajectory %016llx, config hash %016llx\n", (long long)run.n_steps,
+           (unsigned long long)run.last_traj_hash, (unsigned long long)run.config_hash);
+    printf("  engine %s, threads %d, reduce %s\n", run.engine_version, run.threads, run.reduce);
+    printf("  compiler %s\n  flags %s\n  host %s, cpu %s, git %s\n", run.compiler, run.cflags, run.host, run.cpu,
+           run.git_commit[0] ? run.git_commit : "-");
+    printf("config:\n");
+    for (const char *p = run.config_text; *p;) {
+        size_t l = strcspn(p, "\n");
+        printf("  %.*s\n", (int)l, p);
+        p += l + (p[l] == '\n');
+    }
+    runlog_evalrow *ev;
+    size_t n_ev;
+    if (runlog_read_evals(db, id, &ev, &n_ev, &err) == LS_OK) {
+        if (n_ev > 0)
+            printf("evaluations:\n");
+        for (size_t i = 0; i < n_ev; i++)
+            printf("  step %-8lld %-12s %.6f\n", (long long)ev[i].step, ev[i].name, ev[i].value);
+        free(ev);
+    }
+    if (show_steps) {
+        ls_step *steps;
+        size_t n;
+        if ((st = runlog_read_steps(db, id, &steps, &n, &err)) != LS_OK) {
+            cli_error("show", &err, st);
+        } else {
+            printf("%-8s %-18s %-24s %-18s %-18s %s\n", "step", "loss bits", "loss", "param hash", "trajectory",
+                   "seconds");
+            for (size_t i = 0; i < n; i++) {
+                if (steps[i].has_loss)
+                    printf("%-8lld %016llx %-24.17g %016llx %016llx %.6f\n", (long long)steps[i].step,
+                           (unsigned long long)steps[i].loss_bits, hash_bits_to_double(steps[i].loss_bits),
+                           (unsigned long long)steps[i].param_hash, (unsigned long long)steps[i].traj_hash,
+                           steps[i].seconds);
+                else
+                    printf("%-8lld %-18s %-24s %016llx %016llx\n", (long long)steps[i].step, "-", "-",
+                           (unsigned long long)steps[i].param_hash, (unsigned long long)steps[i].traj_hash);
+            }
+            free(steps);
+        }
+    }
+    runlog_run_free(&run);
+    runlog_close(db);
+    return st == LS_OK ? EXIT_OK : EXIT_USAGE;
+}
+
+int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
+{
+    ls_err err = { "" };
+    runlog_run ra, rb;
+    ls_step *sa = NULL, *sb = NULL;
+    size_t na = 0, nb = 0;
+    if (runlog_get_run(db, a, &ra, &err) != LS_OK)
+        return 2;
+    if (runlog_get_run(db, b, &rb, &err) != LS_OK) {
+        runlog_run_free(&ra);
+        return 2;
+    }
+    int64_t first = -1;
+    int rc = 2;
+    if (runlog_read_steps(db, a, &sa, &na, &err) != LS_OK || runlog_read_steps(db, b, &sb, &nb, &err) != LS_OK
+        || runlog_first_divergence(db, a, b, &first, &err) != LS_OK) {
+        fprintf(stderr, "lockstep verify: %s\n", err.msg);
+        goto out;
+    }
+    size_t common = na < nb ? na : nb;
+    if (!quiet && strcmp(ra.config_text, rb.config_text) != 0)
+        printf("warning: runs %lld and %lld have different configs\n", (long long)a, (long long)b);
+    if (!quiet && na != nb)
+        printf("note: run %lld has %zu step rows, run %lld has %zu; comparing steps 0..%lld\n", (long long)a, na,
+               (long long)b, nb, (long long)common - 1);
+    char detail[512];
+    if (first < 0) {
+        rc = 0;
+        snprintf(detail, sizeof detail, "identical over steps 0..%lld", (long long)common - 1);
+        if (!quiet)
+            printf("runs %lld and %lld are bit-identical over steps 0..%lld (trajectory %016llx)\n", (long long)a,
+                   (long long)b, (long long)common - 1,
+                   (unsigned long long)(common > 0 ? sa[common - 1].traj_hash : 0));
+    } else {
+        rc = 1;
+        const ls_step *x = &sa[first], *y = &sb[first];
+        if (x->has_loss && x->loss_bits != y->loss_bits)
+            snprintf(detail, sizeof detail, "step %lld: loss %.17g (%016llx) vs %.17g (%016llx)", (long long)first,
+                     hash_bits_to_double(x->loss_bits), (unsigned long long)x->loss_bits,
+                     hash_bits_to_double(y->loss_bits), (unsigned long long)y->loss_bits);
+        else
+            snprintf(detail, sizeof detail, "step %lld: param hash %016llx vs %016llx", (long long)first,
+                     (unsigned long long)x->param_hash, (unsigned long long)y->param_hash);
+        if (!quiet)
+            printf("runs %lld and %lld differ first at step %lld: %s\n", (long long)a, (long long)b,
+                   (long long)first, detail);
+    }
+    if (runlog_verdict(db, kind, a, b, rc == 0, first, detail, &err) != LS_OK)
+        fprintf(stderr, "lockstep verify: %s\n", err.msg);
+out:
+    free(sa);
+    free(sb);
+    runlog_run_free(&ra);
+    runlog_run_free(&rb);
+    return rc;
+}
+
+int cmd_verify(int argc, char **argv)
+{
+    cli_args a;
+    ls_err err = { "" };
+    ls_status st = cli_parse(argc, argv, CLI_DB, 2, &a, &err);
+    if (st == LS_OK && !a.help && a.n_positional != 2)
+        st = ls_fail(&err, LS_EINVAL, "needs two runs: lockstep verify RUN_A RUN_B");
+    if (st != LS_OK) {
+        cli_error("verify", &err, st);
+        return EXIT_USAGE;
+    }
+    if (a.help) {
+        puts("usage: lockstep verify RUN_A RUN_B [--db FILE]\n"
+             "Compares the runs bit for bit: parameter hashes from step 0 and loss bits from step 1, over\n"
+             "the steps both have. exit status: 0 equal, 1 differ (naming the first step and the two\n"
+             "losses), 2 bad usage or unknown run.");
+        return EXIT_OK;
+    }
+    runlog *db;
+    if (!open_or_fail("verify", a.db, &db))
+        return EXIT_USAGE;
+    int64_t ia, ib;
+    if ((st = runlog_find(db, a.positional[0], &ia, &err)) != LS_OK ||
+        (st = runlog_find(db, a.positional[1], &ib, &err)) != LS_OK) {
+        cli_error("verify", &err, st);
+        runlog_close(db);
+        return EXIT_USAGE;
+    }
+    int rc = verify_runs(db, ia, ib, "verify", 0);
+    runlog_close(db);
+    return rc;
+}

@@ -1,0 +1,292 @@
+/* cmd_train.c — `lockstep train`, `lockstep equiv` and `lockstep bench`. */
+#include "tools.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../engine/dense.h"
+#include "../engine/train.h"
+
+static void print_config_help(void)
+{
+    char buf[4096];
+    config_help(buf, sizeof buf);
+    fputs("model, task and optimiser flags (part of the run's config):\n", stdout);
+    fputs(buf, stdout);
+}
+
+static void train_usage(void)
+{
+    puts("usage: lockstep train [--task T] [--model M] [--steps N] [--batch B] [--leaf L] [--seed S]\n"
+         "                      [--threads N] [--db FILE] [--name NAME] [--eval-every K] [--no-progress]\n"
+         "                      [model/optimiser flags]\n"
+         "Trains one run and records every step (loss, parameter hash, trajectory hash) in the database.\n"
+         "Tasks: fashion-mnist (default; model mlp), teacher (a small synthetic task; model mlp).\n"
+         "  --steps N        steps to train (default: one epoch for fashion-mnist, 200 for teacher)\n"
+         "  --threads N      worker threads (default: online CPUs); never changes the bits\n"
+         "  --db FILE        SQLite record (default runs.db)\n"
+         "  --name NAME      a unique name for the run (default run-<id>)\n"
+         "  --eval-every K   record test accuracy every K steps (always at the end)\n"
+         "  --no-progress    no progress line (none is shown when stderr is not a terminal)");
+    print_config_help();
+    puts("exit status: 0 done, 1 diverged, 2 bad usage or input, 130 interrupted");
+}
+
+static void print_result(const char *what, const run_result *r, const ls_config *cfg)
+{
+    printf("%s: run %lld, %lld steps, %s, final loss %.6f, test_acc %.4f, %.0f samples/s, "
+           "trajectory %016llx\n",
+           what, (long long)r->run_id, (long long)r->steps_done, r->status, r->last_loss, r->test_acc,
+           r->samples_per_second, (unsigned long long)r->traj_hash);
+    (void)cfg;
+}
+
+int cmd_train(int argc, char **argv)
+{
+    cli_args a;
+    ls_err err = { "" };
+    ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB, 0, &a, &err);
+    if (st != LS_OK) {
+        cli_error("train", &err, st);
+        return EXIT_USAGE;
+    }
+    if (a.help) {
+        train_usage();
+        return EXIT_OK;
+    }
+    runlog *db;
+    if ((st = cli_open_db(a.db, &db, &err)) != LS_OK) {
+        cli_error("train", &err, st);
+        return EXIT_USAGE;
+    }
+    run_install_signals();
+    run_opts o = { .cfg = a.cfg, .threads = a.threads[0], .steps = a.steps, .eval_every = a.eval_every,
+                   .progress = a.progress, .eval_at_end = 1, .name = a.name, .db = db };
+    run_result r;
+    st = run_train(&o, &r, &err);
+    runlog_close(db);
+    if (st != LS_OK) {
+        cli_error("train", &err, st);
+        if (r.run_id >= 0)
+            fprintf(stderr, "lockstep train: run %lld recorded as %s after %lld steps in %s\n",
+                    (long long)r.run_id, r.status, (long long)r.steps_done, a.db);
+        return cli_exit_code(st);
+    }
+    print_result("train", &r, &a.cfg);
+    return EXIT_OK;
+}
+
+/* --- equiv ------------------------------------------------------------- */
+
+static void equiv_usage(void)
+{
+    puts("usage: lockstep equiv --threads 1,2,4,8 [train flags]\n"
+         "Trains one config at each thread count, records each run, and verifies every run\n"
+         "against the first, bit for bit at every step. The verdict is stored in the database.\n"
+         "exit status: 0 all identical, 1 some run differs, 2 bad usage or input");
+}
+
+int cmd_equiv(int argc, char **argv)
+{
+    cli_args a;
+    ls_err err = { "" };
+    ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_THREAD_LIST, 0, &a, &err);
+    if (st != LS_OK) {
+        cli_error("equiv", &err, st);
+        return EXIT_USAGE;
+    }
+    if (a.help) {
+        equiv_usage();
+        return EXIT_OK;
+    }
+    runlog *db;
+    if ((st = cli_open_db(a.db, &db, &err)) != LS_OK) {
+        cli_error("equiv", &err, st);
+        return EXIT_USAGE;
+    }
+    ls_dataset *data = NULL;
+    if ((st = trainer_load_data(&a.cfg, &data, &err)) != LS_OK) {
+        cli_error("equiv", &err, st);
+        runlog_close(db);
+        return EXIT_USAGE;
+    }
+    run_install_signals();
+    int64_t ids[CLI_MAX_THREADS_LIST];
+    uint64_t traj[CLI_MAX_THREADS_LIST];
+    int rc = EXIT_OK;
+    printf("%-8s %-8s %-10s %-14s %-18s\n", "threads", "run", "status", "samples/s", "trajectory");
+    for (int i = 0; i < a.n_threads; i++) {
+        char name[160];
+        if (a.name != NULL)
+            snprintf(name, sizeof name, "%s-t%d", a.name, a.threads[i]);
+        run_opts o = { .cfg = a.cfg, .threads = a.threads[i], .steps = a.steps, .eval_every = a.eval_every,
+                       .progress = a.progress, .eval_at_end = 1, .name = a.name ? name : NULL, .db = db,
+                       .data = data };
+        run_result r;
+        st = run_train(&o, &r, &err);
+        if (st != LS_OK) {
+            cli_error("equiv", &err, st);
+            rc = cli_exit_code(st);
+            break;
+        }
+        ids[i] = r.run_id;
+        traj[i] = r.traj_hash;
+        printf("%-8d %-8lld %-10s %-14.0f %016llx\n", a.threads[i], (long long)r.run_id, r.status,
+               r.samples_per_second, (unsigned long long)r.traj_hash);
+        fflush(stdout);
+    }
+    if (rc == EXIT_OK) {
+        int differ = 0;
+        for (int i = 1; i < a.n_threads; i++)
+            differ |= verify_runs(db, ids[0], ids[i], "equiv", 1);
+        if (differ) {
+            for (int i = 1; i < a.n_threads; i++)
+                verify_runs(db, ids[0], ids[i], "equiv-detail", 0);
+            printf("equiv: NOT identical across threads");
+            rc = EXIT_DIFFER;
+        } else {
+            printf("equiv: bit-identical at threads");
+        }
+        for (int i = 0; i < a.n_threads; i++)
+            printf("%s%d", i ? "," : " ", a.threads[i]);
+        printf(" over %lld steps; trajectory %016llx\n", (long long)a.steps, (unsigned long long)traj[0]);
+    }
+    dataset_destroy(data);
+    runlog_close(db);
+    return rc;
+}
+
+/* --- bench ------------------------------------------------------------- */
+
+static void bench_usage(void)
+{
+    puts("usage: lockstep bench [train flags] --threads 1,2 [--steps N] [--reps R]\n"
+         "Throughput (samples/s, median of R repetitions) per thread count with the canonical tree,\n"
+         "and the same with --reduce unordered (same leaf kernel, same leaf size), the speedup over\n"
+         "one thread, the cost of the tree against unordered, GFLOP/s of the MLP, and the time\n"
+         "spent hashing and recording a step in SQLite. Nothing is recorded in runs.db.");
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* Multiply-adds per sample of the MLP: forward, weight gradient, input gradient
+ * (not for the first layer). */
+static double mlp_flops_per_sample(const ls_config *cfg, const ls_dataset *d)
+{
+    size_t sizes[CONFIG_MAX_HIDDEN + 2], n = 0;
+    sizes[n++] = d->train.dim;
+    for (size_t i = 0; i < cfg->n_hidden; i++)
+        sizes[n++] = cfg->hidden[i];
+    sizes[n++] = d->n_classes;
+    double f = 0;
+    for (size_t l = 0; l + 1 < n; l++) {
+        double mm = (double)sizes[l] * (double)sizes[l + 1];
+        f += 2 * mm + 2 * mm + (l > 0 ? 2 * mm : 0);
+    }
+    return f;
+}
+
+int cmd_bench(int argc, char **argv)
+{
+    cli_args a;
+    ls_err err = { "" };
+    ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_STEPS_FLAG | CLI_THREAD_LIST | CLI_REPS, 0, &a, &err);
+    if (st != LS_OK) {
+        cli_error("bench", &err, st);
+        return EXIT_USAGE;
+    }
+    if (a.help) {
+        bench_usage();
+        return EXIT_OK;
+    }
+    int explicit_steps = 0;
+    for (int i = 0; i < argc; i++)
+        explicit_steps |= strncmp(argv[i], "--steps", 7) == 0;
+    if (!explicit_steps)
+        a.steps = 60;
+    ls_dataset *data = NULL;
+    if ((st = trainer_load_data(&a.cfg, &data, &err)) != LS_OK) {
+        cli_error("bench", &err, st);
+        return EXIT_USAGE;
+    }
+    run_install_signals();
+    /* The record's cost is measured on a real SQLite file, apart from runs.db. */
+    char dbpath[] = "/tmp/lockstep-bench-XXXXXX";
+    int fd = mkstemp(dbpath);
+    if (fd >= 0)
+        close(fd);
+    unlink(dbpath);
+    runlog *db = NULL;
+    if ((st = runlog_open(&db, dbpath, &err)) != LS_OK) {
+        cli_error("bench", &err, st);
+        dataset_destroy(data);
+        return EXIT_USAGE;
+    }
+    double flops = strcmp(a.cfg.model, "mlp") == 0 ? mlp_flops_per_sample(&a.cfg, data) : 0;
+    printf("bench: model %s, task %s, batch %zu, leaf %zu, %lld steps x %d reps, simd %s\n", a.cfg.model,
+           a.cfg.task, a.cfg.batch, a.cfg.leaf, (long long)a.steps, a.reps, dense_simd_name());
+    printf("%-8s %-14s %-14s %-10s %-10s %-12s %-14s\n", "threads", "tree samp/s", "unord samp/s", "speedup",
+           "tree cost", "GFLOP/s", "record/step");
+    double base = 0;
+    int rc = EXIT_OK;
+    for (int i = 0; i < a.n_threads && rc == EXIT_OK; i++) {
+        enum { MAX_REPS = 64 };
+        double tree_sps[MAX_REPS], unord_sps[MAX_REPS], rec[MAX_REPS], step_time[MAX_REPS];
+        int reps = a.reps > MAX_REPS ? MAX_REPS : a.reps;
+        /* Tree and unordered alternate inside each repetition, so both see
+         * the same machine noise. */
+        for (int rep = 0; rep < reps && rc == EXIT_OK; rep++) {
+            for (int mode = 0; mode < 2; mode++) {
+                run_opts o = { .cfg = a.cfg, .threads = a.threads[i], .steps = a.steps,
+                               .data = data, .db = mode == 0 ? db : NULL };
+                snprintf(o.cfg.reduce, sizeof o.cfg.reduce, "%s", mode == 0 ? "tree" : "unordered");
+                run_result r;
+                st = run_train(&o, &r, &err);
+                if (st != LS_OK) {
+                    cli_error("bench", &err, st);
+                    rc = cli_exit_code(st);
+                    break;
+                }
+                if (mode == 0) {
+                    tree_sps[rep] = r.samples_per_second;
+                    rec[rep] = r.record_seconds / (double)r.steps_done;
+                    step_time[rep] = r.train_seconds / (double)r.steps_done;
+                } else {
+                    unord_sps[rep] = r.samples_per_second;
+                }
+            }
+        }
+        if (rc != EXIT_OK)
+            break;
+        double t = median(tree_sps, reps), u = median(unord_sps, reps);
+        double rs = median(rec, reps), ts = median(step_time, reps);
+        if (i == 0)
+            base = t;
+        char cost[32], record[48];
+        snprintf(cost, sizeof cost, "%+.1f%%", u > 0 ? 100 * (u - t) / u : 0);
+        snprintf(record, sizeof record, "%.0f us (%.2f%%)", rs * 1e6, ts > 0 ? 100 * rs / ts : 0);
+        printf("%-8d %-14.0f %-14.0f %-10.2f %-10s %-12.1f %s\n", a.threads[i], t, u, base > 0 ? t / base : 0,
+               cost, flops * t / 1e9, record);
+        fflush(stdout);
+    }
+    runlog_close(db);
+    unlink(dbpath);
+    char side[sizeof dbpath + 8];
+    snprintf(side, sizeof side, "%s-wal", dbpath);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", dbpath);
+    unlink(side);
+    dataset_destroy(data);
+    return rc;
+}

@@ -1,0 +1,53 @@
+/* lockstep.c — the command line: one binary, subcommands (DESIGN.md §6). */
+#include "tools.h"
+
+#include <string.h>
+
+static void usage(FILE *f)
+{
+    fputs("lockstep — training whose bits do not depend on the thread count\n"
+          "\n"
+          "usage: lockstep COMMAND [flags]     (lockstep COMMAND --help for its flags)\n"
+          "\n"
+          "  train   --task T [--model M] [--steps N] [--threads N] [--db FILE] [--name NAME] ...\n"
+          "          train one run, recording every step's loss, parameter hash and trajectory hash\n"
+          "  runs    [--db FILE]                 list runs\n"
+          "  show    RUN [--db FILE] [--steps]   config, environment, summary, step table\n"
+          "  verify  RUN_A RUN_B [--db FILE]     compare two runs bit for bit, step by step\n"
+          "  equiv   --threads 1,2,4,8 [train flags]\n"
+          "          train one config at each thread count and verify all against the first\n"
+          "  golden  check [FILE...] | update [FILE...]\n"
+          "  bench   [train flags] --threads 1,2 throughput per thread count, tree vs unordered\n"
+          "\n"
+          "exit status: 0 success/equal, 1 differ/diverged, 2 bad usage or input, 130 interrupted\n",
+          f);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    const char *cmd = argv[1];
+    static const struct {
+        const char *name;
+        int (*fn)(int, char **);
+    } cmds[] = {
+        { "train", cmd_train }, { "runs", cmd_runs }, { "show", cmd_show }, { "verify", cmd_verify },
+        { "equiv", cmd_equiv }, { "golden", cmd_golden }, { "bench", cmd_bench },
+    };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
+        if (strcmp(cmd, cmds[i].name) == 0)
+            return cmds[i].fn(argc - 2, argv + 2);
+    if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
+        usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(cmd, "--version") == 0) {
+        puts(LS_ENGINE_VERSION);
+        return EXIT_OK;
+    }
+    fprintf(stderr, "lockstep: '%s' is not a command (see lockstep --help)\n", cmd);
+    return EXIT_USAGE;
+}

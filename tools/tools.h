@@ -1,0 +1,103 @@
+/* tools.h — the lockstep command line: argument parsing, the run driver
+ * (engine + record), and the subcommands. Only tools/ prints and chooses
+ * exit codes: 0 success/equal, 1 differ/failed check/diverged, 2 bad usage or
+ * bad input, 130 interrupted. */
+#ifndef LS_TOOLS_H
+#define LS_TOOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "../engine/config.h"
+#include "../engine/dataset.h"
+#include "../engine/status.h"
+#include "../record/hash.h"
+#include "../record/runlog.h"
+
+#define LS_ENGINE_VERSION "lockstep 0.1.0"
+#define CLI_MAX_THREADS_LIST 32
+
+enum { EXIT_OK = 0, EXIT_DIFFER = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
+
+/* Parsed flags shared by train, equiv, bench and golden update. */
+typedef struct {
+    ls_config cfg;
+    int64_t steps;                       /* 0: the task's default */
+    int threads[CLI_MAX_THREADS_LIST];   /* one entry for train */
+    int n_threads;
+    const char *db;
+    const char *name;
+    int64_t eval_every;                  /* 0: only at the end */
+    int progress;                        /* 1: a progress line on a terminal */
+    int reps;                            /* bench repetitions */
+    int help;
+    const char *positional[4];
+    int n_positional;
+} cli_args;
+
+/* Which flags a subcommand takes. */
+enum {
+    CLI_CONFIG = 1,      /* model/task/optimiser flags */
+    CLI_TRAIN = 2,       /* --steps --eval-every --name --no-progress */
+    CLI_DB = 4,          /* --db */
+    CLI_THREAD_LIST = 8, /* --threads 1,2,4 instead of one number */
+    CLI_REPS = 16,       /* --reps */
+    CLI_STEPS_FLAG = 32  /* --steps (without the rest of CLI_TRAIN) */
+};
+
+ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, cli_args *a, ls_err *err);
+int64_t cli_default_steps(const char *task);
+int cli_exit_code(ls_status st);
+/* Print "lockstep CMD: message" on stderr (one line). */
+void cli_error(const char *cmd, const ls_err *err, ls_status st);
+
+/* The run driver: train one config for `steps` steps, hashing every step and
+ * recording it when db is not NULL. */
+typedef struct {
+    ls_config cfg;
+    int threads;
+    int64_t steps;
+    int64_t eval_every;
+    int progress;
+    int eval_at_end;            /* evaluate (and record test_acc) after the last step */
+    const char *name;
+    runlog *db;                 /* NULL: nothing recorded */
+    const ls_dataset *data;     /* NULL: loaded by the trainer */
+    ls_step *rows;              /* if not NULL: [steps + 1] receives every step row */
+} run_opts;
+
+typedef struct {
+    int64_t run_id;             /* -1 when not recorded */
+    int64_t steps_done;
+    double last_loss;
+    uint64_t traj_hash;
+    uint64_t param_hash;
+    double train_seconds;       /* wall time inside trainer_step */
+    double record_seconds;      /* wall time hashing and recording */
+    double samples_per_second;
+    double test_acc;            /* -1 when not evaluated */
+    char status[16];
+    int busy_workers;           /* workers that computed leaves in the last step */
+} run_result;
+
+ls_status run_train(const run_opts *o, run_result *r, ls_err *err);
+/* Set by the SIGINT/SIGTERM handler; the driver stops between steps. */
+extern volatile int run_interrupted;
+void run_install_signals(void);
+double run_now(void);
+
+int cmd_train(int argc, char **argv);
+int cmd_runs(int argc, char **argv);
+int cmd_show(int argc, char **argv);
+int cmd_verify(int argc, char **argv);
+int cmd_equiv(int argc, char **argv);
+int cmd_golden(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+
+/* Helpers shared by subcommands. */
+ls_status cli_open_db(const char *path, runlog **db, ls_err *err);
+/* Compare two runs over their common steps; prints the verdict; 0 equal, 1 differ. */
+int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet);
+
+#endif
