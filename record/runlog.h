@@ -43,13 +43,16 @@ typedef struct {
 } runlog_run_info;
 
 /* Inserts a run with status "running" and this process's liveness data.
- * A name already used → LS_EEXIST naming it. */
+ * A name already used → LS_EEXIST naming it; an all-digit name (it would read
+ * as a run id) or one of 128 bytes or more → LS_EINVAL. */
 ls_status runlog_run_begin(runlog *r, const runlog_run_info *info, int64_t *run_id, ls_err *err);
 
 /* Buffers one step row (committed every RUNLOG_BATCH rows, at flush and at end). */
 #define RUNLOG_BATCH 64
 ls_status runlog_step(runlog *r, int64_t run_id, const ls_step *s, ls_err *err);
 ls_status runlog_flush(runlog *r, ls_err *err);
+/* Evaluations, checkpoints and verdicts are not buffered: each is committed
+ * at once in its own transaction. */
 ls_status runlog_eval(runlog *r, int64_t run_id, int64_t step, const char *name, double value, ls_err *err);
 /* status: "done", "interrupted", "diverged", "failed". Flushes first. */
 ls_status runlog_run_end(runlog *r, int64_t run_id, const char *status, ls_err *err);
@@ -68,6 +71,9 @@ typedef struct {
     uint64_t last_traj_hash;
     char *config_text;         /* malloc'ed; free with runlog_run_free */
 } runlog_run;
+
+/* Every read below first flushes this handle's buffered steps, so a handle
+ * sees its own writes. */
 
 /* id_or_name: a decimal run id or a unique name. Unknown → LS_ENOTFOUND naming it. */
 ls_status runlog_find(runlog *r, const char *id_or_name, int64_t *run_id, ls_err *err);
@@ -88,7 +94,8 @@ ls_status runlog_read_evals(runlog *r, int64_t run_id, runlog_evalrow **rows, si
 extern const char RUNLOG_FIRST_DIVERGENCE_SQL[];
 ls_status runlog_first_divergence(runlog *r, int64_t a, int64_t b, int64_t *step, ls_err *err);
 
-/* Records the verdict of an equivalence check (verify or equiv). */
+/* Records the verdict of an equivalence check (verify or equiv). A negative
+ * run_a, run_b or first_diff_step is stored as NULL ("none"). */
 ls_status runlog_verdict(runlog *r, const char *kind, int64_t run_a, int64_t run_b, int equal,
                          int64_t first_diff_step, const char *detail, ls_err *err);
 

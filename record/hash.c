@@ -1,0 +1,141 @@
+/* hash.c — the parameter and trajectory hashes of DESIGN.md §3.2.
+ *
+ * Every hash here is XXH3_64bits (seed 0) over a byte string whose layout is
+ * frozen by hash.h: binary32 / binary64 / uint64 values little-endian, NaN bit
+ * patterns canonicalised so that a NaN's payload or sign cannot make two runs
+ * look different (or equal runs look different). -0.0 and +0.0 are distinct
+ * bit patterns and hash differently on purpose: the contract is about bits.
+ *
+ * hash_params is on the per-step path and hashes the whole model, so the usual
+ * case (little-endian host, no NaN) is one XXH3 call over the caller's memory;
+ * anything else streams canonical copies through an XXH3 state in chunks.
+ */
+#include "hash.h"
+
+#include <string.h>
+
+/* The implementation is compiled into this file: the stack-allocated
+ * XXH3_state_t below then has the layout of the code that uses it, never that
+ * of whatever libxxhash is loaded at run time (the state struct is not part of
+ * the shared library's stable ABI), and the one-shot path can be inlined. The
+ * output is the same frozen XXH3_64bits; the tests check it against the
+ * shared library. */
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#define HASH_CANON_NAN32 UINT32_C(0x7fc00000)
+#define HASH_CANON_NAN64 UINT64_C(0x7ff8000000000000)
+#define HASH_CHUNK 1024 /* floats per streamed chunk (4 KiB on the stack) */
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define HASH_BIG_ENDIAN 1
+#else
+#define HASH_BIG_ENDIAN 0
+#endif
+
+uint64_t hash_bytes(const void *p, size_t n)
+{
+    return (uint64_t)XXH3_64bits(p, n);
+}
+
+static void hash_put_u32le(unsigned char *dst, uint32_t v)
+{
+    dst[0] = (unsigned char)(v & 0xffu);
+    dst[1] = (unsigned char)((v >> 8) & 0xffu);
+    dst[2] = (unsigned char)((v >> 16) & 0xffu);
+    dst[3] = (unsigned char)((v >> 24) & 0xffu);
+}
+
+static void hash_put_u64le(unsigned char *dst, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        dst[i] = (unsigned char)((v >> (8 * i)) & 0xffu);
+}
+
+/* NaN test on the bits, so it holds whatever the compiler assumes about NaN. */
+static int hash_is_nan32(uint32_t u)
+{
+    return (u & UINT32_C(0x7f800000)) == UINT32_C(0x7f800000) && (u & UINT32_C(0x007fffff)) != 0;
+}
+
+static int hash_is_nan64(uint64_t u)
+{
+    return (u & UINT64_C(0x7ff0000000000000)) == UINT64_C(0x7ff0000000000000) &&
+           (u & UINT64_C(0x000fffffffffffff)) != 0;
+}
+
+static int hash_any_nan32(const float *params, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &params[i], sizeof u);
+        if (hash_is_nan32(u))
+            return 1;
+    }
+    return 0;
+}
+
+uint64_t hash_params(const float *params, size_t n)
+{
+    if (n == 0)
+        return (uint64_t)XXH3_64bits(NULL, 0);
+    if (!HASH_BIG_ENDIAN && !hash_any_nan32(params, n))
+        return (uint64_t)XXH3_64bits(params, n * sizeof(float));
+
+    /* Slow path: stream canonical little-endian copies. A stack state avoids an
+     * allocation that could fail in a function that cannot report failure. */
+    XXH3_state_t state;
+    XXH3_INITSTATE(&state);
+    XXH3_64bits_reset(&state);
+    unsigned char buf[HASH_CHUNK * 4];
+    for (size_t i = 0; i < n; i += HASH_CHUNK) {
+        size_t m = n - i < HASH_CHUNK ? n - i : HASH_CHUNK;
+        for (size_t j = 0; j < m; j++) {
+            uint32_t u;
+            memcpy(&u, &params[i + j], sizeof u);
+            if (hash_is_nan32(u))
+                u = HASH_CANON_NAN32;
+            hash_put_u32le(buf + 4 * j, u);
+        }
+        XXH3_64bits_update(&state, buf, m * 4);
+    }
+    return (uint64_t)XXH3_64bits_digest(&state);
+}
+
+uint64_t hash_loss_bits(double loss)
+{
+    uint64_t u;
+    memcpy(&u, &loss, sizeof u);
+    return hash_is_nan64(u) ? HASH_CANON_NAN64 : u;
+}
+
+double hash_bits_to_double(uint64_t bits)
+{
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
+uint64_t hash_traj0(const char *config_text, uint64_t param_hash0)
+{
+    /* Streamed so that a config of any length needs no allocation. XXH3's
+     * streaming digest equals the one-shot hash of the concatenation. */
+    XXH3_state_t state;
+    XXH3_INITSTATE(&state);
+    XXH3_64bits_reset(&state);
+    if (config_text != NULL)
+        XXH3_64bits_update(&state, config_text, strlen(config_text));
+    unsigned char tail[8];
+    hash_put_u64le(tail, param_hash0);
+    XXH3_64bits_update(&state, tail, sizeof tail);
+    return (uint64_t)XXH3_64bits_digest(&state);
+}
+
+uint64_t hash_traj_next(uint64_t traj_prev, uint64_t param_hash, double loss)
+{
+    unsigned char buf[24];
+    hash_put_u64le(buf, traj_prev);
+    hash_put_u64le(buf + 8, param_hash);
+    hash_put_u64le(buf + 16, hash_loss_bits(loss));
+    return (uint64_t)XXH3_64bits(buf, sizeof buf);
+}

@@ -1,0 +1,1053 @@
+/* runlog.c — the SQLite record of runs (DESIGN.md §3.3).
+ *
+ * One file, opened in WAL mode with a busy timeout so that several training
+ * processes and readers can share it. Every write runs inside BEGIN IMMEDIATE
+ * (the write lock is taken up front, so a transaction never has to upgrade a
+ * read lock and fail with SQLITE_BUSY half-way). Step rows are buffered in the
+ * handle and written RUNLOG_BATCH at a time in one transaction, because one
+ * commit per step would make the fsync of the log cost more than the step.
+ * Runs, evaluations, checkpoints and verdicts are rare and are committed at
+ * once, each in its own transaction, so a crash never loses them.
+ *
+ * 64-bit hashes and loss bits are stored in INTEGER columns as the int64 with
+ * the same bit pattern, and read back the same way. The loss is stored twice:
+ * as REAL for people and SQL (SQLite turns NaN into NULL there) and as its
+ * exact binary64 bits, which is what every comparison uses.
+ *
+ * Liveness: a run row keeps its writer's pid, the pid's start time (field 22
+ * of /proc/PID/stat) and the boot id. A reader that finds "running" reports
+ * "interrupted" when that process is gone; it never rewrites the row.
+ *
+ * Errors: every SQLite failure is LS_EDB with "PATH: what: sqlite message";
+ * nothing here prints.
+ */
+#include "runlog.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <time.h>
+#include <unistd.h>
+
+#define RL_BEGIN_TRIES 4      /* BEGIN IMMEDIATE attempts, each waiting busy_timeout */
+#define RL_BUSY_TIMEOUT_MS 10000
+#define RL_NOW "strftime('%Y-%m-%dT%H:%M:%fZ','now')"
+
+typedef struct {
+    int64_t run;
+    ls_step s;
+} rl_row;
+
+struct runlog {
+    sqlite3 *db;
+    sqlite3_stmt *ins_step;    /* prepared once: the hot insert */
+    size_t n_buf;              /* rows buffered in buf, not yet committed */
+    rl_row buf[RUNLOG_BATCH];
+    char path[];               /* the file as given, for messages */
+};
+
+const char RUNLOG_FIRST_DIVERGENCE_SQL[] =
+    "SELECT min(a.step)\n"
+    "  FROM steps AS a\n"
+    "  JOIN steps AS b ON b.run = ?2 AND b.step = a.step\n"
+    " WHERE a.run = ?1\n"
+    "   AND (a.param_hash <> b.param_hash\n"
+    "        OR (a.step >= 1 AND a.loss_bits IS NOT b.loss_bits))";
+
+/* Schema version 1. WITHOUT ROWID for the tables keyed by (run, step[, name]):
+ * the primary key is the only access path, so the rowid b-tree is waste. */
+static const char rl_schema[] =
+    "CREATE TABLE runs(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  name TEXT UNIQUE NOT NULL,\n"
+    "  model TEXT,\n"
+    "  task TEXT,\n"
+    "  config_text TEXT NOT NULL,\n"
+    "  config_hash INTEGER NOT NULL,\n"
+    "  status TEXT NOT NULL\n"
+    "    CHECK(status IN ('running','done','interrupted','diverged','failed')),\n"
+    "  started TEXT NOT NULL,\n"
+    "  ended TEXT,\n"
+    "  engine_version TEXT,\n"
+    "  compiler TEXT,\n"
+    "  cflags TEXT,\n"
+    "  host TEXT,\n"
+    "  cpu TEXT,\n"
+    "  threads INTEGER,\n"
+    "  reduce TEXT,\n"
+    "  git_commit TEXT,\n"
+    "  pid INTEGER,\n"
+    "  pid_start INTEGER,\n"
+    "  boot_id TEXT\n"
+    ") STRICT;\n"
+    "CREATE TABLE steps(\n"
+    "  run INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  step INTEGER NOT NULL,\n"
+    "  loss REAL,\n"
+    "  loss_bits INTEGER,\n"
+    "  param_hash INTEGER NOT NULL,\n"
+    "  traj_hash INTEGER NOT NULL,\n"
+    "  seconds REAL,\n"
+    "  PRIMARY KEY(run, step)\n"
+    ") STRICT, WITHOUT ROWID;\n"
+    "CREATE TABLE evals(\n"
+    "  run INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  step INTEGER NOT NULL,\n"
+    "  name TEXT NOT NULL,\n"
+    "  value REAL,\n"
+    "  PRIMARY KEY(run, step, name)\n"
+    ") STRICT, WITHOUT ROWID;\n"
+    "CREATE TABLE checkpoints(\n"
+    "  run INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  step INTEGER NOT NULL,\n"
+    "  path TEXT NOT NULL,\n"
+    "  state_hash INTEGER,\n"
+    "  created TEXT NOT NULL\n"
+    ") STRICT;\n"
+    "CREATE INDEX checkpoints_run_step ON checkpoints(run, step);\n"
+    "CREATE TABLE verdicts(\n"
+    "  id INTEGER PRIMARY KEY,\n"
+    "  kind TEXT NOT NULL,\n"
+    "  run_a INTEGER REFERENCES runs(id),\n"
+    "  run_b INTEGER REFERENCES runs(id),\n"
+    "  equal INTEGER NOT NULL,\n"
+    "  first_diff_step INTEGER,\n"
+    "  detail TEXT,\n"
+    "  created TEXT NOT NULL\n"
+    ") STRICT;\n";
+
+/* ---- small helpers ------------------------------------------------------ */
+
+/* uint64 ↔ int64 with the same bits, without implementation-defined casts. */
+static int64_t rl_i64(uint64_t u)
+{
+    int64_t i;
+    memcpy(&i, &u, sizeof i);
+    return i;
+}
+
+static uint64_t rl_u64(int64_t i)
+{
+    uint64_t u;
+    memcpy(&u, &i, sizeof u);
+    return u;
+}
+
+static ls_status rl_dberr(const runlog *r, const char *what, ls_err *err)
+{
+    int code = sqlite3_errcode(r->db) & 0xff;
+    if (code == SQLITE_NOTADB)
+        return ls_fail(err, LS_EFORMAT, "%s: not a SQLite database", r->path);
+    return ls_fail(err, LS_EDB, "%s: %s: %s", r->path, what, sqlite3_errmsg(r->db));
+}
+
+static void rl_rollback(runlog *r)
+{
+    if (!sqlite3_get_autocommit(r->db))
+        sqlite3_exec(r->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+static void rl_sleep_ms(long ms)
+{
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+/* busy_timeout already waits inside each attempt; the loop covers the cases
+ * where SQLite returns BUSY without calling the handler (e.g. WAL recovery). */
+static ls_status rl_begin(runlog *r, const char *what, ls_err *err)
+{
+    int rc = SQLITE_OK;
+    for (int i = 0; i < RL_BEGIN_TRIES; i++) {
+        rc = sqlite3_exec(r->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+        if ((rc & 0xff) != SQLITE_BUSY)
+            break;
+        rl_sleep_ms(10);
+    }
+    if (rc != SQLITE_OK)
+        return rl_dberr(r, what, err);
+    return LS_OK;
+}
+
+static ls_status rl_commit(runlog *r, const char *what, ls_err *err)
+{
+    int rc = SQLITE_OK;
+    for (int i = 0; i < RL_BEGIN_TRIES; i++) {
+        rc = sqlite3_exec(r->db, "COMMIT", NULL, NULL, NULL);
+        if ((rc & 0xff) != SQLITE_BUSY)
+            break;  /* on BUSY the transaction is still open and may be retried */
+        rl_sleep_ms(10);
+    }
+    if (rc != SQLITE_OK) {
+        ls_status st = rl_dberr(r, what, err);
+        rl_rollback(r);
+        return st;
+    }
+    return LS_OK;
+}
+
+static ls_status rl_prepare(runlog *r, const char *sql, sqlite3_stmt **st, const char *what,
+                            ls_err *err)
+{
+    if (sqlite3_prepare_v2(r->db, sql, -1, st, NULL) != SQLITE_OK) {
+        *st = NULL;
+        return rl_dberr(r, what, err);
+    }
+    return LS_OK;
+}
+
+/* Runs one prepared write statement in its own IMMEDIATE transaction and
+ * finalizes it. The error message is taken before ROLLBACK overwrites it. */
+static ls_status rl_write_one(runlog *r, sqlite3_stmt *stmt, const char *what, ls_err *err)
+{
+    ls_status st = rl_begin(r, what, err);
+    if (st == LS_OK) {
+        if (sqlite3_step(stmt) != SQLITE_DONE) {
+            st = rl_dberr(r, what, err);
+            rl_rollback(r);
+        } else {
+            st = rl_commit(r, what, err);
+        }
+    }
+    sqlite3_finalize(stmt);
+    return st;
+}
+
+static void rl_bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
+{
+    if (s != NULL)
+        sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+static void rl_copy(char *dst, size_t cap, const unsigned char *src)
+{
+    size_t n = 0;
+    if (src != NULL) {
+        n = strlen((const char *)src);
+        if (n >= cap)
+            n = cap - 1;
+        memcpy(dst, src, n);
+    }
+    dst[n] = 0;
+}
+
+/* ---- liveness ------------------------------------------------------------ */
+
+/* Reads a small text file whole; -1 with errno set on failure. */
+static ssize_t rl_read_small(const char *path, char *buf, size_t cap)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t got = 0;
+    while (got + 1 < cap) {
+        ssize_t k = read(fd, buf + got, cap - 1 - got);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            close(fd);
+            errno = e;
+            return -1;
+        }
+        if (k == 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fd);
+    buf[got] = 0;
+    return (ssize_t)got;
+}
+
+/* The kernel's id of this boot, or "" when unknown (not Linux). */
+static void rl_boot_id(char *out, size_t cap)
+{
+    char buf[128];
+    out[0] = 0;
+    if (rl_read_small("/proc/sys/kernel/random/boot_id", buf, sizeof buf) <= 0)
+        return;
+    size_t n = strlen(buf);
+    while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+        buf[--n] = 0;
+    rl_copy(out, cap, (const unsigned char *)buf);
+}
+
+/* State letter (field 3) and start time in clock ticks since boot (field 22)
+ * of /proc/PID/stat. The command name (field 2) may hold spaces and ')', so
+ * fields are counted from the last ')'. 0, or -1 with errno (ENOENT: gone). */
+static int rl_proc_stat(long long pid, char *state, unsigned long long *start)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%lld/stat", pid);
+    if (rl_read_small(path, buf, sizeof buf) < 0)
+        return -1;
+    char *p = strrchr(buf, ')');
+    if (p == NULL) {
+        errno = EINVAL;
+        return -1;
+    }
+    p++;
+    for (int field = 3; field <= 22; field++) {
+        while (*p == ' ')
+            p++;
+        if (*p == 0) {
+            errno = EINVAL;
+            return -1;
+        }
+        if (field == 3)
+            *state = *p;
+        if (field == 22) {
+            char *end;
+            errno = 0;
+            *start = strtoull(p, &end, 10);
+            if (end == p || errno != 0) {
+                errno = EINVAL;
+                return -1;
+            }
+            return 0;
+        }
+        while (*p != ' ' && *p != 0)
+            p++;
+    }
+    errno = EINVAL;
+    return -1;
+}
+
+/* Whether the writer recorded in a "running" row is gone. When the record or
+ * the host cannot tell (no pid, no /proc), the row is taken at its word. */
+static int rl_writer_gone(sqlite3_stmt *st, int col_pid, int col_start, int col_boot)
+{
+    if (sqlite3_column_type(st, col_pid) == SQLITE_NULL)
+        return 0;
+    long long pid = (long long)sqlite3_column_int64(st, col_pid);
+    if (sqlite3_column_type(st, col_boot) != SQLITE_NULL) {
+        char now[64];
+        rl_boot_id(now, sizeof now);
+        const char *then = (const char *)sqlite3_column_text(st, col_boot);
+        if (now[0] != 0 && then != NULL && then[0] != 0 && strcmp(now, then) != 0)
+            return 1;  /* rebooted since: every process of that boot is gone */
+    }
+    char state = 0;
+    unsigned long long start = 0;
+    if (rl_proc_stat(pid, &state, &start) == 0) {
+        if (state == 'Z' || state == 'X')
+            return 1;  /* exited, not yet reaped */
+        if (sqlite3_column_type(st, col_start) != SQLITE_NULL &&
+            rl_u64(sqlite3_column_int64(st, col_start)) != (uint64_t)start)
+            return 1;  /* the pid was reused by a later process */
+        return 0;
+    }
+    if (errno == ENOENT)
+        return 1;
+    /* No /proc: fall back to asking the kernel whether the pid exists. */
+    if (pid > 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+        return 1;
+    return 0;
+}
+
+/* ---- open / close --------------------------------------------------------- */
+
+/* What the file holds before we touch it: 1 = empty (needs the schema),
+ * 0 = a lockstep database of a schema we read, or LS_EFORMAT naming it. */
+static ls_status rl_check_file(runlog *r, int *fresh, ls_err *err)
+{
+    static const char sql[] =
+        "SELECT (SELECT application_id FROM pragma_application_id),"
+        "       (SELECT user_version FROM pragma_user_version),"
+        "       (SELECT count(*) FROM sqlite_master)";
+    sqlite3_stmt *st;
+    ls_status s = rl_prepare(r, sql, &st, "reading the header", err);
+    if (s != LS_OK)
+        return s;
+    if (sqlite3_step(st) != SQLITE_ROW) {
+        s = rl_dberr(r, "reading the header", err);
+        sqlite3_finalize(st);
+        return s;
+    }
+    int64_t app = sqlite3_column_int64(st, 0);
+    int64_t ver = sqlite3_column_int64(st, 1);
+    int64_t n_obj = sqlite3_column_int64(st, 2);
+    sqlite3_finalize(st);
+
+    *fresh = 0;
+    if (app == 0 && ver == 0 && n_obj == 0) {
+        *fresh = 1;
+        return LS_OK;
+    }
+    if (app != RUNLOG_APPLICATION_ID) {
+        if (app == 0)
+            return ls_fail(err, LS_EFORMAT, "%s: a SQLite database of another program "
+                           "(no lockstep application_id)", r->path);
+        return ls_fail(err, LS_EFORMAT, "%s: a SQLite database of another program "
+                       "(application_id 0x%llx, lockstep's is 0x%x)",
+                       r->path, (unsigned long long)(uint32_t)app, RUNLOG_APPLICATION_ID);
+    }
+    if (ver > RUNLOG_SCHEMA_VERSION)
+        return ls_fail(err, LS_EFORMAT, "%s: schema version %lld is newer than this "
+                       "lockstep's (%d)", r->path, (long long)ver, RUNLOG_SCHEMA_VERSION);
+    if (ver != RUNLOG_SCHEMA_VERSION)
+        return ls_fail(err, LS_EFORMAT, "%s: unknown schema version %lld", r->path,
+                       (long long)ver);
+    return LS_OK;
+}
+
+/* Creates the schema unless another process did it first: the check is
+ * repeated under the write lock, so concurrent first opens are safe. */
+static ls_status rl_create_schema(runlog *r, ls_err *err)
+{
+    ls_status st = rl_begin(r, "creating the schema", err);
+    if (st != LS_OK)
+        return st;
+    int fresh = 0;
+    st = rl_check_file(r, &fresh, err);
+    if (st == LS_OK && fresh) {
+        char pragmas[128];
+        snprintf(pragmas, sizeof pragmas, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
+                 RUNLOG_APPLICATION_ID, RUNLOG_SCHEMA_VERSION);
+        if (sqlite3_exec(r->db, rl_schema, NULL, NULL, NULL) != SQLITE_OK ||
+            sqlite3_exec(r->db, pragmas, NULL, NULL, NULL) != SQLITE_OK)
+            st = rl_dberr(r, "creating the schema", err);
+    }
+    if (st != LS_OK) {
+        rl_rollback(r);
+        return st;
+    }
+    return rl_commit(r, "creating the schema", err);
+}
+
+/* Changing the journal mode needs an exclusive lock, and SQLite reports BUSY
+ * at once, without the busy handler, when another connection is doing the
+ * same (the first opens of a new file racing). So wait here, with backoff,
+ * for as long as busy_timeout would. */
+static ls_status rl_pragma(runlog *r, const char *sql, ls_err *err)
+{
+    int rc = SQLITE_OK;
+    long waited_ms = 0, nap_ms = 1;
+    for (;;) {
+        rc = sqlite3_exec(r->db, sql, NULL, NULL, NULL);
+        if ((rc & 0xff) != SQLITE_BUSY || waited_ms >= RL_BUSY_TIMEOUT_MS)
+            break;
+        rl_sleep_ms(nap_ms);
+        waited_ms += nap_ms;
+        nap_ms = nap_ms < 64 ? nap_ms * 2 : 64;
+    }
+    return rc == SQLITE_OK ? LS_OK : rl_dberr(r, sql, err);
+}
+
+ls_status runlog_open(runlog **out, const char *path, ls_err *err)
+{
+    *out = NULL;
+    if (path == NULL || path[0] == 0)
+        return ls_fail(err, LS_EINVAL, "database path is empty");
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return ls_fail(err, LS_EIO, "%s: is a directory", path);
+
+    size_t plen = strlen(path);
+    runlog *r = calloc(1, sizeof *r + plen + 1);
+    if (r == NULL)
+        return ls_fail(err, LS_ENOMEM, "%s: out of memory opening the run log", path);
+    memcpy(r->path, path, plen + 1);
+
+    int rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    if (rc != SQLITE_OK) {
+        int code = rc & 0xff;
+        ls_status st = (code == SQLITE_CANTOPEN || code == SQLITE_PERM || code == SQLITE_IOERR ||
+                        code == SQLITE_READONLY) ? LS_EIO : LS_EDB;
+        ls_fail(err, st, "%s: cannot open: %s", path,
+                r->db != NULL ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
+        runlog_close(r);
+        return st;
+    }
+    /* SQLite silently falls back to read-only for a write-protected file. */
+    if (sqlite3_db_readonly(r->db, "main") == 1) {
+        runlog_close(r);
+        return ls_fail(err, LS_EIO, "%s: not writable", path);
+    }
+    sqlite3_busy_timeout(r->db, RL_BUSY_TIMEOUT_MS);
+
+    /* Look before writing anything, so a file that is not ours stays untouched. */
+    int fresh = 0;
+    ls_status st = rl_check_file(r, &fresh, err);
+    if (st == LS_OK)
+        st = rl_pragma(r, "PRAGMA journal_mode=WAL", err);
+    if (st == LS_OK)
+        st = rl_pragma(r, "PRAGMA synchronous=NORMAL", err);
+    if (st == LS_OK)
+        st = rl_pragma(r, "PRAGMA foreign_keys=ON", err);
+    if (st == LS_OK && fresh)
+        st = rl_create_schema(r, err);
+    if (st == LS_OK)
+        st = rl_prepare(r,
+                        "INSERT INTO steps(run, step, loss, loss_bits, param_hash, traj_hash, seconds)"
+                        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                        &r->ins_step, "preparing the step insert", err);
+    if (st != LS_OK) {
+        runlog_close(r);
+        return st;
+    }
+    *out = r;
+    return LS_OK;
+}
+
+void runlog_close(runlog *r)
+{
+    if (r == NULL)
+        return;
+    if (r->db != NULL && r->ins_step != NULL)
+        runlog_flush(r, NULL);  /* best effort: a caller that cares flushes first */
+    sqlite3_finalize(r->ins_step);
+    sqlite3_close_v2(r->db);
+    free(r);
+}
+
+/* ---- writing ---------------------------------------------------------------- */
+
+static int rl_all_digits(const char *s)
+{
+    if (s == NULL || s[0] == 0)
+        return 0;
+    for (; *s; s++)
+        if (*s < '0' || *s > '9')
+            return 0;
+    return 1;
+}
+
+ls_status runlog_run_begin(runlog *r, const runlog_run_info *info, int64_t *run_id, ls_err *err)
+{
+    const char *name = info->name;
+    int auto_name = name == NULL || name[0] == 0;
+    if (info->config_text == NULL)
+        return ls_fail(err, LS_EINVAL, "run config text is missing");
+    if (!auto_name && rl_all_digits(name))
+        return ls_fail(err, LS_EINVAL, "run name '%s' is all digits: it would read as a run id",
+                       name);
+    if (!auto_name && strlen(name) >= sizeof(((runlog_run *)0)->name))
+        return ls_fail(err, LS_EINVAL, "run name '%.40s...' is longer than %zu bytes", name,
+                       sizeof(((runlog_run *)0)->name) - 1);
+
+    char boot[64];
+    rl_boot_id(boot, sizeof boot);
+    long long pid = (long long)getpid();
+    char state = 0;
+    unsigned long long start = 0;
+    int have_start = rl_proc_stat(pid, &state, &start) == 0;
+
+    sqlite3_stmt *st;
+    ls_status s = rl_prepare(r,
+        "INSERT INTO runs(name, model, task, config_text, config_hash, status, started,"
+        " engine_version, compiler, cflags, host, cpu, threads, reduce, git_commit,"
+        " pid, pid_start, boot_id)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, 'running', " RL_NOW ","
+        " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        &st, "starting a run", err);
+    if (s != LS_OK)
+        return s;
+    /* An automatic name is filled in once the id is known; "" is never a
+     * committed name (the UPDATE below runs in the same transaction). */
+    sqlite3_bind_text(st, 1, auto_name ? "" : name, -1, SQLITE_TRANSIENT);
+    rl_bind_text_or_null(st, 2, info->model);
+    rl_bind_text_or_null(st, 3, info->task);
+    sqlite3_bind_text(st, 4, info->config_text, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 5, rl_i64(info->config_hash));
+    rl_bind_text_or_null(st, 6, info->engine_version);
+    rl_bind_text_or_null(st, 7, info->compiler);
+    rl_bind_text_or_null(st, 8, info->cflags);
+    rl_bind_text_or_null(st, 9, info->host);
+    rl_bind_text_or_null(st, 10, info->cpu);
+    sqlite3_bind_int(st, 11, info->threads);
+    rl_bind_text_or_null(st, 12, info->reduce);
+    rl_bind_text_or_null(st, 13, info->git_commit);
+    sqlite3_bind_int64(st, 14, pid);
+    if (have_start)
+        sqlite3_bind_int64(st, 15, rl_i64(start));
+    else
+        sqlite3_bind_null(st, 15);
+    rl_bind_text_or_null(st, 16, boot[0] ? boot : NULL);
+
+    s = rl_begin(r, "starting a run", err);
+    if (s != LS_OK) {
+        sqlite3_finalize(st);
+        return s;
+    }
+    if (sqlite3_step(st) != SQLITE_DONE) {
+        if ((sqlite3_extended_errcode(r->db)) == SQLITE_CONSTRAINT_UNIQUE)
+            s = ls_fail(err, LS_EEXIST, "run name '%s' is already used in %s",
+                        auto_name ? "" : name, r->path);
+        else
+            s = rl_dberr(r, "starting a run", err);
+        sqlite3_finalize(st);
+        rl_rollback(r);
+        return s;
+    }
+    sqlite3_finalize(st);
+    int64_t id = (int64_t)sqlite3_last_insert_rowid(r->db);
+
+    if (auto_name) {
+        /* "run-<id>", or "run-<id>.2", ... when a person already chose that name. */
+        s = rl_prepare(r, "UPDATE runs SET name = ?1 WHERE id = ?2", &st, "naming a run", err);
+        for (int k = 1; s == LS_OK; k++) {
+            char auto_buf[64];
+            if (k == 1)
+                snprintf(auto_buf, sizeof auto_buf, "run-%lld", (long long)id);
+            else
+                snprintf(auto_buf, sizeof auto_buf, "run-%lld.%d", (long long)id, k);
+            sqlite3_reset(st);
+            sqlite3_bind_text(st, 1, auto_buf, -1, SQLITE_TRANSIENT);
+            sqlite3_bind_int64(st, 2, id);
+            if (sqlite3_step(st) == SQLITE_DONE)
+                break;
+            if (sqlite3_extended_errcode(r->db) != SQLITE_CONSTRAINT_UNIQUE || k >= 1000)
+                s = rl_dberr(r, "naming a run", err);
+        }
+        sqlite3_finalize(st);
+        if (s != LS_OK) {
+            rl_rollback(r);
+            return s;
+        }
+    }
+    s = rl_commit(r, "starting a run", err);
+    if (s == LS_OK)
+        *run_id = id;
+    return s;
+}
+
+ls_status runlog_flush(runlog *r, ls_err *err)
+{
+    if (r->n_buf == 0)
+        return LS_OK;
+    char what[64];
+    snprintf(what, sizeof what, "writing %zu steps", r->n_buf);
+    ls_status st = rl_begin(r, what, err);
+    if (st != LS_OK)
+        return st;
+    for (size_t i = 0; i < r->n_buf; i++) {
+        const rl_row *row = &r->buf[i];
+        sqlite3_stmt *q = r->ins_step;
+        sqlite3_reset(q);
+        sqlite3_bind_int64(q, 1, row->run);
+        sqlite3_bind_int64(q, 2, row->s.step);
+        if (row->s.has_loss) {
+            /* NaN binds as NULL and -0.0 may read back as +0.0 here; the
+             * exact value lives in loss_bits. */
+            sqlite3_bind_double(q, 3, hash_bits_to_double(row->s.loss_bits));
+            sqlite3_bind_int64(q, 4, rl_i64(row->s.loss_bits));
+        } else {
+            sqlite3_bind_null(q, 3);
+            sqlite3_bind_null(q, 4);
+        }
+        sqlite3_bind_int64(q, 5, rl_i64(row->s.param_hash));
+        sqlite3_bind_int64(q, 6, rl_i64(row->s.traj_hash));
+        sqlite3_bind_double(q, 7, row->s.seconds);
+        if (sqlite3_step(q) != SQLITE_DONE) {
+            char what_row[96];
+            snprintf(what_row, sizeof what_row, "writing step %lld of run %lld",
+                     (long long)row->s.step, (long long)row->run);
+            st = rl_dberr(r, what_row, err);
+            sqlite3_reset(q);
+            rl_rollback(r);
+            return st;  /* rows stay buffered: a later flush may retry */
+        }
+    }
+    sqlite3_reset(r->ins_step);  /* release the statement before COMMIT */
+    st = rl_commit(r, what, err);
+    if (st == LS_OK)
+        r->n_buf = 0;
+    return st;
+}
+
+ls_status runlog_step(runlog *r, int64_t run_id, const ls_step *s, ls_err *err)
+{
+    /* A full buffer here means an earlier batch failed to commit: retry it
+     * first, and refuse the new row rather than drop an old one. */
+    if (r->n_buf == RUNLOG_BATCH) {
+        ls_status st = runlog_flush(r, err);
+        if (st != LS_OK)
+            return st;
+    }
+    r->buf[r->n_buf].run = run_id;
+    r->buf[r->n_buf].s = *s;
+    r->n_buf++;
+    return r->n_buf == RUNLOG_BATCH ? runlog_flush(r, err) : LS_OK;
+}
+
+ls_status runlog_eval(runlog *r, int64_t run_id, int64_t step, const char *name, double value,
+                      ls_err *err)
+{
+    sqlite3_stmt *st;
+    ls_status s = rl_prepare(r, "INSERT INTO evals(run, step, name, value) VALUES(?1, ?2, ?3, ?4)",
+                             &st, "recording an evaluation", err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, step);
+    sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_double(st, 4, value);
+    return rl_write_one(r, st, "recording an evaluation", err);
+}
+
+ls_status runlog_run_end(runlog *r, int64_t run_id, const char *status, ls_err *err)
+{
+    static const char *const ok[] = {"done", "interrupted", "diverged", "failed"};
+    int valid = 0;
+    for (size_t i = 0; status != NULL && i < sizeof ok / sizeof ok[0]; i++)
+        valid |= strcmp(status, ok[i]) == 0;
+    if (!valid)
+        return ls_fail(err, LS_EINVAL, "run status '%s' is not done, interrupted, diverged or failed",
+                       status != NULL ? status : "(null)");
+    ls_status s = runlog_flush(r, err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_stmt *st;
+    s = rl_prepare(r, "UPDATE runs SET status = ?1, ended = " RL_NOW " WHERE id = ?2", &st,
+                   "ending a run", err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_bind_text(st, 1, status, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 2, run_id);
+    s = rl_write_one(r, st, "ending a run", err);
+    if (s == LS_OK && sqlite3_changes(r->db) == 0)
+        return ls_fail(err, LS_ENOTFOUND, "no run %lld in %s", (long long)run_id, r->path);
+    return s;
+}
+
+ls_status runlog_verdict(runlog *r, const char *kind, int64_t run_a, int64_t run_b, int equal,
+                         int64_t first_diff_step, const char *detail, ls_err *err)
+{
+    sqlite3_stmt *st;
+    ls_status s = rl_prepare(r,
+        "INSERT INTO verdicts(kind, run_a, run_b, equal, first_diff_step, detail, created)"
+        " VALUES(?1, ?2, ?3, ?4, ?5, ?6, " RL_NOW ")",
+        &st, "recording a verdict", err);
+    if (s != LS_OK)
+        return s;
+    /* Negative ids and steps mean "none" (e.g. a comparison with a golden
+     * file, or runs that never differ) and are stored as NULL. */
+    sqlite3_bind_text(st, 1, kind != NULL ? kind : "", -1, SQLITE_TRANSIENT);
+    if (run_a >= 0) sqlite3_bind_int64(st, 2, run_a); else sqlite3_bind_null(st, 2);
+    if (run_b >= 0) sqlite3_bind_int64(st, 3, run_b); else sqlite3_bind_null(st, 3);
+    sqlite3_bind_int(st, 4, equal != 0);
+    if (first_diff_step >= 0) sqlite3_bind_int64(st, 5, first_diff_step);
+    else sqlite3_bind_null(st, 5);
+    rl_bind_text_or_null(st, 6, detail);
+    return rl_write_one(r, st, "recording a verdict", err);
+}
+
+ls_status runlog_checkpoint(runlog *r, int64_t run_id, int64_t step, const char *path,
+                            uint64_t state_hash, ls_err *err)
+{
+    sqlite3_stmt *st;
+    ls_status s = rl_prepare(r,
+        "INSERT INTO checkpoints(run, step, path, state_hash, created)"
+        " VALUES(?1, ?2, ?3, ?4, " RL_NOW ")",
+        &st, "recording a checkpoint", err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, step);
+    sqlite3_bind_text(st, 3, path != NULL ? path : "", -1, SQLITE_TRANSIENT);
+    sqlite3_bind_int64(st, 4, rl_i64(state_hash));
+    return rl_write_one(r, st, "recording a checkpoint", err);
+}
+
+/* ---- reading ---------------------------------------------------------------
+ * Every read first flushes this handle's buffered steps, so a handle always
+ * sees its own writes. */
+
+ls_status runlog_find(runlog *r, const char *id_or_name, int64_t *run_id, ls_err *err)
+{
+    if (id_or_name == NULL || id_or_name[0] == 0)
+        return ls_fail(err, LS_ENOTFOUND, "no run '' in %s", r->path);
+    int by_id = rl_all_digits(id_or_name);
+    sqlite3_stmt *st;
+    ls_status s = rl_prepare(r, by_id ? "SELECT id FROM runs WHERE id = ?1"
+                                      : "SELECT id FROM runs WHERE name = ?1",
+                             &st, "finding a run", err);
+    if (s != LS_OK)
+        return s;
+    if (by_id) {
+        errno = 0;
+        char *end;
+        long long v = strtoll(id_or_name, &end, 10);
+        if (errno != 0 || *end != 0) {
+            sqlite3_finalize(st);
+            return ls_fail(err, LS_ENOTFOUND, "no run '%s' in %s", id_or_name, r->path);
+        }
+        sqlite3_bind_int64(st, 1, v);
+    } else {
+        sqlite3_bind_text(st, 1, id_or_name, -1, SQLITE_TRANSIENT);
+    }
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        *run_id = sqlite3_column_int64(st, 0);
+        s = LS_OK;
+    } else if (rc == SQLITE_DONE) {
+        s = ls_fail(err, LS_ENOTFOUND, "no run '%s' in %s", id_or_name, r->path);
+    } else {
+        s = rl_dberr(r, "finding a run", err);
+    }
+    sqlite3_finalize(st);
+    return s;
+}
+
+/* Column order of rl_run_sql; rl_fill_run reads by these numbers. */
+enum {
+    RC_ID, RC_NAME, RC_MODEL, RC_TASK, RC_STATUS, RC_STARTED, RC_ENDED, RC_ENGINE, RC_COMPILER,
+    RC_CFLAGS, RC_HOST, RC_CPU, RC_GIT, RC_REDUCE, RC_THREADS, RC_CONFIG_HASH, RC_CONFIG_TEXT,
+    RC_PID, RC_PID_START, RC_BOOT, RC_LAST_STEP, RC_LAST_TRAJ
+};
+
+#define RL_RUN_SQL                                                                       \
+    "SELECT r.id, r.name, r.model, r.task, r.status, r.started, r.ended,"              \
+    " r.engine_version, r.compiler, r.cflags, r.host, r.cpu, r.git_commit, r.reduce,"  \
+    " r.threads, r.config_hash, r.config_text, r.pid, r.pid_start, r.boot_id,"         \
+    " (SELECT s.step FROM steps AS s WHERE s.run = r.id ORDER BY s.step DESC LIMIT 1),"   \
+    " (SELECT s.traj_hash FROM steps AS s WHERE s.run = r.id ORDER BY s.step DESC LIMIT 1)" \
+    " FROM runs AS r"
+
+static ls_status rl_fill_run(runlog *r, sqlite3_stmt *st, runlog_run *out, ls_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->id = sqlite3_column_int64(st, RC_ID);
+    rl_copy(out->name, sizeof out->name, sqlite3_column_text(st, RC_NAME));
+    rl_copy(out->model, sizeof out->model, sqlite3_column_text(st, RC_MODEL));
+    rl_copy(out->task, sizeof out->task, sqlite3_column_text(st, RC_TASK));
+    rl_copy(out->status, sizeof out->status, sqlite3_column_text(st, RC_STATUS));
+    rl_copy(out->started, sizeof out->started, sqlite3_column_text(st, RC_STARTED));
+    rl_copy(out->ended, sizeof out->ended, sqlite3_column_text(st, RC_ENDED));
+    rl_copy(out->engine_version, sizeof out->engine_version, sqlite3_column_text(st, RC_ENGINE));
+    rl_copy(out->compiler, sizeof out->compiler, sqlite3_column_text(st, RC_COMPILER));
+    rl_copy(out->cflags, sizeof out->cflags, sqlite3_column_text(st, RC_CFLAGS));
+    rl_copy(out->host, sizeof out->host, sqlite3_column_text(st, RC_HOST));
+    rl_copy(out->cpu, sizeof out->cpu, sqlite3_column_text(st, RC_CPU));
+    rl_copy(out->git_commit, sizeof out->git_commit, sqlite3_column_text(st, RC_GIT));
+    rl_copy(out->reduce, sizeof out->reduce, sqlite3_column_text(st, RC_REDUCE));
+    out->threads = sqlite3_column_int(st, RC_THREADS);
+    out->config_hash = rl_u64(sqlite3_column_int64(st, RC_CONFIG_HASH));
+    if (sqlite3_column_type(st, RC_LAST_STEP) == SQLITE_NULL) {
+        out->n_steps = -1;
+        out->last_traj_hash = 0;
+    } else {
+        out->n_steps = sqlite3_column_int64(st, RC_LAST_STEP);
+        out->last_traj_hash = rl_u64(sqlite3_column_int64(st, RC_LAST_TRAJ));
+    }
+    if (strcmp(out->status, "running") == 0 && rl_writer_gone(st, RC_PID, RC_PID_START, RC_BOOT))
+        rl_copy(out->status, sizeof out->status, (const unsigned char *)"interrupted");
+
+    const unsigned char *text = sqlite3_column_text(st, RC_CONFIG_TEXT);
+    size_t n = (size_t)sqlite3_column_bytes(st, RC_CONFIG_TEXT);
+    out->config_text = malloc(n + 1);
+    if (out->config_text == NULL)
+        return ls_fail(err, LS_ENOMEM, "%s: out of memory reading run %lld", r->path,
+                       (long long)out->id);
+    if (n > 0)
+        memcpy(out->config_text, text, n);
+    out->config_text[n] = 0;
+    return LS_OK;
+}
+
+ls_status runlog_get_run(runlog *r, int64_t run_id, runlog_run *out, ls_err *err)
+{
+    memset(out, 0, sizeof *out);
+    ls_status s = runlog_flush(r, err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_stmt *st;
+    s = rl_prepare(r, RL_RUN_SQL " WHERE r.id = ?1", &st, "reading a run", err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW)
+        s = rl_fill_run(r, st, out, err);
+    else if (rc == SQLITE_DONE)
+        s = ls_fail(err, LS_ENOTFOUND, "no run %lld in %s", (long long)run_id, r->path);
+    else
+        s = rl_dberr(r, "reading a run", err);
+    sqlite3_finalize(st);
+    return s;
+}
+
+void runlog_run_free(runlog_run *run)
+{
+    if (run == NULL)
+        return;
+    free(run->config_text);
+    run->config_text = NULL;
+}
+
+/* Grows a malloc'ed array geometrically; 0 on failure (the old block stays). */
+static int rl_grow(void **p, size_t *cap, size_t need, size_t elem)
+{
+    if (need <= *cap)
+        return 1;
+    size_t c = *cap ? *cap * 2 : 64;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * elem);
+    if (q == NULL)
+        return 0;
+    *p = q;
+    *cap = c;
+    return 1;
+}
+
+ls_status runlog_list(runlog *r, runlog_run **runs, size_t *n, ls_err *err)
+{
+    *runs = NULL;
+    *n = 0;
+    ls_status s = runlog_flush(r, err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_stmt *st;
+    s = rl_prepare(r, RL_RUN_SQL " ORDER BY r.id", &st, "listing runs", err);
+    if (s != LS_OK)
+        return s;
+    runlog_run *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!rl_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
+            s = ls_fail(err, LS_ENOMEM, "%s: out of memory listing runs", r->path);
+            break;
+        }
+        s = rl_fill_run(r, st, &arr[cnt], err);
+        if (s != LS_OK) {
+            runlog_run_free(&arr[cnt]);
+            break;
+        }
+        cnt++;
+    }
+    if (s == LS_OK && rc != SQLITE_DONE)
+        s = rl_dberr(r, "listing runs", err);
+    sqlite3_finalize(st);
+    if (s != LS_OK) {
+        for (size_t i = 0; i < cnt; i++)
+            runlog_run_free(&arr[i]);
+        free(arr);
+        return s;
+    }
+    *runs = arr;
+    *n = cnt;
+    return LS_OK;
+}
+
+ls_status runlog_read_steps(runlog *r, int64_t run_id, ls_step **steps, size_t *n, ls_err *err)
+{
+    *steps = NULL;
+    *n = 0;
+    ls_status s = runlog_flush(r, err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_stmt *st;
+    s = rl_prepare(r, "SELECT step, loss_bits, param_hash, traj_hash, seconds"
+                      " FROM steps WHERE run = ?1 ORDER BY step",
+                   &st, "reading steps", err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    ls_step *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!rl_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
+            s = ls_fail(err, LS_ENOMEM, "%s: out of memory reading steps of run %lld", r->path,
+                        (long long)run_id);
+            break;
+        }
+        ls_step *o = &arr[cnt++];
+        memset(o, 0, sizeof *o);
+        o->step = sqlite3_column_int64(st, 0);
+        o->has_loss = sqlite3_column_type(st, 1) != SQLITE_NULL;
+        o->loss_bits = o->has_loss ? rl_u64(sqlite3_column_int64(st, 1)) : 0;
+        o->param_hash = rl_u64(sqlite3_column_int64(st, 2));
+        o->traj_hash = rl_u64(sqlite3_column_int64(st, 3));
+        o->seconds = sqlite3_column_double(st, 4);
+    }
+    if (s == LS_OK && rc != SQLITE_DONE)
+        s = rl_dberr(r, "reading steps", err);
+    sqlite3_finalize(st);
+    if (s != LS_OK) {
+        free(arr);
+        return s;
+    }
+    *steps = arr;
+    *n = cnt;
+    return LS_OK;
+}
+
+ls_status runlog_read_evals(runlog *r, int64_t run_id, runlog_evalrow **rows, size_t *n,
+                            ls_err *err)
+{
+    *rows = NULL;
+    *n = 0;
+    ls_status s = runlog_flush(r, err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_stmt *st;
+    s = rl_prepare(r, "SELECT step, name, value FROM evals WHERE run = ?1 ORDER BY step, name",
+                   &st, "reading evaluations", err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    runlog_evalrow *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!rl_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
+            s = ls_fail(err, LS_ENOMEM, "%s: out of memory reading evaluations of run %lld",
+                        r->path, (long long)run_id);
+            break;
+        }
+        runlog_evalrow *o = &arr[cnt++];
+        memset(o, 0, sizeof *o);
+        o->step = sqlite3_column_int64(st, 0);
+        rl_copy(o->name, sizeof o->name, sqlite3_column_text(st, 1));
+        /* A NaN value was stored as NULL by SQLite. */
+        o->value = sqlite3_column_type(st, 2) == SQLITE_NULL ? (double)NAN
+                                                             : sqlite3_column_double(st, 2);
+    }
+    if (s == LS_OK && rc != SQLITE_DONE)
+        s = rl_dberr(r, "reading evaluations", err);
+    sqlite3_finalize(st);
+    if (s != LS_OK) {
+        free(arr);
+        return s;
+    }
+    *rows = arr;
+    *n = cnt;
+    return LS_OK;
+}
+
+ls_status runlog_first_divergence(runlog *r, int64_t a, int64_t b, int64_t *step, ls_err *err)
+{
+    *step = -1;
+    ls_status s = runlog_flush(r, err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_stmt *st;
+    s = rl_prepare(r, RUNLOG_FIRST_DIVERGENCE_SQL, &st, "comparing runs", err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_bind_int64(st, 1, a);
+    sqlite3_bind_int64(st, 2, b);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        if (sqlite3_column_type(st, 0) != SQLITE_NULL)
+            *step = sqlite3_column_int64(st, 0);
+    } else if (rc != SQLITE_DONE) {
+        s = rl_dberr(r, "comparing runs", err);
+    }
+    sqlite3_finalize(st);
+    return s;
+}

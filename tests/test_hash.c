@@ -1,0 +1,262 @@
+/* test_hash.c — the parameter and trajectory hashes against independently built
+ * byte strings.
+ *
+ * record/hash.c compiles its own copy of XXH3 (XXH_INLINE_ALL); these tests
+ * hash hand-built little-endian buffers with the shared libxxhash instead, so
+ * the byte layout (endianness, NaN canonicalisation, field order) and the
+ * hash function itself are each checked by a second path. The one hard-coded
+ * value, XXH3_64bits("") = 0x2d06800538d394c2, is xxHash's published
+ * known answer (its sanity tests and documentation).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "../record/hash.h"
+
+/* Little-endian bytes written with shifts: independent of the host's order. */
+static void put32(unsigned char *dst, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        dst[i] = (unsigned char)(v >> (8 * i));
+}
+
+static void put64(unsigned char *dst, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        dst[i] = (unsigned char)(v >> (8 * i));
+}
+
+static float f_of_bits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+static double d_of_bits(uint64_t u)
+{
+    double d;
+    memcpy(&d, &u, sizeof d);
+    return d;
+}
+
+static uint32_t bits_of_f(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+/* Deterministic test data: SplitMix64 mapped to ordinary floats in [-2, 2). */
+static uint64_t splitmix(uint64_t *s)
+{
+    uint64_t z = (*s += UINT64_C(0x9e3779b97f4a7c15));
+    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+    return z ^ (z >> 31);
+}
+
+static void fill(float *p, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++)
+        p[i] = (float)((double)(splitmix(&seed) >> 11) / 9007199254740992.0 * 4.0 - 2.0);
+}
+
+/* The reference: XXH3 (shared library) over an explicit LE buffer with NaN
+ * replaced by 0x7fc00000, as hash.h defines param_hash. */
+static uint64_t ref_params(const float *p, size_t n)
+{
+    unsigned char *buf = malloc(n * 4 + 1);
+    assert_non_null(buf);
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = bits_of_f(p[i]);
+        if ((u & 0x7f800000u) == 0x7f800000u && (u & 0x007fffffu) != 0)
+            u = 0x7fc00000u;
+        put32(buf + 4 * i, u);
+    }
+    uint64_t h = XXH3_64bits(buf, n * 4);
+    free(buf);
+    return h;
+}
+
+static void test_empty_known_answer(void **state)
+{
+    (void)state;
+    const uint64_t kat = UINT64_C(0x2d06800538d394c2);
+    assert_true(XXH3_64bits(NULL, 0) == kat);
+    assert_true(hash_bytes("", 0) == kat);
+    assert_true(hash_params(NULL, 0) == kat);
+}
+
+static void test_bytes_matches_library(void **state)
+{
+    (void)state;
+    unsigned char buf[3000];
+    uint64_t s = 7;
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (unsigned char)splitmix(&s);
+    /* Lengths cross XXH3's internal size classes (16, 128, 240, stripes). */
+    const size_t lens[] = {1, 3, 8, 16, 17, 128, 129, 240, 241, 1024, 2999, 3000};
+    for (size_t k = 0; k < sizeof lens / sizeof lens[0]; k++)
+        assert_true(hash_bytes(buf, lens[k]) == XXH3_64bits(buf, lens[k]));
+}
+
+static void test_params_match_le_buffer(void **state)
+{
+    (void)state;
+    /* 1024 is the streaming chunk; sizes straddle it. */
+    const size_t sizes[] = {1, 2, 3, 17, 60, 1023, 1024, 1025, 2048, 5003};
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        size_t n = sizes[k];
+        float *p = malloc(n * sizeof *p);
+        assert_non_null(p);
+        fill(p, n, 100 + k);
+        uint64_t fast = hash_params(p, n);
+        assert_true(fast == ref_params(p, n));
+        /* One NaN anywhere forces the streamed path; it must agree with the
+         * reference built the same way. */
+        p[n - 1] = f_of_bits(0x7fc00000u);
+        assert_true(hash_params(p, n) == ref_params(p, n));
+        if (n > 1)
+            assert_true(hash_params(p, n) != fast);
+        free(p);
+    }
+}
+
+static void test_nan_payloads_hash_equal(void **state)
+{
+    (void)state;
+    const uint32_t nans[] = {0x7fc00000u, 0xffc00000u, 0x7fc00001u, 0x7f800001u,
+                             0xff800001u, 0x7fffffffu, 0xffffffffu, 0x7fa5a5a5u};
+    enum { N = 2500 };
+    float *p = malloc(N * sizeof *p);
+    assert_non_null(p);
+    fill(p, N, 42);
+    p[5] = f_of_bits(nans[0]);
+    p[1500] = f_of_bits(nans[0]);
+    uint64_t canon = hash_params(p, N);
+    assert_true(canon == ref_params(p, N));
+    for (size_t k = 1; k < sizeof nans / sizeof nans[0]; k++) {
+        p[5] = f_of_bits(nans[k]);
+        p[1500] = f_of_bits(nans[(k + 3) % (sizeof nans / sizeof nans[0])]);
+        assert_true(hash_params(p, N) == canon);
+    }
+    /* Infinities are not NaN and stay distinct. */
+    p[5] = f_of_bits(0x7f800000u);
+    assert_true(hash_params(p, N) != canon);
+    free(p);
+}
+
+static void test_signed_zero_differs(void **state)
+{
+    (void)state;
+    float a[4] = {1.0f, 0.0f, 2.0f, 3.0f};
+    float b[4] = {1.0f, 0.0f, 2.0f, 3.0f};
+    b[1] = f_of_bits(0x80000000u);
+    assert_true(hash_params(a, 4) != hash_params(b, 4));
+    assert_true(hash_params(b, 4) == ref_params(b, 4));
+}
+
+static void test_loss_bits(void **state)
+{
+    (void)state;
+    assert_true(hash_loss_bits(0.0) == UINT64_C(0));
+    assert_true(hash_loss_bits(d_of_bits(UINT64_C(0x8000000000000000))) ==
+                UINT64_C(0x8000000000000000));
+    assert_true(hash_loss_bits(1.0) == UINT64_C(0x3ff0000000000000));
+    assert_true(hash_loss_bits(d_of_bits(UINT64_C(0x7ff0000000000000))) ==
+                UINT64_C(0x7ff0000000000000));
+    const uint64_t nans[] = {UINT64_C(0x7ff8000000000000), UINT64_C(0xfff8000000000000),
+                             UINT64_C(0x7ff0000000000001), UINT64_C(0x7ff8dead0000beef),
+                             UINT64_C(0xffffffffffffffff)};
+    for (size_t k = 0; k < sizeof nans / sizeof nans[0]; k++)
+        assert_true(hash_loss_bits(d_of_bits(nans[k])) == UINT64_C(0x7ff8000000000000));
+    /* bits_to_double is the exact inverse on any pattern, NaN payloads included. */
+    const uint64_t pats[] = {0, UINT64_C(0x8000000000000000), UINT64_C(0x7ff0000000000001),
+                             UINT64_C(0x400921fb54442d18), UINT64_C(0x0000000000000001)};
+    for (size_t k = 0; k < sizeof pats / sizeof pats[0]; k++) {
+        double d = hash_bits_to_double(pats[k]);
+        uint64_t back;
+        memcpy(&back, &d, sizeof back);
+        assert_true(back == pats[k]);
+    }
+}
+
+static void test_traj0(void **state)
+{
+    (void)state;
+    const char *cfgs[] = {"", "model=mlp\nseed=1\n", "batch=64\nlr=0x1.99999999999ap-4\n"};
+    const uint64_t ph[] = {0, UINT64_C(0x0123456789abcdef), UINT64_C(0xfedcba9876543210)};
+    for (size_t c = 0; c < 3; c++) {
+        for (size_t k = 0; k < 3; k++) {
+            size_t len = strlen(cfgs[c]);
+            unsigned char buf[128];
+            memcpy(buf, cfgs[c], len);
+            put64(buf + len, ph[k]);
+            assert_true(hash_traj0(cfgs[c], ph[k]) == XXH3_64bits(buf, len + 8));
+        }
+    }
+    /* A long config exercises the streamed path beyond one stripe block. */
+    char *big = malloc(5001);
+    assert_non_null(big);
+    for (int i = 0; i < 5000; i++)
+        big[i] = (char)('a' + i % 26);
+    big[5000] = 0;
+    unsigned char *buf = malloc(5008);
+    assert_non_null(buf);
+    memcpy(buf, big, 5000);
+    put64(buf + 5000, ph[1]);
+    assert_true(hash_traj0(big, ph[1]) == XXH3_64bits(buf, 5008));
+    free(buf);
+    free(big);
+}
+
+static void test_traj_next(void **state)
+{
+    (void)state;
+    const uint64_t prev = UINT64_C(0x1111222233334444), ph = UINT64_C(0xa5a5a5a55a5a5a5a);
+    const uint64_t losses[] = {UINT64_C(0x3fe0000000000000), 0, UINT64_C(0x8000000000000000),
+                               UINT64_C(0x7ff0000000000000)};
+    for (size_t k = 0; k < sizeof losses / sizeof losses[0]; k++) {
+        unsigned char buf[24];
+        put64(buf, prev);
+        put64(buf + 8, ph);
+        put64(buf + 16, losses[k]);
+        assert_true(hash_traj_next(prev, ph, d_of_bits(losses[k])) == XXH3_64bits(buf, 24));
+    }
+    /* -0.0 and +0.0 losses give different trajectories. */
+    assert_true(hash_traj_next(prev, ph, 0.0) !=
+                hash_traj_next(prev, ph, d_of_bits(UINT64_C(0x8000000000000000))));
+    /* Every NaN loss hashes as the canonical NaN. */
+    unsigned char buf[24];
+    put64(buf, prev);
+    put64(buf + 8, ph);
+    put64(buf + 16, UINT64_C(0x7ff8000000000000));
+    uint64_t canon = XXH3_64bits(buf, 24);
+    assert_true(hash_traj_next(prev, ph, d_of_bits(UINT64_C(0xfff0000000000123))) == canon);
+    assert_true(hash_traj_next(prev, ph, d_of_bits(UINT64_C(0x7ff8000000000000))) == canon);
+    /* Field order matters: swapping prev and param hash changes the result. */
+    assert_true(hash_traj_next(ph, prev, 0.5) != hash_traj_next(prev, ph, 0.5));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_empty_known_answer),
+        cmocka_unit_test(test_bytes_matches_library),
+        cmocka_unit_test(test_params_match_le_buffer),
+        cmocka_unit_test(test_nan_payloads_hash_equal),
+        cmocka_unit_test(test_signed_zero_differs),
+        cmocka_unit_test(test_loss_bits),
+        cmocka_unit_test(test_traj0),
+        cmocka_unit_test(test_traj_next),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
+}

@@ -1,0 +1,246 @@
+/* test_train.c — the contract on whole training runs: the trajectory hash of
+ * a config does not depend on the thread count, for many batch and leaf
+ * sizes, on the synthetic task and on Fashion-MNIST; and the unordered foil
+ * does depend on it (so these checks can fail). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/train.h"
+#include "../record/hash.h"
+
+static const int THREADS[] = { 1, 2, 3, 4, 7, 8, 16 };
+static const size_t BATCHES[] = { 1, 2, 5, 20, 64, 100 };
+static const size_t LEAVES[] = { 1, 4 };
+#define N_THREADS (sizeof THREADS / sizeof THREADS[0])
+
+typedef struct {
+    uint64_t traj;
+    uint64_t param_hash;
+    int busy;            /* workers that computed leaves in the last step */
+    ls_status st;
+} outcome;
+
+static outcome run(ls_config cfg, int threads, int steps, const ls_dataset *data)
+{
+    outcome o = { 0, 0, 0, LS_OK };
+    trainer *t;
+    ls_err err;
+    o.st = trainer_create(&t, &cfg, threads, data, &err);
+    if (o.st != LS_OK) {
+        fprintf(stderr, "trainer_create: %s\n", err.msg);
+        return o;
+    }
+    char text[CONFIG_TEXT_MAX];
+    config_text(&cfg, text, sizeof text);
+    uint64_t ph = hash_params(trainer_params(t), trainer_n_params(t));
+    uint64_t traj = hash_traj0(text, ph);
+    for (int s = 0; s < steps && o.st == LS_OK; s++) {
+        double loss;
+        o.st = trainer_step(t, &loss, &err);
+        if (o.st != LS_OK)
+            break;
+        ph = hash_params(trainer_params(t), trainer_n_params(t));
+        traj = hash_traj_next(traj, ph, loss);
+    }
+    for (int w = 0; w < threads; w++)
+        o.busy += trainer_worker_leaves(t)[w] > 0;
+    o.traj = traj;
+    o.param_hash = ph;
+    trainer_destroy(t);
+    return o;
+}
+
+static void matrix(const char *task, const ls_dataset *data, const char *hidden, int steps)
+{
+    int checked = 0;
+    for (size_t bi = 0; bi < sizeof BATCHES / sizeof BATCHES[0]; bi++) {
+        for (size_t li = 0; li < sizeof LEAVES / sizeof LEAVES[0]; li++) {
+            ls_config cfg;
+            assert_int_equal(config_defaults(&cfg, task, NULL, NULL), LS_OK);
+            char b[32], l[32];
+            snprintf(b, sizeof b, "%zu", BATCHES[bi]);
+            snprintf(l, sizeof l, "%zu", LEAVES[li]);
+            assert_int_equal(config_set(&cfg, "batch", b, 0, NULL), LS_OK);
+            assert_int_equal(config_set(&cfg, "leaf", l, 0, NULL), LS_OK);
+            assert_int_equal(config_set(&cfg, "hidden", hidden, 0, NULL), LS_OK);
+            size_t n_leaves = (BATCHES[bi] + LEAVES[li] - 1) / LEAVES[li];
+            outcome ref = run(cfg, 1, steps, data);
+            assert_int_equal(ref.st, LS_OK);
+            for (size_t ti = 1; ti < N_THREADS; ti++) {
+                outcome o = run(cfg, THREADS[ti], steps, data);
+                assert_int_equal(o.st, LS_OK);
+                if (o.traj != ref.traj)
+                    fail_msg("%s batch %zu leaf %zu: threads %d trajectory %016llx != threads 1 %016llx", task,
+                             BATCHES[bi], LEAVES[li], THREADS[ti], (unsigned long long)o.traj,
+                             (unsigned long long)ref.traj);
+                /* A pool that quietly ran everything on one thread must fail here. */
+                if (n_leaves >= 2 && o.busy < 2)
+                    fail_msg("%s batch %zu leaf %zu threads %d: only %d worker computed leaves", task,
+                             BATCHES[bi], LEAVES[li], THREADS[ti], o.busy);
+                checked++;
+            }
+        }
+    }
+    printf("%s: %d (batch, leaf, threads) runs equal to one thread, bit for bit\n", task, checked);
+}
+
+static void test_teacher_matrix(void **state)
+{
+    (void)state;
+    ls_dataset *d;
+    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    matrix("teacher", d, "32", 4);
+    dataset_destroy(d);
+}
+
+static ls_dataset *fashion;
+
+static void test_fashion_matrix(void **state)
+{
+    (void)state;
+    matrix("fashion-mnist", fashion, "24", 2);
+}
+
+/* The foil differs across thread counts: proof that equality above is news. */
+static void test_unordered_differs(void **state)
+{
+    (void)state;
+    ls_dataset *d;
+    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    ls_config cfg;
+    assert_int_equal(config_defaults(&cfg, "teacher", NULL, NULL), LS_OK);
+    assert_int_equal(config_set(&cfg, "batch", "64", 0, NULL), LS_OK);
+    assert_int_equal(config_set(&cfg, "leaf", "1", 0, NULL), LS_OK);
+    assert_int_equal(config_set(&cfg, "reduce", "unordered", 0, NULL), LS_OK);
+    outcome first = run(cfg, 1, 3, d);
+    int differ = 0;
+    for (size_t ti = 1; ti < N_THREADS; ti++)
+        differ += run(cfg, THREADS[ti], 3, d).traj != first.traj;
+    printf("unordered: %d of %zu thread counts differ from one thread\n", differ, N_THREADS - 1);
+    assert_true(differ > 0);
+    /* And the tree at the same config does not. */
+    assert_int_equal(config_set(&cfg, "reduce", "tree", 0, NULL), LS_OK);
+    outcome tree1 = run(cfg, 1, 3, d);
+    for (size_t ti = 1; ti < N_THREADS; ti++)
+        assert_true(run(cfg, THREADS[ti], 3, d).traj == tree1.traj);
+    dataset_destroy(d);
+}
+
+/* Every config key that can change θ changes the trajectory. */
+static void test_config_changes_trajectory(void **state)
+{
+    (void)state;
+    ls_dataset *d;
+    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    ls_config base;
+    assert_int_equal(config_defaults(&base, "teacher", NULL, NULL), LS_OK);
+    uint64_t ref = run(base, 2, 3, d).traj;
+    const char *changes[][2] = { { "seed", "2" }, { "lr", "0.02" }, { "batch", "16" }, { "leaf", "8" },
+                                 { "hidden", "16" }, { "beta1", "0.8" }, { "optimizer", "sgd" } };
+    for (size_t i = 0; i < sizeof changes / sizeof changes[0]; i++) {
+        ls_config c = base;
+        assert_int_equal(config_set(&c, changes[i][0], changes[i][1], 0, NULL), LS_OK);
+        if (run(c, 2, 3, d).traj == ref)
+            fail_msg("changing %s to %s left the trajectory unchanged", changes[i][0], changes[i][1]);
+    }
+    dataset_destroy(d);
+}
+
+/* Both optimisers, the clip and weight decay, at several thread counts. */
+static void test_optimisers(void **state)
+{
+    (void)state;
+    ls_dataset *d;
+    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    const char *opts[][2] = { { "optimizer", "sgd" }, { "clip", "0.01" }, { "weight_decay", "0.1" } };
+    for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
+        ls_config c;
+        assert_int_equal(config_defaults(&c, "teacher", NULL, NULL), LS_OK);
+        assert_int_equal(config_set(&c, opts[i][0], opts[i][1], 0, NULL), LS_OK);
+        uint64_t ref = run(c, 1, 5, d).traj;
+        assert_true(run(c, 3, 5, d).traj == ref);
+        assert_true(run(c, 8, 5, d).traj == ref);
+    }
+    dataset_destroy(d);
+}
+
+static void test_divergence(void **state)
+{
+    (void)state;
+    ls_dataset *d;
+    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    ls_config c;
+    assert_int_equal(config_defaults(&c, "teacher", NULL, NULL), LS_OK);
+    assert_int_equal(config_set(&c, "optimizer", "sgd", 0, NULL), LS_OK);
+    /* L2 decay with lr·wd = 1e12 multiplies θ by -1e12 each step: inf, then NaN. */
+    assert_int_equal(config_set(&c, "lr", "1000000", 0, NULL), LS_OK);
+    assert_int_equal(config_set(&c, "weight_decay", "1000000", 0, NULL), LS_OK);
+    trainer *t;
+    ls_err err;
+    assert_int_equal(trainer_create(&t, &c, 2, d, &err), LS_OK);
+    ls_status st = LS_OK;
+    int s;
+    for (s = 0; s < 200 && st == LS_OK; s++) {
+        double loss;
+        st = trainer_step(t, &loss, &err);
+    }
+    assert_int_equal(st, LS_EDIVERGED);
+    assert_non_null(strstr(err.msg, "diverged"));
+    printf("divergence: stopped at step %d: %s\n", s, err.msg);
+    trainer_destroy(t);
+    dataset_destroy(d);
+}
+
+static void test_bad_config(void **state)
+{
+    (void)state;
+    ls_config c;
+    ls_err err;
+    assert_int_equal(config_defaults(&c, "nosuch", NULL, &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "nosuch"));
+    assert_int_equal(config_defaults(&c, "teacher", "nosuch", &err), LS_EINVAL);
+    assert_int_equal(config_defaults(&c, "teacher", NULL, &err), LS_OK);
+    assert_int_equal(config_set(&c, "batch", "0", 1, &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "--batch"));
+    assert_int_equal(config_set(&c, "lr", "nan", 1, &err), LS_EINVAL);
+    assert_int_equal(config_set(&c, "lr", "1e", 1, &err), LS_EINVAL);
+    assert_int_equal(config_set(&c, "hidden", "3,,4", 1, &err), LS_EINVAL);
+    assert_int_equal(config_set(&c, "nokey", "1", 1, &err), LS_EINVAL);
+    trainer *t;
+    assert_int_equal(trainer_create(&t, &c, 0, NULL, &err), LS_EINVAL);
+    /* The canonical text parses back to the same text. */
+    char a[CONFIG_TEXT_MAX], b[CONFIG_TEXT_MAX];
+    config_text(&c, a, sizeof a);
+    ls_config c2;
+    assert_int_equal(config_parse_text(&c2, a, "test", &err), LS_OK);
+    config_text(&c2, b, sizeof b);
+    assert_string_equal(a, b);
+}
+
+int main(void)
+{
+    ls_err err;
+    if (dataset_load_fashion(&fashion, trainer_data_dir(), &err) != LS_OK) {
+        fprintf(stderr, "test_train: %s\n", err.msg);
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_teacher_matrix),
+        cmocka_unit_test(test_fashion_matrix),
+        cmocka_unit_test(test_unordered_differs),
+        cmocka_unit_test(test_config_changes_trajectory),
+        cmocka_unit_test(test_optimisers),
+        cmocka_unit_test(test_divergence),
+        cmocka_unit_test(test_bad_config),
+    };
+    int failed = cmocka_run_group_tests(tests, NULL, NULL);
+    dataset_destroy(fashion);
+    return failed ? 1 : 0;
+}
