@@ -18,9 +18,11 @@
 void dense_forward(float *out, const float *in, const float *w, const float *bias,
                    size_t B, size_t K, size_t N);
 
-/* dw[k][n] = s, where s starts at dw[k][n] when accumulate, else 0.0f, then for
- * b = 0 .. B-1 in order, s = s + in[b][k] * dout[b][n].
- * dbias[n] (if not NULL) likewise: starts at dbias[n] or 0.0f, s = s + dout[b][n].
+/* s starts at 0.0f and, for b = 0 .. B-1 in order, s = s + in[b][k] * dout[b][n];
+ * then dw[k][n] = dw[k][n] + s when accumulate, else dw[k][n] = s. (So
+ * accumulating adds the whole sum of this call: the result equals G + (the
+ * accumulate == 0 result) element-wise, as a node of the canonical tree would.)
+ * dbias[n] (if not NULL) likewise with s = s + dout[b][n].
  * dw: [K][N], dbias: [N], in: [B][K], dout: [B][N]. */
 void dense_backward_weights(float *dw, float *dbias, const float *in, const float *dout,
                             size_t B, size_t K, size_t N, int accumulate);
@@ -31,7 +33,16 @@ void dense_forward_scalar(float *out, const float *in, const float *w, const flo
 void dense_backward_weights_scalar(float *dw, float *dbias, const float *in, const float *dout,
                                    size_t B, size_t K, size_t N, int accumulate);
 
-/* Enable (1) or force off (0) the SIMD paths; returns the previous setting. */
+/* Settings of dense_set_simd. */
+#define DENSE_SIMD_OFF 0    /* the scalar twins (also LOCKSTEP_SIMD=off) */
+#define DENSE_SIMD_BEST 1   /* the best path the CPU offers (the default) */
+#define DENSE_SIMD_AVX2 2   /* at most AVX2 (also LOCKSTEP_SIMD=avx2): tests use it to
+                             * run the AVX2 path on AVX-512 hosts */
+
+/* Enable (1) or force off (0) the SIMD paths, or cap them at AVX2 (2); returns
+ * the previous setting. The first call of any dense_ function reads
+ * LOCKSTEP_SIMD once. Safe to call from any thread at any time; every path
+ * gives the same bits. */
 int dense_set_simd(int enabled);
 /* "avx512", "avx2" or "scalar": the path dense_forward takes now. */
 const char *dense_simd_name(void);

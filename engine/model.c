@@ -37,13 +37,13 @@ static void mlp_a_prepare(ls_model *m, const float *params)
 }
 
 static double mlp_a_leaf(const ls_model *m, const float *params, const ls_leaf *leaf, float *buf,
-                         int accumulate, void *scratch)
+                         int mode, void *scratch)
 {
     const mlp_adapter *a = m->impl;
     float *x = scratch;
     uint8_t *y = (uint8_t *)scratch + a->x_bytes;
     dataset_gather(&leaf->data->train, leaf->ids, leaf->count, x, y);
-    return mlp_leaf(a->net, params, x, y, leaf->count, buf, accumulate,
+    return mlp_leaf(a->net, params, x, y, leaf->count, buf, mode,
                     (char *)scratch + a->x_bytes + a->y_bytes);
 }
 

@@ -41,9 +41,11 @@ struct ls_model {
     void (*init)(const ls_model *m, float *params, uint64_t seed);
     /* Once per step, before the leaves: read-only state derived from θ. */
     void (*prepare)(ls_model *m, const float *params);
-    /* buf = (accumulate ? buf + : ) the leaf's statistics; returns its summed loss. */
+    /* The leaf's statistics into buf as mode says (reduce/tree.h: TREE_WRITE
+     * buf = leaf; TREE_ADD buf = buf + leaf, the leaf summed on its own
+     * first); returns the leaf's summed loss. */
     double (*leaf)(const ls_model *m, const float *params, const ls_leaf *leaf, float *buf,
-                   int accumulate, void *scratch);
+                   int mode, void *scratch);
     /* grad for finish units [lo, hi) from the tree sum over a batch of `batch` samples. */
     void (*finish)(const ls_model *m, const float *sum, size_t batch, float *grad, size_t lo, size_t hi);
     /* Correct predictions on test samples [first, first + count), count <= eval_chunk. */

@@ -168,7 +168,10 @@ static void trainer_batch_ids(trainer *t, int64_t step)
     }
 }
 
-static double trainer_leaf(void *ctx, size_t leaf, float *buf, int accumulate, int worker)
+/* mlp_leaf's accumulate flag and the tree's leaf modes are one contract. */
+_Static_assert(TREE_WRITE == 0 && TREE_ADD == 1, "leaf modes are the models' accumulate flag");
+
+static double trainer_leaf(void *ctx, size_t leaf, float *buf, int mode, int worker)
 {
     trainer *t = ctx;
     size_t B = t->cfg.batch, L = t->cfg.leaf < B ? t->cfg.leaf : B;
@@ -181,7 +184,7 @@ static double trainer_leaf(void *ctx, size_t leaf, float *buf, int accumulate, i
         .first_slot = first,
         .seed = t->cfg.seed,
     };
-    return t->model->leaf(t->model, t->params, &lf, buf, accumulate,
+    return t->model->leaf(t->model, t->params, &lf, buf, mode,
                           t->scratch + (size_t)worker * t->scratch_stride);
 }
 

@@ -38,20 +38,33 @@ void tree_stream_init(tree_stream *s, float *const *bufs, int n_bufs, size_t len
     s->len = len;
     s->depth = 0;
     s->high_water = 0;
+    s->pending_add = 0;
 }
 
-float *tree_stream_slot(tree_stream *s)
+float *tree_stream_slot(tree_stream *s, int *mode)
 {
+    /* A single leaf on top is the new leaf's sibling: add onto it. */
+    s->pending_add = s->depth >= 1 && s->count[s->depth - 1] == 1;
+    *mode = s->pending_add ? TREE_ADD : TREE_WRITE;
+    if (s->pending_add)
+        return s->bufs[s->depth - 1];
     return s->depth < s->n_bufs ? s->bufs[s->depth] : NULL;
 }
 
 void tree_stream_push(tree_stream *s, double leaf_loss)
 {
-    int d = s->depth++;
-    s->count[d] = 1;
-    s->loss[d] = leaf_loss;
-    if (s->depth > s->high_water)
-        s->high_water = s->depth;
+    if (s->pending_add) {
+        int top = s->depth - 1;
+        s->loss[top] = s->loss[top] + leaf_loss;
+        s->count[top] = 2;
+        s->pending_add = 0;
+    } else {
+        int d = s->depth++;
+        s->count[d] = 1;
+        s->loss[d] = leaf_loss;
+        if (s->depth > s->high_water)
+            s->high_water = s->depth;
+    }
     /* Binary counter: two partials of equal count are siblings in the tree. */
     while (s->depth >= 2 && s->count[s->depth - 1] == s->count[s->depth - 2]) {
         int top = s->depth - 1;
@@ -275,8 +288,9 @@ static void tree_blocks_worker(void *arg, int worker, int n_workers)
         tree_stream s;
         tree_stream_init(&s, bufs, n_bufs, r->len);
         for (size_t leaf = b->first; leaf < b->first + b->count; leaf++) {
-            double loss = job->fn(job->ctx, leaf, tree_stream_slot(&s), 0, worker);
-            tree_stream_push(&s, loss);
+            int mode;
+            float *buf = tree_stream_slot(&s, &mode);
+            tree_stream_push(&s, job->fn(job->ctx, leaf, buf, mode, worker));
         }
         tree_stream_finish(&s, &r->block_loss[i]);
         leaves += b->count;
@@ -385,7 +399,7 @@ static void tree_unordered_leaves(void *arg, int worker, int n_workers)
     float *acc = tree_slot(r, (size_t)worker);
     double loss = 0.0;
     for (size_t leaf = l0; leaf < l1; leaf++) {
-        double l = job->fn(job->ctx, leaf, acc, leaf != l0, worker);
+        double l = job->fn(job->ctx, leaf, acc, leaf == l0 ? TREE_WRITE : TREE_ADD, worker);
         loss = leaf == l0 ? l : loss + l;
     }
     r->block_loss[worker] = loss;

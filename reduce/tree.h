@@ -31,6 +31,16 @@ size_t tree_split(size_t n);
 /* a[i] = a[i] + b[i] for i in [0, n). */
 void tree_add(float *a, const float *b, size_t n);
 
+/* How a leaf is computed into the buffer it is handed.
+ *   TREE_WRITE  buf = leaf
+ *   TREE_ADD    buf = buf + leaf, where the leaf is summed on its own first
+ *               and then added, element by element, as a right operand.
+ * The stream hands out TREE_ADD when the new leaf's sibling is the single
+ * leaf on top of the stack: the same bits as a WRITE and then a merge, with
+ * one buffer and one pass over it fewer. The unordered foil uses it to add
+ * each leaf onto a worker's accumulator. */
+enum { TREE_WRITE = 0, TREE_ADD = 1 };
+
 /* --- the binary-counter stream ------------------------------------------- */
 /* Partial i always lives in bufs[i]: a merge writes into the lower (older)
  * buffer, so no copy is ever needed, and the result ends in bufs[0]. */
@@ -39,15 +49,18 @@ typedef struct {
     int n_bufs;
     size_t len;
     int depth;                     /* partials held */
+    int pending_add;               /* the slot handed out was TREE_ADD onto the top */
     int high_water;                /* most partials held at once (a leaf in its slot counts) */
     size_t count[TREE_MAX_DEPTH];  /* leaves covered by each partial */
     double loss[TREE_MAX_DEPTH];
 } tree_stream;
 
 void tree_stream_init(tree_stream *s, float *const *bufs, int n_bufs, size_t len);
-/* The buffer the next leaf must be written into (bufs[depth]); NULL when all
- * n_bufs are in use (cannot happen with floor(log2 n) + 1 buffers for n leaves). */
-float *tree_stream_slot(tree_stream *s);
+/* The buffer the next leaf goes into and how (*mode: TREE_WRITE into
+ * bufs[depth], or TREE_ADD onto the top partial when that is a single leaf);
+ * NULL when all n_bufs are in use (cannot happen with floor(log2 n) + 1
+ * buffers for n leaves). */
+float *tree_stream_slot(tree_stream *s, int *mode);
 /* The leaf in the slot is complete: merge the two top partials while they
  * cover equal counts. */
 void tree_stream_push(tree_stream *s, double leaf_loss);
@@ -56,9 +69,9 @@ void tree_stream_push(tree_stream *s, double leaf_loss);
 float *tree_stream_finish(tree_stream *s, double *loss);
 
 /* --- block-parallel reduction ------------------------------------------- */
-/* Computes leaf `leaf` into buf: overwrite (accumulate == 0) or add
- * (accumulate == 1); returns the leaf's loss. Called on worker `worker`. */
-typedef double (*tree_leaf_fn)(void *ctx, size_t leaf, float *buf, int accumulate, int worker);
+/* Computes leaf `leaf` into buf as mode says (TREE_WRITE or TREE_ADD);
+ * returns the leaf's own loss. Called on worker `worker`. */
+typedef double (*tree_leaf_fn)(void *ctx, size_t leaf, float *buf, int mode, int worker);
 
 /* An aligned block: first % 2^m == 0 and count == 2^m, or the partial last
  * block (first % 2^m == 0, first + count == n_leaves, count < 2^m). */

@@ -112,9 +112,11 @@ static void test_stream_exhaustive(void **state)
         tree_stream s;
         tree_stream_init(&s, bufs, cap, LEN);
         for (size_t l = 0; l < n; l++) {
-            float *slot = tree_stream_slot(&s);
+            int mode;
+            float *slot = tree_stream_slot(&s, &mode);
             assert_non_null(slot);
-            memcpy(slot, leaf_vals[l], sizeof leaf_vals[l]);
+            for (size_t i = 0; i < LEN; i++)
+                slot[i] = mode == TREE_ADD ? slot[i] + leaf_vals[l][i] : leaf_vals[l][i];
             tree_stream_push(&s, leaf_loss[l]);
         }
         double loss;
@@ -135,7 +137,7 @@ typedef struct {
     size_t calls;
 } leaf_ctx;
 
-static double leaf_fn(void *ctx, size_t leaf, float *buf, int accumulate, int worker)
+static double leaf_fn(void *ctx, size_t leaf, float *buf, int mode, int worker)
 {
     leaf_ctx *c = ctx;
     (void)worker;
@@ -145,7 +147,7 @@ static double leaf_fn(void *ctx, size_t leaf, float *buf, int accumulate, int wo
         nanosleep(&ts, NULL);
     }
     for (size_t i = 0; i < LEN; i++)
-        buf[i] = accumulate ? buf[i] + leaf_vals[leaf][i] : leaf_vals[leaf][i];
+        buf[i] = mode == TREE_WRITE ? leaf_vals[leaf][i] : buf[i] + leaf_vals[leaf][i];
     return leaf_loss[leaf];
 }
 
@@ -301,7 +303,8 @@ static void test_bad_plans(void **state)
     pool_destroy(p);
 }
 
-/* The foil: equals per-worker sequential sums added in worker order, and its
+/* The foil: equals per-worker sums (each leaf added onto the accumulator)
+ * added in worker order, and its
  * bits change with the thread count (which is what the tree prevents). */
 static void test_unordered(void **state)
 {
@@ -347,12 +350,12 @@ static void test_unordered(void **state)
 static const float *big_vals;
 static size_t big_len;
 
-static double big_leaf(void *ctx, size_t leaf, float *buf, int accumulate, int worker)
+static double big_leaf(void *ctx, size_t leaf, float *buf, int mode, int worker)
 {
     (void)ctx;
     (void)worker;
     for (size_t i = 0; i < big_len; i++)
-        buf[i] = accumulate ? buf[i] + big_vals[leaf * big_len + i] : big_vals[leaf * big_len + i];
+        buf[i] = mode == TREE_WRITE ? big_vals[leaf * big_len + i] : buf[i] + big_vals[leaf * big_len + i];
     return (double)leaf;
 }
 
@@ -375,7 +378,10 @@ static void test_long_buffers(void **state)
     tree_stream s;
     tree_stream_init(&s, bufs, 8, len);
     for (size_t l = 0; l < n; l++) {
-        memcpy(tree_stream_slot(&s), vals + l * len, len * sizeof(float));
+        int mode;
+        float *slot = tree_stream_slot(&s, &mode);
+        for (size_t i = 0; i < len; i++)
+            slot[i] = mode == TREE_ADD ? slot[i] + vals[l * len + i] : vals[l * len + i];
         tree_stream_push(&s, (double)l);
     }
     double ref_loss;

@@ -1,0 +1,328 @@
+/* test_dense.c — the dense kernels: every SIMD path the host offers equals the
+ * scalar twin bit for bit, and the scalar twin equals a naive loop written
+ * here from the text of dense.h, for many shapes (tails of every size) and
+ * the MLP's real shapes; masked stores never touch memory past the output. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/dense.h"
+
+/* Guard floats after every output buffer: a stray store changes them. */
+#define GUARD 32
+static const float guard_value = -12345.678f;
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint32_t next_u32(void)
+{
+    /* xorshift64*: the test's own stream, independent of engine/rng. */
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 0x2545f4914f6cdd1dULL) >> 32);
+}
+
+static size_t below(size_t n)
+{
+    return (size_t)next_u32() % n;
+}
+
+/* Values in [-1, 1) with varied magnitudes, and some exact zeros of both
+ * signs, so a different order of additions or a different start value
+ * (0.0f against -0.0f) would show in the bits. */
+static void fill(float *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t r = next_u32();
+        float v = (float)(r >> 8) / 16777216.0f * 2.0f - 1.0f;
+        switch (r & 15) {
+        case 0: v = 0.0f; break;
+        case 1: v = -0.0f; break;
+        case 2: v = v * 1e-3f; break;
+        case 3: v = v * 1e3f; break;
+        default: break;
+        }
+        p[i] = v;
+    }
+}
+
+/* n floats followed by GUARD guard floats. */
+static float *alloc_out(size_t n)
+{
+    float *p = malloc((n + GUARD) * sizeof(float));
+    assert_non_null(p);
+    for (size_t i = 0; i < n + GUARD; i++)
+        p[i] = guard_value;
+    return p;
+}
+
+static void check_guard(const float *p, size_t n)
+{
+    for (size_t i = n; i < n + GUARD; i++)
+        assert_true(memcmp(&p[i], &guard_value, sizeof(float)) == 0);
+}
+
+static float *alloc_in(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    assert_non_null(p);
+    fill(p, n);
+    return p;
+}
+
+/* The naive references: dense.h's sentences, one output element at a time. */
+static void naive_forward(float *out, const float *in, const float *w, const float *bias,
+                          size_t B, size_t K, size_t N)
+{
+    for (size_t b = 0; b < B; b++)
+        for (size_t n = 0; n < N; n++) {
+            float s = bias != NULL ? bias[n] : 0.0f;
+            for (size_t k = 0; k < K; k++) {
+                const float p = in[b * K + k] * w[k * N + n];
+                s = s + p;
+            }
+            out[b * N + n] = s;
+        }
+}
+
+static void naive_backward(float *dw, float *dbias, const float *in, const float *dout,
+                           size_t B, size_t K, size_t N, int accumulate)
+{
+    for (size_t n = 0; n < N; n++) {
+        for (size_t k = 0; k < K; k++) {
+            float s = 0.0f;
+            for (size_t b = 0; b < B; b++) {
+                const float p = in[b * K + k] * dout[b * N + n];
+                s = s + p;
+            }
+            dw[k * N + n] = accumulate ? dw[k * N + n] + s : s;
+        }
+        if (dbias != NULL) {
+            float s = 0.0f;
+            for (size_t b = 0; b < B; b++)
+                s = s + dout[b * N + n];
+            dbias[n] = accumulate ? dbias[n] + s : s;
+        }
+    }
+}
+
+/* The SIMD settings to compare with the scalar twin: every distinct path
+ * this host runs (avx512 and avx2 on an AVX-512 host). */
+static int simd_settings[2];
+static const char *simd_names[2];
+static int n_simd;
+static int env_setting;   /* the setting before any dense_set_simd call */
+
+static int setup_paths(void **state)
+{
+    (void)state;
+    const int candidates[2] = { DENSE_SIMD_BEST, DENSE_SIMD_AVX2 };
+    env_setting = dense_set_simd(DENSE_SIMD_BEST);
+    n_simd = 0;
+    for (int c = 0; c < 2; c++) {
+        dense_set_simd(candidates[c]);
+        const char *name = dense_simd_name();
+        if (strcmp(name, "scalar") == 0)
+            continue;
+        int seen = 0;
+        for (int j = 0; j < n_simd; j++)
+            seen |= strcmp(simd_names[j], name) == 0;
+        if (!seen) {
+            simd_settings[n_simd] = candidates[c];
+            simd_names[n_simd] = name;
+            n_simd++;
+        }
+    }
+    dense_set_simd(DENSE_SIMD_BEST);
+    printf("dense paths compared with the scalar twin:");
+    for (int j = 0; j < n_simd; j++)
+        printf(" %s", simd_names[j]);
+    printf("%s\n", n_simd == 0 ? " none (this host runs only the scalar twin)" : "");
+    return 0;
+}
+
+/* One shape, everything: forward with and without bias, backward in both
+ * modes with and without dbias; naive == scalar twin == each SIMD path. */
+static void check_shape(size_t B, size_t K, size_t N)
+{
+    float *in = alloc_in(B * K), *w = alloc_in(K * N), *bias = alloc_in(N);
+    float *dout = alloc_in(B * N), *g = alloc_in(K * N), *gb = alloc_in(N);
+    float *ref = alloc_out(B * N), *got = alloc_out(B * N);
+    float *refw = alloc_out(K * N), *gotw = alloc_out(K * N);
+    float *refb = alloc_out(N), *gotb = alloc_out(N);
+    const size_t ob = B * N * sizeof(float), wb = K * N * sizeof(float), bb = N * sizeof(float);
+    const int prev = dense_set_simd(DENSE_SIMD_BEST);
+
+    for (int with_bias = 0; with_bias < 2; with_bias++) {
+        const float *bp = with_bias ? bias : NULL;
+        naive_forward(ref, in, w, bp, B, K, N);
+        dense_forward_scalar(got, in, w, bp, B, K, N);
+        assert_memory_equal(ref, got, ob);
+        check_guard(got, B * N);
+        for (int j = 0; j < n_simd; j++) {
+            dense_set_simd(simd_settings[j]);
+            for (size_t i = 0; i < B * N; i++)
+                got[i] = 7.0f;   /* every element must be written */
+            dense_forward(got, in, w, bp, B, K, N);
+            if (memcmp(ref, got, ob) != 0)
+                fail_msg("forward %s B=%zu K=%zu N=%zu bias=%d differs from the scalar twin",
+                         simd_names[j], B, K, N, with_bias);
+            check_guard(got, B * N);
+        }
+    }
+
+    for (int accumulate = 0; accumulate < 2; accumulate++) {
+        for (int with_db = 0; with_db < 2; with_db++) {
+            memcpy(refw, g, wb);
+            memcpy(refb, gb, bb);
+            naive_backward(refw, with_db ? refb : NULL, in, dout, B, K, N, accumulate);
+            memcpy(gotw, g, wb);
+            memcpy(gotb, gb, bb);
+            dense_backward_weights_scalar(gotw, with_db ? gotb : NULL, in, dout, B, K, N, accumulate);
+            assert_memory_equal(refw, gotw, wb);
+            assert_memory_equal(refb, gotb, bb);
+            for (int j = 0; j < n_simd; j++) {
+                dense_set_simd(simd_settings[j]);
+                memcpy(gotw, g, wb);
+                memcpy(gotb, gb, bb);
+                dense_backward_weights(gotw, with_db ? gotb : NULL, in, dout, B, K, N, accumulate);
+                if (memcmp(refw, gotw, wb) != 0 || memcmp(refb, gotb, bb) != 0)
+                    fail_msg("backward %s B=%zu K=%zu N=%zu acc=%d dbias=%d differs from the scalar twin",
+                             simd_names[j], B, K, N, accumulate, with_db);
+                check_guard(gotw, K * N);
+                check_guard(gotb, N);
+            }
+        }
+    }
+    dense_set_simd(prev);
+    free(in); free(w); free(bias); free(dout); free(g); free(gb);
+    free(ref); free(got); free(refw); free(gotw); free(refb); free(gotb);
+}
+
+/* Every N in 1..70 (all tails of 8 and 16 floats, one to four vectors and
+ * more), every B in 1..9 (all row tails of the 4-row tiles), K random in 1..70. */
+static void test_all_tails(void **state)
+{
+    (void)state;
+    rng_state = 0x1234567ULL;
+    for (size_t N = 1; N <= 70; N++)
+        for (size_t B = 1; B <= 9; B++)
+            check_shape(B, 1 + below(70), N);
+}
+
+static void test_random_shapes(void **state)
+{
+    (void)state;
+    rng_state = 0xfeedULL;
+    for (int t = 0; t < 300; t++)
+        check_shape(1 + below(9), 1 + below(70), 1 + below(70));
+    /* Longer reductions than the forward's block of 64 rows of w, and wider
+     * outputs than one tile. */
+    check_shape(5, 130, 77);
+    check_shape(9, 200, 150);
+    check_shape(3, 64, 64);
+    check_shape(4, 65, 129);
+}
+
+/* Empty dimensions: K == 0 writes the start values (bias or 0), B == 0
+ * writes dw = 0 or dw + 0, nothing is touched when N == 0. */
+static void test_empty_dims(void **state)
+{
+    (void)state;
+    rng_state = 0xabcULL;
+    check_shape(3, 0, 17);
+    check_shape(0, 5, 17);
+    check_shape(0, 0, 3);
+    check_shape(2, 3, 0);
+}
+
+/* The shapes of the 784-256-256-10 MLP at a leaf of 32: forward, backward
+ * weights, and the d(input) products dense_forward(dout, W^T). */
+static void test_real_shapes(void **state)
+{
+    (void)state;
+    rng_state = 0x5eedULL;
+    check_shape(32, 784, 256);
+    check_shape(32, 256, 256);
+    check_shape(32, 256, 10);
+    check_shape(32, 10, 256);
+    check_shape(33, 784, 256);
+}
+
+/* accumulate == 1 on G equals G + (the accumulate == 0 result), element-wise. */
+static void test_accumulate_adds_sum(void **state)
+{
+    (void)state;
+    rng_state = 0x77ULL;
+    const size_t B = 7, K = 33, N = 45;
+    float *in = alloc_in(B * K), *dout = alloc_in(B * N), *g = alloc_in(K * N), *gb = alloc_in(N);
+    float *w0 = alloc_out(K * N), *b0 = alloc_out(N), *w1 = alloc_out(K * N), *b1 = alloc_out(N);
+    for (int path = 0; path <= n_simd; path++) {
+        const int prev = dense_set_simd(path == 0 ? DENSE_SIMD_OFF : simd_settings[path - 1]);
+        dense_backward_weights(w0, b0, in, dout, B, K, N, 0);
+        memcpy(w1, g, K * N * sizeof(float));
+        memcpy(b1, gb, N * sizeof(float));
+        dense_backward_weights(w1, b1, in, dout, B, K, N, 1);
+        for (size_t i = 0; i < K * N; i++) {
+            const float e = g[i] + w0[i];
+            assert_memory_equal(&e, &w1[i], sizeof e);
+        }
+        for (size_t i = 0; i < N; i++) {
+            const float e = gb[i] + b0[i];
+            assert_memory_equal(&e, &b1[i], sizeof e);
+        }
+        dense_set_simd(prev);
+    }
+    free(in); free(dout); free(g); free(gb); free(w0); free(b0); free(w1); free(b1);
+}
+
+/* dense_set_simd(0) forces the scalar twin; the previous setting comes back. */
+static void test_set_simd_off(void **state)
+{
+    (void)state;
+    rng_state = 0x99ULL;
+    const size_t B = 6, K = 50, N = 37;
+    float *in = alloc_in(B * K), *w = alloc_in(K * N), *bias = alloc_in(N);
+    float *ref = alloc_out(B * N), *got = alloc_out(B * N);
+    const int prev = dense_set_simd(DENSE_SIMD_OFF);
+    assert_string_equal(dense_simd_name(), "scalar");
+    assert_int_equal(dense_set_simd(DENSE_SIMD_OFF), DENSE_SIMD_OFF);
+    dense_forward_scalar(ref, in, w, bias, B, K, N);
+    dense_forward(got, in, w, bias, B, K, N);
+    assert_memory_equal(ref, got, B * N * sizeof(float));
+    assert_int_equal(dense_set_simd(DENSE_SIMD_BEST), DENSE_SIMD_OFF);
+    printf("dense_simd_name() with SIMD enabled: %s\n", dense_simd_name());
+    dense_set_simd(prev);
+    free(in); free(w); free(bias); free(ref); free(got);
+}
+
+/* LOCKSTEP_SIMD=off is read at the first call (main sets it before any):
+ * the first dense_set_simd, in setup_paths, returned it as the setting. */
+static void test_env_off(void **state)
+{
+    (void)state;
+    assert_int_equal(env_setting, DENSE_SIMD_OFF);
+}
+
+int main(void)
+{
+    /* Must precede every dense_ call of the process: the variable is read once. */
+    setenv("LOCKSTEP_SIMD", "off", 1);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_env_off),
+        cmocka_unit_test(test_set_simd_off),
+        cmocka_unit_test(test_all_tails),
+        cmocka_unit_test(test_random_shapes),
+        cmocka_unit_test(test_empty_dims),
+        cmocka_unit_test(test_real_shapes),
+        cmocka_unit_test(test_accumulate_adds_sum),
+    };
+    return cmocka_run_group_tests(tests, setup_paths, NULL) ? 1 : 0;
+}
