@@ -181,8 +181,10 @@ ls_status config_set(ls_config *cfg, const char *key, const char *value, int fla
         errno = 0;
         char *end;
         float v = strtof(value, &end);
-        if (*value == '\0' || *end != '\0' || errno == ERANGE)
+        if (*value == '\0' || *end != '\0')
             return ls_fail(err, LS_EINVAL, "%s%s: '%s' is not a number", dash, shown, value);
+        if (errno == ERANGE)
+            return ls_fail(err, LS_EINVAL, "%s%s: %s is outside the range of a 32-bit float", dash, shown, value);
         if (!isfinite(v))
             return ls_fail(err, LS_EINVAL, "%s%s: %s is not a finite number", dash, shown, value);
         if ((double)v < k->lo || (double)v > k->hi)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "mlp.h"
+#include "simd.h"
 
 #define SCRATCH_ALIGN 64
 
@@ -48,12 +49,18 @@ static double mlp_a_leaf(const ls_model *m, const float *params, const ls_leaf *
 }
 
 /* The task trains on the batch mean: divide the tree sum by B, once. */
+LS_SIMD_CLONES
+static void divide_range(float *restrict out, const float *restrict in, size_t n, float d)
+{
+    for (size_t i = 0; i < n; i++)
+        out[i] = in[i] / d;
+}
+
 static void mlp_a_finish(const ls_model *m, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
 {
     (void)m;
-    const float b = (float)batch;
-    for (size_t i = lo; i < hi; i++)
-        grad[i] = sum[i] / b;
+    if (hi > lo)
+        divide_range(grad + lo, sum + lo, hi - lo, (float)batch);
 }
 
 static size_t mlp_a_eval(const ls_model *m, const float *params, const ls_dataset *data, size_t first,

@@ -12,6 +12,8 @@
  */
 #include "hash.h"
 
+#include "../engine/simd.h"
+
 #include <string.h>
 
 /* The implementation is compiled into this file: the stack-allocated
@@ -64,15 +66,18 @@ static int hash_is_nan64(uint64_t u)
            (u & UINT64_C(0x000fffffffffffff)) != 0;
 }
 
+/* Branch-free, so the compiler vectorises the scan: a NaN's magnitude bits
+ * exceed those of infinity. */
+LS_SIMD_CLONES
 static int hash_any_nan32(const float *params, size_t n)
 {
+    uint32_t found = 0;
     for (size_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, &params[i], sizeof u);
-        if (hash_is_nan32(u))
-            return 1;
+        found |= (u & UINT32_C(0x7fffffff)) > UINT32_C(0x7f800000);
     }
-    return 0;
+    return found != 0;
 }
 
 uint64_t hash_params(const float *params, size_t n)

@@ -8,6 +8,8 @@
  */
 #include "tree.h"
 
+#include "../engine/simd.h"
+
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,7 @@ size_t tree_split(size_t n)
     return k;
 }
 
+LS_SIMD_CLONES
 void tree_add(float *restrict a, const float *restrict b, size_t n)
 {
     for (size_t i = 0; i < n; i++)

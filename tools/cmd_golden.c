@@ -142,9 +142,13 @@ static int update_from_file(const char *path)
 
 int cmd_golden(int argc, char **argv)
 {
-    if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
+    if (argc < 1) {
+        fputs("lockstep golden: missing check or update (see lockstep golden --help)\n", stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
         golden_usage();
-        return argc < 1 ? EXIT_USAGE : EXIT_OK;
+        return EXIT_OK;
     }
     int update = strcmp(argv[0], "update") == 0;
     if (!update && strcmp(argv[0], "check") != 0) {

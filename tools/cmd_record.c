@@ -3,10 +3,16 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+/* Readers never create a database: a mistyped path is an error, not an empty record. */
 static int open_or_fail(const char *cmd, const char *path, runlog **db)
 {
     ls_err err = { "" };
+    if (access(path, F_OK) != 0) {
+        fprintf(stderr, "lockstep %s: %s: no such database\n", cmd, path);
+        return 0;
+    }
     ls_status st = cli_open_db(path, db, &err);
     if (st != LS_OK) {
         cli_error(cmd, &err, st);

@@ -111,6 +111,18 @@ int cmd_equiv(int argc, char **argv)
         runlog_close(db);
         return EXIT_USAGE;
     }
+    /* Refuse a clash before anything is trained, so a refused command records nothing. */
+    for (int i = 0; a.name != NULL && i < a.n_threads; i++) {
+        char name[160];
+        int64_t existing;
+        snprintf(name, sizeof name, "%s-t%d", a.name, a.threads[i]);
+        if (runlog_find(db, name, &existing, NULL) == LS_OK) {
+            fprintf(stderr, "lockstep equiv: run name '%s' is already used in %s\n", name, a.db);
+            dataset_destroy(data);
+            runlog_close(db);
+            return EXIT_USAGE;
+        }
+    }
     run_install_signals();
     int64_t ids[CLI_MAX_THREADS_LIST];
     uint64_t traj[CLI_MAX_THREADS_LIST];

@@ -26,7 +26,7 @@ static void usage(FILE *f)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        usage(stderr);
+        fputs("lockstep: missing command (see lockstep --help)\n", stderr);
         return EXIT_USAGE;
     }
     const char *cmd = argv[1];

@@ -1,0 +1,1358 @@
+/* test_cli.c — end-to-end tests of the `lockstep` binary (DESIGN.md §3.3, §6).
+ *
+ * Every case runs the real binary (LOCKSTEP_BIN, else build/lockstep) in a
+ * child process of its own, in a fresh temporary directory with its own
+ * database, and looks at what a user would see: the exit status, stdout,
+ * stderr. What the binary claims is checked behind its back where it matters:
+ * the database is read with the raw sqlite3 API (the independent path), so a
+ * bad-input invocation that silently drops or adds rows is caught even when
+ * the CLI's own output looks fine. Children get stdin from /dev/null and pipes
+ * for stdout/stderr (so they never see a terminal), and are killed if they run
+ * longer than a deadline, so a hang fails the case instead of the suite.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <ctype.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static char g_bin[PATH_MAX];
+
+/* Seconds a child may run before it is killed and the case fails. */
+#define CLI_DEADLINE 60.0
+
+/* ---- per-test temporary directory ------------------------------------------ */
+
+typedef struct {
+    char dir[128];
+} ctx;
+
+static int rm_tree(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (d == NULL)
+        return -1;
+    struct dirent *e;
+    char p[PATH_MAX];
+    while ((e = readdir(d)) != NULL) {
+        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        struct stat sb;
+        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
+            rm_tree(p);
+        else
+            unlink(p);
+    }
+    closedir(d);
+    return rmdir(dir);
+}
+
+static int setup_dir(void **state)
+{
+    ctx *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return -1;
+    snprintf(c->dir, sizeof c->dir, "/tmp/lockstep-cli-XXXXXX");
+    if (mkdtemp(c->dir) == NULL) {
+        free(c);
+        return -1;
+    }
+    *state = c;
+    return 0;
+}
+
+static int teardown_dir(void **state)
+{
+    ctx *c = *state;
+    if (c != NULL) {
+        rm_tree(c->dir);
+        free(c);
+    }
+    return 0;
+}
+
+/* Absolute path of `name` inside the test directory. */
+static void tpath(const ctx *c, const char *name, char *buf, size_t len)
+{
+    snprintf(buf, len, "%s/%s", c->dir, name);
+}
+
+/* ---- environment ------------------------------------------------------------ */
+
+/* A copy of environ without the variables named in `unset` (NULL-terminated
+ * names) and without those that `set` ("K=V" strings) overrides, plus `set`.
+ * Only the array is allocated; the strings are borrowed. */
+static char **make_env(const char *const *set, const char *const *unset)
+{
+    size_t n = 0, ns = 0;
+    while (environ[n] != NULL)
+        n++;
+    while (set != NULL && set[ns] != NULL)
+        ns++;
+    char **env = calloc(n + ns + 1, sizeof *env);
+    assert_non_null(env);
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        const char *e = environ[i];
+        size_t kl = strcspn(e, "=");
+        int drop = 0;
+        for (size_t j = 0; unset != NULL && unset[j] != NULL; j++)
+            drop |= strlen(unset[j]) == kl && strncmp(e, unset[j], kl) == 0;
+        for (size_t j = 0; j < ns; j++)
+            drop |= strncmp(e, set[j], kl + 1) == 0;
+        if (!drop)
+            env[k++] = environ[i];
+    }
+    for (size_t j = 0; j < ns; j++)
+        env[k++] = (char *)set[j];
+    env[k] = NULL;
+    return env;
+}
+
+/* ---- the runner ---------------------------------------------------------------- */
+
+typedef struct {
+    pid_t pid;
+    int out_fd, err_fd;
+} cli_proc;
+
+typedef struct {
+    int code;        /* exit status; -1 when killed by a signal */
+    int sig;         /* the signal that ended the child, 0 if none */
+    int timed_out;   /* killed by the runner at the deadline */
+    char *out, *err; /* NUL-terminated captures */
+    size_t out_len, err_len;
+    char cmd[512];   /* the command line, for failure messages */
+} cli_res;
+
+static void res_free(cli_res *r)
+{
+    free(r->out);
+    free(r->err);
+    r->out = r->err = NULL;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static size_t argv_len(const char *const *argv)
+{
+    size_t n = 0;
+    while (argv[n] != NULL)
+        n++;
+    return n;
+}
+
+static void describe(const char *const *argv, char *buf, size_t len)
+{
+    size_t at = (size_t)snprintf(buf, len, "lockstep");
+    for (size_t i = 0; argv[i] != NULL && at < len; i++)
+        at += (size_t)snprintf(buf + at, len - at, " %s", argv[i][0] ? argv[i] : "''");
+}
+
+/* Starts the binary with argv (without argv[0]) in directory cwd; env NULL
+ * means the test's own environment. */
+static void cli_start(cli_proc *p, const char *cwd, char **env, const char *const *argv)
+{
+    int po[2], pe[2];
+    assert_int_equal(pipe(po), 0);
+    assert_int_equal(pipe(pe), 0);
+    size_t n = argv_len(argv);
+    char **av = calloc(n + 2, sizeof *av);
+    assert_non_null(av);
+    av[0] = g_bin;
+    for (size_t i = 0; i < n; i++)
+        av[i + 1] = (char *)argv[i];
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        /* A test runner started in the background may have SIGINT ignored,
+         * and exec keeps an ignored disposition: give the child defaults. */
+        signal(SIGINT, SIG_DFL);
+        signal(SIGTERM, SIG_DFL);
+        sigset_t none;
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        int in = open("/dev/null", O_RDONLY);
+        if (in < 0 || dup2(in, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0 || chdir(cwd) != 0)
+            _exit(127);
+        close(po[0]);
+        close(pe[0]);
+        close(po[1]);
+        close(pe[1]);
+        execve(g_bin, av, env != NULL ? env : environ);
+        _exit(127);
+    }
+    free(av);
+    close(po[1]);
+    close(pe[1]);
+    p->pid = pid;
+    p->out_fd = po[0];
+    p->err_fd = pe[0];
+}
+
+static void append(char **buf, size_t *len, size_t *cap, const char *src, size_t n)
+{
+    if (*len + n + 1 > *cap) {
+        size_t nc = *cap ? *cap : 4096;
+        while (nc < *len + n + 1)
+            nc *= 2;
+        char *b = realloc(*buf, nc);
+        assert_non_null(b);
+        *buf = b;
+        *cap = nc;
+    }
+    memcpy(*buf + *len, src, n);
+    *len += n;
+    (*buf)[*len] = '\0';
+}
+
+/* Reads both pipes to EOF (killing the child at the deadline), then reaps it. */
+static void cli_finish(cli_proc *p, cli_res *r, double deadline_s)
+{
+    size_t cap_o = 0, cap_e = 0;
+    r->out = r->err = NULL;
+    r->out_len = r->err_len = 0;
+    append(&r->out, &r->out_len, &cap_o, "", 0);
+    append(&r->err, &r->err_len, &cap_e, "", 0);
+    r->timed_out = 0;
+    double end = now_s() + deadline_s;
+    int open_fds = 2;
+    struct pollfd fds[2] = { { p->out_fd, POLLIN, 0 }, { p->err_fd, POLLIN, 0 } };
+    while (open_fds > 0) {
+        double left = end - now_s();
+        if (left <= 0) {
+            kill(p->pid, SIGKILL);
+            r->timed_out = 1;
+            break;
+        }
+        int k = poll(fds, 2, (int)(left * 1000) + 1);
+        if (k < 0 && errno == EINTR)
+            continue;
+        assert_true(k >= 0);
+        for (int i = 0; i < 2; i++) {
+            if (fds[i].fd < 0 || fds[i].revents == 0)
+                continue;
+            char chunk[4096];
+            ssize_t got = read(fds[i].fd, chunk, sizeof chunk);
+            if (got > 0) {
+                if (i == 0)
+                    append(&r->out, &r->out_len, &cap_o, chunk, (size_t)got);
+                else
+                    append(&r->err, &r->err_len, &cap_e, chunk, (size_t)got);
+            } else if (got == 0 || errno != EINTR) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                open_fds--;
+            }
+        }
+    }
+    for (int i = 0; i < 2; i++)
+        if (fds[i].fd >= 0)
+            close(fds[i].fd);
+    int status;
+    while (waitpid(p->pid, &status, 0) < 0)
+        assert_int_equal(errno, EINTR);
+    r->sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void cli_run_env(cli_res *r, const ctx *c, char **env, const char *const *argv)
+{
+    cli_proc p;
+    describe(argv, r->cmd, sizeof r->cmd);
+    cli_start(&p, c->dir, env, argv);
+    cli_finish(&p, r, CLI_DEADLINE);
+    if (r->timed_out)
+        fail_msg("%s: still running after %.0f s (killed)", r->cmd, CLI_DEADLINE);
+    if (r->sig != 0)
+        fail_msg("%s: died of signal %d (%s)\nstderr: %s", r->cmd, r->sig, strsignal(r->sig), r->err);
+}
+
+#define RUN(r, c, ...)                                    \
+    do {                                                  \
+        const char *av_[] = { __VA_ARGS__, NULL };        \
+        cli_run_env((r), (c), NULL, av_);                 \
+    } while (0)
+
+#define RUN_ENV(r, c, env, ...)                           \
+    do {                                                  \
+        const char *av_[] = { __VA_ARGS__, NULL };        \
+        cli_run_env((r), (c), (env), av_);                \
+    } while (0)
+
+/* Fails with the command and both captures when the exit status is not `want`. */
+static void expect_code(const cli_res *r, int want)
+{
+    if (r->code != want)
+        fail_msg("%s: exit %d, want %d\nstdout: %s\nstderr: %s", r->cmd, r->code, want, r->out, r->err);
+}
+
+/* Runs a command that must succeed (exit 0); frees the captures. */
+#define RUN_OK(c, ...)                                    \
+    do {                                                  \
+        cli_res r_;                                       \
+        RUN(&r_, (c), __VA_ARGS__);                       \
+        expect_code(&r_, 0);                              \
+        res_free(&r_);                                    \
+    } while (0)
+
+/* ---- text helpers ----------------------------------------------------------------- */
+
+static size_t count_char(const char *s, size_t n, char ch)
+{
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += s[i] == ch;
+    return k;
+}
+
+/* "step N" as a whole number (so "step 1" does not match "step 10"). */
+static int names_step(const char *s, long n)
+{
+    char want[32];
+    int w = snprintf(want, sizeof want, "step %ld", n);
+    for (const char *p = strstr(s, want); p != NULL; p = strstr(p + 1, want))
+        if (!isdigit((unsigned char)p[w]))
+            return 1;
+    return 0;
+}
+
+/* Whole-word occurrence of `word` in the line [a, b). */
+static int line_has_word(const char *a, const char *b, const char *word)
+{
+    size_t wl = strlen(word);
+    for (const char *p = a; p + wl <= b; p++)
+        if (strncmp(p, word, wl) == 0 && (p == a || !isalnum((unsigned char)p[-1]))
+            && (p + wl == b || !isalnum((unsigned char)p[wl])))
+            return 1;
+    return 0;
+}
+
+/* Splits line [a, b) into whitespace-separated tokens (at most max). */
+static int tokens(const char *a, const char *b, char tok[][64], int max)
+{
+    int n = 0;
+    const char *p = a;
+    while (p < b && n < max) {
+        while (p < b && isspace((unsigned char)*p))
+            p++;
+        if (p >= b)
+            break;
+        const char *q = p;
+        while (q < b && !isspace((unsigned char)*q))
+            q++;
+        size_t l = (size_t)(q - p) < 63 ? (size_t)(q - p) : 63;
+        memcpy(tok[n], p, l);
+        tok[n][l] = '\0';
+        n++;
+        p = q;
+    }
+    return n;
+}
+
+static int is_hex16(const char *s)
+{
+    if (strlen(s) != 16)
+        return 0;
+    for (int i = 0; i < 16; i++)
+        if (!isxdigit((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
+static int is_uint(const char *s)
+{
+    if (*s == '\0')
+        return 0;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s))
+            return 0;
+    return 1;
+}
+
+/* The row of `lockstep runs` whose name column is `name`: its tokens. 0 if none. */
+static int runs_row(const char *out, const char *name, char tok[][64], int max)
+{
+    for (const char *a = out; *a;) {
+        const char *b = strchr(a, '\n');
+        if (b == NULL)
+            b = a + strlen(a);
+        int n = tokens(a, b, tok, max);
+        if (n >= 6 && is_uint(tok[0]) && strcmp(tok[1], name) == 0)
+            return n;
+        a = *b ? b + 1 : b;
+    }
+    return 0;
+}
+
+static char *read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t cap = 0, n = 0;
+    char *buf = NULL, chunk[4096];
+    size_t got;
+    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
+        append(&buf, &n, &cap, chunk, got);
+    if (buf == NULL)
+        append(&buf, &n, &cap, "", 0);
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(text, 1, strlen(text), f), strlen(text));
+    assert_int_equal(fclose(f), 0);
+}
+
+static int file_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* ---- raw sqlite3: the independent view of the record --------------------------- */
+
+static sqlite3 *sql_open(const char *path)
+{
+    sqlite3 *db = NULL;
+    if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        sqlite3_close(db);
+        return NULL;
+    }
+    sqlite3_busy_timeout(db, 5000);
+    return db;
+}
+
+/* The first column of the first row of `sql` (one optional text parameter);
+ * -1 on any error (no such file, no such table yet, busy). */
+static int64_t sql_int(const char *path, const char *sql, const char *param)
+{
+    sqlite3 *db = sql_open(path);
+    if (db == NULL)
+        return -1;
+    sqlite3_stmt *st = NULL;
+    int64_t v = -1;
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+        if (param != NULL)
+            sqlite3_bind_text(st, 1, param, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(st) == SQLITE_ROW)
+            v = sqlite3_column_int64(st, 0);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+/* Everything recorded, as text: runs (without liveness columns), every step
+ * row's bits, evaluations, verdicts. Two snapshots are equal iff nothing
+ * recorded was lost, changed or added. */
+static char *sql_snapshot(const char *path)
+{
+    static const char *const queries[] = {
+        "SELECT id, name, status, config_text, config_hash, started, ended FROM runs ORDER BY id",
+        "SELECT run, step, loss_bits, param_hash, traj_hash FROM steps ORDER BY run, step",
+        "SELECT run, step, name, value FROM evals ORDER BY run, step, name",
+        "SELECT id, kind, run_a, run_b, equal FROM verdicts ORDER BY id",
+    };
+    sqlite3 *db = sql_open(path);
+    assert_non_null(db);
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
+        sqlite3_stmt *st = NULL;
+        if (sqlite3_prepare_v2(db, queries[q], -1, &st, NULL) != SQLITE_OK)
+            fail_msg("%s: %s", queries[q], sqlite3_errmsg(db));
+        int rc;
+        while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+            for (int i = 0; i < sqlite3_column_count(st); i++) {
+                const unsigned char *t = sqlite3_column_text(st, i);
+                const char *s = t != NULL ? (const char *)t : "NULL";
+                append(&buf, &n, &cap, s, strlen(s));
+                append(&buf, &n, &cap, "|", 1);
+            }
+            append(&buf, &n, &cap, "\n", 1);
+        }
+        if (rc != SQLITE_DONE)
+            fail_msg("%s: %s", queries[q], sqlite3_errmsg(db));
+        sqlite3_finalize(st);
+        append(&buf, &n, &cap, "--\n", 3);
+    }
+    sqlite3_close(db);
+    return buf;
+}
+
+/* Step rows recorded for the run called `name`. */
+static int64_t steps_of(const char *dbpath, const char *name)
+{
+    return sql_int(dbpath, "SELECT count(*) FROM steps WHERE run = (SELECT id FROM runs WHERE name = ?1)", name);
+}
+
+/* ---- 1. happy paths ------------------------------------------------------------------ */
+
+static void test_train_runs_show(void **state)
+{
+    ctx *c = *state;
+    char db[256];
+    tpath(c, "D", db, sizeof db);
+    cli_res r;
+    RUN(&r, c, "train", "--task", "teacher", "--steps", "20", "--db", "D", "--name", "a", "--threads", "1");
+    expect_code(&r, 0);
+    assert_non_null(strstr(r.out, "done"));
+    res_free(&r);
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "20", "--db", "D", "--name", "b", "--threads", "3");
+
+    RUN(&r, c, "runs", "--db", "D");
+    expect_code(&r, 0);
+    char tok[16][64];
+    assert_true(runs_row(r.out, "a", tok, 16) >= 6);
+    assert_string_equal(tok[2], "done");
+    assert_string_equal(tok[5], "20");
+    assert_true(runs_row(r.out, "b", tok, 16) >= 6);
+    assert_string_equal(tok[2], "done");
+    res_free(&r);
+
+    RUN(&r, c, "show", "a", "--db", "D");
+    expect_code(&r, 0);
+    assert_non_null(strstr(r.out, "task=teacher"));
+    assert_non_null(strstr(r.out, "model=mlp"));
+    assert_non_null(strstr(r.out, "'a'"));
+    assert_int_equal(r.err_len, 0);
+    res_free(&r);
+
+    /* The step table: rows are the lines that start with a step number,
+     * 0..20 in order (config and evaluation lines are indented). */
+    RUN(&r, c, "show", "a", "--db", "D", "--steps");
+    expect_code(&r, 0);
+    long want = 0;
+    for (const char *a = r.out; *a;) {
+        const char *b = strchr(a, '\n');
+        if (b == NULL)
+            b = a + strlen(a);
+        if (isdigit((unsigned char)*a)) {
+            char t[8][64];
+            int n = tokens(a, b, t, 8);
+            assert_true(n >= 5);
+            if (strtol(t[0], NULL, 10) != want)
+                fail_msg("show --steps: row '%.*s' where step %ld was expected", (int)(b - a), a, want);
+            assert_true(is_hex16(t[3]) && is_hex16(t[4]));   /* param hash, trajectory */
+            if (want > 0) {
+                /* The loss column is the loss-bits column printed with %.17g,
+                 * which round-trips a binary64 exactly. */
+                assert_true(is_hex16(t[1]));
+                uint64_t bits = strtoull(t[1], NULL, 16), back;
+                double loss = strtod(t[2], NULL);
+                memcpy(&back, &loss, sizeof back);
+                if (back != bits)
+                    fail_msg("show --steps step %ld: loss %s is not the bits %s", want, t[2], t[1]);
+            }
+            want++;
+        }
+        a = *b ? b + 1 : b;
+    }
+    if (want != 21)
+        fail_msg("show --steps printed %ld step rows, want 21 (steps 0..20)\n%s", want, r.out);
+    res_free(&r);
+    /* The same, behind the CLI's back. */
+    assert_int_equal(steps_of(db, "a"), 21);
+    assert_int_equal(steps_of(db, "b"), 21);
+}
+
+static void test_verify_identical_across_threads(void **state)
+{
+    ctx *c = *state;
+    char db[256];
+    tpath(c, "D", db, sizeof db);
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "20", "--db", "D", "--name", "a", "--threads", "1");
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "20", "--db", "D", "--name", "b", "--threads", "3");
+    cli_res r;
+    RUN(&r, c, "verify", "a", "b", "--db", "D");
+    expect_code(&r, 0);
+    assert_non_null(strstr(r.out, "bit-identical"));
+    res_free(&r);
+    /* Ids work as well as names. */
+    RUN(&r, c, "verify", "1", "2", "--db", "D");
+    expect_code(&r, 0);
+    assert_non_null(strstr(r.out, "bit-identical"));
+    res_free(&r);
+    /* The stored rows agree: every step's hashes and loss bits are equal. */
+    assert_int_equal(sql_int(db,
+                             "SELECT count(*) FROM steps x JOIN steps y ON x.step = y.step"
+                             " WHERE x.run = 1 AND y.run = 2 AND x.param_hash = y.param_hash"
+                             " AND x.traj_hash = y.traj_hash AND x.loss_bits IS y.loss_bits",
+                             NULL),
+                     21);
+    assert_true(sql_int(db, "SELECT count(*) FROM verdicts WHERE equal = 1", NULL) > 0);
+}
+
+static void test_equiv(void **state)
+{
+    ctx *c = *state;
+    char db[256];
+    tpath(c, "D", db, sizeof db);
+    cli_res r;
+    RUN(&r, c, "equiv", "--task", "teacher", "--steps", "10", "--threads", "1,2,3,8", "--db", "D");
+    expect_code(&r, 0);
+    /* One table row per thread count: the thread count first, the trajectory
+     * hash (16 hex digits) last. */
+    static const char *const counts[] = { "1", "2", "3", "8" };
+    char hash[4][64];
+    int seen[4] = { 0 };
+    for (const char *a = r.out; *a;) {
+        const char *b = strchr(a, '\n');
+        if (b == NULL)
+            b = a + strlen(a);
+        char t[8][64];
+        int n = tokens(a, b, t, 8);
+        if (n >= 3 && is_uint(t[0]) && is_hex16(t[n - 1]))
+            for (int i = 0; i < 4; i++)
+                if (strcmp(t[0], counts[i]) == 0) {
+                    seen[i]++;
+                    snprintf(hash[i], sizeof hash[i], "%s", t[n - 1]);
+                }
+        a = *b ? b + 1 : b;
+    }
+    for (int i = 0; i < 4; i++)
+        if (seen[i] != 1)
+            fail_msg("equiv: %d rows for %s threads, want 1\n%s", seen[i], counts[i], r.out);
+    for (int i = 1; i < 4; i++)
+        if (strcmp(hash[i], hash[0]) != 0)
+            fail_msg("equiv: trajectory %s at %s threads vs %s at 1\n%s", hash[i], counts[i], hash[0], r.out);
+    res_free(&r);
+
+    RUN(&r, c, "runs", "--db", "D");
+    expect_code(&r, 0);
+    int rows = 0;
+    for (const char *a = r.out; *a;) {
+        const char *b = strchr(a, '\n');
+        if (b == NULL)
+            b = a + strlen(a);
+        char t[12][64];
+        int n = tokens(a, b, t, 12);
+        if (n >= 8 && is_uint(t[0])) {
+            rows++;
+            assert_string_equal(t[2], "done");
+            assert_string_equal(t[5], "10");
+            /* The trajectory column of every run is the one equiv printed. */
+            assert_string_equal(t[7], hash[0]);
+        }
+        a = *b ? b + 1 : b;
+    }
+    if (rows != 4)
+        fail_msg("runs after equiv lists %d runs, want 4\n%s", rows, r.out);
+    res_free(&r);
+    assert_int_equal(sql_int(db, "SELECT count(*) FROM runs", NULL), 4);
+    assert_int_equal(sql_int(db, "SELECT count(*) FROM steps", NULL), 4 * 11);
+    /* The verdict is stored, and it says equal. */
+    assert_true(sql_int(db, "SELECT count(*) FROM verdicts", NULL) > 0);
+    assert_int_equal(sql_int(db, "SELECT count(*) FROM verdicts WHERE equal = 0", NULL), 0);
+}
+
+/* ---- 2. verify on runs that differ ------------------------------------------------ */
+
+static void test_verify_lr_differs(void **state)
+{
+    ctx *c = *state;
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "10", "--db", "D", "--name", "x", "--lr", "0.01", "--threads",
+           "1");
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "10", "--db", "D", "--name", "y", "--lr", "0.02", "--threads",
+           "1");
+    /* Same seed: θ_0 and the step-1 loss (computed with θ_0) agree; θ_1 does not. */
+    cli_res r;
+    RUN(&r, c, "verify", "x", "y", "--db", "D");
+    expect_code(&r, 1);
+    if (!names_step(r.out, 1))
+        fail_msg("verify (lr differs) does not name step 1:\n%s", r.out);
+    assert_false(names_step(r.out, 0));
+    assert_null(strstr(r.out, "bit-identical"));
+    res_free(&r);
+}
+
+static void test_verify_seed_differs(void **state)
+{
+    ctx *c = *state;
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "10", "--db", "D", "--name", "x", "--seed", "1", "--threads",
+           "1");
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "10", "--db", "D", "--name", "y", "--seed", "2", "--threads",
+           "2");
+    cli_res r;
+    RUN(&r, c, "verify", "x", "y", "--db", "D");
+    expect_code(&r, 1);
+    if (!names_step(r.out, 0))
+        fail_msg("verify (seed differs) does not name step 0:\n%s", r.out);
+    assert_null(strstr(r.out, "bit-identical"));
+    res_free(&r);
+}
+
+static void test_verify_lengths_differ(void **state)
+{
+    ctx *c = *state;
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "10", "--db", "D", "--name", "short", "--threads", "2");
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "20", "--db", "D", "--name", "long", "--threads", "1");
+    cli_res r;
+    RUN(&r, c, "verify", "short", "long", "--db", "D");
+    expect_code(&r, 0);
+    assert_non_null(strstr(r.out, "bit-identical"));
+    /* Some line names both lengths (as steps, 10/20, or as step rows, 11/21). */
+    int found = 0;
+    for (const char *a = r.out; *a && !found;) {
+        const char *b = strchr(a, '\n');
+        if (b == NULL)
+            b = a + strlen(a);
+        found = (line_has_word(a, b, "10") || line_has_word(a, b, "11"))
+                && (line_has_word(a, b, "20") || line_has_word(a, b, "21"));
+        a = *b ? b + 1 : b;
+    }
+    if (!found)
+        fail_msg("verify of a 10- and a 20-step run does not mention both lengths:\n%s", r.out);
+    res_free(&r);
+}
+
+/* Several processes may write one database at once (DESIGN.md §3.3): two
+ * runs trained side by side are both complete, and equal. */
+static void test_concurrent_writers(void **state)
+{
+    ctx *c = *state;
+    char db[256];
+    tpath(c, "D", db, sizeof db);
+    /* The file exists with its schema before the race, as it would in use. */
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "1", "--db", "D", "--name", "first", "--threads", "1");
+    const char *a1[] = { "train", "--task", "teacher", "--steps", "200", "--db", "D", "--name", "p", "--threads", "1",
+                         NULL };
+    const char *a2[] = { "train", "--task", "teacher", "--steps", "200", "--db", "D", "--name", "q", "--threads", "2",
+                         NULL };
+    cli_proc p1, p2;
+    cli_res r1, r2;
+    describe(a1, r1.cmd, sizeof r1.cmd);
+    describe(a2, r2.cmd, sizeof r2.cmd);
+    cli_start(&p1, c->dir, NULL, a1);
+    cli_start(&p2, c->dir, NULL, a2);
+    cli_finish(&p1, &r1, CLI_DEADLINE);
+    cli_finish(&p2, &r2, CLI_DEADLINE);
+    expect_code(&r1, 0);
+    expect_code(&r2, 0);
+    res_free(&r1);
+    res_free(&r2);
+    assert_int_equal(steps_of(db, "p"), 201);
+    assert_int_equal(steps_of(db, "q"), 201);
+    cli_res r;
+    RUN(&r, c, "verify", "p", "q", "--db", "D");
+    expect_code(&r, 0);
+    res_free(&r);
+}
+
+/* A NaN loss stops the run: exit 1, status "diverged", the steps before it
+ * kept, and it diverges identically at any thread count. (The config was
+ * found by trying: plain SGD at lr 1e6 blows up within a few steps.) */
+static void test_diverged(void **state)
+{
+    ctx *c = *state;
+    char db[256];
+    tpath(c, "D", db, sizeof db);
+    static const char *const names[] = { "d1", "d2" }, *const threads[] = { "1", "2" };
+    for (int i = 0; i < 2; i++) {
+        cli_res r;
+        RUN(&r, c, "train", "--task", "teacher", "--steps", "400", "--optimizer", "sgd", "--lr", "1000000",
+            "--hidden", "256,256", "--db", "D", "--name", names[i], "--threads", threads[i]);
+        expect_code(&r, 1);
+        assert_non_null(strstr(r.err, "diverged"));
+        res_free(&r);
+    }
+    cli_res r;
+    RUN(&r, c, "runs", "--db", "D");
+    expect_code(&r, 0);
+    char tok[16][64];
+    for (int i = 0; i < 2; i++) {
+        if (runs_row(r.out, names[i], tok, 16) < 6 || strcmp(tok[2], "diverged") != 0)
+            fail_msg("runs does not show %s as diverged:\n%s", names[i], r.out);
+    }
+    res_free(&r);
+    int64_t n = steps_of(db, "d1");
+    assert_true(n > 0 && n < 401);
+    assert_int_equal(steps_of(db, "d2"), n);
+    RUN(&r, c, "verify", "d1", "d2", "--db", "D");
+    expect_code(&r, 0);
+    res_free(&r);
+}
+
+/* bench runs, prints a row per thread count, and records nothing where the
+ * user looks (no runs.db, no leftover temporary database). */
+static void test_bench_smoke(void **state)
+{
+    ctx *c = *state;
+    cli_res r;
+    RUN(&r, c, "bench", "--task", "teacher", "--threads", "1,2", "--steps", "5", "--reps", "1");
+    expect_code(&r, 0);
+    int rows[3] = { 0 };
+    for (const char *a = r.out; *a;) {
+        const char *b = strchr(a, '\n');
+        if (b == NULL)
+            b = a + strlen(a);
+        char t[12][64];
+        int n = tokens(a, b, t, 12);
+        if (n >= 4 && is_uint(t[0]) && strtol(t[0], NULL, 10) <= 2)
+            rows[strtol(t[0], NULL, 10)]++;
+        a = *b ? b + 1 : b;
+    }
+    if (rows[1] != 1 || rows[2] != 1)
+        fail_msg("bench: want one row for 1 and one for 2 threads:\n%s", r.out);
+    res_free(&r);
+    char p[256];
+    tpath(c, "runs.db", p, sizeof p);
+    assert_false(file_exists(p));
+}
+
+/* ---- 3. help and usage ---------------------------------------------------------------- */
+
+static void test_help_every_subcommand(void **state)
+{
+    ctx *c = *state;
+    static const char *const cmds[] = { "train", "runs", "show", "verify", "equiv", "golden", "bench" };
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        cli_res r;
+        RUN(&r, c, cmds[i], "--help");
+        if (r.code != 0 || strstr(r.out, "usage") == NULL)
+            fail_msg("lockstep %s --help: exit %d, stdout lacks 'usage'\nstdout: %s\nstderr: %s", cmds[i], r.code,
+                     r.out, r.err);
+        res_free(&r);
+    }
+    cli_res r;
+    RUN(&r, c, "--help");
+    expect_code(&r, 0);
+    assert_non_null(strstr(r.out, "usage"));
+    res_free(&r);
+    /* Asking for help records nothing: no default runs.db appears. */
+    char p[256];
+    tpath(c, "runs.db", p, sizeof p);
+    assert_false(file_exists(p));
+}
+
+static void test_no_args_and_unknown_command(void **state)
+{
+    ctx *c = *state;
+    cli_res r;
+    {
+        const char *av[] = { NULL };
+        cli_run_env(&r, c, NULL, av);
+    }
+    expect_code(&r, 2);
+    res_free(&r);
+    RUN(&r, c, "nosuchcmd");
+    expect_code(&r, 2);
+    assert_int_equal(count_char(r.err, r.err_len, '\n'), 1);
+    assert_non_null(strstr(r.err, "nosuchcmd"));
+    assert_int_equal(r.out_len, 0);
+    res_free(&r);
+}
+
+/* ---- 4. bad input ------------------------------------------------------------------------ */
+
+typedef struct {
+    const char *argv[16];
+    const char *need[2];  /* substrings stderr must contain */
+    const char *keep;     /* a file in the test dir that must be left byte for byte */
+    int data_dir_empty;   /* LOCKSTEP_DATA_DIR = an empty directory */
+} bad_row;
+
+#define T "train", "--task", "teacher", "--steps", "20", "--db", "D"
+
+static const bad_row BAD[] = {
+    { { T, "--bogus", "1" }, { "--bogus", NULL }, NULL, 0 },
+    { { T, "--bogus=1" }, { "--bogus", NULL }, NULL, 0 },
+    { { T, "--model", "nosuch" }, { "nosuch", "model" }, NULL, 0 },
+    { { "train", "--task", "nosuch", "--steps", "20", "--db", "D" }, { "nosuch", "task" }, NULL, 0 },
+    { { T, "--batch", "0" }, { "--batch", NULL }, NULL, 0 },
+    { { T, "--batch", "-3" }, { "--batch", NULL }, NULL, 0 },
+    { { T, "--leaf", "0" }, { "--leaf", NULL }, NULL, 0 },
+    { { T, "--threads", "0" }, { "--threads", NULL }, NULL, 0 },
+    { { T, "--lr", "nan" }, { "--lr", NULL }, NULL, 0 },
+    { { T, "--lr", "abc" }, { "--lr", "abc" }, NULL, 0 },
+    { { T, "--lr", "inf" }, { "--lr", NULL }, NULL, 0 },
+    { { "train", "--task", "teacher", "--steps", "0", "--db", "D" }, { "--steps", NULL }, NULL, 0 },
+    { { "train", "--task", "teacher", "--steps", "abc", "--db", "D" }, { "--steps", NULL }, NULL, 0 },
+    { { T, "--hidden", "0" }, { "--hidden", NULL }, NULL, 0 },
+    { { T, "--hidden", "12,,3" }, { "--hidden", NULL }, NULL, 0 },
+    { { T, "--hidden", "32," }, { "--hidden", NULL }, NULL, 0 },
+    { { T, "--threads", "1,2" }, { "--threads", NULL }, NULL, 0 },
+    { { T, "--seed", "xyz" }, { "--seed", NULL }, NULL, 0 },
+    { { T, "--optimizer", "nosuch" }, { "--optimizer", "nosuch" }, NULL, 0 },
+    { { T, "--name", "123" }, { "--name", NULL }, NULL, 0 },
+    { { T, "--lr" }, { "--lr", NULL }, NULL, 0 },
+    { { "train", "--task", "fashion-mnist", "--hidden", "32", "--steps", "2", "--db", "D" },
+      { "train-images-idx3-ubyte.gz", NULL }, NULL, 1 },
+    { { "equiv", "--task", "fashion-mnist", "--hidden", "32", "--steps", "2", "--threads", "1,2", "--db", "D" },
+      { "train-images-idx3-ubyte.gz", NULL }, NULL, 1 },
+    { { "equiv", "--task", "teacher", "--steps", "5", "--threads", "1,,2", "--db", "D" }, { "--threads", NULL },
+      NULL, 0 },
+    { { "bench", "--task", "teacher", "--threads", "0" }, { "--threads", NULL }, NULL, 0 },
+    { { "verify", "999", "1", "--db", "D" }, { "999", NULL }, NULL, 0 },
+    { { "verify", "good", "--db", "D" }, { "verify", NULL }, NULL, 0 },
+    { { "show", "nosuchname", "--db", "D" }, { "nosuchname", NULL }, NULL, 0 },
+    { { "show", "--db", "D" }, { "show", NULL }, NULL, 0 },
+    { { "runs", "extra", "--db", "D" }, { "extra", NULL }, NULL, 0 },
+    { { "train", "--task", "teacher", "--steps", "20", "--db", "txt" }, { "txt", NULL }, "txt", 0 },
+    { { "runs", "--db", "txt" }, { "txt", NULL }, "txt", 0 },
+    { { "train", "--task", "teacher", "--steps", "20", "--db", "other.db" }, { "other.db", NULL }, "other.db", 0 },
+    { { "train", "--task", "teacher", "--steps", "20", "--db", "dd" }, { "dd", NULL }, NULL, 0 },
+    { { "train", "--task", "teacher", "--steps", "20", "--db", "nodir/x.db" }, { "nodir/x.db", NULL }, NULL, 0 },
+    { { T, "--db", "" }, { "--db", NULL }, NULL, 0 },
+    { { T, "--name", "good" }, { "good", "used" }, NULL, 0 },
+    { { "golden", "frob" }, { "frob", NULL }, NULL, 0 },
+    { { "golden", "check", "missing.golden" }, { "missing.golden", NULL }, NULL, 0 },
+};
+#undef T
+
+/* Words a failed invocation must not print on stdout. */
+static const char *const SUCCESS_WORDS[] = { "done", "bit-identical", "matches", "wrote" };
+
+static void test_bad_input_table(void **state)
+{
+    ctx *c = *state;
+    char db[256], p[256], empty[256];
+    tpath(c, "D", db, sizeof db);
+    tpath(c, "empty", empty, sizeof empty);
+    assert_int_equal(mkdir(empty, 0755), 0);
+    tpath(c, "dd", p, sizeof p);
+    assert_int_equal(mkdir(p, 0755), 0);
+    tpath(c, "txt", p, sizeof p);
+    write_file(p, "hello\n");
+    /* A SQLite file of another program: made with raw sqlite3. */
+    tpath(c, "other.db", p, sizeof p);
+    {
+        sqlite3 *o = NULL;
+        assert_int_equal(sqlite3_open(p, &o), SQLITE_OK);
+        assert_int_equal(sqlite3_exec(o, "CREATE TABLE t(x); INSERT INTO t VALUES(42);", NULL, NULL, NULL), SQLITE_OK);
+        sqlite3_close(o);
+    }
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "20", "--db", "D", "--name", "good", "--threads", "1");
+    assert_int_equal(steps_of(db, "good"), 21);
+    char *before = sql_snapshot(db);
+
+    char env_set[320];
+    snprintf(env_set, sizeof env_set, "LOCKSTEP_DATA_DIR=%s", empty);
+    const char *set[] = { env_set, NULL };
+    char **env_empty = make_env(set, NULL);
+
+    int failures = 0;
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        const bad_row *row = &BAD[i];
+        char keep_path[256];
+        char *keep_before = NULL;
+        size_t keep_len = 0;
+        if (row->keep != NULL) {
+            tpath(c, row->keep, keep_path, sizeof keep_path);
+            keep_before = read_file(keep_path, &keep_len);
+            assert_non_null(keep_before);
+        }
+        cli_res r;
+        cli_run_env(&r, c, row->data_dir_empty ? env_empty : NULL, row->argv);
+        char why[256] = "";
+        if (r.code != 2)
+            snprintf(why, sizeof why, "exit %d, want 2", r.code);
+        else if (r.err_len == 0 || r.err[r.err_len - 1] != '\n' || count_char(r.err, r.err_len, '\n') != 1)
+            snprintf(why, sizeof why, "stderr is not exactly one line");
+        else if (row->need[0] != NULL && strstr(r.err, row->need[0]) == NULL)
+            snprintf(why, sizeof why, "stderr does not name '%s'", row->need[0]);
+        else if (row->need[1] != NULL && strstr(r.err, row->need[1]) == NULL)
+            snprintf(why, sizeof why, "stderr does not name '%s'", row->need[1]);
+        for (size_t w = 0; w < sizeof SUCCESS_WORDS / sizeof SUCCESS_WORDS[0] && !why[0]; w++)
+            if (strstr(r.out, SUCCESS_WORDS[w]) != NULL)
+                snprintf(why, sizeof why, "stdout claims success ('%s')", SUCCESS_WORDS[w]);
+        if (!why[0] && keep_before != NULL) {
+            size_t len;
+            char *after = read_file(keep_path, &len);
+            char side[300];
+            int litter = 0;
+            static const char *const sfx[] = { "-wal", "-shm", "-journal" };
+            for (size_t s = 0; s < 3; s++) {
+                snprintf(side, sizeof side, "%s%s", keep_path, sfx[s]);
+                litter |= file_exists(side);
+            }
+            if (after == NULL || len != keep_len || memcmp(after, keep_before, len) != 0)
+                snprintf(why, sizeof why, "%s was modified", row->keep);
+            else if (litter)
+                snprintf(why, sizeof why, "%s got a -wal/-shm/-journal file beside it", row->keep);
+            free(after);
+        }
+        if (!why[0]) {
+            char *after = sql_snapshot(db);
+            if (strcmp(after, before) != 0)
+                snprintf(why, sizeof why, "the record in D changed (a run or step row lost, changed or added)");
+            free(after);
+        }
+        if (why[0]) {
+            print_error("bad-input row %zu: %s: %s\n  stdout: %s\n  stderr: %s\n", i, r.cmd, why, r.out, r.err);
+            failures++;
+        }
+        free(keep_before);
+        res_free(&r);
+    }
+    free(env_empty);
+    assert_int_equal(steps_of(db, "good"), 21);
+    assert_int_equal(sql_int(db, "SELECT count(*) FROM runs", NULL), 1);
+    free(before);
+    if (failures)
+        fail_msg("%d of %zu bad-input rows failed (listed above)", failures, sizeof BAD / sizeof BAD[0]);
+}
+
+/* BUG: tools/cmd_train.c cmd_equiv checks run names only inside run_train
+ * (runlog_run_begin), one thread count at a time. `equiv --name q --threads 1,2`
+ * when "q-t2" already exists trains and records "q-t1" as done, then exits 2
+ * ("run name 'q-t2' is already used") — a refused invocation leaves a new run
+ * behind (and prints a "done" row on stdout), and the same command can never
+ * succeed afterwards because "q-t1" is now taken too. Expected: every name is
+ * checked before anything is trained; nothing recorded. */
+static void test_equiv_name_clash_records_nothing(void **state)
+{
+    ctx *c = *state;
+    char db[256];
+    tpath(c, "D", db, sizeof db);
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "5", "--db", "D", "--name", "q-t2", "--threads", "1");
+    int64_t runs_before = sql_int(db, "SELECT count(*) FROM runs", NULL);
+    cli_res r;
+    RUN(&r, c, "equiv", "--task", "teacher", "--steps", "5", "--threads", "1,2", "--db", "D", "--name", "q");
+    expect_code(&r, 2);
+    assert_int_equal(count_char(r.err, r.err_len, '\n'), 1);
+    assert_non_null(strstr(r.err, "q-t2"));
+    res_free(&r);
+    int64_t runs_after = sql_int(db, "SELECT count(*) FROM runs", NULL);
+    if (runs_after != runs_before)
+        fail_msg("equiv refused (exit 2) but the database went from %lld to %lld runs ('q-t1' recorded: %lld)",
+                 (long long)runs_before, (long long)runs_after,
+                 (long long)sql_int(db, "SELECT count(*) FROM runs WHERE name = 'q-t1'", NULL));
+}
+
+/* ---- 5. Ctrl-C and a killed process --------------------------------------------------- */
+
+/* Waits (up to ~20 s) until the run called `name` has committed step rows. */
+static int64_t wait_for_steps(const char *dbpath, const char *name, pid_t pid)
+{
+    double end = now_s() + 20.0;
+    while (now_s() < end) {
+        int64_t n = steps_of(dbpath, name);
+        if (n > 0)
+            return n;
+        int status;
+        if (waitpid(pid, &status, WNOHANG) == pid)
+            fail_msg("the long run exited (status 0x%x) before recording a step", status);
+        usleep(50 * 1000);
+    }
+    return 0;
+}
+
+static const char *const LONG_RUN[] = { "train", "--task", "fashion-mnist", "--hidden", "64", "--steps", "100000",
+                                        "--db", "D", "--name", NULL, "--threads", NULL, NULL };
+
+static void start_long(const ctx *c, cli_proc *p, const char *name, const char *threads)
+{
+    const char *av[sizeof LONG_RUN / sizeof LONG_RUN[0]];
+    memcpy(av, LONG_RUN, sizeof av);
+    av[10] = name;
+    av[12] = threads;
+    cli_start(p, c->dir, NULL, av);
+}
+
+static void test_sigint_marks_interrupted(void **state)
+{
+    ctx *c = *state;
+    char db[256];
+    tpath(c, "D", db, sizeof db);
+    cli_proc p;
+    start_long(c, &p, "long", "2");
+    if (wait_for_steps(db, "long", p.pid) <= 0) {
+        kill(p.pid, SIGKILL);
+        cli_res r;
+        cli_finish(&p, &r, 10);
+        fail_msg("no step recorded within 20 s\nstderr: %s", r.err);
+    }
+    assert_int_equal(kill(p.pid, SIGINT), 0);
+    cli_res r;
+    cli_finish(&p, &r, 20);
+    if (r.timed_out || r.code != 130)
+        fail_msg("after SIGINT: exit %d, signal %d, timed out %d; want exit 130\nstderr: %s", r.code, r.sig,
+                 r.timed_out, r.err);
+    res_free(&r);
+
+    RUN(&r, c, "runs", "--db", "D");
+    expect_code(&r, 0);
+    char tok[16][64];
+    if (runs_row(r.out, "long", tok, 16) < 6 || strcmp(tok[2], "interrupted") != 0)
+        fail_msg("runs does not show 'long' as interrupted:\n%s", r.out);
+    long last = strtol(tok[5], NULL, 10);
+    assert_true(last > 0);
+    res_free(&r);
+    /* Its steps are kept, all of them: rows 0..last. */
+    assert_int_equal(steps_of(db, "long"), last + 1);
+    assert_int_equal(sql_int(db, "SELECT max(step) FROM steps WHERE run = (SELECT id FROM runs WHERE name = ?1)",
+                             "long"),
+                     last);
+
+    /* And they are the steps of the config: a fresh 30-step run agrees bit for bit. */
+    RUN_OK(c, "train", "--task", "fashion-mnist", "--hidden", "64", "--steps", "30", "--db", "D", "--name", "ref",
+           "--threads", "1");
+    RUN(&r, c, "verify", "long", "ref", "--db", "D");
+    expect_code(&r, 0);
+    res_free(&r);
+}
+
+static void test_sigkill_shows_interrupted(void **state)
+{
+    ctx *c = *state;
+    char db[256];
+    tpath(c, "D", db, sizeof db);
+    cli_proc p;
+    start_long(c, &p, "killed", "1");
+    if (wait_for_steps(db, "killed", p.pid) <= 0) {
+        kill(p.pid, SIGKILL);
+        cli_res r;
+        cli_finish(&p, &r, 10);
+        fail_msg("no step recorded within 20 s\nstderr: %s", r.err);
+    }
+    /* While it runs it is "running". */
+    cli_res r;
+    RUN(&r, c, "runs", "--db", "D");
+    expect_code(&r, 0);
+    char tok[16][64];
+    assert_true(runs_row(r.out, "killed", tok, 16) >= 6);
+    assert_string_equal(tok[2], "running");
+    res_free(&r);
+
+    assert_int_equal(kill(p.pid, SIGKILL), 0);
+    cli_finish(&p, &r, 20);
+    assert_int_equal(r.sig, SIGKILL);
+    res_free(&r);
+    /* Its row still says "running"; liveness must show it as interrupted. */
+    tok[2][0] = '\0';
+    RUN(&r, c, "runs", "--db", "D");
+    expect_code(&r, 0);
+    if (runs_row(r.out, "killed", tok, 16) < 6 || strcmp(tok[2], "interrupted") != 0)
+        fail_msg("runs shows the killed run as '%s', want interrupted:\n%s", tok[2], r.out);
+    assert_null(strstr(r.out, "running"));
+    res_free(&r);
+    RUN(&r, c, "show", "killed", "--db", "D");
+    expect_code(&r, 0);
+    assert_non_null(strstr(r.out, "interrupted"));
+    assert_null(strstr(r.out, "running"));
+    res_free(&r);
+    assert_true(steps_of(db, "killed") > 0);
+}
+
+/* ---- 6. golden files ------------------------------------------------------------------- */
+
+static char **env_without_ci(void)
+{
+    const char *unset[] = { "CI", NULL };
+    return make_env(NULL, unset);
+}
+
+/* Makes G.golden with `golden update` (CI unset) and returns its text. */
+static char *make_golden(const ctx *c, size_t *len)
+{
+    char **env = env_without_ci();
+    cli_res r;
+    RUN_ENV(&r, c, env, "golden", "update", "G.golden", "--task", "teacher", "--steps", "5");
+    free(env);
+    expect_code(&r, 0);
+    res_free(&r);
+    char p[256];
+    tpath(c, "G.golden", p, sizeof p);
+    char *text = read_file(p, len);
+    assert_non_null(text);
+    return text;
+}
+
+static void test_golden_update_then_check(void **state)
+{
+    ctx *c = *state;
+    size_t len;
+    char *text = make_golden(c, &len);
+    assert_true(strncmp(text, "# lockstep golden v1\n", 21) == 0);
+    assert_non_null(strstr(text, "task=teacher\n"));
+    free(text);
+    cli_res r;
+    RUN(&r, c, "golden", "check", "G.golden");
+    expect_code(&r, 0);
+    assert_int_equal(r.err_len, 0);
+    res_free(&r);
+}
+
+static void test_golden_tampered_row(void **state)
+{
+    ctx *c = *state;
+    size_t len;
+    char *text = make_golden(c, &len);
+    /* Find the row of step 3 (a line whose first token is "3" and that has
+     * five tokens) and change the first hex digit of its param hash. */
+    int lineno = 0, target = 0;
+    char orig[64] = "", mod[64] = "";
+    for (char *a = text; *a;) {
+        char *b = strchr(a, '\n');
+        if (b == NULL)
+            b = a + strlen(a);
+        lineno++;
+        char t[8][64];
+        if (*a != '#' && tokens(a, b, t, 8) == 5 && strcmp(t[0], "3") == 0 && is_hex16(t[3])) {
+            char *h = strstr(a, t[3]);
+            assert_true(h != NULL && h < b);
+            snprintf(orig, sizeof orig, "%s", t[3]);
+            *h = *h == '0' ? '1' : '0';
+            memcpy(mod, h, 16);
+            mod[16] = '\0';
+            target = lineno;
+            break;
+        }
+        a = *b ? b + 1 : b;
+    }
+    if (target == 0)
+        fail_msg("no step-3 row in the golden file:\n%s", text);
+    char p[256];
+    tpath(c, "G.golden", p, sizeof p);
+    write_file(p, text);
+    free(text);
+
+    cli_res r;
+    RUN(&r, c, "golden", "check", "G.golden");
+    expect_code(&r, 1);
+    char where[64];
+    snprintf(where, sizeof where, "G.golden:%d", target);
+    const char *at = strstr(r.out, where);
+    if (at == NULL || isdigit((unsigned char)at[strlen(where)]))
+        fail_msg("golden check does not name line %d:\n%s", target, r.out);
+    const char *exp = strstr(r.out, "expected"), *got = strstr(r.out, "got");
+    if (exp == NULL || got == NULL)
+        fail_msg("golden check shows no expected/got:\n%s", r.out);
+    /* expected shows the file's (tampered) hash, got the recomputed one. */
+    const char *exp_end = strchr(exp, '\n'), *got_end = strchr(got, '\n');
+    assert_non_null(exp_end);
+    assert_non_null(got_end);
+    const char *m = strstr(exp, mod), *o = strstr(got, orig);
+    if (m == NULL || m > exp_end || o == NULL || o > got_end)
+        fail_msg("expected/got lines do not show %s / %s:\n%s", mod, orig, r.out);
+    res_free(&r);
+}
+
+static void test_golden_garbage_and_ci(void **state)
+{
+    ctx *c = *state;
+    size_t len;
+    char *text = make_golden(c, &len);
+    char p[256];
+    tpath(c, "junk.golden", p, sizeof p);
+    write_file(p, "hello\n");
+    cli_res r;
+    RUN(&r, c, "golden", "check", "junk.golden");
+    expect_code(&r, 2);
+    assert_int_equal(count_char(r.err, r.err_len, '\n'), 1);
+    assert_non_null(strstr(r.err, "junk.golden"));
+    res_free(&r);
+
+    /* update refuses under CI, and leaves the file alone. */
+    const char *set[] = { "CI=1", NULL };
+    char **env = make_env(set, NULL);
+    RUN_ENV(&r, c, env, "golden", "update", "G.golden");
+    expect_code(&r, 2);
+    assert_int_equal(count_char(r.err, r.err_len, '\n'), 1);
+    assert_non_null(strstr(r.err, "CI"));
+    res_free(&r);
+    RUN_ENV(&r, c, env, "golden", "update", "new.golden", "--task", "teacher", "--steps", "5");
+    expect_code(&r, 2);
+    res_free(&r);
+    free(env);
+    tpath(c, "G.golden", p, sizeof p);
+    size_t len2;
+    char *again = read_file(p, &len2);
+    assert_non_null(again);
+    assert_int_equal(len2, len);
+    assert_memory_equal(again, text, len);
+    tpath(c, "new.golden", p, sizeof p);
+    assert_false(file_exists(p));
+    free(again);
+    free(text);
+}
+
+/* ---- 7. no progress line when output is not a terminal ---------------------------------- */
+
+static void test_no_progress_when_piped(void **state)
+{
+    ctx *c = *state;
+    cli_res r;
+    RUN(&r, c, "train", "--task", "teacher", "--steps", "50", "--db", "D", "--name", "quiet", "--threads", "2");
+    expect_code(&r, 0);
+    if (r.err_len != 0)
+        fail_msg("train with stderr on a pipe wrote to stderr: '%s'", r.err);
+    assert_null(memchr(r.out, '\r', r.out_len));
+    assert_non_null(strstr(r.out, "train:"));
+    res_free(&r);
+    RUN(&r, c, "equiv", "--task", "teacher", "--steps", "10", "--threads", "1,2", "--db", "D");
+    expect_code(&r, 0);
+    assert_int_equal(r.err_len, 0);
+    assert_null(memchr(r.out, '\r', r.out_len));
+    res_free(&r);
+}
+
+/* ---- main ----------------------------------------------------------------------------------- */
+
+int main(void)
+{
+    const char *bin = getenv("LOCKSTEP_BIN");
+    if (bin == NULL || *bin == '\0')
+        bin = "build/lockstep";
+    if (realpath(bin, g_bin) == NULL || access(g_bin, X_OK) != 0) {
+        fprintf(stderr, "test_cli: no lockstep binary at %s (set LOCKSTEP_BIN)\n", bin);
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_train_runs_show, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_verify_identical_across_threads, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_equiv, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_verify_lr_differs, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_verify_seed_differs, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_verify_lengths_differ, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_concurrent_writers, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_diverged, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_bench_smoke, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_help_every_subcommand, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_no_args_and_unknown_command, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_bad_input_table, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_equiv_name_clash_records_nothing, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_sigint_marks_interrupted, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_sigkill_shows_interrupted, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_golden_update_then_check, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_golden_tampered_row, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_golden_garbage_and_ci, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_no_progress_when_piped, setup_dir, teardown_dir),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
+}
