@@ -17,7 +17,7 @@ BANNED := -ffast-math -Ofast -ffp-contract=fast -ffp-contract=on -fassociative-m
 $(foreach f,$(BANNED),$(if $(filter $(f),$(CC) $(OPT) $(CFLAGS)),\
   $(error $(f) breaks the lockstep contract (DESIGN.md §2.3): the arithmetic order must stay fixed)))
 
-LS_PINNED := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -ffp-contract=off -fno-fast-math
+LS_PINNED := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -ffp-contract=off -fno-fast-math -fno-math-errno -fopenmp-simd
 WARN      := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes \
              -Wmissing-prototypes -Wpointer-arith -Wformat=2 $(WERROR)
 ALL_CFLAGS = $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) -pthread -MMD -MP

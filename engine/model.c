@@ -52,6 +52,7 @@ static double mlp_a_leaf(const ls_model *m, const float *params, const ls_leaf *
 LS_SIMD_CLONES
 static void divide_range(float *restrict out, const float *restrict in, size_t n, float d)
 {
+    #pragma omp simd
     for (size_t i = 0; i < n; i++)
         out[i] = in[i] / d;
 }

@@ -91,6 +91,7 @@ LS_SIMD_CLONES
 static void sgd_range(float *restrict p, const float *restrict grad, float *restrict u, size_t n, float lr,
                       float mu, float wd, float c)
 {
+    #pragma omp simd
     for (size_t i = 0; i < n; i++) {
         float g = grad[i];
         g = g > c ? c : g;
@@ -107,6 +108,7 @@ static void adamw_range(float *restrict p, const float *restrict grad, float *re
                         float c)
 {
     const float one_b1 = 1.0f - b1, one_b2 = 1.0f - b2;
+    #pragma omp simd
     for (size_t i = 0; i < n; i++) {
         float g = grad[i];
         g = g > c ? c : g;

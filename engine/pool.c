@@ -4,14 +4,27 @@
  * and wakes every worker; each runs fn once outside the lock and counts itself
  * out; the last one wakes the caller. Shutdown is flagged under the lock,
  * broadcast and joined.
+ *
+ * Waking a sleeping thread costs tens of microseconds (more in a virtual
+ * machine), and a training step runs several jobs back to back, so before
+ * sleeping on a condition variable a worker watches the generation counter
+ * for a short while, and the caller watches the pending count. That is only
+ * done when there are no more threads than CPUs: an oversubscribed pool would
+ * spin on CPUs the working threads need.
  */
 #include "pool.h"
 
 #include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Polls of a waiting thread before it sleeps: about 0.5 ms, longer than the
+ * serial work between two jobs of a training step. */
+#define POOL_SPIN 20000
 
 typedef struct {
     pool *owner;
@@ -22,8 +35,9 @@ struct pool {
     pthread_mutex_t mu;
     pthread_cond_t start_cv;   /* signals: a new generation was published, or shutdown */
     pthread_cond_t done_cv;    /* signals: the last worker of a generation finished */
-    uint64_t generation;       /* bumped once per pool_run */
-    int pending;               /* workers (other than the caller) still running this generation */
+    _Atomic uint64_t generation;  /* bumped once per pool_run (under mu; read outside it to spin) */
+    _Atomic int pending;       /* workers (other than the caller) still running this generation */
+    int spin;                  /* polls before sleeping; 0 when oversubscribed */
     int shutdown;
     pool_fn fn;
     void *ctx;
@@ -33,27 +47,39 @@ struct pool {
     int n_started;
 };
 
+static void pool_pause(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static void *pool_worker_main(void *arg)
 {
     pool_worker *w = arg;
     pool *p = w->owner;
     uint64_t seen = 0;
-    pthread_mutex_lock(&p->mu);
     for (;;) {
-        while (!p->shutdown && p->generation == seen)
+        for (int i = 0; i < p->spin && atomic_load_explicit(&p->generation, memory_order_acquire) == seen; i++)
+            pool_pause();
+        pthread_mutex_lock(&p->mu);
+        while (!p->shutdown && atomic_load_explicit(&p->generation, memory_order_relaxed) == seen)
             pthread_cond_wait(&p->start_cv, &p->mu);
-        if (p->shutdown)
+        if (p->shutdown) {
+            pthread_mutex_unlock(&p->mu);
             break;
-        seen = p->generation;
+        }
+        seen = atomic_load_explicit(&p->generation, memory_order_relaxed);
         pool_fn fn = p->fn;
         void *ctx = p->ctx;
         pthread_mutex_unlock(&p->mu);
         fn(ctx, w->id, p->n_threads);
-        pthread_mutex_lock(&p->mu);
-        if (--p->pending == 0)
+        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
+            pthread_mutex_lock(&p->mu);
             pthread_cond_signal(&p->done_cv);
+            pthread_mutex_unlock(&p->mu);
+        }
     }
-    pthread_mutex_unlock(&p->mu);
     return NULL;
 }
 
@@ -68,6 +94,7 @@ ls_status pool_create(pool **out, int n_threads, ls_err *err)
     if (p == NULL)
         return ls_fail(err, LS_ENOMEM, "pool: out of memory");
     p->n_threads = n_threads;
+    p->spin = n_threads <= pool_online_cpus() ? POOL_SPIN : 0;
     p->workers = (pool_worker *)(p + 1);
     p->threads = (pthread_t *)(p->workers + extra);
     pthread_mutex_init(&p->mu, NULL);
@@ -92,6 +119,8 @@ void pool_destroy(pool *p)
         return;
     pthread_mutex_lock(&p->mu);
     p->shutdown = 1;
+    /* Ends the spinning of any worker at once, too. */
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
     pthread_cond_broadcast(&p->start_cv);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n_started; i++)
@@ -116,15 +145,17 @@ void pool_run(pool *p, pool_fn fn, void *ctx)
     pthread_mutex_lock(&p->mu);
     p->fn = fn;
     p->ctx = ctx;
-    p->pending = p->n_threads - 1;
-    p->generation++;
+    atomic_store_explicit(&p->pending, p->n_threads - 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
     pthread_cond_broadcast(&p->start_cv);
     pthread_mutex_unlock(&p->mu);
 
     fn(ctx, 0, p->n_threads);
 
+    for (int i = 0; i < p->spin && atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++)
+        pool_pause();
     pthread_mutex_lock(&p->mu);
-    while (p->pending > 0)
+    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0)
         pthread_cond_wait(&p->done_cv, &p->mu);
     pthread_mutex_unlock(&p->mu);
 }

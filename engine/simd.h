@@ -7,7 +7,9 @@
  * exact per element, so every version gives the same bits. A sum across
  * elements must not use it: its order would change with the vector width.
  * Kernels that do sum (engine/dense.c) have hand-written SIMD paths with
- * scalar twins instead.
+ * scalar twins instead. The loops also carry `#pragma omp simd` (the build
+ * has -fopenmp-simd, no OpenMP runtime): gcc's -O2 cost model would
+ * otherwise leave them scalar. It allows no reassociation either.
  */
 #ifndef LS_SIMD_H
 #define LS_SIMD_H

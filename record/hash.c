@@ -7,8 +7,9 @@
  * bit patterns and hash differently on purpose: the contract is about bits.
  *
  * hash_params is on the per-step path and hashes the whole model, so the usual
- * case (little-endian host, no NaN) is one XXH3 call over the caller's memory;
- * anything else streams canonical copies through an XXH3 state in chunks.
+ * case (little-endian host, no NaN) streams the caller's memory through an
+ * XXH3 state block by block; a block with a NaN (or a big-endian host)
+ * streams canonical copies instead.
  */
 #include "hash.h"
 
@@ -27,7 +28,8 @@
 
 #define HASH_CANON_NAN32 UINT32_C(0x7fc00000)
 #define HASH_CANON_NAN64 UINT64_C(0x7ff8000000000000)
-#define HASH_CHUNK 1024 /* floats per streamed chunk (4 KiB on the stack) */
+#define HASH_CHUNK 1024   /* floats per canonicalised chunk (4 KiB on the stack) */
+#define HASH_BLOCK 16384  /* floats scanned then hashed while in cache (64 KiB) */
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define HASH_BIG_ENDIAN 1
@@ -72,6 +74,7 @@ LS_SIMD_CLONES
 static int hash_any_nan32(const float *params, size_t n)
 {
     uint32_t found = 0;
+    #pragma omp simd reduction(|:found)
     for (size_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, &params[i], sizeof u);
@@ -80,29 +83,41 @@ static int hash_any_nan32(const float *params, size_t n)
     return found != 0;
 }
 
+/* Canonical little-endian copy of params[0, m) into buf. */
+static void hash_canonical_chunk(const float *params, size_t m, unsigned char *buf)
+{
+    for (size_t j = 0; j < m; j++) {
+        uint32_t u;
+        memcpy(&u, &params[j], sizeof u);
+        if (hash_is_nan32(u))
+            u = HASH_CANON_NAN32;
+        hash_put_u32le(buf + 4 * j, u);
+    }
+}
+
 uint64_t hash_params(const float *params, size_t n)
 {
     if (n == 0)
         return (uint64_t)XXH3_64bits(NULL, 0);
-    if (!HASH_BIG_ENDIAN && !hash_any_nan32(params, n))
-        return (uint64_t)XXH3_64bits(params, n * sizeof(float));
-
-    /* Slow path: stream canonical little-endian copies. A stack state avoids an
-     * allocation that could fail in a function that cannot report failure. */
+    /* One pass over memory: each L2-sized block is scanned for NaN and then
+     * hashed while it is still in cache. Streaming XXH3 over the blocks gives
+     * the one-shot value. A stack state avoids an allocation that could fail
+     * in a function that cannot report failure. */
     XXH3_state_t state;
     XXH3_INITSTATE(&state);
     XXH3_64bits_reset(&state);
     unsigned char buf[HASH_CHUNK * 4];
-    for (size_t i = 0; i < n; i += HASH_CHUNK) {
-        size_t m = n - i < HASH_CHUNK ? n - i : HASH_CHUNK;
-        for (size_t j = 0; j < m; j++) {
-            uint32_t u;
-            memcpy(&u, &params[i + j], sizeof u);
-            if (hash_is_nan32(u))
-                u = HASH_CANON_NAN32;
-            hash_put_u32le(buf + 4 * j, u);
+    for (size_t i = 0; i < n; i += HASH_BLOCK) {
+        size_t m = n - i < HASH_BLOCK ? n - i : HASH_BLOCK;
+        if (!HASH_BIG_ENDIAN && !hash_any_nan32(params + i, m)) {
+            XXH3_64bits_update(&state, params + i, m * sizeof(float));
+            continue;
         }
-        XXH3_64bits_update(&state, buf, m * 4);
+        for (size_t j = 0; j < m; j += HASH_CHUNK) {
+            size_t c = m - j < HASH_CHUNK ? m - j : HASH_CHUNK;
+            hash_canonical_chunk(params + i + j, c, buf);
+            XXH3_64bits_update(&state, buf, c * 4);
+        }
     }
     return (uint64_t)XXH3_64bits_digest(&state);
 }

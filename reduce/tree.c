@@ -28,6 +28,7 @@ size_t tree_split(size_t n)
 LS_SIMD_CLONES
 void tree_add(float *restrict a, const float *restrict b, size_t n)
 {
+    #pragma omp simd
     for (size_t i = 0; i < n; i++)
         a[i] = a[i] + b[i];
 }

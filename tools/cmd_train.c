@@ -248,13 +248,13 @@ int cmd_bench(int argc, char **argv)
     double flops = strcmp(a.cfg.model, "mlp") == 0 ? mlp_flops_per_sample(&a.cfg, data) : 0;
     printf("bench: model %s, task %s, batch %zu, leaf %zu, %lld steps x %d reps, simd %s\n", a.cfg.model,
            a.cfg.task, a.cfg.batch, a.cfg.leaf, (long long)a.steps, a.reps, dense_simd_name());
-    printf("%-8s %-14s %-14s %-10s %-10s %-12s %-14s\n", "threads", "tree samp/s", "unord samp/s", "speedup",
-           "tree cost", "GFLOP/s", "record/step");
+    printf("%-8s %-12s %-12s %-8s %-10s %-8s %-10s %-16s %s\n", "threads", "tree smp/s", "unord smp/s", "speedup",
+           "tree cost", "GFLOP/s", "step us", "sqlite/step", "hash/step");
     double base = 0;
     int rc = EXIT_OK;
     for (int i = 0; i < a.n_threads && rc == EXIT_OK; i++) {
         enum { MAX_REPS = 64 };
-        double tree_sps[MAX_REPS], unord_sps[MAX_REPS], rec[MAX_REPS], step_time[MAX_REPS];
+        double tree_sps[MAX_REPS], unord_sps[MAX_REPS], rec[MAX_REPS], hash[MAX_REPS], step_time[MAX_REPS];
         int reps = a.reps > MAX_REPS ? MAX_REPS : a.reps;
         /* Tree and unordered alternate inside each repetition, so both see
          * the same machine noise. */
@@ -273,6 +273,7 @@ int cmd_bench(int argc, char **argv)
                 if (mode == 0) {
                     tree_sps[rep] = r.samples_per_second;
                     rec[rep] = r.record_seconds / (double)r.steps_done;
+                    hash[rep] = r.hash_seconds / (double)r.steps_done;
                     step_time[rep] = r.train_seconds / (double)r.steps_done;
                 } else {
                     unord_sps[rep] = r.samples_per_second;
@@ -282,14 +283,15 @@ int cmd_bench(int argc, char **argv)
         if (rc != EXIT_OK)
             break;
         double t = median(tree_sps, reps), u = median(unord_sps, reps);
-        double rs = median(rec, reps), ts = median(step_time, reps);
+        double rs = median(rec, reps), hs = median(hash, reps), ts = median(step_time, reps);
         if (i == 0)
             base = t;
-        char cost[32], record[48];
+        char cost[32], record[48], hashed[48];
         snprintf(cost, sizeof cost, "%+.1f%%", u > 0 ? 100 * (u - t) / u : 0);
-        snprintf(record, sizeof record, "%.0f us (%.2f%%)", rs * 1e6, ts > 0 ? 100 * rs / ts : 0);
-        printf("%-8d %-14.0f %-14.0f %-10.2f %-10s %-12.1f %s\n", a.threads[i], t, u, base > 0 ? t / base : 0,
-               cost, flops * t / 1e9, record);
+        snprintf(record, sizeof record, "%.0f us %.2f%%", rs * 1e6, ts > 0 ? 100 * rs / ts : 0);
+        snprintf(hashed, sizeof hashed, "%.0f us %.2f%%", hs * 1e6, ts > 0 ? 100 * hs / ts : 0);
+        printf("%-8d %-12.0f %-12.0f %-8.2f %-10s %-8.1f %-10.0f %-16s %s\n", a.threads[i], t, u,
+               base > 0 ? t / base : 0, cost, flops * t / 1e9, ts * 1e6, record, hashed);
         fflush(stdout);
     }
     runlog_close(db);

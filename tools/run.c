@@ -142,12 +142,14 @@ ls_status run_train(const run_opts *o, run_result *r, ls_err *err)
             break;
         ph = hash_params(trainer_params(t), n);
         traj = hash_traj_next(traj, ph, loss);
+        double c = run_now();
+        r->hash_seconds += c - b;
         row = (ls_step){ step, 1, hash_loss_bits(loss), ph, traj, b - a };
         if (o->db != NULL && (st = runlog_step(o->db, r->run_id, &row, err)) != LS_OK)
             break;
         if (o->rows != NULL)
             o->rows[step] = row;
-        r->record_seconds += run_now() - b;
+        r->record_seconds += run_now() - c;
         r->steps_done = step;
         r->last_loss = loss;
         if (o->progress)
@@ -172,7 +174,9 @@ out:
              st == LS_OK ? "done" : st == LS_EDIVERGED ? "diverged" : st == LS_EINTR ? "interrupted" : "failed");
     if (o->db != NULL && r->run_id >= 0) {
         ls_err e2;
+        double c = run_now();
         ls_status st2 = runlog_run_end(o->db, r->run_id, r->status, &e2);
+        r->record_seconds += run_now() - c;
         if (st == LS_OK && st2 != LS_OK) {
             *err = e2;
             st = st2;

@@ -74,7 +74,8 @@ typedef struct {
     uint64_t traj_hash;
     uint64_t param_hash;
     double train_seconds;       /* wall time inside trainer_step */
-    double record_seconds;      /* wall time hashing and recording */
+    double hash_seconds;        /* wall time hashing parameters and trajectory */
+    double record_seconds;      /* wall time writing the SQLite record (steps and end) */
     double samples_per_second;
     double test_acc;            /* -1 when not evaluated */
     char status[16];
