@@ -67,11 +67,12 @@ build: $(BIN) $(TEST_BIN)
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -c $< -o $@
+	@echo "CC $<"
+	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
-	ar rcs $@ $^
+	@ar rcs $@ $^
 
 # Build facts recorded with every run: compiler, flags, git commit.
 $(BUILD)/buildinfo.h: FORCE
@@ -84,14 +85,17 @@ FORCE:
 
 $(BUILD)/obj/tools/%.o: tools/%.c $(BUILD)/buildinfo.h
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -I$(BUILD) -c $< -o $@
+	@echo "CC $<"
+	@$(CC) $(ALL_CFLAGS) -I$(BUILD) -c $< -o $@
 
 $(BIN): $(TOOL_OBJ) $(LIB)
-	$(CC) $(OPT) $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(LIB) $(LIBS)
+	@echo "LD $@"
+	@$(CC) $(OPT) $(CFLAGS) $(LDFLAGS) -o $@ $(TOOL_OBJ) $(LIB) $(LIBS)
 
 $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_COMMON_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(OPT) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON_OBJ) $(LIB) -lcmocka $(LIBS)
+	@echo "LD $@"
+	@$(CC) $(OPT) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON_OBJ) $(LIB) -lcmocka $(LIBS)
 
 test: deps
 	@$(MAKE) --no-print-directory build

@@ -158,20 +158,33 @@ static ls_status tree_reserve(tree_reducer *r, size_t slots, size_t depth, ls_er
     return LS_OK;
 }
 
+/* Leaves the busiest worker computes when blocks of bs leaves are handed out
+ * round-robin. */
+static size_t tree_max_load(size_t n_leaves, size_t n_workers, size_t bs)
+{
+    size_t n_blocks = (n_leaves + bs - 1) / bs, worst = 0;
+    for (size_t w = 0; w < n_workers && w < n_blocks; w++) {
+        size_t load = 0;
+        for (size_t b = w; b < n_blocks; b += n_workers)
+            load += n_leaves - b * bs < bs ? n_leaves - b * bs : bs;
+        if (load > worst)
+            worst = load;
+    }
+    return worst;
+}
+
 size_t tree_block_size(size_t n_leaves, int n_workers)
 {
-    size_t bs = 1;
-    if (n_workers <= 1) {
-        while (bs < n_leaves)
-            bs *= 2;
-        return bs;
-    }
-    size_t want = (size_t)n_workers * 2;
-    if (want > n_leaves)
-        want = n_leaves;
-    while ((n_leaves + 2 * bs - 1) / (2 * bs) >= want && 2 * bs <= n_leaves)
-        bs *= 2;
-    return bs;
+    /* The largest block size whose busiest worker has no more leaves than
+     * with blocks of one leaf: big blocks keep merges inside a worker's
+     * stream (where a leaf can be added straight onto its sibling), small
+     * ones balance the load. */
+    size_t nw = n_workers < 1 ? 1 : (size_t)n_workers;
+    size_t best = 1, target = tree_max_load(n_leaves, nw, 1);
+    for (size_t bs = 2; bs / 2 < n_leaves; bs *= 2)
+        if (tree_max_load(n_leaves, nw, bs) <= target)
+            best = bs;
+    return best;
 }
 
 ls_status tree_reducer_create(tree_reducer **out, pool *p, size_t len, size_t n_leaves, ls_err *err)

@@ -85,9 +85,10 @@ typedef struct tree_reducer tree_reducer;
 ls_status tree_reducer_create(tree_reducer **out, pool *p, size_t len, size_t n_leaves, ls_err *err);
 void tree_reducer_destroy(tree_reducer *r);   /* accepts NULL */
 
-/* The block size the default plan uses: the largest power of two that still
- * gives every worker two blocks (or one leaf per block when there are fewer
- * leaves), so a thread count that does not divide the work stays balanced. */
+/* The block size the default plan uses: the largest power of two whose
+ * round-robin hand-out loads the busiest worker no more than blocks of one
+ * leaf would (so a thread count that does not divide the work stays
+ * balanced, and merges stay inside workers' streams where they can). */
 size_t tree_block_size(size_t n_leaves, int n_workers);
 
 /* Sum every leaf along the canonical tree with the default plan. *sum points

@@ -1193,6 +1193,19 @@ static char *make_golden(const ctx *c, size_t *len)
     return text;
 }
 
+/* The repository's own golden files match at every thread count `golden check` uses. */
+static void test_repo_golden_files(void **state)
+{
+    ctx *c = *state;
+    cli_res r;
+    RUN(&r, c, "golden", "check");   /* every golden file under $LOCKSTEP_ROOT */
+    expect_code(&r, 0);
+    assert_non_null(strstr(r.out, "teacher-sgd.golden matches"));
+    assert_non_null(strstr(r.out, "teacher-adamw-batch37.golden matches"));
+    assert_non_null(strstr(r.out, "fashion-mnist-short.golden matches"));
+    res_free(&r);
+}
+
 static void test_golden_update_then_check(void **state)
 {
     ctx *c = *state;
@@ -1349,6 +1362,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_equiv_name_clash_records_nothing, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_sigint_marks_interrupted, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_sigkill_shows_interrupted, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_repo_golden_files, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_golden_update_then_check, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_golden_tampered_row, setup_dir, teardown_dir),
         cmocka_unit_test_setup_teardown(test_golden_garbage_and_ci, setup_dir, teardown_dir),

@@ -127,7 +127,8 @@ int cmd_equiv(int argc, char **argv)
     int64_t ids[CLI_MAX_THREADS_LIST];
     uint64_t traj[CLI_MAX_THREADS_LIST];
     int rc = EXIT_OK;
-    printf("%-8s %-8s %-10s %-14s %-18s\n", "threads", "run", "status", "samples/s", "trajectory");
+    double sps[CLI_MAX_THREADS_LIST];
+    printf("%-8s %-8s %-10s %-12s %-10s %-18s\n", "threads", "run", "status", "samples/s", "test_acc", "trajectory");
     for (int i = 0; i < a.n_threads; i++) {
         char name[160];
         if (a.name != NULL)
@@ -144,8 +145,9 @@ int cmd_equiv(int argc, char **argv)
         }
         ids[i] = r.run_id;
         traj[i] = r.traj_hash;
-        printf("%-8d %-8lld %-10s %-14.0f %016llx\n", a.threads[i], (long long)r.run_id, r.status,
-               r.samples_per_second, (unsigned long long)r.traj_hash);
+        sps[i] = r.samples_per_second;
+        printf("%-8d %-8lld %-10s %-12.0f %-10.4f %016llx\n", a.threads[i], (long long)r.run_id, r.status,
+               r.samples_per_second, r.test_acc, (unsigned long long)r.traj_hash);
         fflush(stdout);
     }
     if (rc == EXIT_OK) {
@@ -163,6 +165,9 @@ int cmd_equiv(int argc, char **argv)
         for (int i = 0; i < a.n_threads; i++)
             printf("%s%d", i ? "," : " ", a.threads[i]);
         printf(" over %lld steps; trajectory %016llx\n", (long long)a.steps, (unsigned long long)traj[0]);
+        for (int i = 1; i < a.n_threads; i++)
+            printf("equiv: %d threads ran %.2fx the speed of %d\n", a.threads[i], sps[0] > 0 ? sps[i] / sps[0] : 0,
+                   a.threads[0]);
     }
     dataset_destroy(data);
     runlog_close(db);
@@ -250,15 +255,23 @@ int cmd_bench(int argc, char **argv)
            a.cfg.task, a.cfg.batch, a.cfg.leaf, (long long)a.steps, a.reps, dense_simd_name());
     printf("%-8s %-12s %-12s %-8s %-10s %-8s %-10s %-16s %s\n", "threads", "tree smp/s", "unord smp/s", "speedup",
            "tree cost", "GFLOP/s", "step us", "sqlite/step", "hash/step");
-    double base = 0;
+    enum { MAX_REPS = 64 };
+    int reps = a.reps > MAX_REPS ? MAX_REPS : a.reps;
+    /* [thread count][rep]: medians are taken per thread count and mode. */
+    double (*tree_sps)[MAX_REPS] = calloc((size_t)a.n_threads, sizeof *tree_sps);
+    double (*unord_sps)[MAX_REPS] = calloc((size_t)a.n_threads, sizeof *unord_sps);
+    double (*rec)[MAX_REPS] = calloc((size_t)a.n_threads, sizeof *rec);
+    double (*hash)[MAX_REPS] = calloc((size_t)a.n_threads, sizeof *hash);
+    double (*step_time)[MAX_REPS] = calloc((size_t)a.n_threads, sizeof *step_time);
     int rc = EXIT_OK;
-    for (int i = 0; i < a.n_threads && rc == EXIT_OK; i++) {
-        enum { MAX_REPS = 64 };
-        double tree_sps[MAX_REPS], unord_sps[MAX_REPS], rec[MAX_REPS], hash[MAX_REPS], step_time[MAX_REPS];
-        int reps = a.reps > MAX_REPS ? MAX_REPS : a.reps;
-        /* Tree and unordered alternate inside each repetition, so both see
-         * the same machine noise. */
-        for (int rep = 0; rep < reps && rc == EXIT_OK; rep++) {
+    if (!tree_sps || !unord_sps || !rec || !hash || !step_time) {
+        fprintf(stderr, "lockstep bench: out of memory\n");
+        rc = EXIT_USAGE;
+    }
+    /* Every thread count and both reductions run inside each repetition, side
+     * by side, so slow spells of a shared machine hit them alike. */
+    for (int rep = 0; rep < reps && rc == EXIT_OK; rep++) {
+        for (int i = 0; i < a.n_threads && rc == EXIT_OK; i++) {
             for (int mode = 0; mode < 2; mode++) {
                 run_opts o = { .cfg = a.cfg, .threads = a.threads[i], .steps = a.steps,
                                .data = data, .db = mode == 0 ? db : NULL };
@@ -271,19 +284,20 @@ int cmd_bench(int argc, char **argv)
                     break;
                 }
                 if (mode == 0) {
-                    tree_sps[rep] = r.samples_per_second;
-                    rec[rep] = r.record_seconds / (double)r.steps_done;
-                    hash[rep] = r.hash_seconds / (double)r.steps_done;
-                    step_time[rep] = r.train_seconds / (double)r.steps_done;
+                    tree_sps[i][rep] = r.samples_per_second;
+                    rec[i][rep] = r.record_seconds / (double)r.steps_done;
+                    hash[i][rep] = r.hash_seconds / (double)r.steps_done;
+                    step_time[i][rep] = r.train_seconds / (double)r.steps_done;
                 } else {
-                    unord_sps[rep] = r.samples_per_second;
+                    unord_sps[i][rep] = r.samples_per_second;
                 }
             }
         }
-        if (rc != EXIT_OK)
-            break;
-        double t = median(tree_sps, reps), u = median(unord_sps, reps);
-        double rs = median(rec, reps), hs = median(hash, reps), ts = median(step_time, reps);
+    }
+    double base = 0;
+    for (int i = 0; i < a.n_threads && rc == EXIT_OK; i++) {
+        double t = median(tree_sps[i], reps), u = median(unord_sps[i], reps);
+        double rs = median(rec[i], reps), hs = median(hash[i], reps), ts = median(step_time[i], reps);
         if (i == 0)
             base = t;
         char cost[32], record[48], hashed[48];
@@ -292,8 +306,12 @@ int cmd_bench(int argc, char **argv)
         snprintf(hashed, sizeof hashed, "%.0f us %.2f%%", hs * 1e6, ts > 0 ? 100 * hs / ts : 0);
         printf("%-8d %-12.0f %-12.0f %-8.2f %-10s %-8.1f %-10.0f %-16s %s\n", a.threads[i], t, u,
                base > 0 ? t / base : 0, cost, flops * t / 1e9, ts * 1e6, record, hashed);
-        fflush(stdout);
     }
+    free(tree_sps);
+    free(unord_sps);
+    free(rec);
+    free(hash);
+    free(step_time);
     runlog_close(db);
     unlink(dbpath);
     char side[sizeof dbpath + 8];

@@ -7,7 +7,7 @@ BIN=${1:-build/lockstep}
 DB=${DB:-runs.db}
 cores=$(nproc)
 [ "$cores" -gt 1 ] || cores=2
-steps=${STEPS:-938}   # two epochs at batch 128
+steps=${STEPS:-2345}   # five epochs at batch 128
 echo "== lockstep demo: MLP 784-256-256-10 on Fashion-MNIST, $steps steps, threads 1 and $cores"
 echo "== every step's loss, parameter hash and trajectory hash go to $DB"
 "$BIN" equiv --task fashion-mnist --threads "1,$cores" --steps "$steps" --eval-every 469 --db "$DB"
