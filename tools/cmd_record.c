@@ -178,16 +178,18 @@ int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
     } else {
         rc = 1;
         const ls_step *x = &sa[first], *y = &sb[first];
-        if (x->has_loss && x->loss_bits != y->loss_bits)
-            snprintf(detail, sizeof detail, "step %lld: loss %.17g (%016llx) vs %.17g (%016llx)", (long long)first,
+        char losses[256] = "";
+        if (x->has_loss && y->has_loss)
+            snprintf(losses, sizeof losses, "loss %.17g (%016llx) vs %.17g (%016llx)%s",
                      hash_bits_to_double(x->loss_bits), (unsigned long long)x->loss_bits,
-                     hash_bits_to_double(y->loss_bits), (unsigned long long)y->loss_bits);
+                     hash_bits_to_double(y->loss_bits), (unsigned long long)y->loss_bits,
+                     x->loss_bits == y->loss_bits ? " (equal)" : "");
         else
-            snprintf(detail, sizeof detail, "step %lld: param hash %016llx vs %016llx", (long long)first,
-                     (unsigned long long)x->param_hash, (unsigned long long)y->param_hash);
+            snprintf(losses, sizeof losses, "no loss at step 0");
+        snprintf(detail, sizeof detail, "step %lld: %s; param hash %016llx vs %016llx", (long long)first, losses,
+                 (unsigned long long)x->param_hash, (unsigned long long)y->param_hash);
         if (!quiet)
-            printf("runs %lld and %lld differ first at step %lld: %s\n", (long long)a, (long long)b,
-                   (long long)first, detail);
+            printf("runs %lld and %lld differ first at %s\n", (long long)a, (long long)b, detail);
     }
     if (runlog_verdict(db, kind, a, b, rc == 0, first, detail, &err) != LS_OK)
         fprintf(stderr, "lockstep verify: %s\n", err.msg);
