@@ -37,7 +37,8 @@ BIN      := $(BUILD)/lockstep
 DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-dev \
             dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev
 
-.PHONY: all deps build test demo bench golden-check golden-update help clean
+.PHONY: all deps build test demo bench golden-check golden-update help clean \
+        check-builds check-asan check-tsan
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(TEST_BIN)
@@ -49,6 +50,9 @@ help:
 	@echo "make demo          deps + build + train Fashion-MNIST at 1 thread and every core, verify"
 	@echo "make bench         throughput per thread count, tree vs unordered"
 	@echo "make golden-check  re-run every golden file at several thread counts"
+	@echo "make check-builds  gcc -O0/-O2/-O3 -march=native, clang -O2/-O3 -march=native, SIMD off: golden files identical"
+	@echo "make check-asan    the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer"
+	@echo "make check-tsan    the whole test suite under ThreadSanitizer"
 	@echo "make clean         remove $(BUILD)/"
 	@echo "variables: CC=clang  OPT='-O3'  BUILD=build-x  WERROR="
 
@@ -115,7 +119,25 @@ golden-check: $(BIN)
 golden-update: $(BIN)
 	$(BIN) golden update
 
+check-builds: deps
+	@sh tools/check_builds.sh
+
+# The sanitizer builds run the same suite (and the same binary for the CLI
+# tests) from their own folders; any report fails the run.
+SAN_COMMON := -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all
+check-asan: deps
+	@$(MAKE) --no-print-directory BUILD=build-asan OPT="$(SAN_COMMON) -fsanitize=address,undefined" build
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86 UBSAN_OPTIONS=print_stacktrace=1 \
+	    BUILD=build-asan sh tests/run_tests.sh
+
+# ThreadSanitizer cannot run the ifunc resolvers of function multiversioning
+# (they run before its runtime is up), so this build has one version of each
+# element-wise loop; the dense kernels' run-time dispatch is still exercised.
+check-tsan: deps
+	@$(MAKE) --no-print-directory BUILD=build-tsan OPT="$(SAN_COMMON) -fsanitize=thread -DLS_NO_CLONES" build
+	@TSAN_OPTIONS=halt_on_error=1:exitcode=66 BUILD=build-tsan sh tests/run_tests.sh
+
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) build-asan build-tsan build-check-* build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_BIN:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.d)

@@ -161,8 +161,12 @@ static void tmpset_create(tmpset *t)
 {
     snprintf(t->dir, sizeof t->dir, "/tmp/test_dataset.XXXXXX");
     assert_non_null(mkdtemp(t->dir));
+    /* A copy of the directory name: gcc -O1 cannot see that t->dir and
+     * t->path[i] do not overlap (-Wrestrict). */
+    char dir[sizeof t->dir];
+    memcpy(dir, t->dir, sizeof dir);
     for (int i = 0; i < 4; i++)
-        snprintf(t->path[i], sizeof t->path[i], "%s/%s", t->dir, FILES[i]);
+        snprintf(t->path[i], sizeof t->path[i], "%s/%s", dir, FILES[i]);
     write_images(t->path[0], 0x803, SMALL_TRAIN, 28, 28, 0, 0, 1);
     write_labels(t->path[1], SMALL_TRAIN, 0, -1, 0);
     write_images(t->path[2], 0x803, SMALL_TEST, 28, 28, 0, 0, 2);
