@@ -27,6 +27,32 @@ typedef struct {
     uint64_t seed;
 } ls_leaf;
 
+/* Engine service for models that split samples into parts (DESIGN.md §2.1):
+ * run fn for parts 0..n_parts-1, in parallel, and return when all are done
+ * (a barrier). A model calls it once per phase; it sees parts and a scratch
+ * area (scratch_bytes, 64-byte aligned) per call, never threads. */
+typedef void (*ls_part_fn)(void *ctx, size_t part, void *scratch);
+typedef struct {
+    void (*run)(void *engine, size_t n_parts, ls_part_fn fn, void *ctx);
+    void *engine;
+} ls_parallel;
+
+/* A whole batch, for batch-mode models. */
+typedef struct {
+    const ls_dataset *data;   /* the task's data, or NULL for generated tasks */
+    const uint32_t *ids;      /* [batch] training-sample ids (NULL without data) */
+    size_t batch;
+    int64_t step;             /* 1-based */
+    uint64_t seed;
+} ls_batch;
+
+/* One evaluation figure, recorded under its name. */
+typedef struct {
+    char name[32];            /* "test_acc", "hard_acc", "hard_acc_64", ... */
+    double value;
+} ls_metric;
+#define LS_MAX_METRICS 8
+
 typedef struct ls_model ls_model;
 struct ls_model {
     const char *name;
@@ -52,6 +78,20 @@ struct ls_model {
     size_t (*eval)(const ls_model *m, const float *params, const ls_dataset *data, size_t first,
                    size_t count, void *scratch);
     void (*destroy)(ls_model *m);
+
+    /* Batch-mode models (parts > 0; leaf and eval may then be NULL): the
+     * leaves of a batch are the (sample, part) pairs, leaf s·parts + r.
+     * batch_grad writes each leaf's statistics into leaves[s·parts + r]
+     * (leaf_len floats, overwritten) and its loss into losses[...], running
+     * its phases through par. The engine then sums the leaves with the
+     * canonical tree. */
+    size_t parts;
+    ls_status (*batch_grad)(ls_model *m, const float *params, const ls_batch *b, float *const *leaves,
+                            double *losses, const ls_parallel *par, ls_err *err);
+    /* Optional: evaluation figures of the current parameters (instead of
+     * eval's test_acc). *n_out <= LS_MAX_METRICS. */
+    ls_status (*metrics)(ls_model *m, const float *params, const ls_dataset *data, const ls_parallel *par,
+                         ls_metric *out, size_t *n_out, ls_err *err);
 };
 
 /* max_leaf: the most samples one leaf call sees (the config's leaf, capped by batch). */

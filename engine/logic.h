@@ -1,0 +1,112 @@
+/* logic.h — layers of differentiable two-input logic gates (difflogic).
+ *
+ * A gate has 16 logits z (one per two-input Boolean function, in the order of
+ * ../shared/reference/difflogic.md: idx's 4-bit truth table for AB = 00, 01,
+ * 10, 11 read MSB first). Training uses the soft gate: p = softmax(z) and
+ * y = Σ p_i f_i(a, b), computed in the four-coefficient form
+ *     y = ((c0 + cA·a) + cB·b) + cAB·(a·b)
+ * with the coefficients computed once per step per gate (logic_coeffs).
+ * Backward needs only four sums per gate over everything the gate saw,
+ * S = (Σg, Σg·a, Σg·b, Σg·(a·b)), which logic_expand turns into the 16 logit
+ * gradients once per step: ∂L/∂z_j = p_j · (F_j − Y), F_j = Σ_k coef_jk S_k,
+ * Y = c0·S0 + cA·S1 + cB·S2 + cAB·S3.
+ *
+ * Activations are laid out [width][ld]: one row per gate output, one lane per
+ * sample (or per CA cell), ld a multiple of LOGIC_LANES (16) floats, rows
+ * 64-byte aligned. A gate reads its two input rows and writes its output row,
+ * so its inputs stream through memory and the SIMD paths vectorise over
+ * lanes. Every lane performs exactly the scalar twin's operations in the
+ * same order; the only sums across lanes are the four gate statistics, whose
+ * order is fixed below (16 virtual accumulators, then a pairwise tree), the
+ * same whatever the vector width. LOCKSTEP_SIMD=off (or logic_set_simd(0))
+ * forces the scalar twins.
+ *
+ * The hard gate (inference) is the argmax op (lowest index on ties); hard
+ * layers run on 64-bit words, 64 lanes per word, one bitwise expression per
+ * gate. Frozen: changing any result bit changes the golden files.
+ */
+#ifndef LS_LOGIC_H
+#define LS_LOGIC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "status.h"
+
+#define LOGIC_OPS 16
+#define LOGIC_LANES 16   /* lane padding and the number of virtual stat accumulators */
+
+/* f_idx(a, b) = LOGIC_AFFINE[idx][0] + [1]·a + [2]·b + [3]·(a·b). */
+extern const int LOGIC_AFFINE[LOGIC_OPS][4];
+/* The relaxation of op idx written directly as in the reference table
+ * (e.g. XOR: a + b − 2ab), evaluated in float — for tests. */
+float logic_relaxed(int idx, float a, float b);
+/* Hard output bit of op idx for input bits a, b: (idx >> (3 - (2a + b))) & 1. */
+int logic_hard_bit(int idx, int a, int b);
+
+/* Per gate, once per step: p = softmax(z) with m = max z, e_i = dmath_expf(z_i − m),
+ * s = e_0 + e_1 + ... + e_15 in order, p_i = e_i / s; then
+ *   c0  = p8 + p9 + ... + p15                      (left to right)
+ *   cA  = (p2 + p3 + p6 + p7) − (p8 + p9 + p12 + p13)
+ *   cB  = (p4 + p5 + p6 + p7) − (p8 + p9 + p10 + p11)
+ *   cAB = p1 − p2 − p4 − 2·p6 − p7 + p8 + 2·p9 + p11 + p13 − p14 (left to right)
+ * logits [gates][16] → p [gates][16], coef [gates][4] = (c0, cA, cB, cAB). */
+void logic_coeffs(const float *logits, size_t gates, float *p, float *coef);
+
+/* One layer of gates: out gates reading in inputs; gate g reads rows a[g], b[g]. */
+typedef struct {
+    size_t in, out;
+    const uint32_t *a, *b;    /* [out], each < in */
+} logic_layer;
+
+/* Wiring from the addressed RNG (seed, RNG_WIRING, addr, ...); a, b: [out].
+ * random: c = perm(2·out) mod in, relabelled by perm(in), first half a,
+ *         second half b (balanced fan-out; a == b allowed).
+ * unique: pairs (0,1),(2,3),..., then (1,2),(3,4),..., then pairs at offset
+ *         k = 2, 3, ... until there are enough, truncated to out, gate order
+ *         shuffled; needs 2·out >= in (else LS_EINVAL). */
+void logic_wire_random(uint32_t *a, uint32_t *b, size_t in, size_t out, uint64_t seed, uint64_t addr);
+ls_status logic_wire_unique(uint32_t *a, uint32_t *b, size_t in, size_t out, uint64_t seed, uint64_t addr,
+                            ls_err *err);
+
+/* y[g][l] = ((c0 + cA·x[a_g][l]) + cB·x[b_g][l]) + cAB·(x[a_g][l]·x[b_g][l]) for
+ * lanes l < n (lanes n..ld−1 of y are written with unspecified values).
+ * x: [in][ld], y: [out][ld], coef: [out][4]. */
+void logic_forward(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld);
+
+/* Backward of logic_forward. For g = 0 .. out−1 in order, for every lane l < n:
+ *     d  = dy[g][l], a = x[a_g][l], b = x[b_g][l]
+ *     dx[a_g][l] = dx[a_g][l] + d·(cA + cAB·b)     (when dx is not NULL)
+ *     dx[b_g][l] = dx[b_g][l] + d·(cB + cAB·a)     (after the line above)
+ * and the four statistics of gate g over lanes 0..n−1, each summed in 16
+ * virtual accumulators (lane l into accumulator l mod 16, increasing l,
+ * starting at 0.0f) that are then combined by the pairwise tree
+ * ((((v0+v1)+(v2+v3))+((v4+v5)+(v6+v7)))+(((v8+v9)+(v10+v11))+((v12+v13)+(v14+v15)))):
+ *     S0 = Σ d, S1 = Σ d·a, S2 = Σ d·b, S3 = Σ d·(a·b)
+ * written to stats[g][0..3] (accumulate == 0) or added to them
+ * (stats[g][k] = stats[g][k] + S_k, accumulate == 1).
+ * dx: [in][ld] or NULL, dy: [out][ld], stats: [out][4]. */
+void logic_backward(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
+                    const float *coef, size_t n, size_t ld, int accumulate);
+
+/* The scalar twins (tests compare them with the above). */
+void logic_forward_scalar(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld);
+void logic_backward_scalar(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
+                           const float *coef, size_t n, size_t ld, int accumulate);
+int logic_set_simd(int enabled);     /* returns the previous setting */
+const char *logic_simd_name(void);   /* "avx512", "avx2" or "scalar" */
+
+/* dlogits[g][j] = p_j · (F_j − Y) with F_j = ((α_j·S0 + β_j·S1) + γ_j·S2) + δ_j·S3
+ * (α..δ = LOGIC_AFFINE[j], as floats) and Y = ((c0·S0 + cA·S1) + cB·S2) + cAB·S3,
+ * for gates [lo, hi). stats: the batch's summed statistics [gates][4]. */
+void logic_expand(float *dlogits, const float *stats, const float *p, const float *coef, size_t lo, size_t hi);
+
+/* ops[g] = argmax_j logits[g][j] (lowest index on ties). */
+void logic_hard_ops(uint8_t *ops, const float *logits, size_t gates);
+/* Hard layer on bit-packed lanes: y[g][w] = op_g(x[a_g][w], x[b_g][w]) bitwise,
+ * x: [in][words], y: [out][words]. */
+void logic_hard_forward(uint64_t *y, const uint64_t *x, const logic_layer *L, const uint8_t *ops, size_t words);
+/* op idx applied bitwise to words a, b. */
+uint64_t logic_hard_word(int idx, uint64_t a, uint64_t b);
+
+#endif
