@@ -31,6 +31,8 @@ struct trainer {
     uint32_t *perm[2];          /* [N] permutations of two consecutive epochs */
     int64_t perm_epoch[2];      /* epoch held by perm[i], -1 when none */
     const float *sum;           /* tree sum of the current step */
+    void (*test_hook)(void *);  /* test-only, see trainer_set_test_hook */
+    void *test_hook_ctx;
 };
 
 const char *trainer_data_dir(void)
@@ -146,6 +148,12 @@ void trainer_set_steps_done(trainer *t, int64_t steps)
     t->done = steps;
 }
 
+void trainer_set_test_hook(trainer *t, void (*hook)(void *ctx), void *ctx)
+{
+    t->test_hook = hook;
+    t->test_hook_ctx = ctx;
+}
+
 /* The permutation of epoch e, computed on first use (two epochs cached, as a
  * batch can straddle an epoch boundary). */
 static const uint32_t *trainer_perm(trainer *t, int64_t e)
@@ -231,6 +239,8 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
         return ls_fail(err, LS_EDIVERGED, "step %lld: the loss is %s; training diverged", (long long)step,
                        isnan(total) ? "NaN" : "infinite");
     pool_run(t->pool, trainer_finish_worker, t);
+    if (t->test_hook != NULL)
+        t->test_hook(t->test_hook_ctx);
     optim_begin_step(t->opt);
     pool_run(t->pool, trainer_update_worker, t);
     t->done = step;

@@ -52,9 +52,18 @@ ls_status trainer_evaluate(trainer *t, double *accuracy, ls_err *err);
 /* Leaves each worker computed in the last step ([trainer_threads]). */
 const size_t *trainer_worker_leaves(const trainer *t);
 
-/* The resumable state: parameters and optimiser state as two blocks. */
+/* The resumable state: parameters and optimiser state as two blocks. To
+ * resume at step t, overwrite both with the state saved after step t and call
+ * trainer_set_steps_done(t): the data order is recomputed from the step
+ * (permutations are addressed by epoch), nothing else carries across steps. */
 float *trainer_params_mut(trainer *t);
 void *trainer_optim_state(trainer *t, size_t *bytes);
 void trainer_set_steps_done(trainer *t, int64_t steps);
+
+/* Test-only hook for crash tests: when set, every trainer_step calls
+ * hook(ctx) after the leaf reduction and the finish step, before the
+ * optimiser update (so a hook that kills the process dies mid-step). It
+ * cannot change any bits. NULL unsets it. */
+void trainer_set_test_hook(trainer *t, void (*hook)(void *ctx), void *ctx);
 
 #endif

@@ -48,6 +48,8 @@ typedef struct {
 struct runlog {
     sqlite3 *db;
     sqlite3_stmt *ins_step;    /* prepared once: the hot insert */
+    void (*commit_hook)(void *);  /* test-only: see runlog_set_commit_hook */
+    void *commit_hook_ctx;
     size_t n_buf;              /* rows buffered in buf, not yet committed */
     rl_row buf[RUNLOG_BATCH];
     char path[];               /* the file as given, for messages */
@@ -85,7 +87,10 @@ static const char rl_schema[] =
     "  git_commit TEXT,\n"
     "  pid INTEGER,\n"
     "  pid_start INTEGER,\n"
-    "  boot_id TEXT\n"
+    "  boot_id TEXT,\n"
+    "  target_steps INTEGER,\n"
+    "  checkpoint_every INTEGER,\n"
+    "  checkpoint_dir TEXT\n"
     ") STRICT;\n"
     "CREATE TABLE steps(\n"
     "  run INTEGER NOT NULL REFERENCES runs(id),\n"
@@ -225,6 +230,15 @@ static void rl_bind_text_or_null(sqlite3_stmt *st, int i, const char *s)
 {
     if (s != NULL)
         sqlite3_bind_text(st, i, s, -1, SQLITE_TRANSIENT);
+    else
+        sqlite3_bind_null(st, i);
+}
+
+/* A count that is 0 or negative means "not given" and is stored as NULL. */
+static void rl_bind_pos_or_null(sqlite3_stmt *st, int i, int64_t v)
+{
+    if (v > 0)
+        sqlite3_bind_int64(st, i, v);
     else
         sqlite3_bind_null(st, i);
 }
@@ -547,9 +561,9 @@ ls_status runlog_run_begin(runlog *r, const runlog_run_info *info, int64_t *run_
     ls_status s = rl_prepare(r,
         "INSERT INTO runs(name, model, task, config_text, config_hash, status, started,"
         " engine_version, compiler, cflags, host, cpu, threads, reduce, git_commit,"
-        " pid, pid_start, boot_id)"
+        " pid, pid_start, boot_id, target_steps, checkpoint_every, checkpoint_dir)"
         " VALUES(?1, ?2, ?3, ?4, ?5, 'running', " RL_NOW ","
-        " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+        " ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
         &st, "starting a run", err);
     if (s != LS_OK)
         return s;
@@ -574,6 +588,9 @@ ls_status runlog_run_begin(runlog *r, const runlog_run_info *info, int64_t *run_
     else
         sqlite3_bind_null(st, 15);
     rl_bind_text_or_null(st, 16, boot[0] ? boot : NULL);
+    rl_bind_pos_or_null(st, 17, info->target_steps);
+    rl_bind_pos_or_null(st, 18, info->checkpoint_every);
+    rl_bind_text_or_null(st, 19, info->checkpoint_dir != NULL && info->checkpoint_dir[0] ? info->checkpoint_dir : NULL);
 
     s = rl_begin(r, "starting a run", err);
     if (s != LS_OK) {
@@ -660,6 +677,8 @@ ls_status runlog_flush(runlog *r, ls_err *err)
         }
     }
     sqlite3_reset(r->ins_step);  /* release the statement before COMMIT */
+    if (r->commit_hook != NULL)
+        r->commit_hook(r->commit_hook_ctx);
     st = rl_commit(r, what, err);
     if (st == LS_OK)
         r->n_buf = 0;
@@ -685,7 +704,7 @@ ls_status runlog_eval(runlog *r, int64_t run_id, int64_t step, const char *name,
                       ls_err *err)
 {
     sqlite3_stmt *st;
-    ls_status s = rl_prepare(r, "INSERT INTO evals(run, step, name, value) VALUES(?1, ?2, ?3, ?4)",
+    ls_status s = rl_prepare(r, "INSERT OR REPLACE INTO evals(run, step, name, value) VALUES(?1, ?2, ?3, ?4)",
                              &st, "recording an evaluation", err);
     if (s != LS_OK)
         return s;
@@ -760,6 +779,88 @@ ls_status runlog_checkpoint(runlog *r, int64_t run_id, int64_t step, const char 
     return rl_write_one(r, st, "recording a checkpoint", err);
 }
 
+ls_status runlog_checkpoint_delete(runlog *r, int64_t run_id, int64_t step, ls_err *err)
+{
+    sqlite3_stmt *st;
+    ls_status s = rl_prepare(r, "DELETE FROM checkpoints WHERE run = ?1 AND step = ?2", &st,
+                             "forgetting a checkpoint", err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_int64(st, 2, step);
+    return rl_write_one(r, st, "forgetting a checkpoint", err);
+}
+
+ls_status runlog_run_resume(runlog *r, int64_t run_id, int64_t target_steps, int64_t checkpoint_every,
+                            const char *checkpoint_dir, ls_err *err)
+{
+    ls_status s = runlog_flush(r, err);
+    if (s != LS_OK)
+        return s;
+    char boot[64];
+    rl_boot_id(boot, sizeof boot);
+    long long pid = (long long)getpid();
+    char state = 0;
+    unsigned long long start = 0;
+    int have_start = rl_proc_stat(pid, &state, &start) == 0;
+
+    /* The liveness check and the claim happen under one write lock, so of
+     * two processes resuming the same run at once exactly one wins. */
+    if ((s = rl_begin(r, "resuming a run", err)) != LS_OK)
+        return s;
+    sqlite3_stmt *st;
+    if ((s = rl_prepare(r, "SELECT status, pid, pid_start, boot_id FROM runs WHERE id = ?1", &st,
+                        "resuming a run", err)) != LS_OK) {
+        rl_rollback(r);
+        return s;
+    }
+    sqlite3_bind_int64(st, 1, run_id);
+    int rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+        const unsigned char *status = sqlite3_column_text(st, 0);
+        if (status != NULL && strcmp((const char *)status, "running") == 0 && !rl_writer_gone(st, 1, 2, 3))
+            s = ls_fail(err, LS_EEXIST, "run %lld is running (process %lld) in %s", (long long)run_id,
+                        (long long)sqlite3_column_int64(st, 1), r->path);
+    } else if (rc == SQLITE_DONE) {
+        s = ls_fail(err, LS_ENOTFOUND, "no run %lld in %s", (long long)run_id, r->path);
+    } else {
+        s = rl_dberr(r, "resuming a run", err);
+    }
+    sqlite3_finalize(st);
+    if (s == LS_OK)
+        s = rl_prepare(r,
+            "UPDATE runs SET status = 'running', ended = NULL, pid = ?1, pid_start = ?2, boot_id = ?3,"
+            " target_steps = coalesce(?4, target_steps), checkpoint_every = coalesce(?5, checkpoint_every),"
+            " checkpoint_dir = coalesce(?6, checkpoint_dir) WHERE id = ?7",
+            &st, "resuming a run", err);
+    if (s == LS_OK) {
+        sqlite3_bind_int64(st, 1, pid);
+        if (have_start)
+            sqlite3_bind_int64(st, 2, rl_i64(start));
+        else
+            sqlite3_bind_null(st, 2);
+        rl_bind_text_or_null(st, 3, boot[0] ? boot : NULL);
+        rl_bind_pos_or_null(st, 4, target_steps);
+        rl_bind_pos_or_null(st, 5, checkpoint_every);
+        rl_bind_text_or_null(st, 6, checkpoint_dir != NULL && checkpoint_dir[0] ? checkpoint_dir : NULL);
+        sqlite3_bind_int64(st, 7, run_id);
+        if (sqlite3_step(st) != SQLITE_DONE)
+            s = rl_dberr(r, "resuming a run", err);
+        sqlite3_finalize(st);
+    }
+    if (s != LS_OK) {
+        rl_rollback(r);
+        return s;
+    }
+    return rl_commit(r, "resuming a run", err);
+}
+
+void runlog_set_commit_hook(runlog *r, void (*hook)(void *ctx), void *ctx)
+{
+    r->commit_hook = hook;
+    r->commit_hook_ctx = ctx;
+}
+
 /* ---- reading ---------------------------------------------------------------
  * Every read first flushes this handle's buffered steps, so a handle always
  * sees its own writes. */
@@ -804,7 +905,7 @@ ls_status runlog_find(runlog *r, const char *id_or_name, int64_t *run_id, ls_err
 enum {
     RC_ID, RC_NAME, RC_MODEL, RC_TASK, RC_STATUS, RC_STARTED, RC_ENDED, RC_ENGINE, RC_COMPILER,
     RC_CFLAGS, RC_HOST, RC_CPU, RC_GIT, RC_REDUCE, RC_THREADS, RC_CONFIG_HASH, RC_CONFIG_TEXT,
-    RC_PID, RC_PID_START, RC_BOOT, RC_LAST_STEP, RC_LAST_TRAJ
+    RC_PID, RC_PID_START, RC_BOOT, RC_LAST_STEP, RC_LAST_TRAJ, RC_TARGET, RC_CKPT_EVERY, RC_CKPT_DIR
 };
 
 #define RL_RUN_SQL                                                                       \
@@ -812,7 +913,8 @@ enum {
     " r.engine_version, r.compiler, r.cflags, r.host, r.cpu, r.git_commit, r.reduce,"  \
     " r.threads, r.config_hash, r.config_text, r.pid, r.pid_start, r.boot_id,"         \
     " (SELECT s.step FROM steps AS s WHERE s.run = r.id ORDER BY s.step DESC LIMIT 1),"   \
-    " (SELECT s.traj_hash FROM steps AS s WHERE s.run = r.id ORDER BY s.step DESC LIMIT 1)" \
+    " (SELECT s.traj_hash FROM steps AS s WHERE s.run = r.id ORDER BY s.step DESC LIMIT 1)," \
+    " r.target_steps, r.checkpoint_every, r.checkpoint_dir"                            \
     " FROM runs AS r"
 
 static ls_status rl_fill_run(runlog *r, sqlite3_stmt *st, runlog_run *out, ls_err *err)
@@ -843,13 +945,29 @@ static ls_status rl_fill_run(runlog *r, sqlite3_stmt *st, runlog_run *out, ls_er
     }
     if (strcmp(out->status, "running") == 0 && rl_writer_gone(st, RC_PID, RC_PID_START, RC_BOOT))
         rl_copy(out->status, sizeof out->status, (const unsigned char *)"interrupted");
+    out->pid = sqlite3_column_type(st, RC_PID) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, RC_PID);
+    out->target_steps = sqlite3_column_type(st, RC_TARGET) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, RC_TARGET);
+    out->checkpoint_every =
+        sqlite3_column_type(st, RC_CKPT_EVERY) == SQLITE_NULL ? 0 : sqlite3_column_int64(st, RC_CKPT_EVERY);
+    if (sqlite3_column_type(st, RC_CKPT_DIR) != SQLITE_NULL) {
+        const unsigned char *d = sqlite3_column_text(st, RC_CKPT_DIR);
+        size_t dn = (size_t)sqlite3_column_bytes(st, RC_CKPT_DIR);
+        out->checkpoint_dir = malloc(dn + 1);
+        if (out->checkpoint_dir == NULL)
+            return ls_fail(err, LS_ENOMEM, "%s: out of memory reading run %lld", r->path, (long long)out->id);
+        if (dn > 0)
+            memcpy(out->checkpoint_dir, d, dn);
+        out->checkpoint_dir[dn] = 0;
+    }
 
     const unsigned char *text = sqlite3_column_text(st, RC_CONFIG_TEXT);
     size_t n = (size_t)sqlite3_column_bytes(st, RC_CONFIG_TEXT);
     out->config_text = malloc(n + 1);
-    if (out->config_text == NULL)
+    if (out->config_text == NULL) {
+        runlog_run_free(out);
         return ls_fail(err, LS_ENOMEM, "%s: out of memory reading run %lld", r->path,
                        (long long)out->id);
+    }
     if (n > 0)
         memcpy(out->config_text, text, n);
     out->config_text[n] = 0;
@@ -884,6 +1002,8 @@ void runlog_run_free(runlog_run *run)
         return;
     free(run->config_text);
     run->config_text = NULL;
+    free(run->checkpoint_dir);
+    run->checkpoint_dir = NULL;
 }
 
 /* Grows a malloc'ed array geometrically; 0 on failure (the old block stays). */
@@ -1050,4 +1170,59 @@ ls_status runlog_first_divergence(runlog *r, int64_t a, int64_t b, int64_t *step
     }
     sqlite3_finalize(st);
     return s;
+}
+
+ls_status runlog_checkpoints(runlog *r, int64_t run_id, runlog_ckpt **rows, size_t *n, ls_err *err)
+{
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    ls_status s = rl_prepare(r, "SELECT step, path, state_hash FROM checkpoints WHERE run = ?1"
+                                " ORDER BY step, created",
+                             &st, "reading checkpoints", err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    runlog_ckpt *arr = NULL;
+    size_t cnt = 0, cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!rl_grow((void **)&arr, &cap, cnt + 1, sizeof *arr)) {
+            s = ls_fail(err, LS_ENOMEM, "%s: out of memory reading checkpoints of run %lld", r->path,
+                        (long long)run_id);
+            break;
+        }
+        runlog_ckpt *o = &arr[cnt];
+        o->step = sqlite3_column_int64(st, 0);
+        o->state_hash = rl_u64(sqlite3_column_int64(st, 2));
+        const unsigned char *p = sqlite3_column_text(st, 1);
+        size_t pl = (size_t)sqlite3_column_bytes(st, 1);
+        o->path = malloc(pl + 1);
+        if (o->path == NULL) {
+            s = ls_fail(err, LS_ENOMEM, "%s: out of memory reading checkpoints of run %lld", r->path,
+                        (long long)run_id);
+            break;
+        }
+        if (pl > 0)
+            memcpy(o->path, p, pl);
+        o->path[pl] = 0;
+        cnt++;
+    }
+    if (s == LS_OK && rc != SQLITE_DONE)
+        s = rl_dberr(r, "reading checkpoints", err);
+    sqlite3_finalize(st);
+    if (s != LS_OK) {
+        runlog_checkpoints_free(arr, cnt);
+        return s;
+    }
+    *rows = arr;
+    *n = cnt;
+    return LS_OK;
+}
+
+void runlog_checkpoints_free(runlog_ckpt *rows, size_t n)
+{
+    for (size_t i = 0; rows != NULL && i < n; i++)
+        free(rows[i].path);
+    free(rows);
 }

@@ -40,6 +40,9 @@ typedef struct {
     const char *engine_version, *compiler, *cflags, *host, *cpu, *git_commit;  /* may be NULL */
     int threads;
     const char *reduce;        /* "tree" or "unordered" */
+    int64_t target_steps;      /* steps requested; 0: not recorded */
+    int64_t checkpoint_every;  /* 0: no checkpoints */
+    const char *checkpoint_dir;  /* where checkpoints go; may be NULL */
 } runlog_run_info;
 
 /* Inserts a run with status "running" and this process's liveness data.
@@ -52,10 +55,21 @@ ls_status runlog_run_begin(runlog *r, const runlog_run_info *info, int64_t *run_
 ls_status runlog_step(runlog *r, int64_t run_id, const ls_step *s, ls_err *err);
 ls_status runlog_flush(runlog *r, ls_err *err);
 /* Evaluations, checkpoints and verdicts are not buffered: each is committed
- * at once in its own transaction. */
+ * at once in its own transaction. An evaluation recorded again at the same
+ * (step, name) replaces the first (a resumed run evaluates again). */
 ls_status runlog_eval(runlog *r, int64_t run_id, int64_t step, const char *name, double value, ls_err *err);
 /* status: "done", "interrupted", "diverged", "failed". Flushes first. */
 ls_status runlog_run_end(runlog *r, int64_t run_id, const char *status, ls_err *err);
+
+/* Claims an existing run for this process to continue it: status "running",
+ * ended cleared, and this process's liveness data (pid, start time, boot id).
+ * target_steps and checkpoint_every > 0 and a non-empty checkpoint_dir
+ * replace the stored values; 0 / NULL keep them. A run that is "running"
+ * in a live process is LS_EEXIST naming it (the check and the claim are one
+ * transaction, so two resumers cannot both win); an unknown id LS_ENOTFOUND.
+ * Any other status may be claimed: the caller decides what makes sense. */
+ls_status runlog_run_resume(runlog *r, int64_t run_id, int64_t target_steps, int64_t checkpoint_every,
+                            const char *checkpoint_dir, ls_err *err);
 
 typedef struct {
     int64_t id;
@@ -69,6 +83,10 @@ typedef struct {
     uint64_t config_hash;
     int64_t n_steps;           /* highest recorded step, -1 when none */
     uint64_t last_traj_hash;
+    int64_t pid;               /* the last writer's pid, -1 when unknown */
+    int64_t target_steps;      /* steps requested, 0 when not recorded */
+    int64_t checkpoint_every;  /* 0 when none */
+    char *checkpoint_dir;      /* malloc'ed or NULL; free with runlog_run_free */
     char *config_text;         /* malloc'ed; free with runlog_run_free */
 } runlog_run;
 
@@ -99,8 +117,30 @@ ls_status runlog_first_divergence(runlog *r, int64_t a, int64_t b, int64_t *step
 ls_status runlog_verdict(runlog *r, const char *kind, int64_t run_a, int64_t run_b, int equal,
                          int64_t first_diff_step, const char *detail, ls_err *err);
 
-/* Checkpoints: a file path registered for a run at a step. */
+/* Checkpoints: a file path registered for a run at a step, with the file's
+ * state hash (record/checkpoint.h). A caller registers a checkpoint only
+ * after the steps up to it are committed (runlog_flush), so a registered
+ * checkpoint at step t always has the rows 0..t behind it. */
 ls_status runlog_checkpoint(runlog *r, int64_t run_id, int64_t step, const char *path,
                             uint64_t state_hash, ls_err *err);
+/* Removes the registration(s) of a run's checkpoint at a step (the file is
+ * the caller's business). */
+ls_status runlog_checkpoint_delete(runlog *r, int64_t run_id, int64_t step, ls_err *err);
+
+typedef struct {
+    int64_t step;
+    uint64_t state_hash;
+    char *path;                /* malloc'ed */
+} runlog_ckpt;
+/* A run's registered checkpoints in step order (the last is the newest);
+ * free with runlog_checkpoints_free. Does not flush buffered steps. */
+ls_status runlog_checkpoints(runlog *r, int64_t run_id, runlog_ckpt **rows, size_t *n, ls_err *err);
+void runlog_checkpoints_free(runlog_ckpt *rows, size_t n);   /* accepts NULL */
+
+/* Test-only crash hook: when set, every batch commit of step rows calls
+ * hook(ctx) after BEGIN IMMEDIATE and the inserts, just before COMMIT (a
+ * hook that kills the process leaves an uncommitted transaction behind,
+ * which SQLite must roll back). NULL unsets it. */
+void runlog_set_commit_hook(runlog *r, void (*hook)(void *ctx), void *ctx);
 
 #endif

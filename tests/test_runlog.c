@@ -785,6 +785,181 @@ static void test_concurrent_writers(void **state)
     runlog_close(r);
 }
 
+/* ---- resume, checkpoints, the commit hook ----------------------------------------- */
+
+/* A run started by a child that died is claimed by this process: status
+ * "running" with our liveness data, ended cleared, targets replaced only
+ * when given; a run whose writer lives (this process) cannot be claimed. */
+static void test_run_resume(void **state)
+{
+    (void)state;
+    char path[256];
+    db_path(path, sizeof path, "resume.db");
+    ls_err err = {{0}};
+    runlog_close(open_ok(path));
+
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+        runlog *c = NULL;
+        runlog_run_info info = make_info("dead");
+        info.target_steps = 120;
+        info.checkpoint_every = 10;
+        info.checkpoint_dir = "/tmp/somewhere";
+        int64_t id;
+        if (runlog_open(&c, path, NULL) != LS_OK || runlog_run_begin(c, &info, &id, NULL) != LS_OK)
+            _exit(1);
+        _exit(0);
+    }
+    int ws = 0;
+    assert_int_equal(waitpid(pid, &ws, 0), pid);
+    assert_true(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+
+    runlog *r = open_ok(path);
+    int64_t dead;
+    assert_int_equal(runlog_find(r, "dead", &dead, &err), LS_OK);
+    runlog_run run;
+    assert_int_equal(runlog_get_run(r, dead, &run, &err), LS_OK);
+    assert_string_equal(run.status, "interrupted");
+    assert_int_equal(run.pid, pid);
+    assert_int_equal(run.target_steps, 120);
+    assert_int_equal(run.checkpoint_every, 10);
+    assert_non_null(run.checkpoint_dir);
+    assert_string_equal(run.checkpoint_dir, "/tmp/somewhere");
+    runlog_run_free(&run);
+
+    /* Claim it, keeping the stored values. */
+    assert_int_equal(runlog_run_resume(r, dead, 0, 0, NULL, &err), LS_OK);
+    assert_int_equal(runlog_get_run(r, dead, &run, &err), LS_OK);
+    assert_string_equal(run.status, "running");
+    assert_int_equal(run.pid, getpid());
+    assert_int_equal(run.target_steps, 120);
+    assert_int_equal(run.checkpoint_every, 10);
+    assert_string_equal(run.checkpoint_dir, "/tmp/somewhere");
+    runlog_run_free(&run);
+    assert_int_equal(raw_count(path, "SELECT ended IS NULL FROM runs WHERE id = ?1", dead), 1);
+
+    /* Now it is ours and alive: nobody else may claim it, not even us again. */
+    err.msg[0] = 0;
+    assert_int_equal(runlog_run_resume(r, dead, 0, 0, NULL, &err), LS_EEXIST);
+    assert_non_null(strstr(err.msg, "running"));
+    assert_int_equal(runlog_run_resume(r, 9999, 0, 0, NULL, &err), LS_ENOTFOUND);
+
+    /* Ended, then claimed again with new values; ended is cleared again. */
+    assert_int_equal(runlog_run_end(r, dead, "done", &err), LS_OK);
+    assert_int_equal(raw_count(path, "SELECT ended IS NOT NULL FROM runs WHERE id = ?1", dead), 1);
+    assert_int_equal(runlog_run_resume(r, dead, 150, 25, "/tmp/else", &err), LS_OK);
+    assert_int_equal(runlog_get_run(r, dead, &run, &err), LS_OK);
+    assert_string_equal(run.status, "running");
+    assert_int_equal(run.target_steps, 150);
+    assert_int_equal(run.checkpoint_every, 25);
+    assert_string_equal(run.checkpoint_dir, "/tmp/else");
+    runlog_run_free(&run);
+    assert_int_equal(raw_count(path, "SELECT ended IS NULL FROM runs WHERE id = ?1", dead), 1);
+
+    /* A run begun without targets reads them back as "none". */
+    int64_t plain = begin_ok(r, "plain");
+    assert_int_equal(runlog_get_run(r, plain, &run, &err), LS_OK);
+    assert_int_equal(run.target_steps, 0);
+    assert_int_equal(run.checkpoint_every, 0);
+    assert_null(run.checkpoint_dir);
+    runlog_run_free(&run);
+    runlog_close(r);
+}
+
+static void test_checkpoint_rows(void **state)
+{
+    (void)state;
+    char path[256];
+    db_path(path, sizeof path, "ckpt.db");
+    ls_err err = {{0}};
+    runlog *r = open_ok(path);
+    int64_t a = begin_ok(r, "a"), b = begin_ok(r, "b");
+    runlog_ckpt *ck = NULL;
+    size_t n = 99;
+    assert_int_equal(runlog_checkpoints(r, a, &ck, &n, &err), LS_OK);
+    assert_int_equal(n, 0);
+    runlog_checkpoints_free(ck, n);
+    /* Registered out of order, read back in step order, hashes bit for bit. */
+    const int64_t steps[] = { 30, 10, 20 };
+    for (int i = 0; i < 3; i++) {
+        char p[64];
+        snprintf(p, sizeof p, "/ck/a-%lld", (long long)steps[i]);
+        assert_int_equal(runlog_checkpoint(r, a, steps[i], p, UINT64_C(0x8000000000000001) + (uint64_t)steps[i],
+                                           &err), LS_OK);
+    }
+    assert_int_equal(runlog_checkpoint(r, b, 10, "/ck/b-10", 7, &err), LS_OK);
+    assert_int_equal(runlog_checkpoints(r, a, &ck, &n, &err), LS_OK);
+    assert_int_equal(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        char p[64];
+        assert_int_equal(ck[i].step, 10 * (int64_t)(i + 1));
+        snprintf(p, sizeof p, "/ck/a-%lld", (long long)ck[i].step);
+        assert_string_equal(ck[i].path, p);
+        assert_true(ck[i].state_hash == UINT64_C(0x8000000000000001) + (uint64_t)ck[i].step);
+    }
+    runlog_checkpoints_free(ck, n);
+    assert_int_equal(runlog_checkpoint_delete(r, a, 20, &err), LS_OK);
+    assert_int_equal(runlog_checkpoints(r, a, &ck, &n, &err), LS_OK);
+    assert_int_equal(n, 2);
+    assert_int_equal(ck[0].step, 10);
+    assert_int_equal(ck[1].step, 30);
+    runlog_checkpoints_free(ck, n);
+    assert_int_equal(runlog_checkpoints(r, b, &ck, &n, &err), LS_OK);
+    assert_int_equal(n, 1);
+    runlog_checkpoints_free(ck, n);
+    runlog_checkpoints_free(NULL, 0);
+
+    /* An evaluation recorded again at the same (step, name) replaces the first. */
+    assert_int_equal(runlog_eval(r, a, 30, "test_acc", 0.25, &err), LS_OK);
+    assert_int_equal(runlog_eval(r, a, 30, "test_acc", 0.75, &err), LS_OK);
+    runlog_evalrow *ev;
+    assert_int_equal(runlog_read_evals(r, a, &ev, &n, &err), LS_OK);
+    assert_int_equal(n, 1);
+    assert_true(ev[0].value == 0.75);
+    free(ev);
+    runlog_close(r);
+}
+
+/* The commit hook runs once per batch commit, inside the transaction: the
+ * rows are inserted but not yet visible to another connection. */
+static const char *hook_db;
+static int hook_calls;
+static long long hook_visible;
+
+static void commit_hook(void *ctx)
+{
+    hook_calls++;
+    hook_visible = raw_count(hook_db, "SELECT count(*) FROM steps WHERE run = ?1", *(int64_t *)ctx);
+}
+
+static void test_commit_hook(void **state)
+{
+    (void)state;
+    char path[256];
+    db_path(path, sizeof path, "hook.db");
+    hook_db = path;
+    ls_err err = {{0}};
+    runlog *r = open_ok(path);
+    int64_t id = begin_ok(r, "h");
+    runlog_set_commit_hook(r, commit_hook, &id);
+    ls_step s[RUNLOG_BATCH + 5];
+    gen_steps(s, RUNLOG_BATCH + 5, 3);
+    write_steps_ok(r, id, s, RUNLOG_BATCH);          /* one full batch: one commit */
+    assert_int_equal(hook_calls, 1);
+    assert_int_equal(hook_visible, 0);
+    assert_int_equal(raw_count(path, "SELECT count(*) FROM steps WHERE run = ?1", id), RUNLOG_BATCH);
+    write_steps_ok(r, id, s + RUNLOG_BATCH, 5);
+    assert_int_equal(hook_calls, 1);
+    assert_int_equal(runlog_flush(r, &err), LS_OK);  /* the rest: a second commit */
+    assert_int_equal(hook_calls, 2);
+    assert_int_equal(hook_visible, RUNLOG_BATCH);
+    assert_int_equal(runlog_flush(r, &err), LS_OK);  /* nothing buffered: no commit */
+    assert_int_equal(hook_calls, 2);
+    runlog_set_commit_hook(r, NULL, NULL);
+    runlog_close(r);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -795,6 +970,9 @@ int main(void)
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_liveness),
         cmocka_unit_test(test_concurrent_writers),
+        cmocka_unit_test(test_run_resume),
+        cmocka_unit_test(test_checkpoint_rows),
+        cmocka_unit_test(test_commit_hook),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown) ? 1 : 0;
 }

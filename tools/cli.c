@@ -134,7 +134,7 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
             if (*v == '\0')
                 return ls_fail(err, LS_EINVAL, "--db: needs a file name");
             a->db = v;
-        } else if (strcmp(name, "--threads") == 0 && (accept & (CLI_TRAIN | CLI_THREAD_LIST))) {
+        } else if (strcmp(name, "--threads") == 0 && (accept & (CLI_TRAIN | CLI_THREAD_LIST | CLI_THREADS))) {
             if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
                 return st;
             if ((st = parse_threads(v, (accept & CLI_THREAD_LIST) != 0, a, err)) != LS_OK)
@@ -159,8 +159,19 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
             if (strspn(v, "0123456789") == strlen(v))
                 return ls_fail(err, LS_EINVAL, "--name: '%s' is all digits, which would read as a run id", v);
             a->name = v;
-        } else if (strcmp(name, "--no-progress") == 0 && (accept & CLI_TRAIN)) {
+        } else if (strcmp(name, "--no-progress") == 0 && (accept & (CLI_TRAIN | CLI_PROGRESS))) {
             a->progress = 0;
+        } else if (strcmp(name, "--checkpoint-every") == 0 && (accept & CLI_CKPT)) {
+            if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
+                return st;
+            if ((st = parse_int("--checkpoint-every", v, 1, INT64_C(1) << 40, &a->checkpoint_every, err)) != LS_OK)
+                return st;
+        } else if (strcmp(name, "--checkpoint-dir") == 0 && (accept & CLI_CKPT)) {
+            if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
+                return st;
+            if (*v == '\0')
+                return ls_fail(err, LS_EINVAL, "--checkpoint-dir: needs a directory name");
+            a->checkpoint_dir = v;
         } else if (strcmp(name, "--reps") == 0 && (accept & CLI_REPS)) {
             if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
                 return st;

@@ -20,7 +20,7 @@ static void train_usage(void)
 {
     puts("usage: lockstep train [--task T] [--model M] [--steps N] [--batch B] [--leaf L] [--seed S]\n"
          "                      [--threads N] [--db FILE] [--name NAME] [--eval-every K] [--no-progress]\n"
-         "                      [model/optimiser flags]\n"
+         "                      [--checkpoint-every K [--checkpoint-dir DIR]] [model/optimiser flags]\n"
          "Trains one run and records every step (loss, parameter hash, trajectory hash) in the database.\n"
          "Tasks: fashion-mnist (default; model mlp), teacher (a small synthetic task; model mlp).\n"
          "  --steps N        steps to train (default: one epoch for fashion-mnist, 200 for teacher)\n"
@@ -28,7 +28,14 @@ static void train_usage(void)
          "  --db FILE        SQLite record (default runs.db)\n"
          "  --name NAME      a unique name for the run (default run-<id>)\n"
          "  --eval-every K   record test accuracy every K steps (always at the end)\n"
-         "  --no-progress    no progress line (none is shown when stderr is not a terminal)");
+         "  --no-progress    no progress line (none is shown when stderr is not a terminal)\n"
+         "  --checkpoint-every K\n"
+         "                   write a checkpoint (parameters, optimiser state, step) every K steps and\n"
+         "                   register it in the database; the last 2 of the run are kept. An interrupted\n"
+         "                   run continues from its newest one with `lockstep resume RUN`\n"
+         "  --checkpoint-dir DIR\n"
+         "                   where checkpoints go (default: <db>.ckpt/, created when missing);\n"
+         "                   files are named run-<id>-step-<t>.ckpt");
     print_config_help();
     puts("exit status: 0 done, 1 diverged, 2 bad usage or input, 130 interrupted");
 }
@@ -46,7 +53,9 @@ int cmd_train(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB, 0, &a, &err);
+    ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT, 0, &a, &err);
+    if (st == LS_OK && a.checkpoint_dir != NULL && a.checkpoint_every == 0)
+        st = ls_fail(&err, LS_EINVAL, "--checkpoint-dir: needs --checkpoint-every K");
     if (st != LS_OK) {
         cli_error("train", &err, st);
         return EXIT_USAGE;
@@ -62,7 +71,8 @@ int cmd_train(int argc, char **argv)
     }
     run_install_signals();
     run_opts o = { .cfg = a.cfg, .threads = a.threads[0], .steps = a.steps, .eval_every = a.eval_every,
-                   .progress = a.progress, .eval_at_end = 1, .name = a.name, .db = db };
+                   .progress = a.progress, .eval_at_end = 1, .name = a.name, .db = db,
+                   .checkpoint_every = a.checkpoint_every, .checkpoint_dir = a.checkpoint_dir, .db_path = a.db };
     run_result r;
     st = run_train(&o, &r, &err);
     runlog_close(db);
@@ -74,6 +84,9 @@ int cmd_train(int argc, char **argv)
         return cli_exit_code(st);
     }
     print_result("train", &r, &a.cfg);
+    if (r.checkpoints > 0)
+        printf("train: %lld checkpoints written, the last %d kept\n", (long long)r.checkpoints,
+               RUN_KEEP_CHECKPOINTS);
     return EXIT_OK;
 }
 

@@ -10,7 +10,10 @@ static void usage(FILE *f)
           "usage: lockstep COMMAND [flags]     (lockstep COMMAND --help for its flags)\n"
           "\n"
           "  train   --task T [--model M] [--steps N] [--threads N] [--db FILE] [--name NAME] ...\n"
+          "          [--checkpoint-every K] [--checkpoint-dir DIR]\n"
           "          train one run, recording every step's loss, parameter hash and trajectory hash\n"
+          "  resume  RUN [--db FILE] [--threads N] [--steps N]\n"
+          "          continue an interrupted run from its newest checkpoint, checking the recorded steps\n"
           "  runs    [--db FILE]                 list runs\n"
           "  show    RUN [--db FILE] [--steps]   config, environment, summary, step table\n"
           "  verify  RUN_A RUN_B [--db FILE]     compare two runs bit for bit, step by step\n"
@@ -35,7 +38,7 @@ int main(int argc, char **argv)
         int (*fn)(int, char **);
     } cmds[] = {
         { "train", cmd_train }, { "runs", cmd_runs }, { "show", cmd_show }, { "verify", cmd_verify },
-        { "equiv", cmd_equiv }, { "golden", cmd_golden }, { "bench", cmd_bench },
+        { "equiv", cmd_equiv }, { "golden", cmd_golden }, { "bench", cmd_bench }, { "resume", cmd_resume },
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(cmd, cmds[i].name) == 0)

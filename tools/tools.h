@@ -31,6 +31,8 @@ typedef struct {
     int64_t eval_every;                  /* 0: only at the end */
     int progress;                        /* 1: a progress line on a terminal */
     int reps;                            /* bench repetitions */
+    int64_t checkpoint_every;            /* 0: no checkpoints (resume: the run's own) */
+    const char *checkpoint_dir;          /* NULL: <db>.ckpt (resume: the run's own) */
     int help;
     const char *positional[4];
     int n_positional;
@@ -43,7 +45,10 @@ enum {
     CLI_DB = 4,          /* --db */
     CLI_THREAD_LIST = 8, /* --threads 1,2,4 instead of one number */
     CLI_REPS = 16,       /* --reps */
-    CLI_STEPS_FLAG = 32  /* --steps (without the rest of CLI_TRAIN) */
+    CLI_STEPS_FLAG = 32, /* --steps (without the rest of CLI_TRAIN) */
+    CLI_THREADS = 64,    /* --threads N (one number, without the rest of CLI_TRAIN) */
+    CLI_CKPT = 128,      /* --checkpoint-every K --checkpoint-dir DIR */
+    CLI_PROGRESS = 256   /* --no-progress (without the rest of CLI_TRAIN) */
 };
 
 ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, cli_args *a, ls_err *err);
@@ -53,7 +58,20 @@ int cli_exit_code(ls_status st);
 void cli_error(const char *cmd, const ls_err *err, ls_status st);
 
 /* The run driver: train one config for `steps` steps, hashing every step and
- * recording it when db is not NULL. */
+ * recording it when db is not NULL; or (run_resume) continue a recorded run.
+ *
+ * Checkpoints (when db is set and checkpoint_every > 0): after every step t
+ * with t % checkpoint_every == 0 the driver commits the step rows up to t,
+ * writes <checkpoint_dir>/run-<id>-step-<t>.ckpt (record/checkpoint.h),
+ * registers it in the record, then deletes the files and registrations of
+ * that run's older checkpoints except the newest RUN_KEEP_CHECKPOINTS. The
+ * newest is what resume uses; the one before it is a fallback should the
+ * newest file be damaged later (resume then refuses it, naming the file;
+ * deleting its row from the checkpoints table makes resume start from the
+ * older one and recompute more). Writing, registering, then deleting, in
+ * that order, means a crash at any moment leaves the newest registered
+ * checkpoint intact. */
+#define RUN_KEEP_CHECKPOINTS 2
 typedef struct {
     ls_config cfg;
     int threads;
@@ -65,6 +83,10 @@ typedef struct {
     runlog *db;                 /* NULL: nothing recorded */
     const ls_dataset *data;     /* NULL: loaded by the trainer */
     ls_step *rows;              /* if not NULL: [steps + 1] receives every step row */
+    int64_t checkpoint_every;   /* 0: none (run_resume: 0 keeps the run's own) */
+    const char *checkpoint_dir; /* as given (--checkpoint-dir); NULL: run_resume keeps the run's own,
+                                   else "<db_path>.ckpt"; created when missing, recorded absolute */
+    const char *db_path;        /* the database file, for the default checkpoint directory */
 } run_opts;
 
 typedef struct {
@@ -80,9 +102,38 @@ typedef struct {
     double test_acc;            /* -1 when not evaluated */
     char status[16];
     int busy_workers;           /* workers that computed leaves in the last step */
+    int64_t checkpoints;        /* checkpoints written */
+    /* run_resume only: */
+    int nothing_to_do;          /* the run was done already: nothing was changed */
+    int bad_input;              /* failed before claiming the run (bad run, config or checkpoint) */
+    int64_t resumed_from;       /* step of the checkpoint loaded, 0 when none */
+    int64_t recomputed;         /* recorded steps recomputed and found identical */
+    int64_t target_steps;
+    char checkpoint_path[4096]; /* the checkpoint loaded, "" when none */
 } run_result;
 
 ls_status run_train(const run_opts *o, run_result *r, ls_err *err);
+
+/* Continues run `run_id` of o->db from its newest checkpoint (or from step 0
+ * when it has none): recreates the trainer from the recorded config at
+ * o->threads, loads and checks the checkpoint (file, state hash as
+ * registered, parameter hash as recorded at its step), claims the run
+ * (runlog_run_resume), recomputes every recorded step after the checkpoint
+ * and compares loss bits, parameter hash and trajectory hash with the record
+ * (LS_EMISMATCH naming the first step that differs), then trains and records
+ * new steps up to o->steps (0: the run's target_steps) and ends the run.
+ * o->cfg, o->name, o->eval_every and o->data are ignored. A run that is done
+ * with nothing left to train sets r->nothing_to_do and changes nothing. */
+ls_status run_resume(const run_opts *o, int64_t run_id, run_result *r, ls_err *err);
+
+/* The absolute checkpoint directory: dir, or "<db_path>.ckpt" when dir is
+ * NULL, created (with missing parents) when it does not exist. */
+ls_status run_checkpoint_dir(const char *dir, const char *db_path, char *out, size_t cap, ls_err *err);
+
+/* Test-only: LOCKSTEP_CRASH_AT=PHASE:N (PHASE step, commit or checkpoint)
+ * makes the driver kill its own process at the N-th occurrence of PHASE;
+ * see tools/run.c. Used by tests/test_crash.c, ignored when malformed. */
+
 /* Set by the SIGINT/SIGTERM handler; the driver stops between steps. */
 extern volatile int run_interrupted;
 void run_install_signals(void);
@@ -95,6 +146,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_equiv(int argc, char **argv);
 int cmd_golden(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_resume(int argc, char **argv);
 
 /* Helpers shared by subcommands. */
 ls_status cli_open_db(const char *path, runlog **db, ls_err *err);

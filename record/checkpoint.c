@@ -1,0 +1,420 @@
+/* checkpoint.c — checkpoint files: encode, parse, atomic save, checked load.
+ *
+ * A checkpoint is built as one image in memory (header, parameters, optimiser
+ * block, checksum) and written with one write sequence, so the checksum is
+ * one XXH3 call over the bytes that reach the disk. Atomicity comes from the
+ * file system: the image goes to "<path>.tmp" (a fixed name, so a torn
+ * temporary file left by a crash is simply overwritten by the next attempt),
+ * is fsync'ed, renamed over <path>, and the directory is fsync'ed so that the
+ * rename itself survives a power cut.
+ *
+ * Parsing never trusts the header: every size is checked against the length
+ * of the buffer with overflow-safe arithmetic before any pointer is formed,
+ * and the checksum is verified before anything is copied out. ckpt_parse is
+ * the entry point the fuzz targets call.
+ */
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include "hash.h"
+
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+#define CKPT_BIG_ENDIAN 1
+#else
+#define CKPT_BIG_ENDIAN 0
+#endif
+
+#define CKPT_MAGIC_BYTES 8
+
+static void (*ckpt_hook)(void);
+
+void ckpt_set_test_hook(void (*hook)(void))
+{
+    ckpt_hook = hook;
+}
+
+/* ---- little-endian fields --------------------------------------------------- */
+
+static void put_u32(unsigned char *p, uint32_t v)
+{
+    for (int i = 0; i < 4; i++)
+        p[i] = (unsigned char)((v >> (8 * i)) & 0xffu);
+}
+
+static void put_u64(unsigned char *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (unsigned char)((v >> (8 * i)) & 0xffu);
+}
+
+static uint32_t get_u32(const unsigned char *p)
+{
+    uint32_t v = 0;
+    for (int i = 3; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+static uint64_t get_u64(const unsigned char *p)
+{
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--)
+        v = (v << 8) | p[i];
+    return v;
+}
+
+/* int64 ↔ uint64 with the same bits, without implementation-defined casts. */
+static uint64_t i64_bits(int64_t i)
+{
+    uint64_t u;
+    memcpy(&u, &i, sizeof u);
+    return u;
+}
+
+static int64_t bits_i64(uint64_t u)
+{
+    int64_t i;
+    memcpy(&i, &u, sizeof i);
+    return i;
+}
+
+/* Image size in uint64 arithmetic; 0 when it overflows 64 bits. */
+static uint64_t image_bytes_u64(uint64_t n_params, uint64_t opt_bytes)
+{
+    const uint64_t fixed = CKPT_HEADER_BYTES + CKPT_TRAILER_BYTES;
+    if (n_params > (UINT64_MAX - fixed) / 4)
+        return 0;
+    uint64_t s = fixed + 4 * n_params;
+    if (opt_bytes > UINT64_MAX - s)
+        return 0;
+    return s + opt_bytes;
+}
+
+size_t ckpt_image_bytes(size_t n_params, size_t opt_bytes)
+{
+    uint64_t s = image_bytes_u64((uint64_t)n_params, (uint64_t)opt_bytes);
+    if (s == 0 || s > (uint64_t)SIZE_MAX)
+        return 0;
+    return (size_t)s;
+}
+
+/* ---- encode / parse ------------------------------------------------------------ */
+
+ls_status ckpt_encode(unsigned char *buf, size_t cap, uint64_t config_hash, int64_t step, const float *params,
+                      size_t n_params, const void *opt_state, size_t opt_bytes, uint64_t *state_hash, ls_err *err)
+{
+    size_t len = ckpt_image_bytes(n_params, opt_bytes);
+    if (len == 0)
+        return ls_fail(err, LS_EINVAL, "checkpoint: %zu parameters and %zu state bytes overflow the image size",
+                       n_params, opt_bytes);
+    if (cap < len)
+        return ls_fail(err, LS_EINVAL, "checkpoint: buffer of %zu bytes, the image needs %zu", cap, len);
+    if (step < 0)
+        return ls_fail(err, LS_EINVAL, "checkpoint: step %lld is negative", (long long)step);
+    memcpy(buf, CKPT_MAGIC, CKPT_MAGIC_BYTES);
+    put_u32(buf + 8, CKPT_VERSION);
+    put_u32(buf + 12, CKPT_HEADER_BYTES);
+    put_u64(buf + 16, config_hash);
+    put_u64(buf + 24, i64_bits(step));
+    put_u64(buf + 32, (uint64_t)n_params);
+    put_u64(buf + 40, (uint64_t)opt_bytes);
+    unsigned char *p = buf + CKPT_HEADER_BYTES;
+    for (size_t i = 0; i < n_params; i++) {
+        uint32_t u;
+        memcpy(&u, &params[i], sizeof u);
+        put_u32(p + 4 * i, u);
+    }
+    p += 4 * n_params;
+    if (opt_bytes > 0)
+        memcpy(p, opt_state, opt_bytes);
+    p += opt_bytes;
+    uint64_t sum = hash_bytes(buf, (size_t)(p - buf));
+    put_u64(p, sum);
+    if (state_hash != NULL)
+        *state_hash = sum;
+    return LS_OK;
+}
+
+ls_status ckpt_parse(const unsigned char *buf, size_t len, const char *what, ckpt_view *out, ls_err *err)
+{
+    if (what == NULL)
+        what = "checkpoint";
+    memset(out, 0, sizeof *out);
+    if (buf == NULL)
+        len = 0;
+    size_t m = len < CKPT_MAGIC_BYTES ? len : CKPT_MAGIC_BYTES;
+    if (memcmp(buf != NULL ? buf : (const unsigned char *)"", CKPT_MAGIC, m) != 0)
+        return ls_fail(err, LS_EFORMAT, "%s: not a lockstep checkpoint (bad magic)", what);
+    const size_t fixed = CKPT_HEADER_BYTES + CKPT_TRAILER_BYTES;
+    if (len < fixed)
+        return ls_fail(err, LS_EFORMAT, "%s: truncated: %zu bytes, a checkpoint has at least %zu", what, len, fixed);
+    uint32_t version = get_u32(buf + 8);
+    if (version != CKPT_VERSION)
+        return ls_fail(err, LS_EFORMAT, "%s: checkpoint version %u is not supported (this lockstep reads %d)", what,
+                       version, CKPT_VERSION);
+    uint32_t header = get_u32(buf + 12);
+    if (header != CKPT_HEADER_BYTES)
+        return ls_fail(err, LS_EFORMAT, "%s: header size %u, version %d has %d", what, header, CKPT_VERSION,
+                       CKPT_HEADER_BYTES);
+    uint64_t n_params = get_u64(buf + 32), opt_bytes = get_u64(buf + 40);
+    uint64_t want = image_bytes_u64(n_params, opt_bytes);
+    if (want == 0)
+        return ls_fail(err, LS_EFORMAT, "%s: impossible sizes (%llu parameters, %llu state bytes)", what,
+                       (unsigned long long)n_params, (unsigned long long)opt_bytes);
+    if (want != (uint64_t)len)
+        return ls_fail(err, LS_EFORMAT, "%s: %s: %zu bytes, the header (%llu parameters, %llu state bytes) says %llu",
+                       what, (uint64_t)len < want ? "truncated" : "trailing bytes", len,
+                       (unsigned long long)n_params, (unsigned long long)opt_bytes, (unsigned long long)want);
+    uint64_t stored = get_u64(buf + len - CKPT_TRAILER_BYTES);
+    uint64_t actual = hash_bytes(buf, len - CKPT_TRAILER_BYTES);
+    if (stored != actual)
+        return ls_fail(err, LS_EFORMAT, "%s: checksum mismatch (stored %016llx, contents hash to %016llx): "
+                       "the file is damaged", what, (unsigned long long)stored, (unsigned long long)actual);
+    int64_t step = bits_i64(get_u64(buf + 24));
+    if (step < 0)
+        return ls_fail(err, LS_EFORMAT, "%s: step %lld is negative", what, (long long)step);
+    out->version = version;
+    out->config_hash = get_u64(buf + 16);
+    out->step = step;
+    out->n_params = n_params;
+    out->opt_bytes = opt_bytes;
+    out->params = buf + CKPT_HEADER_BYTES;
+    out->opt_state = out->params + 4 * n_params;
+    out->checksum = stored;
+    return LS_OK;
+}
+
+/* ---- files ------------------------------------------------------------------------ */
+
+static ls_status host_check(const char *path, ls_err *err)
+{
+    if (CKPT_BIG_ENDIAN)
+        return ls_fail(err, LS_EINVAL, "%s: checkpoints are little-endian-host only (the optimiser block is "
+                       "stored as the host's bytes)", path);
+    return LS_OK;
+}
+
+static int write_all(int fd, const unsigned char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, p, n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* fsync of the directory holding path, so the rename is durable. File
+ * systems that cannot sync a directory (EINVAL) are taken at their word. */
+static int sync_dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char dir[4096];
+    if (slash == NULL) {
+        snprintf(dir, sizeof dir, ".");
+    } else {
+        size_t n = slash == path ? 1 : (size_t)(slash - path);
+        if (n >= sizeof dir)
+            return -1;
+        memcpy(dir, path, n);
+        dir[n] = 0;
+    }
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    int rc = fsync(fd);
+    int e = errno;
+    close(fd);
+    if (rc != 0 && e == EINVAL)
+        rc = 0;
+    errno = e;
+    return rc;
+}
+
+ls_status ckpt_save(const char *path, uint64_t config_hash, int64_t step, const float *params, size_t n_params,
+                    const void *opt_state, size_t opt_bytes, uint64_t *state_hash, ls_err *err)
+{
+    if (path == NULL || path[0] == 0)
+        return ls_fail(err, LS_EINVAL, "checkpoint: empty file name");
+    ls_status st = host_check(path, err);
+    if (st != LS_OK)
+        return st;
+    size_t len = ckpt_image_bytes(n_params, opt_bytes);
+    if (len == 0)
+        return ls_fail(err, LS_EINVAL, "%s: %zu parameters and %zu state bytes overflow the image size", path,
+                       n_params, opt_bytes);
+    size_t plen = strlen(path);
+    /* One allocation: the temporary name, then the image. */
+    char *tmp = malloc(plen + 5 + len);
+    if (tmp == NULL)
+        return ls_fail(err, LS_ENOMEM, "%s: out of memory for a %zu-byte checkpoint", path, len);
+    memcpy(tmp, path, plen);
+    memcpy(tmp + plen, ".tmp", 5);
+    unsigned char *image = (unsigned char *)tmp + plen + 5;
+    uint64_t sum;
+    if ((st = ckpt_encode(image, len, config_hash, step, params, n_params, opt_state, opt_bytes, &sum, err)) != LS_OK) {
+        free(tmp);
+        return st;
+    }
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        st = ls_fail(err, LS_EIO, "%s: cannot create: %s", tmp, strerror(errno));
+        free(tmp);
+        return st;
+    }
+    size_t half = len / 2;
+    const char *fail = NULL;
+    if (write_all(fd, image, half) != 0) {
+        fail = "cannot write";
+    } else {
+        if (ckpt_hook != NULL)
+            ckpt_hook();
+        if (write_all(fd, image + half, len - half) != 0)
+            fail = "cannot write";
+        else if (fsync(fd) != 0)
+            fail = "cannot sync";
+    }
+    int e = errno;
+    if (close(fd) != 0 && fail == NULL) {
+        fail = "cannot close";
+        e = errno;
+    }
+    if (fail == NULL && rename(tmp, path) != 0) {
+        e = errno;
+        st = ls_fail(err, LS_EIO, "%s: cannot rename %s over it: %s", path, tmp, strerror(e));
+        unlink(tmp);
+        free(tmp);
+        return st;
+    }
+    if (fail != NULL) {
+        st = ls_fail(err, LS_EIO, "%s: %s: %s", tmp, fail, strerror(e));
+        unlink(tmp);
+        free(tmp);
+        return st;
+    }
+    free(tmp);
+    if (sync_dir_of(path) != 0)
+        return ls_fail(err, LS_EIO, "%s: cannot sync its directory: %s", path, strerror(errno));
+    if (state_hash != NULL)
+        *state_hash = sum;
+    return LS_OK;
+}
+
+/* Reads a whole regular file into a malloc'ed buffer. */
+static ls_status read_whole(const char *path, unsigned char **buf, size_t *len, ls_err *err)
+{
+    *buf = NULL;
+    *len = 0;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return ls_fail(err, LS_ENOTFOUND, "%s: no such checkpoint file", path);
+        return ls_fail(err, LS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return ls_fail(err, LS_EIO, "%s: not a regular file", path);
+    }
+    if ((uint64_t)sb.st_size > (uint64_t)SIZE_MAX - 1) {
+        close(fd);
+        return ls_fail(err, LS_EFORMAT, "%s: %lld bytes is too large", path, (long long)sb.st_size);
+    }
+    size_t cap = (size_t)sb.st_size;
+    unsigned char *b = malloc(cap + 1);
+    if (b == NULL) {
+        close(fd);
+        return ls_fail(err, LS_ENOMEM, "%s: out of memory for %zu bytes", path, cap);
+    }
+    /* Read to EOF rather than trusting st_size: a file that grows or shrinks
+     * meanwhile is then judged on what was read. */
+    size_t got = 0;
+    for (;;) {
+        if (got == cap) {
+            unsigned char probe;
+            ssize_t k = read(fd, &probe, 1);
+            if (k == 0)
+                break;
+            if (k < 0 && errno == EINTR)
+                continue;
+            free(b);
+            close(fd);
+            if (k < 0)
+                return ls_fail(err, LS_EIO, "%s: cannot read: %s", path, strerror(errno));
+            return ls_fail(err, LS_EIO, "%s: grew while being read", path);
+        }
+        ssize_t k = read(fd, b + got, cap - got);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            int e = errno;
+            free(b);
+            close(fd);
+            return ls_fail(err, LS_EIO, "%s: cannot read: %s", path, strerror(e));
+        }
+        if (k == 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fd);
+    *buf = b;
+    *len = got;
+    return LS_OK;
+}
+
+ls_status ckpt_load_hash(const char *path, uint64_t config_hash, size_t n_params, size_t opt_bytes, int64_t *step,
+                         float *params, void *opt_state, uint64_t *state_hash, ls_err *err)
+{
+    if (path == NULL || path[0] == 0)
+        return ls_fail(err, LS_EINVAL, "checkpoint: empty file name");
+    ls_status st = host_check(path, err);
+    if (st != LS_OK)
+        return st;
+    unsigned char *buf;
+    size_t len;
+    if ((st = read_whole(path, &buf, &len, err)) != LS_OK)
+        return st;
+    ckpt_view v;
+    st = ckpt_parse(buf, len, path, &v, err);
+    if (st == LS_OK && v.config_hash != config_hash)
+        st = ls_fail(err, LS_EMISMATCH, "%s: checkpoint of config %016llx, the run's config is %016llx", path,
+                     (unsigned long long)v.config_hash, (unsigned long long)config_hash);
+    if (st == LS_OK && v.n_params != (uint64_t)n_params)
+        st = ls_fail(err, LS_EMISMATCH, "%s: checkpoint has %llu parameters, the model has %zu", path,
+                     (unsigned long long)v.n_params, n_params);
+    if (st == LS_OK && v.opt_bytes != (uint64_t)opt_bytes)
+        st = ls_fail(err, LS_EMISMATCH, "%s: checkpoint has %llu bytes of optimiser state, the optimiser has %zu",
+                     path, (unsigned long long)v.opt_bytes, opt_bytes);
+    if (st == LS_OK) {
+        for (size_t i = 0; i < n_params; i++) {
+            uint32_t u = get_u32(v.params + 4 * i);
+            memcpy(&params[i], &u, sizeof u);
+        }
+        if (opt_bytes > 0)
+            memcpy(opt_state, v.opt_state, opt_bytes);
+        *step = v.step;
+        if (state_hash != NULL)
+            *state_hash = v.checksum;
+    }
+    free(buf);
+    return st;
+}
+
+ls_status ckpt_load(const char *path, uint64_t config_hash, size_t n_params, size_t opt_bytes, int64_t *step,
+                    float *params, void *opt_state, ls_err *err)
+{
+    return ckpt_load_hash(path, config_hash, n_params, opt_bytes, step, params, opt_state, NULL, err);
+}
