@@ -52,6 +52,10 @@ int logic_hard_bit(int idx, int a, int b);
  *   cAB = p1 − p2 − p4 − 2·p6 − p7 + p8 + 2·p9 + p11 + p13 − p14 (left to right)
  * logits [gates][16] → p [gates][16], coef [gates][4] = (c0, cA, cB, cAB). */
 void logic_coeffs(const float *logits, size_t gates, float *p, float *coef);
+/* For tests: out[i] = dmath_exp(x[i]) computed as logic_coeffs does on the
+ * current path (vector lanes for arguments in [-700, 0]); must equal
+ * dmath_exp bit for bit. */
+void logic_exp_lanes(const double *x, double *out, size_t n);
 
 /* One layer of gates: out gates reading in inputs; gate g reads rows a[g], b[g]. */
 typedef struct {
@@ -59,13 +63,20 @@ typedef struct {
     const uint32_t *a, *b;    /* [out], each < in */
 } logic_layer;
 
-/* Wiring from the addressed RNG (seed, RNG_WIRING, addr, ...); a, b: [out].
- * random: c = perm(2·out) mod in, relabelled by perm(in), first half a,
- *         second half b (balanced fan-out; a == b allowed).
- * unique: pairs (0,1),(2,3),..., then (1,2),(3,4),..., then pairs at offset
- *         k = 2, 3, ... until there are enough, truncated to out, gate order
- *         shuffled; needs 2·out >= in (else LS_EINVAL). */
-void logic_wire_random(uint32_t *a, uint32_t *b, size_t in, size_t out, uint64_t seed, uint64_t addr);
+/* Wiring from the addressed RNG; a, b: [out]. Every permutation is
+ * rng_permutation(perm, n, seed, RNG_WIRING, 4·addr + role) (frozen):
+ * random: c = perm(2·out) (role 0) mod in, relabelled by perm(in) (role 1):
+ *         a[g] = rel[c[g]], b[g] = rel[c[out + g]] (balanced fan-out; a == b
+ *         allowed), as difflogic's LogicLayer.get_connections('random').
+ * unique: difflogic's get_unique_connections: pairs (0,1),(2,3),..., then
+ *         (1,2),(3,4),..., then pairs (i, i+k) at offset k = 2, 3, ... while
+ *         fewer than out and more than k (difflogic's loop condition),
+ *         truncated to out; gate g takes pair perm(out)[g] (role 2). Needs
+ *         2·out >= in, and LS_EINVAL when the sequence has fewer than out
+ *         pairs (tiny in, e.g. in = 3, out = 3, which difflogic refuses too).
+ * Role 3 of every addr is left free for other wiring of the same layer. */
+ls_status logic_wire_random(uint32_t *a, uint32_t *b, size_t in, size_t out, uint64_t seed, uint64_t addr,
+                            ls_err *err);   /* LS_EINVAL when in == 0 < out; LS_ENOMEM */
 ls_status logic_wire_unique(uint32_t *a, uint32_t *b, size_t in, size_t out, uint64_t seed, uint64_t addr,
                             ls_err *err);
 
@@ -93,7 +104,11 @@ void logic_backward(float *dx, float *stats, const float *dy, const float *x, co
 void logic_forward_scalar(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld);
 void logic_backward_scalar(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
                            const float *coef, size_t n, size_t ld, int accumulate);
-int logic_set_simd(int enabled);     /* returns the previous setting */
+/* 0: scalar twins (also LOCKSTEP_SIMD=off), 1: the best path the CPU offers
+ * (default), 2: at most AVX2 (also LOCKSTEP_SIMD=avx2); returns the previous
+ * setting. Applies to logic_forward, logic_backward, logic_coeffs and
+ * logic_expand; every path gives the same bits. */
+int logic_set_simd(int enabled);
 const char *logic_simd_name(void);   /* "avx512", "avx2" or "scalar" */
 
 /* dlogits[g][j] = p_j · (F_j − Y) with F_j = ((α_j·S0 + β_j·S1) + γ_j·S2) + δ_j·S3

@@ -108,6 +108,38 @@ static void test_fashion_matrix(void **state)
     matrix("fashion-mnist", fashion, "24", 2);
 }
 
+/* The logic gate network: same contract. */
+static void test_logic_threads(void **state)
+{
+    (void)state;
+    ls_dataset *d;
+    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    const char *shapes[][3] = { { "32", "4", "64x3" }, { "37", "5", "48,32,16" }, { "5", "1", "64x2" } };
+    int checked = 0;
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        ls_config cfg;
+        assert_int_equal(config_defaults(&cfg, "teacher", "logic", NULL), LS_OK);
+        assert_int_equal(config_set(&cfg, "batch", shapes[i][0], 0, NULL), LS_OK);
+        assert_int_equal(config_set(&cfg, "leaf", shapes[i][1], 0, NULL), LS_OK);
+        assert_int_equal(config_set(&cfg, "layers", shapes[i][2], 0, NULL), LS_OK);
+        if (i == 1)
+            assert_int_equal(config_set(&cfg, "wiring", "unique", 0, NULL), LS_OK);
+        if (i == 2)
+            assert_int_equal(config_set(&cfg, "residual", "5", 0, NULL), LS_OK);
+        outcome ref = run(cfg, 1, 4, d);
+        assert_int_equal(ref.st, LS_OK);
+        for (size_t ti = 1; ti < N_THREADS; ti++) {
+            outcome o = run(cfg, THREADS[ti], 4, d);
+            assert_int_equal(o.st, LS_OK);
+            if (o.traj != ref.traj)
+                fail_msg("logic %s: threads %d differ from threads 1", shapes[i][2], THREADS[ti]);
+            checked++;
+        }
+    }
+    printf("logic: %d (shape, threads) runs equal to one thread, bit for bit\n", checked);
+    dataset_destroy(d);
+}
+
 /* The foil differs across thread counts: proof that equality above is news. */
 static void test_unordered_differs(void **state)
 {
@@ -234,6 +266,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_teacher_matrix),
         cmocka_unit_test(test_fashion_matrix),
+        cmocka_unit_test(test_logic_threads),
         cmocka_unit_test(test_unordered_differs),
         cmocka_unit_test(test_config_changes_trajectory),
         cmocka_unit_test(test_optimisers),

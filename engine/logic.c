@@ -1,0 +1,1179 @@
+/* logic.c — layers of differentiable two-input logic gates (logic.h).
+ *
+ * The soft layer kernels (logic_forward / logic_backward) come as a scalar
+ * twin, written as the definitions in logic.h, and SIMD paths (AVX-512F,
+ * AVX2) that vectorise over lanes: every lane performs the scalar twin's
+ * operations for its own element, in the same order, one rounded multiply
+ * then one rounded add (never an FMA; the build pins -ffp-contract=off). The
+ * only sums across lanes are the four statistics of a gate, kept in 16
+ * virtual accumulators (lane l into accumulator l mod 16): a zmm register
+ * holds all 16, two ymm registers hold 0..7 and 8..15, the scalar twin keeps
+ * an array of 16; the final pairwise tree is done in registers with shuffles
+ * that pair the same accumulators in the same order (tree_z, tree_y). Lanes
+ * at or beyond n are masked: they never touch an accumulator nor dx (their x
+ * may hold anything, even NaN). Rows are read in wiring order, i.e. at
+ * random, so the kernels prefetch the rows of a gate a few gates ahead.
+ *
+ * The once-per-step functions are vectorised too, each with its scalar
+ * twin: logic_coeffs works on blocks of 16 (8) gates with one gate per lane
+ * and evaluates dmath_exp's exact sequence of operations on binary64 lanes
+ * (tests check it against dmath_exp bit for bit); logic_expand puts a gate's
+ * 16 ops on 16 lanes.
+ *
+ * The path is chosen at run time as in dense.c: once (pthread_once) from the
+ * CPU and LOCKSTEP_SIMD ("off", "0", "scalar": scalar twins; "avx2": at most
+ * AVX2), then logic_set_simd (0 off, 1 best, 2 at most AVX2) through an atomic.
+ *
+ * Wiring uses rng_permutation with the address word  a = 4·addr + role:
+ *   role 0: random wiring, the permutation of 2·out    (c = perm % in)
+ *   role 1: random wiring, the relabelling permutation of in
+ *   role 2: unique wiring, the shuffle of the gate order
+ *   role 3: not used here (free for other wiring of the same layer address)
+ * i.e. the draw for Fisher-Yates position k of role r is
+ * rng_below(seed, RNG_WIRING, 4·addr + r, k, 0, k + 1). Frozen.
+ */
+#include "logic.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dmath.h"
+#include "rng.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define LOGIC_X86 1
+#include <immintrin.h>
+#else
+#define LOGIC_X86 0
+#endif
+
+/* (1, a, b, ab) coefficients of each op, from the relaxations in
+ * ../shared/reference/difflogic.md. */
+const int LOGIC_AFFINE[LOGIC_OPS][4] = {
+    { 0, 0, 0, 0 },    /*  0 FALSE */
+    { 0, 0, 0, 1 },    /*  1 AND: ab */
+    { 0, 1, 0, -1 },   /*  2 A AND NOT B: a - ab */
+    { 0, 1, 0, 0 },    /*  3 A */
+    { 0, 0, 1, -1 },   /*  4 NOT A AND B: b - ab */
+    { 0, 0, 1, 0 },    /*  5 B */
+    { 0, 1, 1, -2 },   /*  6 XOR: a + b - 2ab */
+    { 0, 1, 1, -1 },   /*  7 OR: a + b - ab */
+    { 1, -1, -1, 1 },  /*  8 NOR: 1 - (a + b - ab) */
+    { 1, -1, -1, 2 },  /*  9 XNOR: 1 - (a + b - 2ab) */
+    { 1, 0, -1, 0 },   /* 10 NOT B */
+    { 1, 0, -1, 1 },   /* 11 A OR NOT B: 1 - b + ab */
+    { 1, -1, 0, 0 },   /* 12 NOT A */
+    { 1, -1, 0, 1 },   /* 13 NOT A OR B: 1 - a + ab */
+    { 1, 0, 0, -1 },   /* 14 NAND: 1 - ab */
+    { 1, 0, 0, 0 },    /* 15 TRUE */
+};
+
+float logic_relaxed(int idx, float a, float b)
+{
+    const float ab = a * b;
+    switch (idx) {
+    case 0: return 0.0f;
+    case 1: return ab;
+    case 2: return a - ab;
+    case 3: return a;
+    case 4: return b - ab;
+    case 5: return b;
+    case 6: return (a + b) - 2.0f * ab;
+    case 7: return (a + b) - ab;
+    case 8: return 1.0f - ((a + b) - ab);
+    case 9: return 1.0f - ((a + b) - 2.0f * ab);
+    case 10: return 1.0f - b;
+    case 11: return (1.0f - b) + ab;
+    case 12: return 1.0f - a;
+    case 13: return (1.0f - a) + ab;
+    case 14: return 1.0f - ab;
+    default: return 1.0f;
+    }
+}
+
+int logic_hard_bit(int idx, int a, int b)
+{
+    return (idx >> (3 - (2 * (a != 0) + (b != 0)))) & 1;
+}
+
+uint64_t logic_hard_word(int idx, uint64_t a, uint64_t b)
+{
+    /* One bitwise expression per op (the row of the truth table for AB =
+     * 00, 01, 10, 11 is idx's bits 3, 2, 1, 0). */
+    switch (idx & 15) {
+    case 0: return 0;
+    case 1: return a & b;
+    case 2: return a & ~b;
+    case 3: return a;
+    case 4: return ~a & b;
+    case 5: return b;
+    case 6: return a ^ b;
+    case 7: return a | b;
+    case 8: return ~(a | b);
+    case 9: return ~(a ^ b);
+    case 10: return ~b;
+    case 11: return a | ~b;
+    case 12: return ~a;
+    case 13: return ~a | b;
+    case 14: return ~(a & b);
+    default: return ~(uint64_t)0;
+    }
+}
+
+/* ---- Coefficients, expansion, hard ops. ---- */
+
+/* The coefficients from p (logic.h's sums, left to right). */
+static void coef_from_p(const float *q, float *c)
+{
+    float c0 = q[8];
+    for (int i = 9; i < LOGIC_OPS; i++)
+        c0 = c0 + q[i];
+    const float ca = (((q[2] + q[3]) + q[6]) + q[7]) - (((q[8] + q[9]) + q[12]) + q[13]);
+    const float cb = (((q[4] + q[5]) + q[6]) + q[7]) - (((q[8] + q[9]) + q[10]) + q[11]);
+    float cab = q[1] - q[2];
+    cab = cab - q[4];
+    cab = cab - 2.0f * q[6];
+    cab = cab - q[7];
+    cab = cab + q[8];
+    cab = cab + 2.0f * q[9];
+    cab = cab + q[11];
+    cab = cab + q[13];
+    cab = cab - q[14];
+    c[0] = c0;
+    c[1] = ca;
+    c[2] = cb;
+    c[3] = cab;
+}
+
+/* s = e_0 + e_1 + ... + e_15 in order, then p_i = e_i / s. */
+static void p_from_e(const float *e, float *q)
+{
+    float s = e[0];
+    for (int i = 1; i < LOGIC_OPS; i++)
+        s = s + e[i];
+    for (int i = 0; i < LOGIC_OPS; i++)
+        q[i] = e[i] / s;
+}
+
+/* One gate, the scalar twin of the SIMD paths (logic.h's definition). */
+static void gate_coeffs_scalar(const float *z, float *q, float *c)
+{
+    float m = z[0];
+    for (int i = 1; i < LOGIC_OPS; i++)
+        if (z[i] > m)
+            m = z[i];
+    float e[LOGIC_OPS];
+    for (int i = 0; i < LOGIC_OPS; i++)
+        e[i] = dmath_expf(z[i] - m);
+    p_from_e(e, q);
+    coef_from_p(q, c);
+}
+
+/* The scalar twin of logic_expand (logic.h's formulas). */
+static void expand_scalar(float *dlogits, const float *stats, const float *p, const float *coef, size_t lo,
+                          size_t hi)
+{
+    for (size_t g = lo; g < hi; g++) {
+        const float *S = stats + g * 4;
+        const float *c = coef + g * 4;
+        const float *q = p + g * LOGIC_OPS;
+        float *d = dlogits + g * LOGIC_OPS;
+        const float Y = ((c[0] * S[0] + c[1] * S[1]) + c[2] * S[2]) + c[3] * S[3];
+        for (int j = 0; j < LOGIC_OPS; j++) {
+            const int *f = LOGIC_AFFINE[j];
+            const float F = (((float)f[0] * S[0] + (float)f[1] * S[1]) + (float)f[2] * S[2]) + (float)f[3] * S[3];
+            d[j] = q[j] * (F - Y);
+        }
+    }
+}
+
+void logic_hard_ops(uint8_t *ops, const float *logits, size_t gates)
+{
+    for (size_t g = 0; g < gates; g++) {
+        const float *z = logits + g * LOGIC_OPS;
+        int best = 0;
+        for (int i = 1; i < LOGIC_OPS; i++)
+            if (z[i] > z[best])   /* strict: the lowest index wins a tie */
+                best = i;
+        ops[g] = (uint8_t)best;
+    }
+}
+
+void logic_hard_forward(uint64_t *y, const uint64_t *x, const logic_layer *L, const uint8_t *ops, size_t words)
+{
+    for (size_t g = 0; g < L->out; g++) {
+        const uint64_t *xa = x + (size_t)L->a[g] * words;
+        const uint64_t *xb = x + (size_t)L->b[g] * words;
+        uint64_t *yg = y + g * words;
+        /* The op is chosen once per gate; each loop is one bitwise expression. */
+        switch (ops[g] & 15) {
+        case 0: for (size_t w = 0; w < words; w++) yg[w] = 0; break;
+        case 1: for (size_t w = 0; w < words; w++) yg[w] = xa[w] & xb[w]; break;
+        case 2: for (size_t w = 0; w < words; w++) yg[w] = xa[w] & ~xb[w]; break;
+        case 3: for (size_t w = 0; w < words; w++) yg[w] = xa[w]; break;
+        case 4: for (size_t w = 0; w < words; w++) yg[w] = ~xa[w] & xb[w]; break;
+        case 5: for (size_t w = 0; w < words; w++) yg[w] = xb[w]; break;
+        case 6: for (size_t w = 0; w < words; w++) yg[w] = xa[w] ^ xb[w]; break;
+        case 7: for (size_t w = 0; w < words; w++) yg[w] = xa[w] | xb[w]; break;
+        case 8: for (size_t w = 0; w < words; w++) yg[w] = ~(xa[w] | xb[w]); break;
+        case 9: for (size_t w = 0; w < words; w++) yg[w] = ~(xa[w] ^ xb[w]); break;
+        case 10: for (size_t w = 0; w < words; w++) yg[w] = ~xb[w]; break;
+        case 11: for (size_t w = 0; w < words; w++) yg[w] = xa[w] | ~xb[w]; break;
+        case 12: for (size_t w = 0; w < words; w++) yg[w] = ~xa[w]; break;
+        case 13: for (size_t w = 0; w < words; w++) yg[w] = ~xa[w] | xb[w]; break;
+        case 14: for (size_t w = 0; w < words; w++) yg[w] = ~(xa[w] & xb[w]); break;
+        default: for (size_t w = 0; w < words; w++) yg[w] = ~(uint64_t)0; break;
+        }
+    }
+}
+
+/* ---- Wiring. ---- */
+
+enum { ROLE_RANDOM_C = 0, ROLE_RANDOM_RELABEL = 1, ROLE_UNIQUE_SHUFFLE = 2, N_ROLES = 4 };
+
+static uint64_t wire_addr(uint64_t addr, int role)
+{
+    return addr * N_ROLES + (uint64_t)role;
+}
+
+ls_status logic_wire_random(uint32_t *a, uint32_t *b, size_t in, size_t out, uint64_t seed, uint64_t addr,
+                            ls_err *err)
+{
+    if (out == 0)
+        return LS_OK;
+    if (in == 0)
+        return ls_fail(err, LS_EINVAL, "logic: a layer of %zu gates has no inputs to wire", out);
+    uint32_t *c = malloc((2 * out + in) * sizeof *c);
+    if (c == NULL)
+        return ls_fail(err, LS_ENOMEM, "logic: out of memory for the wiring of %zu gates", out);
+    uint32_t *perm2 = c, *rel = c + 2 * out;
+    rng_permutation(perm2, 2 * out, seed, RNG_WIRING, wire_addr(addr, ROLE_RANDOM_C));
+    rng_permutation(rel, in, seed, RNG_WIRING, wire_addr(addr, ROLE_RANDOM_RELABEL));
+    for (size_t g = 0; g < out; g++) {
+        a[g] = rel[perm2[g] % in];
+        b[g] = rel[perm2[out + g] % in];
+    }
+    free(c);
+    return LS_OK;
+}
+
+/* difflogic's get_unique_connections before its shuffle: the first `out`
+ * pairs of the sequence (0,1),(2,3),... ; (1,2),(3,4),... ; then offset k =
+ * 2, 3, ...: (0,k),(1,k+1),...,(in-1-k,in-1), a block added while the count
+ * is below out and above k (difflogic's loop condition, kept so the pair
+ * sequence and the cases it refuses are the same). Returns the number of
+ * pairs written (<= out). */
+static size_t unique_pairs(uint32_t *a, uint32_t *b, size_t in, size_t out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i + 1 < in && n < out; i += 2, n++) {
+        a[n] = (uint32_t)i;
+        b[n] = (uint32_t)(i + 1);
+    }
+    size_t count = in / 2;   /* pairs in the full first block */
+    if (count < out) {
+        for (size_t i = 1; i + 1 < in && n < out; i += 2, n++) {
+            a[n] = (uint32_t)i;
+            b[n] = (uint32_t)(i + 1);
+        }
+        count += (in - 1) / 2;
+    }
+    for (size_t k = 2; out > count && count > k; k++) {
+        for (size_t i = 0; i + k < in && n < out; i++, n++) {
+            a[n] = (uint32_t)i;
+            b[n] = (uint32_t)(i + k);
+        }
+        count += k < in ? in - k : 0;
+    }
+    return n;
+}
+
+ls_status logic_wire_unique(uint32_t *a, uint32_t *b, size_t in, size_t out, uint64_t seed, uint64_t addr,
+                            ls_err *err)
+{
+    if (2 * out < in)
+        return ls_fail(err, LS_EINVAL,
+                       "logic: unique wiring of %zu inputs needs at least %zu gates (2·out >= in), layer has %zu",
+                       in, (in + 1) / 2, out);
+    if (out == 0)
+        return LS_OK;
+    uint32_t *tmp = malloc(3 * out * sizeof *tmp);
+    if (tmp == NULL)
+        return ls_fail(err, LS_ENOMEM, "logic: out of memory for the wiring of %zu gates", out);
+    uint32_t *sa = tmp, *sb = tmp + out, *perm = tmp + 2 * out;
+    const size_t n = unique_pairs(sa, sb, in, out);
+    if (n < out) {
+        free(tmp);
+        return ls_fail(err, LS_EINVAL,
+                       "logic: unique wiring of %zu inputs gives only %zu distinct pairs, layer has %zu gates",
+                       in, n, out);
+    }
+    rng_permutation(perm, out, seed, RNG_WIRING, wire_addr(addr, ROLE_UNIQUE_SHUFFLE));
+    for (size_t g = 0; g < out; g++) {
+        a[g] = sa[perm[g]];
+        b[g] = sb[perm[g]];
+    }
+    free(tmp);
+    return LS_OK;
+}
+
+/* ---- The scalar twins: the definitions in logic.h, written out. ---- */
+
+void logic_forward_scalar(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld)
+{
+    for (size_t g = 0; g < L->out; g++) {
+        const float *xa = x + (size_t)L->a[g] * ld;
+        const float *xb = x + (size_t)L->b[g] * ld;
+        float *yg = y + g * ld;
+        const float c0 = coef[4 * g], ca = coef[4 * g + 1], cb = coef[4 * g + 2], cab = coef[4 * g + 3];
+        for (size_t l = 0; l < n; l++) {
+            const float av = xa[l], bv = xb[l];
+            yg[l] = ((c0 + ca * av) + cb * bv) + cab * (av * bv);
+        }
+    }
+}
+
+/* The pairwise tree over the 16 virtual accumulators (logic.h). */
+static float tree16(const float *v)
+{
+    return (((v[0] + v[1]) + (v[2] + v[3])) + ((v[4] + v[5]) + (v[6] + v[7])))
+         + (((v[8] + v[9]) + (v[10] + v[11])) + ((v[12] + v[13]) + (v[14] + v[15])));
+}
+
+static void store_stats(float *st, const float acc[4][LOGIC_LANES], int accumulate)
+{
+    for (int k = 0; k < 4; k++) {
+        const float s = tree16(acc[k]);
+        st[k] = accumulate ? st[k] + s : s;
+    }
+}
+
+void logic_backward_scalar(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
+                           const float *coef, size_t n, size_t ld, int accumulate)
+{
+    for (size_t g = 0; g < L->out; g++) {
+        const size_t ra = L->a[g], rb = L->b[g];
+        const float *xa = x + ra * ld;
+        const float *xb = x + rb * ld;
+        const float *dg = dy + g * ld;
+        const float ca = coef[4 * g + 1], cb = coef[4 * g + 2], cab = coef[4 * g + 3];
+        float acc[4][LOGIC_LANES];
+        memset(acc, 0, sizeof acc);
+        for (size_t l = 0; l < n; l++) {
+            const float d = dg[l], av = xa[l], bv = xb[l];
+            const float ab = av * bv;
+            const size_t v = l % LOGIC_LANES;
+            acc[0][v] = acc[0][v] + d;
+            acc[1][v] = acc[1][v] + d * av;
+            acc[2][v] = acc[2][v] + d * bv;
+            acc[3][v] = acc[3][v] + d * ab;
+            if (dx != NULL) {
+                dx[ra * ld + l] = dx[ra * ld + l] + d * (ca + cab * bv);
+                dx[rb * ld + l] = dx[rb * ld + l] + d * (cb + cab * av);
+            }
+        }
+        store_stats(stats + 4 * g, acc, accumulate);
+    }
+}
+
+/* ---- Run-time choice of the path. ---- */
+
+enum { PATH_SCALAR = 0, PATH_AVX2 = 1, PATH_AVX512 = 2 };
+enum { SET_OFF = 0, SET_BEST = 1, SET_AVX2 = 2 };
+
+static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
+static int hw_path;              /* best path the CPU offers; written once */
+static atomic_int simd_setting;  /* SET_OFF / SET_BEST / SET_AVX2 */
+
+static void simd_init(void)
+{
+    int hw = PATH_SCALAR;
+#if LOGIC_X86
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f"))
+        hw = PATH_AVX512;
+    else if (__builtin_cpu_supports("avx2"))
+        hw = PATH_AVX2;
+#endif
+    hw_path = hw;
+    int setting = SET_BEST;
+    const char *env = getenv("LOCKSTEP_SIMD");
+    if (env != NULL) {
+        if (strcmp(env, "off") == 0 || strcmp(env, "0") == 0 || strcmp(env, "scalar") == 0)
+            setting = SET_OFF;
+        else if (strcmp(env, "avx2") == 0)
+            setting = SET_AVX2;
+    }
+    atomic_store(&simd_setting, setting);
+}
+
+static int current_path(void)
+{
+    pthread_once(&simd_once, simd_init);
+    const int setting = atomic_load_explicit(&simd_setting, memory_order_relaxed);
+    if (setting == SET_OFF)
+        return PATH_SCALAR;
+    if (setting == SET_AVX2 && hw_path > PATH_AVX2)
+        return PATH_AVX2;
+    return hw_path;
+}
+
+int logic_set_simd(int enabled)
+{
+    pthread_once(&simd_once, simd_init);
+    const int setting = enabled == SET_OFF ? SET_OFF : enabled == SET_AVX2 ? SET_AVX2 : SET_BEST;
+    return atomic_exchange(&simd_setting, setting);
+}
+
+const char *logic_simd_name(void)
+{
+    switch (current_path()) {
+    case PATH_AVX512: return "avx512";
+    case PATH_AVX2: return "avx2";
+    default: return "scalar";
+    }
+}
+
+#if LOGIC_X86
+
+#define FORCE_INLINE inline __attribute__((always_inline))
+
+/* Rows are read in wiring order, i.e. at random: fetch the rows of the gate
+ * PF_AHEAD places ahead (its first PF_LINES cache lines; longer rows are
+ * streamed by the hardware). Prefetches change no result. */
+#define PF_AHEAD 8
+#define PF_LINES 4
+
+static FORCE_INLINE void prefetch_row(const float *row, size_t n, int write)
+{
+    const size_t lines = n * sizeof(float) < PF_LINES * 64 ? (n * sizeof(float) + 63) / 64 : PF_LINES;
+    for (size_t i = 0; i < lines; i++) {
+        if (write)
+            __builtin_prefetch(row + 16 * i, 1, 3);
+        else
+            __builtin_prefetch(row + 16 * i, 0, 3);
+    }
+}
+
+static FORCE_INLINE void prefetch_gate(const float *x, float *dx, const logic_layer *L, size_t g, size_t n,
+                                       size_t ld)
+{
+    if (g + PF_AHEAD < L->out) {
+        const size_t ra = L->a[g + PF_AHEAD], rb = L->b[g + PF_AHEAD];
+        prefetch_row(x + ra * ld, n, 0);
+        prefetch_row(x + rb * ld, n, 0);
+        if (dx != NULL) {
+            prefetch_row(dx + ra * ld, n, 1);
+            prefetch_row(dx + rb * ld, n, 1);
+        }
+    }
+}
+
+/* ---- AVX-512F: 16 lanes per register, one register per statistic. ---- */
+
+static __attribute__((target("avx512f")))
+void forward_z(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld)
+{
+    /* Lanes n .. ld-1 of y are unspecified, so the last vector is computed
+     * whole (it lies inside the row: ld is a multiple of 16). */
+    const size_t nv = (n + 15) / 16;
+    for (size_t g = 0; g < L->out; g++) {
+        prefetch_gate(x, NULL, L, g, n, ld);
+        const float *xa = x + (size_t)L->a[g] * ld;
+        const float *xb = x + (size_t)L->b[g] * ld;
+        float *yg = y + g * ld;
+        const __m512 c0 = _mm512_set1_ps(coef[4 * g]), ca = _mm512_set1_ps(coef[4 * g + 1]);
+        const __m512 cb = _mm512_set1_ps(coef[4 * g + 2]), cab = _mm512_set1_ps(coef[4 * g + 3]);
+        for (size_t v = 0; v < nv; v++) {
+            const __m512 av = _mm512_loadu_ps(xa + 16 * v), bv = _mm512_loadu_ps(xb + 16 * v);
+            __m512 t = _mm512_add_ps(c0, _mm512_mul_ps(ca, av));
+            t = _mm512_add_ps(t, _mm512_mul_ps(cb, bv));
+            t = _mm512_add_ps(t, _mm512_mul_ps(cab, _mm512_mul_ps(av, bv)));
+            _mm512_storeu_ps(yg + 16 * v, t);
+        }
+    }
+}
+
+/* The pairwise tree of logic.h for the four statistics at once: acc[k] holds
+ * accumulators v0..v15 of statistic k. Level 1 adds adjacent pairs (v0+v1,
+ * v2+v3, ... — the left operand always the lower index), level 2 pairs of
+ * pairs, then the 128-bit blocks (0+1, 2+3) and finally (01)+(23): the same
+ * additions as tree16, so the result is (S0, S1, S2, S3). */
+static FORCE_INLINE __attribute__((target("avx512f")))
+__m128 tree_z(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
+{
+    const __m512 b01 = _mm512_add_ps(_mm512_shuffle_ps(a0, a1, _MM_SHUFFLE(2, 0, 2, 0)),
+                                     _mm512_shuffle_ps(a0, a1, _MM_SHUFFLE(3, 1, 3, 1)));
+    const __m512 b23 = _mm512_add_ps(_mm512_shuffle_ps(a2, a3, _MM_SHUFFLE(2, 0, 2, 0)),
+                                     _mm512_shuffle_ps(a2, a3, _MM_SHUFFLE(3, 1, 3, 1)));
+    /* per 128-bit block j: (q_j of S0, q_j of S1, q_j of S2, q_j of S3) */
+    const __m512 c = _mm512_add_ps(_mm512_shuffle_ps(b01, b23, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_ps(b01, b23, _MM_SHUFFLE(3, 1, 3, 1)));
+    /* blocks (0, 2, ., .) + (1, 3, ., .) */
+    const __m512 d = _mm512_add_ps(_mm512_shuffle_f32x4(c, c, _MM_SHUFFLE(2, 0, 2, 0)),
+                                   _mm512_shuffle_f32x4(c, c, _MM_SHUFFLE(3, 1, 3, 1)));
+    return _mm_add_ps(_mm512_castps512_ps128(d), _mm512_extractf32x4_ps(d, 1));
+}
+
+static FORCE_INLINE __attribute__((target("avx512f")))
+void backward_z_gate(float *st, const float *dg, const float *xa, const float *xb, float *dxa,
+                     float *dxb, const float *cg, size_t n, int accumulate, const int with_dx)
+{
+    const __m512 ca = _mm512_set1_ps(cg[1]), cb = _mm512_set1_ps(cg[2]), cab = _mm512_set1_ps(cg[3]);
+    __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
+    size_t l = 0;
+    for (; l + 16 <= n; l += 16) {
+        const __m512 d = _mm512_loadu_ps(dg + l), av = _mm512_loadu_ps(xa + l), bv = _mm512_loadu_ps(xb + l);
+        s0 = _mm512_add_ps(s0, d);
+        s1 = _mm512_add_ps(s1, _mm512_mul_ps(d, av));
+        s2 = _mm512_add_ps(s2, _mm512_mul_ps(d, bv));
+        s3 = _mm512_add_ps(s3, _mm512_mul_ps(d, _mm512_mul_ps(av, bv)));
+        if (with_dx) {
+            const __m512 ta = _mm512_mul_ps(d, _mm512_add_ps(ca, _mm512_mul_ps(cab, bv)));
+            _mm512_storeu_ps(dxa + l, _mm512_add_ps(_mm512_loadu_ps(dxa + l), ta));
+            const __m512 tb = _mm512_mul_ps(d, _mm512_add_ps(cb, _mm512_mul_ps(cab, av)));
+            _mm512_storeu_ps(dxb + l, _mm512_add_ps(_mm512_loadu_ps(dxb + l), tb));
+        }
+    }
+    if (l < n) {
+        /* Masked lanes keep their accumulators (mask_add) and their dx. */
+        const __mmask16 m = (__mmask16)((1u << (n - l)) - 1u);
+        const __m512 d = _mm512_maskz_loadu_ps(m, dg + l);
+        const __m512 av = _mm512_maskz_loadu_ps(m, xa + l), bv = _mm512_maskz_loadu_ps(m, xb + l);
+        s0 = _mm512_mask_add_ps(s0, m, s0, d);
+        s1 = _mm512_mask_add_ps(s1, m, s1, _mm512_mul_ps(d, av));
+        s2 = _mm512_mask_add_ps(s2, m, s2, _mm512_mul_ps(d, bv));
+        s3 = _mm512_mask_add_ps(s3, m, s3, _mm512_mul_ps(d, _mm512_mul_ps(av, bv)));
+        if (with_dx) {
+            const __m512 ta = _mm512_mul_ps(d, _mm512_add_ps(ca, _mm512_mul_ps(cab, bv)));
+            _mm512_mask_storeu_ps(dxa + l, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, dxa + l), ta));
+            const __m512 tb = _mm512_mul_ps(d, _mm512_add_ps(cb, _mm512_mul_ps(cab, av)));
+            _mm512_mask_storeu_ps(dxb + l, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, dxb + l), tb));
+        }
+    }
+    __m128 s = tree_z(s0, s1, s2, s3);
+    if (accumulate)
+        s = _mm_add_ps(_mm_loadu_ps(st), s);
+    _mm_storeu_ps(st, s);
+}
+
+static __attribute__((target("avx512f")))
+void backward_z(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
+                const float *coef, size_t n, size_t ld, int accumulate)
+{
+    for (size_t g = 0; g < L->out; g++) {
+        prefetch_gate(x, dx, L, g, n, ld);
+        const size_t ra = L->a[g], rb = L->b[g];
+        if (dx != NULL)
+            backward_z_gate(stats + 4 * g, dy + g * ld, x + ra * ld, x + rb * ld, dx + ra * ld, dx + rb * ld,
+                            coef + 4 * g, n, accumulate, 1);
+        else
+            backward_z_gate(stats + 4 * g, dy + g * ld, x + ra * ld, x + rb * ld, NULL, NULL,
+                            coef + 4 * g, n, accumulate, 0);
+    }
+}
+
+/* ---- AVX2: 8 lanes per register; accumulators 0..7 and 8..15 in two. ---- */
+
+static __attribute__((target("avx2")))
+void forward_y(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld)
+{
+    const size_t nv = (n + 7) / 8;
+    for (size_t g = 0; g < L->out; g++) {
+        prefetch_gate(x, NULL, L, g, n, ld);
+        const float *xa = x + (size_t)L->a[g] * ld;
+        const float *xb = x + (size_t)L->b[g] * ld;
+        float *yg = y + g * ld;
+        const __m256 c0 = _mm256_set1_ps(coef[4 * g]), ca = _mm256_set1_ps(coef[4 * g + 1]);
+        const __m256 cb = _mm256_set1_ps(coef[4 * g + 2]), cab = _mm256_set1_ps(coef[4 * g + 3]);
+        for (size_t v = 0; v < nv; v++) {
+            const __m256 av = _mm256_loadu_ps(xa + 8 * v), bv = _mm256_loadu_ps(xb + 8 * v);
+            __m256 t = _mm256_add_ps(c0, _mm256_mul_ps(ca, av));
+            t = _mm256_add_ps(t, _mm256_mul_ps(cb, bv));
+            t = _mm256_add_ps(t, _mm256_mul_ps(cab, _mm256_mul_ps(av, bv)));
+            _mm256_storeu_ps(yg + 8 * v, t);
+        }
+    }
+}
+
+/* tree_z for accumulators held as lo (v0..v7) and hi (v8..v15). */
+static FORCE_INLINE __attribute__((target("avx2")))
+__m128 tree_y(const __m256 *lo, const __m256 *hi)
+{
+    __m256 q[2];
+    for (int h = 0; h < 2; h++) {
+        const __m256 *a = h == 0 ? lo : hi;
+        const __m256 b01 = _mm256_add_ps(_mm256_shuffle_ps(a[0], a[1], _MM_SHUFFLE(2, 0, 2, 0)),
+                                         _mm256_shuffle_ps(a[0], a[1], _MM_SHUFFLE(3, 1, 3, 1)));
+        const __m256 b23 = _mm256_add_ps(_mm256_shuffle_ps(a[2], a[3], _MM_SHUFFLE(2, 0, 2, 0)),
+                                         _mm256_shuffle_ps(a[2], a[3], _MM_SHUFFLE(3, 1, 3, 1)));
+        q[h] = _mm256_add_ps(_mm256_shuffle_ps(b01, b23, _MM_SHUFFLE(2, 0, 2, 0)),
+                             _mm256_shuffle_ps(b01, b23, _MM_SHUFFLE(3, 1, 3, 1)));
+    }
+    const __m128 q01 = _mm_add_ps(_mm256_castps256_ps128(q[0]), _mm256_extractf128_ps(q[0], 1));
+    const __m128 q23 = _mm_add_ps(_mm256_castps256_ps128(q[1]), _mm256_extractf128_ps(q[1], 1));
+    return _mm_add_ps(q01, q23);
+}
+
+/* Lane i of the mask for m live lanes: table[8 - m + i]. */
+static const int32_t y_mask_table[16] = { -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0 };
+
+/* One vector of 8 lanes into accumulator set s (the stat vectors acc[0..3]);
+ * masked: lanes outside mask keep their accumulators and their dx. */
+static FORCE_INLINE __attribute__((target("avx2")))
+void backward_y_vec(__m256 *acc, const float *dg, const float *xa, const float *xb, float *dxa, float *dxb,
+                    __m256 ca, __m256 cb, __m256 cab, const int with_dx, const int masked, __m256i mask)
+{
+    __m256 d, av, bv;
+    if (masked) {
+        d = _mm256_maskload_ps(dg, mask);
+        av = _mm256_maskload_ps(xa, mask);
+        bv = _mm256_maskload_ps(xb, mask);
+    } else {
+        d = _mm256_loadu_ps(dg);
+        av = _mm256_loadu_ps(xa);
+        bv = _mm256_loadu_ps(xb);
+    }
+    __m256 p[4];
+    p[0] = d;
+    p[1] = _mm256_mul_ps(d, av);
+    p[2] = _mm256_mul_ps(d, bv);
+    p[3] = _mm256_mul_ps(d, _mm256_mul_ps(av, bv));
+    for (int k = 0; k < 4; k++) {
+        const __m256 s = _mm256_add_ps(acc[k], p[k]);
+        acc[k] = masked ? _mm256_blendv_ps(acc[k], s, _mm256_castsi256_ps(mask)) : s;
+    }
+    if (with_dx) {
+        const __m256 ta = _mm256_mul_ps(d, _mm256_add_ps(ca, _mm256_mul_ps(cab, bv)));
+        const __m256 tb = _mm256_mul_ps(d, _mm256_add_ps(cb, _mm256_mul_ps(cab, av)));
+        if (masked) {
+            _mm256_maskstore_ps(dxa, mask, _mm256_add_ps(_mm256_maskload_ps(dxa, mask), ta));
+            _mm256_maskstore_ps(dxb, mask, _mm256_add_ps(_mm256_maskload_ps(dxb, mask), tb));
+        } else {
+            _mm256_storeu_ps(dxa, _mm256_add_ps(_mm256_loadu_ps(dxa), ta));
+            _mm256_storeu_ps(dxb, _mm256_add_ps(_mm256_loadu_ps(dxb), tb));
+        }
+    }
+}
+
+static FORCE_INLINE __attribute__((target("avx2")))
+void backward_y_gate(float *st, const float *dg, const float *xa, const float *xb, float *dxa, float *dxb,
+                     const float *cg, size_t n, int accumulate, const int with_dx)
+{
+    const __m256 ca = _mm256_set1_ps(cg[1]), cb = _mm256_set1_ps(cg[2]), cab = _mm256_set1_ps(cg[3]);
+    __m256 lo[4], hi[4];
+    for (int k = 0; k < 4; k++) {
+        lo[k] = _mm256_setzero_ps();
+        hi[k] = _mm256_setzero_ps();
+    }
+    const __m256i full = _mm256_set1_epi32(-1);
+#define DXP(p, o) (with_dx ? (p) + (o) : NULL)
+    size_t l = 0;
+    for (; l + 16 <= n; l += 16) {
+        backward_y_vec(lo, dg + l, xa + l, xb + l, DXP(dxa, l), DXP(dxb, l), ca, cb, cab, with_dx, 0, full);
+        backward_y_vec(hi, dg + l + 8, xa + l + 8, xb + l + 8, DXP(dxa, l + 8), DXP(dxb, l + 8), ca, cb, cab,
+                       with_dx, 0, full);
+    }
+    if (l < n) {
+        const size_t r = n - l;   /* 1 .. 15 live lanes */
+        const size_t r0 = r < 8 ? r : 8;
+        const __m256i m0 = _mm256_loadu_si256((const __m256i *)(const void *)(y_mask_table + 8 - r0));
+        backward_y_vec(lo, dg + l, xa + l, xb + l, DXP(dxa, l), DXP(dxb, l), ca, cb, cab, with_dx, 1, m0);
+        if (r > 8) {
+            const __m256i m1 = _mm256_loadu_si256((const __m256i *)(const void *)(y_mask_table + 16 - r));
+            backward_y_vec(hi, dg + l + 8, xa + l + 8, xb + l + 8, DXP(dxa, l + 8), DXP(dxb, l + 8), ca, cb, cab,
+                           with_dx, 1, m1);
+        }
+    }
+#undef DXP
+    __m128 s = tree_y(lo, hi);
+    if (accumulate)
+        s = _mm_add_ps(_mm_loadu_ps(st), s);
+    _mm_storeu_ps(st, s);
+}
+
+static __attribute__((target("avx2")))
+void backward_y(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
+                const float *coef, size_t n, size_t ld, int accumulate)
+{
+    for (size_t g = 0; g < L->out; g++) {
+        prefetch_gate(x, dx, L, g, n, ld);
+        const size_t ra = L->a[g], rb = L->b[g];
+        if (dx != NULL)
+            backward_y_gate(stats + 4 * g, dy + g * ld, x + ra * ld, x + rb * ld, dx + ra * ld, dx + rb * ld,
+                            coef + 4 * g, n, accumulate, 1);
+        else
+            backward_y_gate(stats + 4 * g, dy + g * ld, x + ra * ld, x + rb * ld, NULL, NULL,
+                            coef + 4 * g, n, accumulate, 0);
+    }
+}
+
+/* ---- logic_coeffs: dmath_expf on 8 (4) lanes of binary64. ----
+ *
+ * dmath_exp's operations (engine/dmath.c), lane by lane, for arguments in
+ * [EXP_LO, 0], where its result is normal and it takes the k <= 1023,
+ * k >= -1021 branch: t = x·INV_LN2, k = trunc(t ± 0.5) (toward zero, as
+ * the (int) conversion), hi = x − k·LN2_HI, lo = k·LN2_LO, r = hi − lo, the
+ * same Horner chain, q = (r·r)·p, s = 1 + hi, err = (1 − s) + hi,
+ * y = s + (err + (q − lo)), y·2^k with 2^k built from its exponent bits;
+ * then rounded once to float (y <= 1: no overflow, as narrow()). A gate with
+ * any argument outside [EXP_LO, 0] (or NaN) takes gate_coeffs_scalar.
+ * tests/test_logic.c compares the two for every path. If dmath_exp ever
+ * changes, this copy must change with it (the test fails otherwise). */
+#define EXP_LO (-700.0f)
+static const double X_LN2_HI = 0x1.62e42feep-1;
+static const double X_LN2_LO = 0x1.a39ef35793c76p-33;
+static const double X_INV_LN2 = 0x1.71547652b82fep+0;
+/* The Horner chain's constants after the first, 1/13!: 1/12!, ..., 1/2!. */
+static const double EXP_C[11] = { 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
+                                  1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0,
+                                  1.0 / 24.0, 1.0 / 6.0, 0.5 };
+
+static FORCE_INLINE __attribute__((target("avx512f")))
+__m512d exp8d_z(__m512d x)
+{
+    const __m512d t = _mm512_mul_pd(x, _mm512_set1_pd(X_INV_LN2));
+    const __mmask8 neg = _mm512_cmp_pd_mask(t, _mm512_setzero_pd(), _CMP_LT_OQ);
+    const __m512d u = _mm512_mask_blend_pd(neg, _mm512_add_pd(t, _mm512_set1_pd(0.5)),
+                                           _mm512_sub_pd(t, _mm512_set1_pd(0.5)));
+    const __m256i k = _mm512_cvttpd_epi32(u);
+    const __m512d kd = _mm512_cvtepi32_pd(k);
+    const __m512d hi = _mm512_sub_pd(x, _mm512_mul_pd(kd, _mm512_set1_pd(X_LN2_HI)));
+    const __m512d lo = _mm512_mul_pd(kd, _mm512_set1_pd(X_LN2_LO));
+    const __m512d r = _mm512_sub_pd(hi, lo);
+    __m512d p = _mm512_set1_pd(1.0 / 6227020800.0);
+    for (int i = 0; i < 11; i++)
+        p = _mm512_add_pd(_mm512_set1_pd(EXP_C[i]), _mm512_mul_pd(r, p));
+    const __m512d q = _mm512_mul_pd(_mm512_mul_pd(r, r), p);
+    const __m512d one = _mm512_set1_pd(1.0);
+    const __m512d s = _mm512_add_pd(one, hi);
+    const __m512d err = _mm512_add_pd(_mm512_sub_pd(one, s), hi);
+    const __m512d y = _mm512_add_pd(s, _mm512_add_pd(err, _mm512_sub_pd(q, lo)));
+    const __m512i bits = _mm512_slli_epi64(_mm512_add_epi64(_mm512_cvtepi32_epi64(k), _mm512_set1_epi64(1023)), 52);
+    return _mm512_mul_pd(y, _mm512_castsi512_pd(bits));
+}
+
+static FORCE_INLINE __attribute__((target("avx512f")))
+__m256 exp8_z(__m256 xf)
+{
+    return _mm512_cvtpd_ps(exp8d_z(_mm512_cvtps_pd(xf)));
+}
+
+/* Gates one at a time: the 16 logits of a gate in one register. */
+static __attribute__((target("avx512f")))
+void coeffs_gates_z(const float *logits, size_t gates, float *p, float *coef)
+{
+    for (size_t g = 0; g < gates; g++) {
+        const float *z = logits + g * LOGIC_OPS;
+        const __m512 zv = _mm512_loadu_ps(z);
+        /* max is exact; ±0 ties give the same e (exp(±0) = 1, z − ±0 = z) */
+        const __m512 x = _mm512_sub_ps(zv, _mm512_set1_ps(_mm512_reduce_max_ps(zv)));
+        if (_mm512_cmp_ps_mask(x, _mm512_set1_ps(EXP_LO), _CMP_GE_OQ) != 0xFFFF) {
+            gate_coeffs_scalar(z, p + g * LOGIC_OPS, coef + g * 4);
+            continue;
+        }
+        float e[LOGIC_OPS];
+        _mm256_storeu_ps(e, exp8_z(_mm512_castps512_ps256(x)));
+        _mm256_storeu_ps(e + 8, exp8_z(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x), 1))));
+        p_from_e(e, p + g * LOGIC_OPS);
+        coef_from_p(p + g * LOGIC_OPS, coef + g * 4);
+    }
+}
+
+static FORCE_INLINE __attribute__((target("avx2")))
+__m256d exp4d_y(__m256d x)
+{
+    const __m256d t = _mm256_mul_pd(x, _mm256_set1_pd(X_INV_LN2));
+    const __m256d neg = _mm256_cmp_pd(t, _mm256_setzero_pd(), _CMP_LT_OQ);
+    const __m256d u = _mm256_blendv_pd(_mm256_add_pd(t, _mm256_set1_pd(0.5)), _mm256_sub_pd(t, _mm256_set1_pd(0.5)),
+                                       neg);
+    const __m128i k = _mm256_cvttpd_epi32(u);
+    const __m256d kd = _mm256_cvtepi32_pd(k);
+    const __m256d hi = _mm256_sub_pd(x, _mm256_mul_pd(kd, _mm256_set1_pd(X_LN2_HI)));
+    const __m256d lo = _mm256_mul_pd(kd, _mm256_set1_pd(X_LN2_LO));
+    const __m256d r = _mm256_sub_pd(hi, lo);
+    __m256d p = _mm256_set1_pd(1.0 / 6227020800.0);
+    for (int i = 0; i < 11; i++)
+        p = _mm256_add_pd(_mm256_set1_pd(EXP_C[i]), _mm256_mul_pd(r, p));
+    const __m256d q = _mm256_mul_pd(_mm256_mul_pd(r, r), p);
+    const __m256d one = _mm256_set1_pd(1.0);
+    const __m256d s = _mm256_add_pd(one, hi);
+    const __m256d err = _mm256_add_pd(_mm256_sub_pd(one, s), hi);
+    const __m256d y = _mm256_add_pd(s, _mm256_add_pd(err, _mm256_sub_pd(q, lo)));
+    const __m256i bits = _mm256_slli_epi64(_mm256_add_epi64(_mm256_cvtepi32_epi64(k), _mm256_set1_epi64x(1023)), 52);
+    return _mm256_mul_pd(y, _mm256_castsi256_pd(bits));
+}
+
+static FORCE_INLINE __attribute__((target("avx2")))
+__m128 exp4_y(__m128 xf)
+{
+    return _mm256_cvtpd_ps(exp4d_y(_mm256_cvtps_pd(xf)));
+}
+
+static __attribute__((target("avx512f")))
+void exp_lanes_z(const double *x, double *out)
+{
+    _mm512_storeu_pd(out, exp8d_z(_mm512_loadu_pd(x)));
+}
+
+static __attribute__((target("avx2")))
+void exp_lanes_y(const double *x, double *out)
+{
+    _mm256_storeu_pd(out, exp4d_y(_mm256_loadu_pd(x)));
+    _mm256_storeu_pd(out + 4, exp4d_y(_mm256_loadu_pd(x + 4)));
+}
+
+static __attribute__((target("avx2")))
+void coeffs_gates_y(const float *logits, size_t gates, float *p, float *coef)
+{
+    for (size_t g = 0; g < gates; g++) {
+        const float *z = logits + g * LOGIC_OPS;
+        const __m256 z0 = _mm256_loadu_ps(z), z1 = _mm256_loadu_ps(z + 8);
+        __m256 mx = _mm256_max_ps(z0, z1);
+        mx = _mm256_max_ps(mx, _mm256_permute2f128_ps(mx, mx, 1));
+        mx = _mm256_max_ps(mx, _mm256_shuffle_ps(mx, mx, _MM_SHUFFLE(1, 0, 3, 2)));
+        mx = _mm256_max_ps(mx, _mm256_shuffle_ps(mx, mx, _MM_SHUFFLE(2, 3, 0, 1)));
+        const __m256 x0 = _mm256_sub_ps(z0, mx), x1 = _mm256_sub_ps(z1, mx);
+        const __m256 lim = _mm256_set1_ps(EXP_LO);
+        const int ok = _mm256_movemask_ps(_mm256_and_ps(_mm256_cmp_ps(x0, lim, _CMP_GE_OQ),
+                                                        _mm256_cmp_ps(x1, lim, _CMP_GE_OQ)));
+        if (ok != 0xFF) {
+            gate_coeffs_scalar(z, p + g * LOGIC_OPS, coef + g * 4);
+            continue;
+        }
+        float e[LOGIC_OPS];
+        _mm_storeu_ps(e, exp4_y(_mm256_castps256_ps128(x0)));
+        _mm_storeu_ps(e + 4, exp4_y(_mm256_extractf128_ps(x0, 1)));
+        _mm_storeu_ps(e + 8, exp4_y(_mm256_castps256_ps128(x1)));
+        _mm_storeu_ps(e + 12, exp4_y(_mm256_extractf128_ps(x1, 1)));
+        p_from_e(e, p + g * LOGIC_OPS);
+        coef_from_p(p + g * LOGIC_OPS, coef + g * 4);
+    }
+}
+
+/* Blocks of W gates with one gate per lane (W = 16 for AVX-512, 8 for
+ * AVX2): every sum of logic.h runs lane by lane in its own order, so each
+ * gate's bits are the scalar twin's. The logits and p are transposed in
+ * registers (lane l is gate g0 + l), coef through a small buffer. A block
+ * with an exp argument outside [EXP_LO, 0] or a NaN is done gate by gate. */
+#define COEF_TERMS(T, ADD, SUB, MUL, SET1, q, c)                                          \
+    do {                                                                                  \
+        T c0_ = q[8];                                                                     \
+        for (int i_ = 9; i_ < LOGIC_OPS; i_++)                                            \
+            c0_ = ADD(c0_, q[i_]);                                                        \
+        c[0] = c0_;                                                                       \
+        c[1] = SUB(ADD(ADD(ADD(q[2], q[3]), q[6]), q[7]), ADD(ADD(ADD(q[8], q[9]), q[12]), q[13])); \
+        c[2] = SUB(ADD(ADD(ADD(q[4], q[5]), q[6]), q[7]), ADD(ADD(ADD(q[8], q[9]), q[10]), q[11])); \
+        T cab_ = SUB(q[1], q[2]);                                                         \
+        cab_ = SUB(cab_, q[4]);                                                           \
+        cab_ = SUB(cab_, MUL(SET1(2.0f), q[6]));                                          \
+        cab_ = SUB(cab_, q[7]);                                                           \
+        cab_ = ADD(cab_, q[8]);                                                           \
+        cab_ = ADD(cab_, MUL(SET1(2.0f), q[9]));                                          \
+        cab_ = ADD(cab_, q[11]);                                                          \
+        cab_ = ADD(cab_, q[13]);                                                          \
+        cab_ = SUB(cab_, q[14]);                                                          \
+        c[3] = cab_;                                                                      \
+    } while (0)
+
+/* r[i][j] -> r[j][i] for a 16 x 16 block of floats (moves only). */
+static FORCE_INLINE __attribute__((target("avx512f")))
+void transpose16_z(__m512 *r)
+{
+    __m512 t[16];
+    for (int i = 0; i < 8; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    /* r[4i + c], 128-bit block b: column 4b + c of rows 4i .. 4i+3 */
+    for (int i = 0; i < 4; i++) {
+        const __m512d a = _mm512_castps_pd(t[4 * i]), b = _mm512_castps_pd(t[4 * i + 1]);
+        const __m512d c = _mm512_castps_pd(t[4 * i + 2]), d = _mm512_castps_pd(t[4 * i + 3]);
+        r[4 * i] = _mm512_castpd_ps(_mm512_unpacklo_pd(a, c));
+        r[4 * i + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(a, c));
+        r[4 * i + 2] = _mm512_castpd_ps(_mm512_unpacklo_pd(b, d));
+        r[4 * i + 3] = _mm512_castpd_ps(_mm512_unpackhi_pd(b, d));
+    }
+    __m512 o[16];
+    for (int c = 0; c < 4; c++) {
+        const __m512 u0 = _mm512_shuffle_f32x4(r[c], r[4 + c], _MM_SHUFFLE(2, 0, 2, 0));
+        const __m512 u1 = _mm512_shuffle_f32x4(r[c], r[4 + c], _MM_SHUFFLE(3, 1, 3, 1));
+        const __m512 u2 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], _MM_SHUFFLE(2, 0, 2, 0));
+        const __m512 u3 = _mm512_shuffle_f32x4(r[8 + c], r[12 + c], _MM_SHUFFLE(3, 1, 3, 1));
+        o[c] = _mm512_shuffle_f32x4(u0, u2, _MM_SHUFFLE(2, 0, 2, 0));
+        o[8 + c] = _mm512_shuffle_f32x4(u0, u2, _MM_SHUFFLE(3, 1, 3, 1));
+        o[4 + c] = _mm512_shuffle_f32x4(u1, u3, _MM_SHUFFLE(2, 0, 2, 0));
+        o[12 + c] = _mm512_shuffle_f32x4(u1, u3, _MM_SHUFFLE(3, 1, 3, 1));
+    }
+    for (int i = 0; i < 16; i++)
+        r[i] = o[i];
+}
+
+static __attribute__((target("avx512f")))
+void coeffs_z(const float *logits, size_t gates, float *p, float *coef)
+{
+    size_t g0 = 0;
+    for (; g0 + 16 <= gates; g0 += 16) {
+        const float *z = logits + g0 * LOGIC_OPS;
+        __m512 x[LOGIC_OPS];
+        for (int j = 0; j < LOGIC_OPS; j++)
+            x[j] = _mm512_loadu_ps(z + j * LOGIC_OPS);
+        transpose16_z(x);   /* x[j]: logit j of gates g0 .. g0+15 */
+        __m512 m = x[0];
+        for (int j = 1; j < LOGIC_OPS; j++)
+            m = _mm512_max_ps(m, x[j]);
+        __mmask16 ok = 0xFFFF;
+        for (int j = 0; j < LOGIC_OPS; j++) {
+            x[j] = _mm512_sub_ps(x[j], m);
+            ok &= _mm512_cmp_ps_mask(x[j], _mm512_set1_ps(EXP_LO), _CMP_GE_OQ);
+        }
+        if (ok != 0xFFFF) {
+            coeffs_gates_z(z, 16, p + g0 * LOGIC_OPS, coef + g0 * 4);
+            continue;
+        }
+        __m512 q[LOGIC_OPS];
+        for (int j = 0; j < LOGIC_OPS; j++) {
+            const __m256 lo = exp8_z(_mm512_castps512_ps256(x[j]));
+            const __m256 hi = exp8_z(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x[j]), 1)));
+            q[j] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(lo)),
+                                                       _mm256_castps_pd(hi), 1));
+        }
+        __m512 sum = q[0];
+        for (int j = 1; j < LOGIC_OPS; j++)
+            sum = _mm512_add_ps(sum, q[j]);
+        for (int j = 0; j < LOGIC_OPS; j++)
+            q[j] = _mm512_div_ps(q[j], sum);
+        __m512 c[4];
+        COEF_TERMS(__m512, _mm512_add_ps, _mm512_sub_ps, _mm512_mul_ps, _mm512_set1_ps, q, c);
+        transpose16_z(q);
+        for (int l = 0; l < 16; l++)
+            _mm512_storeu_ps(p + (g0 + (size_t)l) * LOGIC_OPS, q[l]);
+        float tc[4][16];
+        for (int k = 0; k < 4; k++)
+            _mm512_storeu_ps(tc[k], c[k]);
+        for (int l = 0; l < 16; l++)
+            for (int k = 0; k < 4; k++)
+                coef[(g0 + (size_t)l) * 4 + k] = tc[k][l];
+    }
+    coeffs_gates_z(logits + g0 * LOGIC_OPS, gates - g0, p + g0 * LOGIC_OPS, coef + g0 * 4);
+}
+
+/* r[i][j] -> r[j][i] for an 8 x 8 block of floats (moves only). */
+static FORCE_INLINE __attribute__((target("avx2")))
+void transpose8_y(__m256 *r)
+{
+    __m256 t[8], u[8];
+    for (int i = 0; i < 4; i++) {
+        t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int h = 0; h < 2; h++) {
+        u[4 * h] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * h + 1] = _mm256_shuffle_ps(t[4 * h], t[4 * h + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        u[4 * h + 2] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        u[4 * h + 3] = _mm256_shuffle_ps(t[4 * h + 1], t[4 * h + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int i = 0; i < 4; i++) {
+        r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
+        r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
+    }
+}
+
+static __attribute__((target("avx2")))
+void coeffs_y(const float *logits, size_t gates, float *p, float *coef)
+{
+    size_t g0 = 0;
+    for (; g0 + 8 <= gates; g0 += 8) {
+        const float *z = logits + g0 * LOGIC_OPS;
+        __m256 x[LOGIC_OPS];
+        for (int l = 0; l < 8; l++) {
+            x[l] = _mm256_loadu_ps(z + l * LOGIC_OPS);
+            x[8 + l] = _mm256_loadu_ps(z + l * LOGIC_OPS + 8);
+        }
+        transpose8_y(x);       /* x[j], j < 8: logit j of gates g0 .. g0+7 */
+        transpose8_y(x + 8);
+        __m256 m = x[0];
+        for (int j = 1; j < LOGIC_OPS; j++)
+            m = _mm256_max_ps(m, x[j]);
+        __m256 ok = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+        for (int j = 0; j < LOGIC_OPS; j++) {
+            x[j] = _mm256_sub_ps(x[j], m);
+            ok = _mm256_and_ps(ok, _mm256_cmp_ps(x[j], _mm256_set1_ps(EXP_LO), _CMP_GE_OQ));
+        }
+        if (_mm256_movemask_ps(ok) != 0xFF) {
+            coeffs_gates_y(z, 8, p + g0 * LOGIC_OPS, coef + g0 * 4);
+            continue;
+        }
+        __m256 q[LOGIC_OPS];
+        for (int j = 0; j < LOGIC_OPS; j++) {
+            const __m128 lo = exp4_y(_mm256_castps256_ps128(x[j]));
+            const __m128 hi = exp4_y(_mm256_extractf128_ps(x[j], 1));
+            q[j] = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+        }
+        __m256 sum = q[0];
+        for (int j = 1; j < LOGIC_OPS; j++)
+            sum = _mm256_add_ps(sum, q[j]);
+        for (int j = 0; j < LOGIC_OPS; j++)
+            q[j] = _mm256_div_ps(q[j], sum);
+        __m256 c[4];
+        COEF_TERMS(__m256, _mm256_add_ps, _mm256_sub_ps, _mm256_mul_ps, _mm256_set1_ps, q, c);
+        transpose8_y(q);
+        transpose8_y(q + 8);
+        for (int l = 0; l < 8; l++) {
+            _mm256_storeu_ps(p + (g0 + (size_t)l) * LOGIC_OPS, q[l]);
+            _mm256_storeu_ps(p + (g0 + (size_t)l) * LOGIC_OPS + 8, q[8 + l]);
+        }
+        float tc[4][8];
+        for (int k = 0; k < 4; k++)
+            _mm256_storeu_ps(tc[k], c[k]);
+        for (int l = 0; l < 8; l++)
+            for (int k = 0; k < 4; k++)
+                coef[(g0 + (size_t)l) * 4 + k] = tc[k][l];
+    }
+    coeffs_gates_y(logits + g0 * LOGIC_OPS, gates - g0, p + g0 * LOGIC_OPS, coef + g0 * 4);
+}
+
+/* logic_expand with the 16 ops of a gate on 16 lanes (AVX2: two times 8):
+ * lane j computes F_j with the columns of LOGIC_AFFINE as float vectors,
+ * the operations and their order as expand_scalar's; Y is expand_scalar's
+ * scalar expression, broadcast. */
+static __attribute__((target("avx512f")))
+void expand_z(float *dlogits, const float *stats, const float *p, const float *coef, size_t lo, size_t hi)
+{
+    float col[4][LOGIC_OPS];
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < LOGIC_OPS; j++)
+            col[k][j] = (float)LOGIC_AFFINE[j][k];
+    const __m512 A = _mm512_loadu_ps(col[0]), B = _mm512_loadu_ps(col[1]);
+    const __m512 C = _mm512_loadu_ps(col[2]), D = _mm512_loadu_ps(col[3]);
+    for (size_t g = lo; g < hi; g++) {
+        const float *S = stats + g * 4, *c = coef + g * 4;
+        const float Y = ((c[0] * S[0] + c[1] * S[1]) + c[2] * S[2]) + c[3] * S[3];
+        __m512 F = _mm512_add_ps(_mm512_mul_ps(A, _mm512_set1_ps(S[0])), _mm512_mul_ps(B, _mm512_set1_ps(S[1])));
+        F = _mm512_add_ps(F, _mm512_mul_ps(C, _mm512_set1_ps(S[2])));
+        F = _mm512_add_ps(F, _mm512_mul_ps(D, _mm512_set1_ps(S[3])));
+        const __m512 d = _mm512_mul_ps(_mm512_loadu_ps(p + g * LOGIC_OPS), _mm512_sub_ps(F, _mm512_set1_ps(Y)));
+        _mm512_storeu_ps(dlogits + g * LOGIC_OPS, d);
+    }
+}
+
+static __attribute__((target("avx2")))
+void expand_y(float *dlogits, const float *stats, const float *p, const float *coef, size_t lo, size_t hi)
+{
+    float col[4][LOGIC_OPS];
+    for (int k = 0; k < 4; k++)
+        for (int j = 0; j < LOGIC_OPS; j++)
+            col[k][j] = (float)LOGIC_AFFINE[j][k];
+    for (size_t g = lo; g < hi; g++) {
+        const float *S = stats + g * 4, *c = coef + g * 4;
+        const float Y = ((c[0] * S[0] + c[1] * S[1]) + c[2] * S[2]) + c[3] * S[3];
+        for (int h = 0; h < 2; h++) {
+            const __m256 A = _mm256_loadu_ps(col[0] + 8 * h), B = _mm256_loadu_ps(col[1] + 8 * h);
+            const __m256 C = _mm256_loadu_ps(col[2] + 8 * h), D = _mm256_loadu_ps(col[3] + 8 * h);
+            __m256 F = _mm256_add_ps(_mm256_mul_ps(A, _mm256_set1_ps(S[0])), _mm256_mul_ps(B, _mm256_set1_ps(S[1])));
+            F = _mm256_add_ps(F, _mm256_mul_ps(C, _mm256_set1_ps(S[2])));
+            F = _mm256_add_ps(F, _mm256_mul_ps(D, _mm256_set1_ps(S[3])));
+            const __m256 d = _mm256_mul_ps(_mm256_loadu_ps(p + g * LOGIC_OPS + 8 * h), _mm256_sub_ps(F, _mm256_set1_ps(Y)));
+            _mm256_storeu_ps(dlogits + g * LOGIC_OPS + 8 * h, d);
+        }
+    }
+}
+
+#endif /* LOGIC_X86 */
+
+void logic_expand(float *dlogits, const float *stats, const float *p, const float *coef, size_t lo, size_t hi)
+{
+    const int path = current_path();
+#if LOGIC_X86
+    if (path == PATH_AVX512) {
+        expand_z(dlogits, stats, p, coef, lo, hi);
+        return;
+    }
+    if (path == PATH_AVX2) {
+        expand_y(dlogits, stats, p, coef, lo, hi);
+        return;
+    }
+#endif
+    (void)path;
+    expand_scalar(dlogits, stats, p, coef, lo, hi);
+}
+
+void logic_exp_lanes(const double *x, double *out, size_t n)
+{
+    const int path = current_path();
+    for (size_t i = 0; i < n; i += 8) {
+        double a[8], r[8];
+        int vec = path != PATH_SCALAR;
+        for (size_t j = 0; j < 8; j++) {
+            a[j] = i + j < n ? x[i + j] : 0.0;
+            vec &= a[j] >= (double)EXP_LO && a[j] <= 0.0;
+        }
+#if LOGIC_X86
+        if (vec && path == PATH_AVX512)
+            exp_lanes_z(a, r);
+        else if (vec)
+            exp_lanes_y(a, r);
+        else
+#endif
+            for (size_t j = 0; j < 8; j++)
+                r[j] = dmath_exp(a[j]);
+        (void)vec;
+        for (size_t j = 0; j < 8 && i + j < n; j++)
+            out[i + j] = r[j];
+    }
+}
+
+void logic_coeffs(const float *logits, size_t gates, float *p, float *coef)
+{
+    const int path = current_path();
+#if LOGIC_X86
+    if (path == PATH_AVX512) {
+        coeffs_z(logits, gates, p, coef);
+        return;
+    }
+    if (path == PATH_AVX2) {
+        coeffs_y(logits, gates, p, coef);
+        return;
+    }
+#endif
+    (void)path;
+    for (size_t g = 0; g < gates; g++)
+        gate_coeffs_scalar(logits + g * LOGIC_OPS, p + g * LOGIC_OPS, coef + g * 4);
+}
+
+void logic_forward(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld)
+{
+    const int path = current_path();
+#if LOGIC_X86
+    if (path == PATH_AVX512) {
+        forward_z(y, x, L, coef, n, ld);
+        return;
+    }
+    if (path == PATH_AVX2) {
+        forward_y(y, x, L, coef, n, ld);
+        return;
+    }
+#endif
+    (void)path;
+    logic_forward_scalar(y, x, L, coef, n, ld);
+}
+
+void logic_backward(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
+                    const float *coef, size_t n, size_t ld, int accumulate)
+{
+    const int path = current_path();
+#if LOGIC_X86
+    if (path == PATH_AVX512) {
+        backward_z(dx, stats, dy, x, L, coef, n, ld, accumulate);
+        return;
+    }
+    if (path == PATH_AVX2) {
+        backward_y(dx, stats, dy, x, L, coef, n, ld, accumulate);
+        return;
+    }
+#endif
+    (void)path;
+    logic_backward_scalar(dx, stats, dy, x, L, coef, n, ld, accumulate);
+}

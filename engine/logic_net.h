@@ -1,0 +1,38 @@
+/* logic_net.h — the `logic` classification model: a difflogic network of
+ * two-input gate layers with a GroupSum head (../shared/reference/difflogic.md).
+ *
+ * Input: each feature v (a float in [0,1] from dataset_gather) becomes `bits`
+ * binary inputs, bit i = (v > (float)(i+1) / (float)(bits+1)), at input row
+ * feature·bits + i. Layers of gates of widths cfg->layers; layer l is wired
+ * by logic_wire_random or logic_wire_unique (cfg->wiring) with
+ * (cfg->seed, addr = l). Head: the last layer's width W must be a multiple
+ * of the class count k; logit_c = (Σ y_i over gates i in [c·W/k, (c+1)·W/k),
+ * increasing i, from 0.0f) / tau, softmax cross-entropy in binary64.
+ *
+ * Parameters: the 16 logits of every gate, layer by layer, gate by gate
+ * ([total gates][16]; the order of the parameter hash). Leaf buffer: the four
+ * gate statistics ([total gates][4], logic.h). Finish units are gates. The
+ * model trains on the batch mean: finish expands the summed statistics with
+ * logic_expand, then divides each logit gradient by (float)B (one float
+ * division per element). Evaluation is hard: argmax ops, 64 samples per
+ * machine word, predicted class = argmax of the group bit counts (lowest
+ * index on ties).
+ */
+#ifndef LS_LOGIC_NET_H
+#define LS_LOGIC_NET_H
+
+#include <stddef.h>
+
+#include "config.h"
+#include "dataset.h"
+#include "model.h"
+#include "status.h"
+
+/* A fully wired ls_model named "logic" (parts = 0: a leaf model). Uses cfg's
+ * layers, wiring, tau, bits, residual and seed; data gives the input width
+ * and the class count. max_leaf: the most samples one leaf call sees.
+ * LS_EINVAL (naming the field) for a bad shape, LS_ENOMEM. */
+ls_status logic_net_create(ls_model **out, const ls_config *cfg, const ls_dataset *data, size_t max_leaf,
+                           ls_err *err);
+
+#endif
