@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "logic_ca.h"
 #include "logic_net.h"
 #include "mlp.h"
 #include "simd.h"
@@ -147,6 +148,8 @@ ls_status model_create(ls_model **out, const ls_config *cfg, const ls_dataset *d
             return ls_fail(err, LS_EINVAL, "model mlp needs a data set (task %s has none)", cfg->task);
         return mlp_adapter_create(out, cfg, data, max_leaf, err);
     }
+    if (strcmp(cfg->model, "logic-ca") == 0)
+        return logic_ca_create(out, cfg, err);
     if (strcmp(cfg->model, "logic") == 0) {
         if (data == NULL)
             return ls_fail(err, LS_EINVAL, "model logic needs a data set (task %s has none)", cfg->task);

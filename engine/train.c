@@ -2,10 +2,12 @@
 #include "train.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../reduce/tree.h"
+#include "logic_ca.h"
 #include "dmath.h"
 #include "optim.h"
 #include "pool.h"
@@ -31,6 +33,11 @@ struct trainer {
     uint32_t *perm[2];          /* [N] permutations of two consecutive epochs */
     int64_t perm_epoch[2];      /* epoch held by perm[i], -1 when none */
     const float *sum;           /* tree sum of the current step */
+    /* Batch-mode models (parts > 0): every leaf of a step exists at once. */
+    float *leaf_store;          /* [n_leaves][leaf stride] */
+    float **leaf_ptrs;          /* [n_leaves] */
+    double *leaf_losses;        /* [n_leaves] */
+    size_t *worker_parts;       /* [threads] parts each worker ran in the last step */
     void (*test_hook)(void *);  /* test-only, see trainer_set_test_hook */
     void *test_hook_ctx;
 };
@@ -43,10 +50,13 @@ const char *trainer_data_dir(void)
 
 ls_status trainer_load_data(const ls_config *cfg, ls_dataset **data, ls_err *err)
 {
+    *data = NULL;
     if (strcmp(cfg->task, "fashion-mnist") == 0)
         return dataset_load_fashion(data, trainer_data_dir(), err);
     if (strcmp(cfg->task, "teacher") == 0)
         return dataset_make_teacher(data, err);
+    if (strcmp(cfg->task, "gol") == 0 || strcmp(cfg->task, "checkerboard") == 0)
+        return logic_ca_make_data(cfg, data, err);   /* checkerboard: none, start states are generated */
     return ls_fail(err, LS_EINVAL, "--task: unknown task '%s'", cfg->task);
 }
 
@@ -63,6 +73,10 @@ void trainer_destroy(trainer *t)
     free(t->scratch);
     free(t->ids);
     free(t->perm[0]);
+    free(t->leaf_store);
+    free(t->leaf_ptrs);
+    free(t->leaf_losses);
+    free(t->worker_parts);
     free(t);
 }
 
@@ -82,13 +96,15 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
     if (data == NULL) {
         if ((st = trainer_load_data(cfg, &t->owned_data, err)) != LS_OK)
             goto fail;
-        data = t->owned_data;
+        data = t->owned_data;   /* still NULL for tasks that generate their samples */
     }
+    uint64_t data_hash = data != NULL ? data->hash : 0;
     if (cfg->data_hash == 0) {
-        cfg->data_hash = data->hash;
-    } else if (cfg->data_hash != data->hash) {
+        cfg->data_hash = data_hash;
+    } else if (cfg->data_hash != data_hash) {
         st = ls_fail(err, LS_EMISMATCH, "data_hash: the config names data %llu but %s has %llu",
-                     (unsigned long long)cfg->data_hash, data->name, (unsigned long long)data->hash);
+                     (unsigned long long)cfg->data_hash, data != NULL ? data->name : cfg->task,
+                     (unsigned long long)data_hash);
         goto fail;
     }
     t->cfg = *cfg;
@@ -99,6 +115,30 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
 
     if ((st = model_create(&t->model, cfg, data, L, err)) != LS_OK)
         goto fail;
+    if (t->model->parts > 0) {
+        /* Leaves are the (sample, part) pairs, leaf s·R + r (DESIGN.md §2.1). */
+        t->n_leaves = B * t->model->parts;
+        if (t->unordered) {
+            st = ls_fail(err, LS_EINVAL, "--reduce: unordered is only for models whose leaves are sample groups");
+            goto fail;
+        }
+        size_t stride = (t->model->leaf_len + 15) / 16 * 16;
+        t->leaf_store = aligned_alloc(64, t->n_leaves * stride * sizeof(float) + 64);
+        t->leaf_ptrs = malloc(t->n_leaves * sizeof(float *));
+        t->leaf_losses = malloc(t->n_leaves * sizeof(double));
+        if (t->leaf_store == NULL || t->leaf_ptrs == NULL || t->leaf_losses == NULL) {
+            st = ls_fail(err, LS_ENOMEM, "trainer: cannot hold %zu leaves of %zu floats", t->n_leaves,
+                         t->model->leaf_len);
+            goto fail;
+        }
+        for (size_t i = 0; i < t->n_leaves; i++)
+            t->leaf_ptrs[i] = t->leaf_store + i * stride;
+    }
+    t->worker_parts = calloc((size_t)threads, sizeof(size_t));
+    if (t->worker_parts == NULL) {
+        st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
+        goto fail;
+    }
     if ((st = pool_create(&t->pool, threads, err)) != LS_OK)
         goto fail;
     if ((st = tree_reducer_create(&t->reducer, t->pool, t->model->leaf_len, t->n_leaves, err)) != LS_OK)
@@ -111,7 +151,7 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
     t->scratch_stride = (t->model->scratch_bytes + 63) / 64 * 64;
     t->scratch = aligned_alloc(64, (size_t)threads * t->scratch_stride + 64);
     t->ids = malloc(B * sizeof(uint32_t));
-    size_t N = data->train.n;
+    size_t N = data != NULL ? data->train.n : 1;
     t->perm[0] = malloc(2 * N * sizeof(uint32_t));
     if (t->params == NULL || t->scratch == NULL || t->ids == NULL || t->perm[0] == NULL) {
         st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
@@ -135,7 +175,10 @@ float *trainer_params_mut(trainer *t) { return t->params; }
 size_t trainer_n_params(const trainer *t) { return t->model->n_params; }
 int64_t trainer_steps_done(const trainer *t) { return t->done; }
 int trainer_threads(const trainer *t) { return pool_threads(t->pool); }
-const size_t *trainer_worker_leaves(const trainer *t) { return tree_worker_leaves(t->reducer); }
+const size_t *trainer_worker_leaves(const trainer *t)
+{
+    return t->model->parts > 0 ? t->worker_parts : tree_worker_leaves(t->reducer);
+}
 
 void *trainer_optim_state(trainer *t, size_t *bytes)
 {
@@ -169,6 +212,8 @@ static const uint32_t *trainer_perm(trainer *t, int64_t e)
 
 static void trainer_batch_ids(trainer *t, int64_t step)
 {
+    if (t->data == NULL)
+        return;   /* generated samples are addressed by (step, slot) */
     uint64_t N = t->data->train.n, B = t->cfg.batch;
     for (uint64_t j = 0; j < B; j++) {
         uint64_t q = (uint64_t)(step - 1) * B + j;
@@ -222,16 +267,59 @@ static void trainer_update_worker(void *ctx, int worker, int n_workers)
     optim_update(t->opt, t->params, t->grad, lo, hi);
 }
 
+/* ls_parallel for batch-mode models: parts on the pool, each call handed the
+ * scratch of the worker that runs it. */
+typedef struct {
+    trainer *t;
+    ls_part_fn fn;
+    void *ctx;
+} trainer_parts_job;
+
+static void trainer_part(void *arg, size_t part, int worker)
+{
+    trainer_parts_job *job = arg;
+    trainer *t = job->t;
+    t->worker_parts[worker]++;
+    job->fn(job->ctx, part, t->scratch + (size_t)worker * t->scratch_stride);
+}
+
+static void trainer_parallel_run(void *engine, size_t n_parts, ls_part_fn fn, void *ctx)
+{
+    trainer_parts_job job = { engine, fn, ctx };
+    pool_parallel_for(((trainer *)engine)->pool, n_parts, trainer_part, &job);
+}
+
+static ls_parallel trainer_parallel(trainer *t)
+{
+    ls_parallel par = { trainer_parallel_run, t };
+    return par;
+}
+
+/* The sum of every leaf of the step along the canonical tree. */
+static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err *err)
+{
+    if (t->model->parts == 0)
+        return t->unordered ? tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, total)
+                            : tree_reduce(t->reducer, trainer_leaf, t, &t->sum, total);
+    memset(t->worker_parts, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
+    ls_batch b = { t->data, t->data != NULL ? t->ids : NULL, t->cfg.batch, step, t->cfg.seed };
+    ls_parallel par = trainer_parallel(t);
+    ls_status st = t->model->batch_grad(t->model, t->params, &b, t->leaf_ptrs, t->leaf_losses, &par, err);
+    if (st != LS_OK)
+        return st;
+    return tree_reduce_buffers(t->reducer, t->leaf_ptrs, t->leaf_losses, &t->sum, total);
+}
+
 ls_status trainer_step(trainer *t, double *loss, ls_err *err)
 {
     int64_t step = t->done + 1;
     trainer_batch_ids(t, step);
     t->model->prepare(t->model, t->params);
     double total;
-    ls_status st = t->unordered ? tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, &total)
-                                : tree_reduce(t->reducer, trainer_leaf, t, &t->sum, &total);
+    ls_err e2 = { "" };
+    ls_status st = trainer_reduce(t, step, &total, &e2);
     if (st != LS_OK)
-        return ls_fail(err, st, "step %lld: reduction failed (%s)", (long long)step, ls_strerror(st));
+        return ls_fail(err, st, "step %lld: %s", (long long)step, e2.msg[0] ? e2.msg : ls_strerror(st));
     if (t->model->mean_loss)
         total = total / (double)t->cfg.batch;
     *loss = total;
@@ -263,8 +351,27 @@ static void trainer_eval_part(void *ctx, size_t part, int worker)
                                         t->scratch + (size_t)worker * t->scratch_stride);
 }
 
+ls_status trainer_metrics(trainer *t, ls_metric *out, size_t *n_out, ls_err *err)
+{
+    if (t->model->metrics != NULL) {
+        t->model->prepare(t->model, t->params);
+        ls_parallel par = trainer_parallel(t);
+        return t->model->metrics(t->model, t->params, t->data, &par, out, n_out, err);
+    }
+    double acc;
+    ls_status st = trainer_evaluate(t, &acc, err);
+    if (st != LS_OK)
+        return st;
+    snprintf(out[0].name, sizeof out[0].name, "test_acc");
+    out[0].value = acc;
+    *n_out = 1;
+    return LS_OK;
+}
+
 ls_status trainer_evaluate(trainer *t, double *accuracy, ls_err *err)
 {
+    if (t->model->eval == NULL || t->data == NULL)
+        return ls_fail(err, LS_EINVAL, "model %s has no test accuracy", t->model->name);
     size_t n = t->data->test.n, chunk = t->model->eval_chunk;
     size_t parts = (n + chunk - 1) / chunk;
     size_t *correct = calloc(parts ? parts : 1, sizeof *correct);

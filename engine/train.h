@@ -46,10 +46,15 @@ int trainer_threads(const trainer *t);
  * tasks). A NaN or infinite loss is LS_EDIVERGED and leaves θ unchanged. */
 ls_status trainer_step(trainer *t, double *loss, ls_err *err);
 
+/* The model's evaluation figures with the current parameters (test_acc for
+ * models with a test split; hard_acc, ... for the CA). *n_out <= LS_MAX_METRICS. */
+ls_status trainer_metrics(trainer *t, ls_metric *out, size_t *n_out, ls_err *err);
+
 /* Test accuracy (correct / test samples) with the current parameters. */
 ls_status trainer_evaluate(trainer *t, double *accuracy, ls_err *err);
 
-/* Leaves each worker computed in the last step ([trainer_threads]). */
+/* Leaves (or, for batch-mode models, parts) each worker computed in the last
+ * step ([trainer_threads]). */
 const size_t *trainer_worker_leaves(const trainer *t);
 
 /* The resumable state: parameters and optimiser state as two blocks. To

@@ -107,6 +107,7 @@ struct tree_reducer {
     size_t cap_depth;          /* stream buffers per worker besides its block's result */
 
     tree_block *plan;          /* [n_leaves] the default plan */
+    tree_block *unit;          /* [n_leaves] one block per leaf (tree_reduce_buffers) */
     size_t plan_blocks;
     size_t *block_at;          /* [n_leaves] index of the block starting at a leaf, or TREE_NONE */
     double *block_loss;        /* [n_leaves] */
@@ -193,7 +194,7 @@ ls_status tree_reducer_create(tree_reducer **out, pool *p, size_t len, size_t n_
     if (n_leaves == 0)
         return ls_fail(err, LS_EINVAL, "reduce: no leaves");
     int nw = pool_threads(p);
-    size_t bytes = sizeof(tree_reducer) + n_leaves * (sizeof(tree_block) + sizeof(size_t) + sizeof(double))
+    size_t bytes = sizeof(tree_reducer) + n_leaves * (2 * sizeof(tree_block) + sizeof(size_t) + sizeof(double))
                    + (size_t)nw * (sizeof(size_t) + sizeof(int));
     tree_reducer *r = calloc(1, bytes);
     if (r == NULL)
@@ -204,11 +205,16 @@ ls_status tree_reducer_create(tree_reducer **out, pool *p, size_t len, size_t n_
     r->stride = (len + TREE_ALIGN_FLOATS - 1) / TREE_ALIGN_FLOATS * TREE_ALIGN_FLOATS;
     r->n_leaves = n_leaves;
     r->plan = (tree_block *)(r + 1);
-    r->block_at = (size_t *)(r->plan + n_leaves);
+    r->unit = r->plan + n_leaves;
+    r->block_at = (size_t *)(r->unit + n_leaves);
     r->block_loss = (double *)(r->block_at + n_leaves);
     r->worker_leaves = (size_t *)(r->block_loss + n_leaves);
     r->worker_high = (int *)(r->worker_leaves + nw);
 
+    for (size_t i = 0; i < n_leaves; i++) {
+        r->unit[i].first = i;
+        r->unit[i].count = 1;
+    }
     size_t bs = tree_block_size(n_leaves, nw);
     for (size_t first = 0; first < n_leaves; first += bs) {
         r->plan[r->plan_blocks].first = first;
@@ -287,7 +293,14 @@ typedef struct {
     tree_leaf_fn fn;
     void *ctx;
     float *result;      /* set for the combine phase */
+    float *const *bufs; /* block results given by the caller instead of the reducer's slots */
+    const double *losses;
 } tree_job;
+
+static float *tree_block_buf(const tree_job *job, size_t i)
+{
+    return job->bufs != NULL ? job->bufs[i] : tree_slot(job->r, i);
+}
 
 static void tree_blocks_worker(void *arg, int worker, int n_workers)
 {
@@ -325,7 +338,7 @@ static float *tree_combine(const tree_job *job, size_t l, size_t n, size_t lo, s
     const tree_reducer *r = job->r;
     size_t i = r->block_at[l];
     if (i != TREE_NONE && job->blocks[i].count == n)
-        return tree_slot(r, i);
+        return tree_block_buf(job, i);
     size_t k = tree_split(n);
     float *a = tree_combine(job, l, k, lo, hi);
     float *b = tree_combine(job, l + k, n - k, lo, hi);
@@ -338,7 +351,7 @@ static double tree_combine_loss(const tree_job *job, size_t l, size_t n)
     const tree_reducer *r = job->r;
     size_t i = r->block_at[l];
     if (i != TREE_NONE && job->blocks[i].count == n)
-        return r->block_loss[i];
+        return job->losses != NULL ? job->losses[i] : r->block_loss[i];
     size_t k = tree_split(n);
     double a = tree_combine_loss(job, l, k);
     double b = tree_combine_loss(job, l + k, n - k);
@@ -381,7 +394,7 @@ ls_status tree_reduce_plan(tree_reducer *r, const tree_block *blocks, size_t n_b
     st = tree_reserve(r, n_blocks, depth, &err);
     if (st != LS_OK)
         return st;
-    tree_job job = { r, blocks, n_blocks, fn, ctx, NULL };
+    tree_job job = { r, blocks, n_blocks, fn, ctx, NULL, NULL, NULL };
     pool_run(r->pool, tree_blocks_worker, &job);
     if (n_blocks == 1) {
         job.result = tree_slot(r, 0);
@@ -396,6 +409,23 @@ ls_status tree_reduce_plan(tree_reducer *r, const tree_block *blocks, size_t n_b
 ls_status tree_reduce(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float **sum, double *loss)
 {
     return tree_reduce_plan(r, r->plan, r->plan_blocks, fn, ctx, sum, loss);
+}
+
+ls_status tree_reduce_buffers(tree_reducer *r, float *const *bufs, const double *losses, const float **sum,
+                              double *loss)
+{
+    /* Every leaf is its own block. */
+    size_t n = r->n_leaves;
+    for (size_t i = 0; i < n; i++)
+        r->block_at[i] = i;
+    tree_job job = { r, r->unit, n, NULL, NULL, NULL, bufs, losses };
+    if (n == 1)
+        job.result = bufs[0];
+    else
+        pool_run(r->pool, tree_top_worker, &job);
+    *sum = job.result;
+    *loss = tree_combine_loss(&job, 0, n);
+    return LS_OK;
 }
 
 /* --- the unordered foil --------------------------------------------------- */

@@ -99,6 +99,12 @@ ls_status tree_reduce(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float *
  * aligned blocks (else LS_EINVAL). Any valid plan gives the same bits. */
 ls_status tree_reduce_plan(tree_reducer *r, const tree_block *blocks, size_t n_blocks,
                            tree_leaf_fn fn, void *ctx, const float **sum, double *loss);
+/* Sum leaf buffers that already exist (models that compute a whole batch in
+ * phases): bufs[i] holds leaf i (n_leaves of them, len floats each), losses[i]
+ * its loss. Combined along the canonical tree in parallel over chunks, in
+ * place: the buffers are overwritten and *sum points into one of them. */
+ls_status tree_reduce_buffers(tree_reducer *r, float *const *bufs, const double *losses, const float **sum,
+                              double *loss);
 /* Benchmark foil: worker w sums leaves [w·n/T, (w+1)·n/T) into its own
  * accumulator; accumulators are added in worker order. Bits depend on T. */
 ls_status tree_reduce_unordered(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float **sum,

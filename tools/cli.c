@@ -11,7 +11,11 @@
 int64_t cli_default_steps(const char *task)
 {
     if (strcmp(task, "fashion-mnist") == 0)
-        return 469;   /* one epoch at batch 128 */
+        return 469;    /* one epoch at batch 128 */
+    if (strcmp(task, "gol") == 0)
+        return 3000;   /* the notebook's */
+    if (strcmp(task, "checkerboard") == 0)
+        return 1000;   /* past the notebook's 500: the plateau can last a few hundred steps */
     return 200;
 }
 
@@ -91,17 +95,24 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
     a->threads[0] = pool_online_cpus();
     ls_status st = LS_OK;
 
-    /* First pass: --task and --model choose the defaults the other flags override. */
+    /* First pass: --task and --model choose the defaults the other flags
+     * override, and so does --async (the asynchronous checkerboard has its
+     * own grid, rollout length and batch). */
     const char *task = "fashion-mnist", *model = NULL;
+    int async = 0;
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i];
         if (strncmp(s, "--task", 6) == 0 && (s[6] == '\0' || s[6] == '='))
             task = s[6] == '=' ? s + 7 : (i + 1 < argc ? argv[i + 1] : "");
         else if (strncmp(s, "--model", 7) == 0 && (s[7] == '\0' || s[7] == '='))
             model = s[7] == '=' ? s + 8 : (i + 1 < argc ? argv[i + 1] : "");
+        else if (strcmp(s, "--async") == 0 || strcmp(s, "--async=1") == 0)
+            async = 1;
     }
     if (accept & CLI_CONFIG) {
         if ((st = config_defaults(&a->cfg, task, model, err)) != LS_OK)
+            return st;
+        if (async && (st = config_set(&a->cfg, "async", "1", 1, err)) != LS_OK)
             return st;
     }
 
@@ -180,7 +191,10 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
             a->reps = (int)n;
         } else if ((accept & CLI_CONFIG) && config_has_key(name + 2) && strcmp(name, "--data-hash") != 0
                    && strcmp(name, "--format") != 0) {
-            if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
+            /* A switch alone ("--async", "--periodic") means on; "--periodic=0" turns it off. */
+            if (config_key_is_switch(name + 2) && eq == NULL)
+                v = "1";
+            else if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
                 return st;
             if ((st = config_set(&a->cfg, name + 2, v, 1, err)) != LS_OK)
                 return st;

@@ -86,8 +86,10 @@ int cmd_resume(int argc, char **argv)
     else
         printf("resume: run %lld from step 0 (no checkpoint)\n", (long long)id);
     printf("resume: recomputed %lld recorded steps: identical\n", (long long)r.recomputed);
-    printf("resume: run %lld, %lld steps, %s, final loss %.6f, test_acc %.4f, %.0f samples/s, trajectory %016llx\n",
-           (long long)id, (long long)r.steps_done, r.status, r.last_loss, r.test_acc, r.samples_per_second,
+    char figures[256];
+    printf("resume: run %lld, %lld steps, %s, final loss %.6f, %s, %.0f samples/s, trajectory %016llx\n",
+           (long long)id, (long long)r.steps_done, r.status, r.last_loss,
+           run_format_metrics(&r, figures, sizeof figures), r.samples_per_second,
            (unsigned long long)r.traj_hash);
     return EXIT_OK;
 }

@@ -22,8 +22,14 @@ static void train_usage(void)
          "                      [--threads N] [--db FILE] [--name NAME] [--eval-every K] [--no-progress]\n"
          "                      [--checkpoint-every K [--checkpoint-dir DIR]] [model/optimiser flags]\n"
          "Trains one run and records every step (loss, parameter hash, trajectory hash) in the database.\n"
-         "Tasks: fashion-mnist (default; model mlp), teacher (a small synthetic task; model mlp).\n"
-         "  --steps N        steps to train (default: one epoch for fashion-mnist, 200 for teacher)\n"
+         "Tasks and models:\n"
+         "  fashion-mnist    Fashion-MNIST (default task); model mlp (default) or logic (a logic gate network)\n"
+         "  teacher          a small synthetic task; model mlp (default) or logic\n"
+         "  gol              Game of Life from the 512 3x3 boards; model logic-ca (a logic cellular automaton)\n"
+         "  checkerboard     grow a checkerboard on a 16x16 grid in 20 steps; model logic-ca; --async for\n"
+         "                   the asynchronous variant (14x14, 50 steps, cells fire with probability 0.6)\n"
+         "  --steps N        steps to train (default: one epoch for fashion-mnist, 3000 for gol, 1000 for\n"
+         "                   checkerboard, 200 for teacher)\n"
          "  --threads N      worker threads (default: online CPUs); never changes the bits\n"
          "  --db FILE        SQLite record (default runs.db)\n"
          "  --name NAME      a unique name for the run (default run-<id>)\n"
@@ -42,9 +48,11 @@ static void train_usage(void)
 
 static void print_result(const char *what, const run_result *r, const ls_config *cfg)
 {
-    printf("%s: run %lld, %lld steps, %s, final loss %.6f, test_acc %.4f, %.0f samples/s, "
+    char figures[256];
+    printf("%s: run %lld, %lld steps, %s, final loss %.6f, %s, %.0f samples/s, "
            "trajectory %016llx\n",
-           what, (long long)r->run_id, (long long)r->steps_done, r->status, r->last_loss, r->test_acc,
+           what, (long long)r->run_id, (long long)r->steps_done, r->status, r->last_loss,
+           run_format_metrics(r, figures, sizeof figures),
            r->samples_per_second, (unsigned long long)r->traj_hash);
     (void)cfg;
 }
@@ -141,7 +149,7 @@ int cmd_equiv(int argc, char **argv)
     uint64_t traj[CLI_MAX_THREADS_LIST];
     int rc = EXIT_OK;
     double sps[CLI_MAX_THREADS_LIST];
-    printf("%-8s %-8s %-10s %-12s %-10s %-18s\n", "threads", "run", "status", "samples/s", "test_acc", "trajectory");
+    printf("%-8s %-8s %-10s %-12s %-20s %-18s\n", "threads", "run", "status", "samples/s", "evaluation", "trajectory");
     for (int i = 0; i < a.n_threads; i++) {
         char name[160];
         if (a.name != NULL)
@@ -159,8 +167,11 @@ int cmd_equiv(int argc, char **argv)
         ids[i] = r.run_id;
         traj[i] = r.traj_hash;
         sps[i] = r.samples_per_second;
-        printf("%-8d %-8lld %-10s %-12.0f %-10.4f %016llx\n", a.threads[i], (long long)r.run_id, r.status,
-               r.samples_per_second, r.test_acc, (unsigned long long)r.traj_hash);
+        char figure[64] = "-";
+        if (r.n_metrics > 0)
+            snprintf(figure, sizeof figure, "%s %.4f", r.metrics[0].name, r.metrics[0].value);
+        printf("%-8d %-8lld %-10s %-12.0f %-20s %016llx\n", a.threads[i], (long long)r.run_id, r.status,
+               r.samples_per_second, figure, (unsigned long long)r.traj_hash);
         fflush(stdout);
     }
     if (rc == EXIT_OK) {

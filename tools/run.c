@@ -294,14 +294,32 @@ static ls_status run_checkpoint(run_ctx *c, int64_t step, ls_err *err)
 
 static ls_status run_record_eval(run_ctx *c, ls_err *err)
 {
-    double acc;
-    ls_status st = trainer_evaluate(c->t, &acc, err);
+    run_result *r = c->r;
+    ls_status st = trainer_metrics(c->t, r->metrics, &r->n_metrics, err);
     if (st != LS_OK)
         return st;
-    c->r->test_acc = acc;
-    if (c->db != NULL)
-        return runlog_eval(c->db, c->r->run_id, trainer_steps_done(c->t), "test_acc", acc, err);
+    /* The first figure (test_acc, or hard_acc for the CA) is the headline. */
+    r->test_acc = r->n_metrics > 0 ? r->metrics[0].value : -1;
+    for (size_t i = 0; i < r->n_metrics && c->db != NULL; i++)
+        if ((st = runlog_eval(c->db, r->run_id, trainer_steps_done(c->t), r->metrics[i].name, r->metrics[i].value,
+                              err)) != LS_OK)
+            return st;
     return LS_OK;
+}
+
+const char *run_format_metrics(const run_result *r, char *buf, size_t len)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < r->n_metrics && at < len; i++) {
+        int n = snprintf(buf + at, len - at, "%s%s %.4f", i ? ", " : "", r->metrics[i].name, r->metrics[i].value);
+        if (n < 0)
+            break;
+        at += (size_t)n;
+    }
+    if (r->n_metrics == 0)
+        snprintf(buf, len, "not evaluated");
+    return buf;
 }
 
 static int same_step(const ls_step *a, const ls_step *b)

@@ -11,6 +11,7 @@
 
 #include "../engine/config.h"
 #include "../engine/dataset.h"
+#include "../engine/model.h"
 #include "../engine/status.h"
 #include "../record/hash.h"
 #include "../record/runlog.h"
@@ -99,7 +100,9 @@ typedef struct {
     double hash_seconds;        /* wall time hashing parameters and trajectory */
     double record_seconds;      /* wall time writing the SQLite record (steps and end) */
     double samples_per_second;
-    double test_acc;            /* -1 when not evaluated */
+    double test_acc;            /* the first evaluation figure; -1 when not evaluated */
+    ls_metric metrics[LS_MAX_METRICS];   /* every figure of the last evaluation */
+    size_t n_metrics;
     char status[16];
     int busy_workers;           /* workers that computed leaves in the last step */
     int64_t checkpoints;        /* checkpoints written */
@@ -113,6 +116,8 @@ typedef struct {
 } run_result;
 
 ls_status run_train(const run_opts *o, run_result *r, ls_err *err);
+/* "test_acc 0.8794" or "hard_acc 1.0000, hard_acc_64 1.0000" into buf. */
+const char *run_format_metrics(const run_result *r, char *buf, size_t len);
 
 /* Continues run `run_id` of o->db from its newest checkpoint (or from step 0
  * when it has none): recreates the trainer from the recorded config at

@@ -1,0 +1,988 @@
+/* logic_ca.c — the differentiable logic cellular automaton (logic_ca.h): the
+ * model behind ls_model's batch mode, its two tasks and its hard circuit.
+ *
+ * Memory. The model owns, allocated once at create for the configured batch:
+ * the wiring, the neighbour table, the softmax/coefficients of the current
+ * step, and the per-batch arrays that outlive a phase (state history,
+ * targets, gradient patches, gradients of the states). A part's working set
+ * — the activations of one CA step of its cells and two gradient buffers —
+ * lives in the per-call scratch, so parts never share a writable byte: a
+ * part writes only its own cells' entries of the per-batch arrays and reads
+ * other parts' entries only in a later phase.
+ *
+ * Layout of a part's activations (logic.h: rows of ld floats, one lane per
+ * cell): the perception runs with lanes (c, i) = c·nc + i, every channel's
+ * cells side by side (the kernel logits are shared by the channels, so a
+ * channel is just more lanes), ldp = nc·C rounded up to 16; the update
+ * network runs with lanes i = the part's nc cells, ldu = nc rounded up to 16.
+ * Row blocks: perception [9 patch rows | layer 0 out | layer 1 out | ...],
+ * update [C + C·S·K inputs | layer 0 out | ...]. The per-batch arrays are
+ * channel planes, [C][G²], so a part's cells of one channel are contiguous.
+ *
+ * Backward through neighbours. The gradient with respect to a neighbour's
+ * state belongs to another part, so the backward of step t stores, per cell n
+ * and patch position p, the gradient w.r.t. the state of the cell at position
+ * p of n's patch (dpatch[p][c][n]), and the gradient through the cell's own
+ * input rows (down[c][n]). In the phase of step t−1 each part gathers its
+ * cells' gradient d_state_t[c][n] = down[c][n] + Σ_{p=0..8} dpatch[p][c][m_p]
+ * (m_p = the cell whose position p covers n, i.e. n's neighbour at position
+ * 8−p; borders: wrap or nothing) + (async, n did not fire at step t)
+ * d_state_{t+1}[c][n], in that order. dpatch is double-buffered by the parity
+ * of t because step t−1's phase writes it while reading step t's.
+ */
+#include "logic_ca.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "rng.h"
+
+#define CA_ALIGN 64
+
+/* Patch positions read as input a by kernel layer 1 (the centre, 4, is b). */
+static const uint32_t CA_NB[8] = { 0, 1, 2, 3, 5, 6, 7, 8 };
+
+enum { PH_FWD = 0, PH_LAST = 1, PH_BWD = 2 };
+
+typedef struct {
+    ls_config cfg;
+    size_t C, K, S, G, N, R, T, B, np, nu;
+    size_t uin;               /* update input rows: C + C·S·K */
+    int periodic, async, gol;
+    float fire_rate;
+    logic_ca_hard net;        /* shape and wiring (ops NULL) */
+    /* scratch plan (per part, sized for the largest part) */
+    size_t prow[CONFIG_MAX_PERCEPTION];   /* first row of kernel layer l's output */
+    size_t urow[CONFIG_MAX_LAYERS];       /* first row of update layer j's output */
+    size_t prows, urows;      /* rows of each block */
+    size_t max_nc;
+    size_t off_pa, off_ua, off_d0, off_d1, off_mask;   /* byte offsets in the scratch */
+
+    uint32_t *wires;          /* [2][gates]: net.a, net.b */
+    size_t *row_lo;           /* [R + 1] first grid row of each part */
+    int32_t *nbr;             /* [9][N]: the cell at patch position p of cell n, or −1 */
+    float *p, *coef;          /* [gates][16], [gates][4]: set by prepare */
+    /* per batch */
+    float *state;             /* [T + 1][B][C][N] state_t of every sample */
+    float *target;            /* [B][N] channel-0 target */
+    float *dpatch;            /* [2][B][9][C][N] see the header comment */
+    float *down;              /* [B][C][N] */
+    float *dstate;            /* [B][C][N] d loss / d state_{t+1}, own cells */
+    void *tables, *coefmem, *batchmem;
+} logic_ca;
+
+static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
+static size_t round_bytes(size_t n) { return (n + CA_ALIGN - 1) / CA_ALIGN * CA_ALIGN; }
+
+static void *alloc_aligned(size_t bytes)
+{
+    return aligned_alloc(CA_ALIGN, round_bytes(bytes ? bytes : 1));
+}
+
+/* ---- Tasks ---- */
+
+void logic_ca_life_step(uint8_t *next, const uint8_t *cur, size_t width, size_t height, int periodic)
+{
+    for (size_t y = 0; y < height; y++)
+        for (size_t x = 0; x < width; x++) {
+            int n = 0;
+            for (int dy = -1; dy <= 1; dy++)
+                for (int dx = -1; dx <= 1; dx++) {
+                    if (dy == 0 && dx == 0)
+                        continue;
+                    long ny = (long)y + dy, nx = (long)x + dx;
+                    if (periodic) {
+                        ny = (ny + (long)height) % (long)height;
+                        nx = (nx + (long)width) % (long)width;
+                    } else if (ny < 0 || nx < 0 || ny >= (long)height || nx >= (long)width) {
+                        continue;
+                    }
+                    n += cur[(size_t)ny * width + (size_t)nx] != 0;
+                }
+            const int alive = cur[y * width + x] != 0;
+            next[y * width + x] = (uint8_t)(n == 3 || (alive && n == 2));
+        }
+}
+
+int logic_ca_checkerboard_target(size_t x, size_t y)
+{
+    return (int)((x / 2 + y / 2) % 2);
+}
+
+void logic_ca_start_state(float *state, size_t channels, size_t cells, uint64_t seed, int64_t step, size_t sample)
+{
+    for (size_t c = 0; c < channels; c++)
+        for (size_t n = 0; n < cells; n++)
+            state[c * cells + n] =
+                rng_uniformf(seed, RNG_CA_START, (uint64_t)step, sample, n * channels + c) < 0.5f ? 1.0f : 0.0f;
+}
+
+/* The board after `steps` life steps on a 3×3 grid. */
+static void gol_target(uint8_t out[9], const uint8_t board[9], size_t steps, int periodic)
+{
+    uint8_t a[9], b[9];
+    for (int j = 0; j < 9; j++)
+        a[j] = board[j] != 0;
+    for (size_t u = 0; u < steps; u++) {
+        logic_ca_life_step(b, a, 3, 3, periodic);
+        memcpy(a, b, sizeof a);
+    }
+    memcpy(out, a, 9);
+}
+
+ls_status logic_ca_make_data(const ls_config *cfg, ls_dataset **out, ls_err *err)
+{
+    *out = NULL;
+    if (strcmp(cfg->task, "checkerboard") == 0)
+        return LS_OK;
+    if (strcmp(cfg->task, "gol") != 0)
+        return ls_fail(err, LS_EINVAL, "logic-ca: task '%s' has no data set (gol or checkerboard)", cfg->task);
+    const size_t n = LOGIC_CA_GOL_BOARDS, dim = 9;
+    ls_dataset *d = calloc(1, sizeof *d);
+    uint8_t *mem = d != NULL ? malloc(n * dim + n) : NULL;
+    if (mem == NULL) {
+        free(d);
+        return ls_fail(err, LS_ENOMEM, "gol data set: out of memory");
+    }
+    uint8_t *x = mem, *y = mem + n * dim;
+    for (size_t b = 0; b < n; b++)
+        for (size_t j = 0; j < dim; j++)
+            x[b * dim + j] = (uint8_t)((b >> j) & 1);
+    memset(y, 0, n);
+    snprintf(d->name, sizeof d->name, "%s", "gol");
+    d->n_classes = 0;
+    d->hash = XXH3_64bits(x, n * dim);
+    d->train = (ls_split){ .n = n, .dim = dim, .x8 = x, .xf = NULL, .y = y };
+    d->test = d->train;
+    d->mem = mem;
+    *out = d;
+    return LS_OK;
+}
+
+/* ---- Wiring ---- */
+
+/* Fill net's shape (widths, offsets, layers pointing into a/b) from cfg and
+ * wire it; a and b must hold net->gates entries. */
+static ls_status wire_net(logic_ca_hard *net, const ls_config *cfg, ls_err *err)
+{
+    const size_t C = cfg->channels, K = cfg->kernels, np = cfg->n_perception, nu = cfg->n_layers;
+    const size_t S = cfg->perception[np - 1];
+    const uint64_t seed = cfg->seed;
+    uint32_t perm[8];
+    rng_permutation(perm, 8, seed, RNG_WIRING, LOGIC_CA_PERM_ADDR);
+    for (size_t l = 0; l < np + nu; l++) {
+        logic_layer *L = &net->layer[l];
+        const size_t off = net->gate_off[l];
+        uint32_t *a = net->a + off, *b = net->b + off;
+        L->a = a;
+        L->b = b;
+        if (l == 0) {
+            L->in = 9;
+            L->out = K * 8;
+            for (size_t k = 0; k < K; k++)
+                for (size_t g = 0; g < 8; g++) {
+                    a[k * 8 + g] = CA_NB[perm[g]];
+                    b[k * 8 + g] = 4;
+                }
+        } else if (l < np) {
+            const size_t win = cfg->perception[l - 1], w = cfg->perception[l];
+            L->in = K * win;
+            L->out = K * w;
+            ls_err e = { { 0 } };
+            ls_status st = logic_wire_unique(a, b, win, w, seed, l, &e);
+            if (st != LS_OK)
+                return ls_fail(err, st, "perception: kernel layer %zu (%zu -> %zu): %s", l + 1, win, w, e.msg);
+            /* Kernel k reads its own block of the previous layer; kernel 0's
+             * copy (offset 0) is already in place, so fill the others from it. */
+            for (size_t k = K; k-- > 1;)
+                for (size_t g = 0; g < w; g++) {
+                    a[k * w + g] = a[g] + (uint32_t)(k * win);
+                    b[k * w + g] = b[g] + (uint32_t)(k * win);
+                }
+        } else {
+            const size_t j = l - np;
+            const size_t in = j == 0 ? C + C * S * K : cfg->layers[j - 1];
+            L->in = in;
+            L->out = cfg->layers[j];
+            ls_err e = { { 0 } };
+            ls_status st = logic_wire_unique(a, b, in, cfg->layers[j], seed, CONFIG_MAX_PERCEPTION + j, &e);
+            if (st != LS_OK)
+                return ls_fail(err, st, "layers: update layer %zu (%zu -> %zu): %s", j + 1, in, cfg->layers[j],
+                               e.msg);
+        }
+    }
+    return LS_OK;
+}
+
+/* Shape of the circuit: widths and gate offsets. */
+static void net_shape(logic_ca_hard *net, const ls_config *cfg)
+{
+    memset(net, 0, sizeof *net);
+    net->channels = cfg->channels;
+    net->kernels = cfg->kernels;
+    net->n_perception = cfg->n_perception;
+    net->n_update = cfg->n_layers;
+    net->n_layers = cfg->n_perception + cfg->n_layers;
+    size_t g = 0;
+    for (size_t l = 0; l < net->n_layers; l++) {
+        net->gate_off[l] = g;
+        if (l < net->n_perception) {
+            net->width[l] = cfg->perception[l];
+            g += cfg->kernels * cfg->perception[l];
+        } else {
+            net->width[l] = cfg->layers[l - net->n_perception];
+            g += net->width[l];
+        }
+    }
+    net->gate_off[net->n_layers] = g;
+    net->gates = g;
+}
+
+/* ---- The hard circuit ---- */
+
+/* The circuit's structure is consistent (for hand-built circuits). */
+static ls_status hard_check(const logic_ca_hard *h, ls_err *err)
+{
+    if (h->channels == 0 || h->kernels == 0 || h->n_perception == 0 || h->n_update == 0 ||
+        h->n_layers != h->n_perception + h->n_update || h->n_layers > LOGIC_CA_MAX_LAYERS)
+        return ls_fail(err, LS_EINVAL, "logic-ca circuit: bad shape (%zu channels, %zu kernels, %zu+%zu layers)",
+                       h->channels, h->kernels, h->n_perception, h->n_update);
+    const size_t C = h->channels, K = h->kernels, S = h->width[h->n_perception - 1];
+    for (size_t l = 0; l < h->n_layers; l++) {
+        const logic_layer *L = &h->layer[l];
+        size_t in, out;
+        if (l < h->n_perception) {
+            in = l == 0 ? 9 : K * h->width[l - 1];
+            out = K * h->width[l];
+        } else {
+            in = l == h->n_perception ? C + C * S * K : h->width[l - 1];
+            out = h->width[l];
+        }
+        if (L->in != in || L->out != out || h->gate_off[l + 1] - h->gate_off[l] != out)
+            return ls_fail(err, LS_EINVAL, "logic-ca circuit: layer %zu is %zu -> %zu, expected %zu -> %zu", l,
+                           L->in, L->out, in, out);
+        for (size_t g = 0; g < out; g++)
+            if (L->a[g] >= in || L->b[g] >= in || h->ops[h->gate_off[l] + g] > 15)
+                return ls_fail(err, LS_EINVAL, "logic-ca circuit: gate %zu of layer %zu reads outside its input", g,
+                               l);
+    }
+    if (h->width[h->n_layers - 1] != C)
+        return ls_fail(err, LS_EINVAL, "logic-ca circuit: the last layer has %zu gates for %zu channels",
+                       h->width[h->n_layers - 1], C);
+    return LS_OK;
+}
+
+static void hard_rows(const logic_ca_hard *h, size_t *prows, size_t *urows)
+{
+    size_t p = 9, u = h->layer[h->n_perception].in;
+    for (size_t l = 0; l < h->n_layers; l++) {
+        if (l < h->n_perception)
+            p += h->layer[l].out;
+        else
+            u += h->layer[l].out;
+    }
+    *prows = p;
+    *urows = u;
+}
+
+static size_t hard_work_words(const logic_ca_hard *h, size_t lanes)
+{
+    size_t prows, urows;
+    hard_rows(h, &prows, &urows);
+    return (prows + urows) * ((lanes + 63) / 64);
+}
+
+static uint8_t bit_of(const uint64_t *row, size_t lane)
+{
+    return (uint8_t)((row[lane >> 6] >> (lane & 63)) & 1);
+}
+
+/* One hard step of `count` grids side by side: in, out [count][C][H][W],
+ * mask [count][H][W] or NULL; lanes = (grid, cell). */
+static void hard_run(const logic_ca_hard *h, uint8_t *out, const uint8_t *in, size_t count, size_t W, size_t H,
+                     int periodic, const uint8_t *mask, uint64_t *work)
+{
+    const size_t C = h->channels, K = h->kernels, np = h->n_perception, S = h->width[np - 1];
+    const size_t cells = W * H, lanes = count * cells, words = (lanes + 63) / 64;
+    size_t prows, urows;
+    hard_rows(h, &prows, &urows);
+    uint64_t *P = work, *U = work + prows * words;
+    size_t plast = 0;
+    for (size_t c = 0; c < C; c++) {
+        memset(P, 0, 9 * words * sizeof *P);
+        for (size_t g = 0; g < count; g++) {
+            const uint8_t *src = in + (g * C + c) * cells;
+            for (size_t y = 0; y < H; y++)
+                for (size_t x = 0; x < W; x++) {
+                    const size_t lane = g * cells + y * W + x;
+                    for (size_t p = 0; p < 9; p++) {
+                        long ny = (long)y + (long)(p / 3) - 1, nx = (long)x + (long)(p % 3) - 1;
+                        if (periodic) {
+                            ny = (ny + (long)H) % (long)H;
+                            nx = (nx + (long)W) % (long)W;
+                        } else if (ny < 0 || nx < 0 || ny >= (long)H || nx >= (long)W) {
+                            continue;
+                        }
+                        if (src[(size_t)ny * W + (size_t)nx])
+                            P[p * words + (lane >> 6)] |= UINT64_C(1) << (lane & 63);
+                    }
+                }
+        }
+        size_t rin = 0, rout = 9;
+        for (size_t l = 0; l < np; l++) {
+            logic_hard_forward(P + rout * words, P + rin * words, &h->layer[l], h->ops + h->gate_off[l], words);
+            rin = rout;
+            rout += h->layer[l].out;
+        }
+        plast = rin;
+        for (size_t s = 0; s < S; s++)
+            for (size_t k = 0; k < K; k++)
+                memcpy(U + (C + c * S * K + s * K + k) * words, P + (plast + k * S + s) * words,
+                       words * sizeof *U);
+    }
+    memset(U, 0, C * words * sizeof *U);
+    for (size_t g = 0; g < count; g++)
+        for (size_t c = 0; c < C; c++)
+            for (size_t n = 0; n < cells; n++)
+                if (in[(g * C + c) * cells + n]) {
+                    const size_t lane = g * cells + n;
+                    U[c * words + (lane >> 6)] |= UINT64_C(1) << (lane & 63);
+                }
+    size_t rin = 0, rout = h->layer[np].in;
+    for (size_t l = np; l < h->n_layers; l++) {
+        logic_hard_forward(U + rout * words, U + rin * words, &h->layer[l], h->ops + h->gate_off[l], words);
+        rin = rout;
+        rout += h->layer[l].out;
+    }
+    const uint64_t *Y = U + rin * words;
+    for (size_t g = 0; g < count; g++)
+        for (size_t c = 0; c < C; c++)
+            for (size_t n = 0; n < cells; n++) {
+                const size_t lane = g * cells + n, i = (g * C + c) * cells + n;
+                const int fire = mask == NULL || mask[g * cells + n] != 0;
+                out[i] = fire ? bit_of(Y + c * words, lane) : (uint8_t)(in[i] != 0);
+            }
+}
+
+ls_status logic_ca_hard_create(logic_ca_hard **out, const ls_model *m, const float *params, ls_err *err)
+{
+    *out = NULL;
+    if (m == NULL || strcmp(m->name, "logic-ca") != 0)
+        return ls_fail(err, LS_EINVAL, "logic_ca_hard_create: the model is not logic-ca");
+    const logic_ca *ca = m->impl;
+    logic_ca_hard *h = calloc(1, sizeof *h);
+    uint8_t *mem = h != NULL ? malloc(ca->net.gates * (2 * sizeof(uint32_t) + 1)) : NULL;
+    if (mem == NULL) {
+        free(h);
+        return ls_fail(err, LS_ENOMEM, "logic-ca circuit: out of memory");
+    }
+    *h = ca->net;
+    h->a = (uint32_t *)(void *)mem;
+    h->b = h->a + h->gates;
+    h->ops = (uint8_t *)(h->b + h->gates);
+    memcpy(h->a, ca->net.a, h->gates * sizeof(uint32_t));
+    memcpy(h->b, ca->net.b, h->gates * sizeof(uint32_t));
+    for (size_t l = 0; l < h->n_layers; l++) {
+        h->layer[l].a = h->a + h->gate_off[l];
+        h->layer[l].b = h->b + h->gate_off[l];
+    }
+    logic_hard_ops(h->ops, params, h->gates);
+    *out = h;
+    return LS_OK;
+}
+
+void logic_ca_hard_destroy(logic_ca_hard *h)
+{
+    if (h == NULL)
+        return;
+    free(h->a);   /* a, b and ops are one allocation */
+    free(h);
+}
+
+ls_status logic_ca_hard_rollout(const logic_ca_hard *h, uint8_t *frames, size_t width, size_t height,
+                                size_t steps, int periodic, const uint8_t *masks, ls_err *err)
+{
+    ls_status st = hard_check(h, err);
+    if (st != LS_OK)
+        return st;
+    if (width == 0 || height == 0)
+        return ls_fail(err, LS_EINVAL, "logic-ca circuit: empty grid %zux%zu", width, height);
+    uint64_t *work = alloc_aligned(hard_work_words(h, width * height) * sizeof(uint64_t));
+    if (work == NULL)
+        return ls_fail(err, LS_ENOMEM, "logic-ca circuit: out of memory for a %zux%zu grid", width, height);
+    const size_t frame = h->channels * width * height;
+    for (size_t u = 0; u < steps; u++)
+        hard_run(h, frames + (u + 1) * frame, frames + u * frame, 1, width, height, periodic,
+                 masks != NULL ? masks + u * width * height : NULL, work);
+    free(work);
+    return LS_OK;
+}
+
+ls_status logic_ca_hard_step(const logic_ca_hard *h, uint8_t *out, const uint8_t *in, size_t width,
+                             size_t height, int periodic, const uint8_t *mask, ls_err *err)
+{
+    ls_status st = hard_check(h, err);
+    if (st != LS_OK)
+        return st;
+    if (width == 0 || height == 0)
+        return ls_fail(err, LS_EINVAL, "logic-ca circuit: empty grid %zux%zu", width, height);
+    uint64_t *work = alloc_aligned(hard_work_words(h, width * height) * sizeof(uint64_t));
+    if (work == NULL)
+        return ls_fail(err, LS_ENOMEM, "logic-ca circuit: out of memory for a %zux%zu grid", width, height);
+    hard_run(h, out, in, 1, width, height, periodic, mask, work);
+    free(work);
+    return LS_OK;
+}
+
+/* Evaluation masks of `count` grids (first index grid0) at CA step u. */
+static void eval_masks(uint8_t *mask, size_t grid0, size_t count, size_t cells, size_t u, float fire_rate)
+{
+    for (size_t g = 0; g < count; g++)
+        for (size_t n = 0; n < cells; n++)
+            mask[g * cells + n] =
+                rng_uniformf(LOGIC_CA_EVAL_SEED, RNG_EVAL, grid0 + g, 1 + u, n) < fire_rate;
+}
+
+/* Roll `count` grids for `steps` hard steps from a (result in a; b is a
+ * second buffer of the same size). */
+static void eval_rollout(const logic_ca_hard *h, const ls_config *cfg, uint8_t **a, uint8_t **b, uint8_t *mask,
+                         size_t grid0, size_t count, size_t side, size_t steps, uint64_t *work)
+{
+    for (size_t u = 0; u < steps; u++) {
+        if (cfg->async)
+            eval_masks(mask, grid0, count, side * side, u, cfg->fire_rate);
+        hard_run(h, *b, *a, count, side, side, cfg->periodic, cfg->async ? mask : NULL, work);
+        uint8_t *t = *a;
+        *a = *b;
+        *b = t;
+    }
+}
+
+static void eval_start(uint8_t *state, size_t grid0, size_t count, size_t C, size_t cells)
+{
+    for (size_t g = 0; g < count; g++)
+        for (size_t c = 0; c < C; c++)
+            for (size_t n = 0; n < cells; n++)
+                state[(g * C + c) * cells + n] =
+                    rng_uniformf(LOGIC_CA_EVAL_SEED, RNG_EVAL, grid0 + g, 0, n * C + c) < 0.5f;
+}
+
+ls_status logic_ca_hard_metrics(const logic_ca_hard *h, const ls_config *cfg, ls_metric *out, size_t *n_out,
+                                ls_err *err)
+{
+    *n_out = 0;
+    ls_status st = hard_check(h, err);
+    if (st != LS_OK)
+        return st;
+    const size_t C = h->channels;
+    const int gol = strcmp(cfg->task, "gol") == 0;
+    if (!gol && strcmp(cfg->task, "checkerboard") != 0)
+        return ls_fail(err, LS_EINVAL, "logic-ca: unknown task '%s'", cfg->task);
+    if (C != cfg->channels || (gol && cfg->grid != 3))
+        return ls_fail(err, LS_EINVAL, "logic-ca: the circuit does not fit the config");
+    size_t count, side;
+    if (gol) {
+        count = LOGIC_CA_GOL_BOARDS;
+        side = 3;
+    } else {
+        count = LOGIC_CA_EVAL_GRIDS;
+        side = cfg->grid;
+    }
+    size_t lanes = count * side * side, big = LOGIC_CA_BIG_GRID * LOGIC_CA_BIG_GRID;
+    if (!gol && big > lanes)
+        lanes = big;
+    const size_t state_bytes = round_bytes(lanes * C);
+    uint8_t *mem = alloc_aligned(2 * state_bytes + round_bytes(lanes) +
+                                 hard_work_words(h, lanes) * sizeof(uint64_t));
+    if (mem == NULL)
+        return ls_fail(err, LS_ENOMEM, "logic-ca metrics: out of memory");
+    uint8_t *a = mem, *b = mem + state_bytes, *mask = b + state_bytes;
+    uint64_t *work = (uint64_t *)(void *)(mask + round_bytes(lanes));
+    const size_t cells = side * side;
+    if (gol) {
+        memset(a, 0, count * C * cells);
+        for (size_t g = 0; g < count; g++)
+            for (size_t j = 0; j < 9; j++)
+                a[g * C * cells + j] = (uint8_t)((g >> j) & 1);
+        eval_rollout(h, cfg, &a, &b, mask, 0, count, side, cfg->ca_steps, work);
+        size_t right = 0;
+        for (size_t g = 0; g < count; g++) {
+            uint8_t board[9], want[9];
+            for (size_t j = 0; j < 9; j++)
+                board[j] = (uint8_t)((g >> j) & 1);
+            gol_target(want, board, cfg->ca_steps, cfg->periodic);
+            right += memcmp(want, a + g * C * cells, 9) == 0;
+        }
+        snprintf(out[0].name, sizeof out[0].name, "%s", "hard_acc");
+        out[0].value = (double)right / (double)count;
+        *n_out = 1;
+    } else {
+        eval_start(a, 0, count, C, cells);
+        eval_rollout(h, cfg, &a, &b, mask, 0, count, side, cfg->ca_steps, work);
+        size_t right = 0;
+        for (size_t g = 0; g < count; g++)
+            for (size_t n = 0; n < cells; n++)
+                right += a[g * C * cells + n] == logic_ca_checkerboard_target(n % side, n / side);
+        snprintf(out[0].name, sizeof out[0].name, "%s", "hard_acc");
+        out[0].value = (double)right / (double)(count * cells);
+
+        const size_t bs = LOGIC_CA_BIG_GRID;
+        eval_start(a, LOGIC_CA_EVAL_GRIDS, 1, C, big);
+        eval_rollout(h, cfg, &a, &b, mask, LOGIC_CA_EVAL_GRIDS, 1, bs, LOGIC_CA_BIG_STEPS, work);
+        right = 0;
+        for (size_t n = 0; n < big; n++)
+            right += a[n] == logic_ca_checkerboard_target(n % bs, n / bs);
+        snprintf(out[1].name, sizeof out[1].name, "%s", "hard_acc_64");
+        out[1].value = (double)right / (double)big;
+        *n_out = 2;
+    }
+    free(mem);
+    return LS_OK;
+}
+
+/* ---- Training: one part of one phase ---- */
+
+typedef struct {
+    logic_ca *ca;
+    const ls_batch *b;
+    size_t t;
+    int kind;
+    float *const *leaves;
+    double *losses;
+} phase_ctx;
+
+/* A part's view: its cells and its scratch. */
+typedef struct {
+    size_t s, r, cell0, nc, ldp, ldu;
+    float *pa, *ua, *d0, *d1;
+    uint8_t *mask;
+} part_view;
+
+static void fire_mask(const logic_ca *ca, const ls_batch *b, const part_view *v, size_t u, uint8_t *m)
+{
+    if (!ca->async) {
+        memset(m, 1, v->nc);
+        return;
+    }
+    for (size_t i = 0; i < v->nc; i++)
+        m[i] = rng_uniformf(b->seed, RNG_CA_MASK, (uint64_t)b->step, v->s, u * ca->N + v->cell0 + i) <
+               ca->fire_rate;
+}
+
+/* Activations of CA step t of the part's cells from st = state_t [C][N];
+ * returns the update network's output rows (C rows of ldu). */
+static const float *part_forward(const logic_ca *ca, const part_view *v, const float *st)
+{
+    const size_t C = ca->C, K = ca->K, S = ca->S, N = ca->N, nc = v->nc, ldp = v->ldp, ldu = v->ldu;
+    float *pa = v->pa, *ua = v->ua;
+    for (size_t p = 0; p < 9; p++) {
+        const int32_t *nb = ca->nbr + p * N + v->cell0;
+        for (size_t c = 0; c < C; c++) {
+            float *dst = pa + p * ldp + c * nc;
+            const float *src = st + c * N;
+            for (size_t i = 0; i < nc; i++)
+                dst[i] = nb[i] >= 0 ? src[nb[i]] : 0.0f;
+        }
+    }
+    for (size_t l = 0; l < ca->np; l++) {
+        const size_t off = ca->net.gate_off[l];
+        logic_forward(pa + ca->prow[l] * ldp, pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, &ca->net.layer[l],
+                      ca->coef + 4 * off, C * nc, ldp);
+    }
+    const float *plast = pa + ca->prow[ca->np - 1] * ldp;
+    for (size_t c = 0; c < C; c++)
+        memcpy(ua + c * ldu, st + c * N + v->cell0, nc * sizeof(float));
+    for (size_t c = 0; c < C; c++)
+        for (size_t s = 0; s < S; s++)
+            for (size_t k = 0; k < K; k++)
+                memcpy(ua + (C + c * S * K + s * K + k) * ldu, plast + (k * S + s) * ldp + c * nc,
+                       nc * sizeof(float));
+    for (size_t j = 0; j < ca->nu; j++) {
+        const size_t l = ca->np + j, off = ca->net.gate_off[l];
+        logic_forward(ua + ca->urow[j] * ldu, ua + (j == 0 ? 0 : ca->urow[j - 1]) * ldu, &ca->net.layer[l],
+                      ca->coef + 4 * off, nc, ldu);
+    }
+    return ua + ca->urow[ca->nu - 1] * ldu;
+}
+
+/* Backward of CA step t from dY (C rows of ldu in v->d0), activations from
+ * part_forward. Statistics into stats (written when acc == 0, else added);
+ * with write_d the gradients w.r.t. the step's input states go to down and
+ * dpatch (sample s, buffer t & 1). */
+static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *stats, int acc, int write_d)
+{
+    const size_t C = ca->C, K = ca->K, S = ca->S, N = ca->N, nc = v->nc, ldp = v->ldp, ldu = v->ldu;
+    float *cur = v->d0, *oth = v->d1, *tmp;
+    for (size_t j = ca->nu; j-- > 0;) {
+        const size_t l = ca->np + j, off = ca->net.gate_off[l];
+        const logic_layer *L = &ca->net.layer[l];
+        memset(oth, 0, L->in * ldu * sizeof(float));
+        logic_backward(oth, stats + 4 * off, cur, v->ua + (j == 0 ? 0 : ca->urow[j - 1]) * ldu, L,
+                       ca->coef + 4 * off, nc, ldu, acc);
+        tmp = cur, cur = oth, oth = tmp;
+    }
+    if (write_d) {
+        float *down = ca->down + v->s * C * N + v->cell0;
+        for (size_t c = 0; c < C; c++)
+            memcpy(down + c * N, cur + c * ldu, nc * sizeof(float));
+    }
+    for (size_t c = 0; c < C; c++)
+        for (size_t s = 0; s < S; s++)
+            for (size_t k = 0; k < K; k++)
+                memcpy(oth + (k * S + s) * ldp + c * nc, cur + (C + c * S * K + s * K + k) * ldu,
+                       nc * sizeof(float));
+    tmp = cur, cur = oth, oth = tmp;
+    for (size_t l = ca->np; l-- > 0;) {
+        const size_t off = ca->net.gate_off[l];
+        const logic_layer *L = &ca->net.layer[l];
+        float *dx = l > 0 || write_d ? oth : NULL;
+        if (dx != NULL)
+            memset(dx, 0, L->in * ldp * sizeof(float));
+        logic_backward(dx, stats + 4 * off, cur, v->pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, L,
+                       ca->coef + 4 * off, C * nc, ldp, acc);
+        tmp = cur, cur = oth, oth = tmp;
+    }
+    if (write_d) {
+        float *dp = ca->dpatch + ((t & 1) * ca->B + v->s) * 9 * C * N + v->cell0;
+        for (size_t p = 0; p < 9; p++)
+            for (size_t c = 0; c < C; c++)
+                memcpy(dp + (p * C + c) * N, cur + p * ldp + c * nc, nc * sizeof(float));
+    }
+}
+
+static void phase_part(void *ctx, size_t part, void *scratch)
+{
+    const phase_ctx *ph = ctx;
+    logic_ca *ca = ph->ca;
+    const ls_batch *b = ph->b;
+    const size_t C = ca->C, N = ca->N, B = ca->B, t = ph->t;
+    part_view v;
+    v.s = part / ca->R;
+    v.r = part % ca->R;
+    v.cell0 = ca->row_lo[v.r] * ca->G;
+    v.nc = (ca->row_lo[v.r + 1] - ca->row_lo[v.r]) * ca->G;
+    v.ldp = round16(C * v.nc);
+    v.ldu = round16(v.nc);
+    v.pa = (float *)(void *)((char *)scratch + ca->off_pa);
+    v.ua = (float *)(void *)((char *)scratch + ca->off_ua);
+    v.d0 = (float *)(void *)((char *)scratch + ca->off_d0);
+    v.d1 = (float *)(void *)((char *)scratch + ca->off_d1);
+    v.mask = (uint8_t *)scratch + ca->off_mask;
+    const float *st = ca->state + (t * B + v.s) * C * N;
+    float *dstate = ca->dstate + v.s * C * N;
+    uint8_t *m = v.mask, *m1 = v.mask + ca->max_nc;
+
+    if (ph->kind == PH_BWD) {
+        /* d_state_{t+1} of the part's cells (see the header comment). */
+        fire_mask(ca, b, &v, t + 1, m1);
+        const float *down = ca->down + v.s * C * N;
+        const float *dp = ca->dpatch + (((t + 1) & 1) * B + v.s) * 9 * C * N;
+        for (size_t c = 0; c < C; c++)
+            for (size_t i = 0; i < v.nc; i++) {
+                const size_t n = v.cell0 + i;
+                float d = down[c * N + n];
+                for (size_t p = 0; p < 9; p++) {
+                    const int32_t src = ca->nbr[(8 - p) * N + n];
+                    if (src >= 0)
+                        d = d + dp[(p * C + c) * N + (size_t)src];
+                }
+                if (!m1[i])
+                    d = d + dstate[c * N + n];
+                dstate[c * N + n] = d;
+            }
+    }
+
+    fire_mask(ca, b, &v, t, m);
+    const float *y = part_forward(ca, &v, st);
+    if (ph->kind == PH_FWD || ph->kind == PH_LAST) {
+        float *next = ca->state + ((t + 1) * B + v.s) * C * N;
+        for (size_t c = 0; c < C; c++)
+            for (size_t i = 0; i < v.nc; i++) {
+                const size_t n = v.cell0 + i;
+                next[c * N + n] = m[i] ? y[c * v.ldu + i] : st[c * N + n];
+            }
+        if (ph->kind == PH_FWD)
+            return;
+        /* The loss on channel 0 after the last step, binary64 in cell order. */
+        const float *tg = ca->target + v.s * N;
+        double loss = 0.0;
+        for (size_t i = 0; i < v.nc; i++) {
+            const size_t n = v.cell0 + i;
+            const double e = (double)next[n] - (double)tg[n];
+            loss = loss + e * e;
+            dstate[n] = 2.0f * (next[n] - tg[n]);
+        }
+        for (size_t c = 1; c < C; c++)
+            memset(dstate + c * N + v.cell0, 0, v.nc * sizeof(float));
+        ph->losses[part] = loss;
+    }
+    for (size_t c = 0; c < C; c++)
+        for (size_t i = 0; i < v.nc; i++)
+            v.d0[c * v.ldu + i] = m[i] ? dstate[c * N + v.cell0 + i] : 0.0f;
+    part_backward(ca, &v, t, ph->leaves[part], ph->kind == PH_BWD, t > 0);
+}
+
+static ls_status ca_batch_grad(ls_model *m, const float *params, const ls_batch *b, float *const *leaves,
+                               double *losses, const ls_parallel *par, ls_err *err)
+{
+    (void)params;   /* prepare derived the coefficients from params */
+    logic_ca *ca = m->impl;
+    const size_t C = ca->C, N = ca->N;
+    if (b->batch == 0 || b->batch > ca->B)
+        return ls_fail(err, LS_EINVAL, "logic-ca: batch of %zu samples (the model holds %zu)", b->batch, ca->B);
+    for (size_t s = 0; s < b->batch; s++) {
+        float *st = ca->state + s * C * N;
+        float *tg = ca->target + s * N;
+        if (ca->gol) {
+            if (b->data == NULL || b->ids == NULL || b->data->train.x8 == NULL || b->data->train.dim != 9 ||
+                b->ids[s] >= b->data->train.n)
+                return ls_fail(err, LS_EINVAL, "logic-ca: gol needs its data set of 3x3 boards");
+            const uint8_t *board = b->data->train.x8 + (size_t)b->ids[s] * 9;
+            uint8_t want[9];
+            gol_target(want, board, ca->T, ca->periodic);
+            memset(st, 0, C * N * sizeof(float));
+            for (size_t n = 0; n < 9; n++) {
+                st[n] = board[n] ? 1.0f : 0.0f;
+                tg[n] = (float)want[n];
+            }
+        } else {
+            logic_ca_start_state(st, C, N, b->seed, b->step, s);
+            for (size_t n = 0; n < N; n++)
+                tg[n] = (float)logic_ca_checkerboard_target(n % ca->G, n / ca->G);
+        }
+    }
+    /* A batch of B' <= B samples: the per-batch arrays keep their layout for
+     * B and the parts index samples below B'. */
+    phase_ctx ph = { .ca = ca, .b = b, .leaves = leaves, .losses = losses };
+    const size_t n_parts = b->batch * ca->R;
+    for (size_t t = 0; t + 1 < ca->T; t++) {
+        ph.t = t;
+        ph.kind = PH_FWD;
+        par->run(par->engine, n_parts, phase_part, &ph);
+    }
+    ph.t = ca->T - 1;
+    ph.kind = PH_LAST;
+    par->run(par->engine, n_parts, phase_part, &ph);
+    for (size_t t = ca->T - 1; t-- > 0;) {
+        ph.t = t;
+        ph.kind = PH_BWD;
+        par->run(par->engine, n_parts, phase_part, &ph);
+    }
+    return LS_OK;
+}
+
+/* ---- ls_model glue ---- */
+
+static void ca_init(const ls_model *m, float *params, uint64_t seed)
+{
+    const logic_ca *ca = m->impl;
+    const size_t n = ca->net.gates * LOGIC_OPS;
+    const float residual = ca->cfg.residual;
+    for (size_t i = 0; i < n; i++) {
+        if (residual != 0.0f)
+            params[i] = i % LOGIC_OPS == 3 ? residual : 0.0f;
+        else
+            params[i] = rng_normalf(seed, RNG_INIT, 0, i, 0);
+    }
+}
+
+static void ca_prepare(ls_model *m, const float *params)
+{
+    logic_ca *ca = m->impl;
+    logic_coeffs(params, ca->net.gates, ca->p, ca->coef);
+}
+
+static void ca_finish(const ls_model *m, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
+{
+    (void)batch;   /* the CA tasks train on the plain sum */
+    const logic_ca *ca = m->impl;
+    logic_expand(grad, sum, ca->p, ca->coef, lo, hi);
+}
+
+static ls_status ca_metrics(ls_model *m, const float *params, const ls_dataset *data, const ls_parallel *par,
+                            ls_metric *out, size_t *n_out, ls_err *err)
+{
+    (void)data;   /* gol's boards are all 512 boards: regenerated */
+    (void)par;
+    const logic_ca *ca = m->impl;
+    *n_out = 0;
+    logic_ca_hard *h;
+    ls_status st = logic_ca_hard_create(&h, m, params, err);
+    if (st != LS_OK)
+        return st;
+    st = logic_ca_hard_metrics(h, &ca->cfg, out, n_out, err);
+    logic_ca_hard_destroy(h);
+    return st;
+}
+
+static void ca_destroy(ls_model *m)
+{
+    if (m == NULL)
+        return;
+    logic_ca *ca = m->impl;
+    free(ca->wires);
+    free(ca->tables);
+    free(ca->coefmem);
+    free(ca->batchmem);
+    free(m);
+}
+
+static ls_status check_config(const ls_config *cfg, ls_err *err)
+{
+    const int gol = strcmp(cfg->task, "gol") == 0;
+    if (!gol && strcmp(cfg->task, "checkerboard") != 0)
+        return ls_fail(err, LS_EINVAL, "logic-ca: task '%s' is not a CA task (gol or checkerboard)", cfg->task);
+    if (cfg->channels == 0 || cfg->kernels == 0 || cfg->grid == 0 || cfg->ca_steps == 0 || cfg->batch == 0)
+        return ls_fail(err, LS_EINVAL, "logic-ca: channels, kernels, grid, ca_steps and batch must be positive");
+    if (gol && cfg->grid != 3)
+        return ls_fail(err, LS_EINVAL, "grid: the gol task uses 3x3 boards (grid=3), not %zu", cfg->grid);
+    if (cfg->n_perception == 0 || cfg->n_perception > CONFIG_MAX_PERCEPTION || cfg->perception[0] != 8)
+        return ls_fail(err, LS_EINVAL, "perception: kernel layer 1 has 8 gates (one per neighbour)");
+    if (cfg->n_layers == 0 || cfg->n_layers > CONFIG_MAX_LAYERS || cfg->layers[cfg->n_layers - 1] != cfg->channels)
+        return ls_fail(err, LS_EINVAL, "layers: the last layer must have one gate per channel (%zu)", cfg->channels);
+    for (size_t l = 0; l < cfg->n_perception; l++)
+        if (cfg->perception[l] == 0)
+            return ls_fail(err, LS_EINVAL, "perception: kernel layer %zu has no gates", l + 1);
+    for (size_t l = 0; l < cfg->n_layers; l++)
+        if (cfg->layers[l] == 0)
+            return ls_fail(err, LS_EINVAL, "layers: update layer %zu has no gates", l + 1);
+    if (cfg->parts == 0 || cfg->parts > cfg->grid)
+        return ls_fail(err, LS_EINVAL, "parts: %zu parts for %zu rows of cells", cfg->parts, cfg->grid);
+    if (cfg->async && !(cfg->fire_rate >= 0.0f && cfg->fire_rate <= 1.0f))
+        return ls_fail(err, LS_EINVAL, "fire_rate: %g is not a probability", (double)cfg->fire_rate);
+    return LS_OK;
+}
+
+ls_status logic_ca_create(ls_model **out, const ls_config *cfg, ls_err *err)
+{
+    *out = NULL;
+    ls_status st = check_config(cfg, err);
+    if (st != LS_OK)
+        return st;
+    ls_model *m = calloc(1, sizeof *m + sizeof(logic_ca));
+    if (m == NULL)
+        return ls_fail(err, LS_ENOMEM, "logic-ca: out of memory");
+    logic_ca *ca = (logic_ca *)(m + 1);
+    m->impl = ca;
+    m->name = "logic-ca";
+    m->destroy = ca_destroy;
+    ca->cfg = *cfg;
+    ca->C = cfg->channels;
+    ca->K = cfg->kernels;
+    ca->np = cfg->n_perception;
+    ca->nu = cfg->n_layers;
+    ca->S = cfg->perception[ca->np - 1];
+    ca->G = cfg->grid;
+    ca->N = cfg->grid * cfg->grid;
+    ca->R = cfg->parts;
+    ca->T = cfg->ca_steps;
+    ca->B = cfg->batch;
+    ca->uin = ca->C + ca->C * ca->S * ca->K;
+    ca->periodic = cfg->periodic != 0;
+    ca->async = cfg->async != 0;
+    ca->fire_rate = cfg->fire_rate;
+    ca->gol = strcmp(cfg->task, "gol") == 0;
+    const size_t C = ca->C, K = ca->K, N = ca->N, R = ca->R, G = ca->G, B = ca->B, T = ca->T;
+
+    net_shape(&ca->net, cfg);
+    const size_t gates = ca->net.gates;
+    ca->wires = malloc(2 * gates * sizeof(uint32_t));
+    ca->tables = malloc((R + 1) * sizeof(size_t) + 9 * N * sizeof(int32_t));
+    ca->coefmem = alloc_aligned(gates * (LOGIC_OPS + 4) * sizeof(float));
+    const size_t plane = C * N;
+    const size_t batch_floats = (T + 1) * B * plane + B * N + 2 * B * 9 * plane + 2 * B * plane;
+    ca->batchmem = alloc_aligned(batch_floats * sizeof(float));
+    if (ca->wires == NULL || ca->tables == NULL || ca->coefmem == NULL || ca->batchmem == NULL) {
+        ca_destroy(m);
+        return ls_fail(err, LS_ENOMEM, "logic-ca: out of memory");
+    }
+    ca->net.a = ca->wires;
+    ca->net.b = ca->wires + gates;
+    if ((st = wire_net(&ca->net, cfg, err)) != LS_OK) {
+        ca_destroy(m);
+        return st;
+    }
+    ca->row_lo = ca->tables;
+    ca->nbr = (int32_t *)(void *)(ca->row_lo + R + 1);
+    for (size_t r = 0; r <= R; r++)
+        ca->row_lo[r] = r * G / R;
+    for (size_t p = 0; p < 9; p++)
+        for (size_t y = 0; y < G; y++)
+            for (size_t x = 0; x < G; x++) {
+                long ny = (long)y + (long)(p / 3) - 1, nx = (long)x + (long)(p % 3) - 1;
+                int32_t v;
+                if (ca->periodic)
+                    v = (int32_t)((size_t)((ny + (long)G) % (long)G) * G + (size_t)((nx + (long)G) % (long)G));
+                else if (ny < 0 || nx < 0 || ny >= (long)G || nx >= (long)G)
+                    v = -1;
+                else
+                    v = (int32_t)((size_t)ny * G + (size_t)nx);
+                ca->nbr[p * N + y * G + x] = v;
+            }
+    ca->p = ca->coefmem;
+    ca->coef = ca->p + gates * LOGIC_OPS;
+    /* Until the first prepare: the coefficients of all-zero logits would be
+     * as good as any; keep them defined. */
+    memset(ca->coefmem, 0, gates * (LOGIC_OPS + 4) * sizeof(float));
+    float *bm = ca->batchmem;
+    ca->state = bm;
+    bm += (T + 1) * B * plane;
+    ca->target = bm;
+    bm += B * N;
+    ca->dpatch = bm;
+    bm += 2 * B * 9 * plane;
+    ca->down = bm;
+    bm += B * plane;
+    ca->dstate = bm;
+    memset(ca->batchmem, 0, batch_floats * sizeof(float));
+
+    /* Scratch plan for the largest part. */
+    size_t max_rows = 0;
+    for (size_t r = 0; r < R; r++)
+        if (ca->row_lo[r + 1] - ca->row_lo[r] > max_rows)
+            max_rows = ca->row_lo[r + 1] - ca->row_lo[r];
+    ca->max_nc = max_rows * G;
+    const size_t ldp = round16(C * ca->max_nc), ldu = round16(ca->max_nc);
+    size_t row = 9, dmax = 9 * ldp;
+    for (size_t l = 0; l < ca->np; l++) {
+        ca->prow[l] = row;
+        row += K * cfg->perception[l];
+        if (K * cfg->perception[l] * ldp > dmax)
+            dmax = K * cfg->perception[l] * ldp;
+    }
+    ca->prows = row;
+    row = ca->uin;
+    if (ca->uin * ldu > dmax)
+        dmax = ca->uin * ldu;
+    for (size_t j = 0; j < ca->nu; j++) {
+        ca->urow[j] = row;
+        row += cfg->layers[j];
+        if (cfg->layers[j] * ldu > dmax)
+            dmax = cfg->layers[j] * ldu;
+    }
+    ca->urows = row;
+    ca->off_pa = 0;
+    ca->off_ua = ca->off_pa + round_bytes(ca->prows * ldp * sizeof(float));
+    ca->off_d0 = ca->off_ua + round_bytes(ca->urows * ldu * sizeof(float));
+    ca->off_d1 = ca->off_d0 + round_bytes(dmax * sizeof(float));
+    ca->off_mask = ca->off_d1 + round_bytes(dmax * sizeof(float));
+
+    m->n_params = gates * LOGIC_OPS;
+    m->leaf_len = gates * 4;
+    m->finish_units = gates;
+    m->scratch_bytes = ca->off_mask + round_bytes(2 * ca->max_nc);
+    m->eval_chunk = 0;
+    m->mean_loss = 0;
+    m->init = ca_init;
+    m->prepare = ca_prepare;
+    m->leaf = NULL;
+    m->finish = ca_finish;
+    m->eval = NULL;
+    m->parts = R;
+    m->batch_grad = ca_batch_grad;
+    m->metrics = ca_metrics;
+    *out = m;
+    return LS_OK;
+}

@@ -1,0 +1,1145 @@
+/* test_logic_ca.c — the logic cellular automaton (engine/logic_ca.c):
+ * gradients of whole rollouts against central differences of a plain
+ * double-precision reference written here (sync and async, periodic and zero
+ * borders, several part counts, both tasks); the bit contract of batch_grad
+ * (parts run in order, reversed, on a real pool at 1, 2, 3 and 8 threads,
+ * with dirty scratch, SIMD on or off: identical leaves and losses); the
+ * wiring's structure; the hard circuit against the reference and against a
+ * hand-built Game of Life circuit (and a deliberately wrong one); the gol
+ * data set and the checkerboard task's targets and start states. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <xxhash.h>
+
+#include "../engine/config.h"
+#include "../engine/logic.h"
+#include "../engine/logic_ca.h"
+#include "../engine/pool.h"
+#include "../engine/rng.h"
+
+/* ---- the test's own random stream (independent of engine/rng) ---- */
+
+static uint64_t rng_state = 7;
+
+static uint32_t next_u32(void)
+{
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (uint32_t)((rng_state * 0x2545f4914f6cdd1dULL) >> 32);
+}
+
+static float unit(void) { return (float)(next_u32() >> 8) / 16777216.0f; }
+
+/* ---- configs ---- */
+
+static ls_config small_cfg(const char *task, size_t C, size_t K, const char *perception, const char *layers,
+                           size_t grid, size_t steps, int periodic, int async, size_t parts, size_t batch)
+{
+    ls_config cfg;
+    ls_err err = { { 0 } };
+    assert_int_equal(config_defaults(&cfg, task, "logic-ca", &err), LS_OK);
+    cfg.channels = C;
+    cfg.kernels = K;
+    assert_int_equal(config_set(&cfg, "perception", perception, 0, &err), LS_OK);
+    assert_int_equal(config_set(&cfg, "layers", layers, 0, &err), LS_OK);
+    cfg.grid = grid;
+    cfg.ca_steps = steps;
+    cfg.periodic = periodic;
+    cfg.async = async;
+    cfg.fire_rate = 0.6f;
+    cfg.parts = parts;
+    cfg.batch = batch;
+    cfg.seed = 11;
+    return cfg;
+}
+
+static ls_model *make_model(const ls_config *cfg)
+{
+    ls_model *m = NULL;
+    ls_err err = { { 0 } };
+    ls_status st = logic_ca_create(&m, cfg, &err);
+    if (st != LS_OK)
+        fprintf(stderr, "logic_ca_create: %s\n", err.msg);
+    assert_int_equal(st, LS_OK);
+    return m;
+}
+
+/* ---- ls_parallel implementations ---- */
+
+typedef struct {
+    unsigned char *scratch;   /* one area (sequential) or [workers][stride] */
+    size_t stride;
+    int reversed;
+    pool *p;
+} par_engine;
+
+static void run_seq(void *engine, size_t n, ls_part_fn fn, void *ctx)
+{
+    par_engine *e = engine;
+    for (size_t i = 0; i < n; i++)
+        fn(ctx, e->reversed ? n - 1 - i : i, e->scratch);
+}
+
+typedef struct {
+    par_engine *e;
+    ls_part_fn fn;
+    void *ctx;
+} pool_job;
+
+static void pool_part(void *arg, size_t part, int worker)
+{
+    pool_job *j = arg;
+    j->fn(j->ctx, part, j->e->scratch + (size_t)worker * j->e->stride);
+}
+
+static void run_pool(void *engine, size_t n, ls_part_fn fn, void *ctx)
+{
+    par_engine *e = engine;
+    pool_job j = { e, fn, ctx };
+    pool_parallel_for(e->p, n, pool_part, &j);
+}
+
+/* threads == 0: sequential (reversed when rev); else a pool. Scratch filled
+ * with `fill` bytes, so results that depended on stale scratch would differ. */
+static ls_parallel make_par(par_engine *e, const ls_model *m, int threads, int rev, int fill)
+{
+    memset(e, 0, sizeof *e);
+    e->stride = (m->scratch_bytes + 63) / 64 * 64;
+    int workers = threads > 0 ? threads : 1;
+    e->scratch = aligned_alloc(64, e->stride * (size_t)workers + 64);
+    assert_non_null(e->scratch);
+    memset(e->scratch, fill, e->stride * (size_t)workers);
+    e->reversed = rev;
+    ls_parallel par;
+    if (threads > 0) {
+        assert_int_equal(pool_create(&e->p, threads, NULL), LS_OK);
+        par.run = run_pool;
+    } else {
+        par.run = run_seq;
+    }
+    par.engine = e;
+    return par;
+}
+
+static void free_par(par_engine *e)
+{
+    pool_destroy(e->p);
+    free(e->scratch);
+}
+
+/* One batch_grad: leaves [B·R][leaf_len], losses [B·R]. */
+static void grad_run(ls_model *m, const float *params, const ls_batch *b, const ls_parallel *par, float *leaves,
+                     double *losses)
+{
+    const size_t n = b->batch * m->parts;
+    float **lp = malloc(n * sizeof *lp);
+    for (size_t i = 0; i < n; i++)
+        lp[i] = leaves + i * m->leaf_len;
+    m->prepare(m, params);
+    ls_err err = { { 0 } };
+    ls_status st = m->batch_grad(m, params, b, lp, losses, par, &err);
+    if (st != LS_OK)
+        fprintf(stderr, "batch_grad: %s\n", err.msg);
+    assert_int_equal(st, LS_OK);
+    free(lp);
+}
+
+/* ---- the reference: a plain double-precision rollout ---- */
+
+/* The relaxations of reference/difflogic.md's table, written out. */
+static double relax(int op, double a, double b)
+{
+    switch (op) {
+    case 0: return 0.0;
+    case 1: return a * b;
+    case 2: return a - a * b;
+    case 3: return a;
+    case 4: return b - a * b;
+    case 5: return b;
+    case 6: return a + b - 2 * a * b;
+    case 7: return a + b - a * b;
+    case 8: return 1 - (a + b - a * b);
+    case 9: return 1 - (a + b - 2 * a * b);
+    case 10: return 1 - b;
+    case 11: return 1 - b + a * b;
+    case 12: return 1 - a;
+    case 13: return 1 - a + a * b;
+    case 14: return 1 - a * b;
+    default: return 1.0;
+    }
+}
+
+typedef struct {
+    const logic_ca_hard *h;   /* wiring (and ops when hard) */
+    const double *p;          /* softmax of the logits [gates][16], or NULL: hard ops */
+    size_t G;
+    int periodic;
+} ref_net;
+
+static void ref_softmax(double *p, const double *z, size_t gates)
+{
+    for (size_t g = 0; g < gates; g++) {
+        const double *zg = z + g * 16;
+        double mx = zg[0], s = 0;
+        for (int i = 1; i < 16; i++)
+            mx = zg[i] > mx ? zg[i] : mx;
+        for (int i = 0; i < 16; i++)
+            s += exp(zg[i] - mx);
+        for (int i = 0; i < 16; i++)
+            p[g * 16 + i] = exp(zg[i] - mx) / s;
+    }
+}
+
+static double ref_gate(const ref_net *r, size_t gate, double a, double b)
+{
+    if (r->p == NULL)
+        return relax(r->h->ops[gate], a, b);
+    double y = 0;
+    for (int i = 0; i < 16; i++)
+        y += r->p[gate * 16 + i] * relax(i, a, b);
+    return y;
+}
+
+static void ref_layer(const ref_net *r, size_t l, const double *in, double *out)
+{
+    const logic_layer *L = &r->h->layer[l];
+    for (size_t g = 0; g < L->out; g++)
+        out[g] = ref_gate(r, r->h->gate_off[l] + g, in[L->a[g]], in[L->b[g]]);
+}
+
+/* One CA step: st, next [C][G²]; mask [G²] (1 = fires) or NULL. */
+static void ref_step(const ref_net *r, const double *st, double *next, const uint8_t *mask)
+{
+    const logic_ca_hard *h = r->h;
+    const size_t C = h->channels, K = h->kernels, np = h->n_perception, S = h->width[np - 1];
+    const size_t G = r->G, N = G * G;
+    double bufa[4096], bufb[4096], uin[4096];
+    for (size_t n = 0; n < N; n++) {
+        const long y = (long)(n / G), x = (long)(n % G);
+        for (size_t c = 0; c < C; c++) {
+            for (int p = 0; p < 9; p++) {
+                long ny = y + p / 3 - 1, nx = x + p % 3 - 1;
+                double v = 0;
+                if (r->periodic)
+                    v = st[c * N + (size_t)((ny + (long)G) % (long)G) * G + (size_t)((nx + (long)G) % (long)G)];
+                else if (ny >= 0 && nx >= 0 && ny < (long)G && nx < (long)G)
+                    v = st[c * N + (size_t)ny * G + (size_t)nx];
+                bufa[p] = v;
+            }
+            double *in = bufa, *out = bufb;
+            for (size_t l = 0; l < np; l++) {
+                ref_layer(r, l, in, out);
+                double *t = in;
+                in = out;
+                out = t;
+            }
+            for (size_t k = 0; k < K; k++)
+                for (size_t s = 0; s < S; s++)
+                    uin[C + c * S * K + s * K + k] = in[k * S + s];
+        }
+        for (size_t c = 0; c < C; c++)
+            uin[c] = st[c * N + n];
+        double *in = uin, *out = bufa;
+        for (size_t l = np; l < h->n_layers; l++) {
+            ref_layer(r, l, in, out);
+            in = out;
+            out = out == bufa ? bufb : bufa;
+        }
+        for (size_t c = 0; c < C; c++)
+            next[c * N + n] = mask == NULL || mask[n] ? in[c] : st[c * N + n];
+    }
+}
+
+static int test_checker(size_t x, size_t y) { return (int)((x / 2 + y / 2) % 2); }
+
+/* GoL on a 3×3 torus: every cell's neighbours are the 8 other cells, so with
+ * p live cells a live cell sees p − 1 and a dead one p. B3/S23 then gives:
+ * p = 3 → all 9 alive; p = 4 → unchanged; otherwise all dead. */
+static void torus3_next(uint8_t next[9], const uint8_t b[9])
+{
+    int p = 0;
+    for (int j = 0; j < 9; j++)
+        p += b[j];
+    for (int j = 0; j < 9; j++)
+        next[j] = (uint8_t)(p == 3 ? 1 : p == 4 ? b[j] : 0);
+}
+
+/* The summed loss of the batch under logits z (double), by the reference. */
+static double ref_loss(const ls_config *cfg, const logic_ca_hard *h, const double *z, const ls_batch *b)
+{
+    const size_t C = cfg->channels, G = cfg->grid, N = G * G, T = cfg->ca_steps;
+    double *p = malloc(h->gates * 16 * sizeof *p);
+    ref_softmax(p, z, h->gates);
+    ref_net r = { h, p, G, cfg->periodic };
+    double *st = malloc(C * N * sizeof *st), *nx = malloc(C * N * sizeof *nx);
+    uint8_t *mask = malloc(N);
+    double total = 0;
+    for (size_t s = 0; s < b->batch; s++) {
+        double tgt[64];
+        assert_true(N <= 64);
+        if (strcmp(cfg->task, "gol") == 0) {
+            const uint8_t *board = b->data->train.x8 + (size_t)b->ids[s] * 9;
+            uint8_t a[9], nb[9];
+            memcpy(a, board, 9);
+            for (size_t u = 0; u < T; u++) {
+                torus3_next(nb, a);
+                memcpy(a, nb, 9);
+            }
+            memset(st, 0, C * N * sizeof *st);
+            for (size_t n = 0; n < 9; n++) {
+                st[n] = board[n];
+                tgt[n] = a[n];
+            }
+        } else {
+            /* The start-state address, from logic_ca.h. */
+            for (size_t c = 0; c < C; c++)
+                for (size_t n = 0; n < N; n++)
+                    st[c * N + n] =
+                        rng_uniformf(b->seed, RNG_CA_START, (uint64_t)b->step, s, n * C + c) < 0.5f ? 1.0 : 0.0;
+            for (size_t n = 0; n < N; n++)
+                tgt[n] = test_checker(n % G, n / G);
+        }
+        for (size_t u = 0; u < T; u++) {
+            for (size_t n = 0; n < N; n++)
+                mask[n] = !cfg->async ||
+                          rng_uniformf(b->seed, RNG_CA_MASK, (uint64_t)b->step, s, u * N + n) < cfg->fire_rate;
+            ref_step(&r, st, nx, mask);
+            memcpy(st, nx, C * N * sizeof *st);
+        }
+        for (size_t n = 0; n < N; n++)
+            total += (st[n] - tgt[n]) * (st[n] - tgt[n]);
+    }
+    free(st);
+    free(nx);
+    free(mask);
+    free(p);
+    return total;
+}
+
+/* ---- gradients against central differences ---- */
+
+static void check_gradient(const ls_config *cfg, const ls_dataset *data, const uint32_t *ids)
+{
+    ls_model *m = make_model(cfg);
+    const size_t np = m->n_params, gates = np / 16;
+    float *params = malloc(np * sizeof *params), *grad = malloc(np * sizeof *grad);
+    double *z = malloc(np * sizeof *z);
+    /* Soft logits in [-2, 2]; in about 3/4 of the gates one pass-through op
+     * (A, B, NOT B, NOT A) raised by 6, so that gradients survive several CA
+     * steps and cross part borders with weight: with all gates soft (or
+     * sharpened to XOR, whose slope vanishes at 1/2) the gradient through
+     * the state of earlier steps is ~1e-5 of the total, too faint for a
+     * tolerance to see a wrong neighbour index. */
+    for (size_t i = 0; i < np; i++)
+        params[i] = 4.0f * unit() - 2.0f;
+    static const uint32_t pass[4] = { 3, 5, 10, 12 };
+    for (size_t g = 0; g < gates; g++)
+        if (next_u32() % 4 != 0)
+            params[g * 16 + pass[next_u32() % 4]] += 6.0f;
+    for (size_t i = 0; i < np; i++)
+        z[i] = params[i];
+    logic_ca_hard *h;
+    assert_int_equal(logic_ca_hard_create(&h, m, params, NULL), LS_OK);
+    ls_batch b = { .data = data, .ids = ids, .batch = cfg->batch, .step = 5, .seed = cfg->seed };
+    const size_t nl = b.batch * m->parts;
+    float *leaves = malloc(nl * m->leaf_len * sizeof *leaves);
+    double *losses = malloc(nl * sizeof *losses);
+    par_engine e;
+    ls_parallel par = make_par(&e, m, 0, 0, 0);
+    grad_run(m, params, &b, &par, leaves, losses);
+    free_par(&e);
+    /* Sum the leaves (any order does for a tolerance check), then finish. */
+    float *sum = calloc(m->leaf_len, sizeof *sum);
+    double loss = 0;
+    for (size_t i = 0; i < nl; i++) {
+        loss += losses[i];
+        for (size_t k = 0; k < m->leaf_len; k++)
+            sum[k] += leaves[i * m->leaf_len + k];
+    }
+    m->finish(m, sum, b.batch, grad, 0, gates);
+
+    const double ref = ref_loss(cfg, h, z, &b);
+    assert_true(fabs(loss - ref) <= 1e-5 * (1.0 + fabs(ref)));
+    /* Central differences of the double reference, step 1e-4 (truncation
+     * ~1e-8 relative). The model runs in binary32 through a rollout of
+     * several steps: per element |g − fd| <= 2e-4·|fd| + 1e-4·max|fd|, and
+     * over the vector ‖g − fd‖ <= 1e-4·‖fd‖. Measured on these cases: at
+     * most ~3% of the element tolerance and ‖g − fd‖/‖fd‖ <= 6e-6; dropping
+     * the neighbours' gradients, reading them from the mirrored position,
+     * dropping the async pass-through or flattening the perception in
+     * (c, k, s) order each fails. */
+    const double hstep = 1e-4;
+    double *fd = malloc(np * sizeof *fd), maxfd = 0;
+    for (size_t i = 0; i < np; i++) {
+        const double z0 = z[i];
+        z[i] = z0 + hstep;
+        const double lp = ref_loss(cfg, h, z, &b);
+        z[i] = z0 - hstep;
+        const double lm = ref_loss(cfg, h, z, &b);
+        z[i] = z0;
+        fd[i] = (lp - lm) / (2 * hstep);
+        maxfd = fabs(fd[i]) > maxfd ? fabs(fd[i]) : maxfd;
+    }
+    assert_true(maxfd > 1e-3);   /* the check has something to check */
+    double num = 0, den = 0;
+    for (size_t i = 0; i < np; i++) {
+        const double tol = 2e-4 * fabs(fd[i]) + 1e-4 * maxfd;
+        const double d = fabs((double)grad[i] - fd[i]);
+        if (d > tol)
+            fprintf(stderr, "param %zu (gate %zu op %zu): model %.9g, differences %.9g\n", i, i / 16, i % 16,
+                    (double)grad[i], fd[i]);
+        assert_true(d <= tol);
+        num += d * d;
+        den += fd[i] * fd[i];
+    }
+    assert_true(sqrt(num) <= 1e-4 * sqrt(den));
+    logic_ca_hard_destroy(h);
+    free(fd);
+    free(sum);
+    free(leaves);
+    free(losses);
+    free(z);
+    free(params);
+    free(grad);
+    model_destroy(m);
+}
+
+static void test_gradient_checkerboard(void **state)
+{
+    (void)state;
+    static const struct { int periodic, async; size_t parts; } cases[] = {
+        { 1, 0, 1 }, { 0, 0, 2 }, { 1, 1, 3 }, { 0, 1, 4 }, { 0, 0, 3 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ls_config cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "8,4,2", 4, 3, cases[i].periodic,
+                                  cases[i].async, cases[i].parts, 2);
+        check_gradient(&cfg, NULL, NULL);
+    }
+}
+
+static void test_gradient_gol(void **state)
+{
+    (void)state;
+    ls_config cfg = small_cfg("gol", 1, 4, "8,4,2,1", "8,4,2,1", 3, 1, 1, 0, 1, 3);
+    ls_dataset *d;
+    assert_int_equal(logic_ca_make_data(&cfg, &d, NULL), LS_OK);
+    const uint32_t ids[3] = { 0x38, 0x1ff - 0x10, 0x0b3 };   /* p = 3, 8, 5 */
+    check_gradient(&cfg, d, ids);
+    cfg.ca_steps = 2;
+    cfg.parts = 3;
+    check_gradient(&cfg, d, ids);
+    dataset_destroy(d);
+}
+
+/* ---- the bit contract of batch_grad ---- */
+
+static void check_schedules(const ls_config *cfg, const ls_dataset *data, const uint32_t *ids, int64_t step)
+{
+    ls_model *m = make_model(cfg);
+    float *params = malloc(m->n_params * sizeof *params);
+    m->init(m, params, cfg->seed);
+    for (size_t i = 0; i < m->n_params; i++)   /* away from the init's symmetry */
+        params[i] += 2.0f * unit() - 1.0f;
+    ls_batch b = { .data = data, .ids = ids, .batch = cfg->batch, .step = step, .seed = cfg->seed };
+    const size_t nl = b.batch * m->parts, lb = nl * m->leaf_len * sizeof(float);
+    float *ref = malloc(lb), *got = malloc(lb);
+    double *rl = malloc(nl * sizeof *rl), *gl = malloc(nl * sizeof *gl);
+    par_engine e;
+    ls_parallel par = make_par(&e, m, 0, 0, 0);
+    grad_run(m, params, &b, &par, ref, rl);
+    free_par(&e);
+    double total = 0;
+    for (size_t i = 0; i < nl; i++)
+        total += rl[i];
+    assert_true(isfinite(total) && total > 0);
+
+    /* reversed order, dirty scratch */
+    par = make_par(&e, m, 0, 1, 0xff);
+    memset(got, 0x55, lb);
+    grad_run(m, params, &b, &par, got, gl);
+    free_par(&e);
+    assert_memory_equal(ref, got, lb);
+    assert_memory_equal(rl, gl, nl * sizeof *rl);
+
+    const int threads[] = { 1, 2, 3, 8 };
+    for (size_t t = 0; t < 4; t++) {
+        par = make_par(&e, m, threads[t], 0, 0x7f);
+        memset(got, 0xaa, lb);
+        grad_run(m, params, &b, &par, got, gl);
+        /* twice on the same pool: the model's per-batch arrays are reused */
+        grad_run(m, params, &b, &par, got, gl);
+        free_par(&e);
+        assert_memory_equal(ref, got, lb);
+        assert_memory_equal(rl, gl, nl * sizeof *rl);
+    }
+
+    /* the scalar twins of logic.c give the same bits */
+    int prev = logic_set_simd(0);
+    par = make_par(&e, m, 2, 0, 0x11);
+    grad_run(m, params, &b, &par, got, gl);
+    free_par(&e);
+    logic_set_simd(prev);
+    assert_memory_equal(ref, got, lb);
+    assert_memory_equal(rl, gl, nl * sizeof *rl);
+
+    free(ref);
+    free(got);
+    free(rl);
+    free(gl);
+    free(params);
+    model_destroy(m);
+}
+
+static void test_schedules_checkerboard(void **state)
+{
+    (void)state;
+    static const struct { int periodic, async; size_t parts; } cases[] = {
+        { 0, 0, 4 }, { 1, 1, 3 }, { 1, 0, 8 }, { 0, 1, 1 },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ls_config cfg = small_cfg("checkerboard", 3, 4, "8,4,2", "16,8,4,3", 8, 6, cases[i].periodic,
+                                  cases[i].async, cases[i].parts, 3);
+        check_schedules(&cfg, NULL, NULL, 3);
+    }
+}
+
+static void test_schedules_defaults(void **state)
+{
+    (void)state;
+    ls_config cfg;
+    ls_err err = { { 0 } };
+    /* the notebook's checkerboard (sync), one step of it */
+    assert_int_equal(config_defaults(&cfg, "checkerboard", NULL, &err), LS_OK);
+    cfg.ca_steps = 4;   /* shorter rollout, same shapes */
+    check_schedules(&cfg, NULL, NULL, 2);
+    /* the notebook's Game of Life */
+    assert_int_equal(config_defaults(&cfg, "gol", NULL, &err), LS_OK);
+    ls_dataset *d;
+    assert_int_equal(logic_ca_make_data(&cfg, &d, &err), LS_OK);
+    uint32_t ids[20];
+    for (size_t i = 0; i < 20; i++)
+        ids[i] = (uint32_t)(i * 37 % 512);
+    check_schedules(&cfg, d, ids, 9);
+    dataset_destroy(d);
+}
+
+/* A batch smaller than the configured one gives the leaves of its samples:
+ * the same bits as the first samples of the full batch. */
+static void test_partial_batch(void **state)
+{
+    (void)state;
+    ls_config cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "8,4,2", 6, 4, 0, 1, 3, 3);
+    cfg.residual = 0;   /* Gaussian logits */
+    ls_model *m = make_model(&cfg);
+    float *params = malloc(m->n_params * sizeof *params);
+    m->init(m, params, 3);
+    ls_batch b = { .batch = 3, .step = 4, .seed = cfg.seed };
+    const size_t nl = 3 * m->parts;
+    float *full = malloc(nl * m->leaf_len * sizeof(float)), *part = malloc(nl * m->leaf_len * sizeof(float));
+    double fl[9], pl[9];
+    par_engine e;
+    ls_parallel par = make_par(&e, m, 2, 0, 0);
+    grad_run(m, params, &b, &par, full, fl);
+    b.batch = 2;
+    grad_run(m, params, &b, &par, part, pl);
+    assert_memory_equal(full, part, 2 * m->parts * m->leaf_len * sizeof(float));
+    assert_memory_equal(fl, pl, 2 * m->parts * sizeof(double));
+    /* more than the configured batch is refused */
+    b.batch = 4;
+    float *lp[12];
+    double ll[12];
+    for (size_t i = 0; i < 12; i++)
+        lp[i] = full;
+    ls_err err = { { 0 } };
+    assert_int_equal(m->batch_grad(m, params, &b, lp, ll, &par, &err), LS_EINVAL);
+    assert_true(err.msg[0] != 0);
+    free_par(&e);
+    free(full);
+    free(part);
+    free(params);
+    model_destroy(m);
+}
+
+/* ---- shape, wiring, init ---- */
+
+static void test_shape_and_wiring(void **state)
+{
+    (void)state;
+    ls_config cfg;
+    ls_err err = { { 0 } };
+    assert_int_equal(config_defaults(&cfg, "checkerboard", NULL, &err), LS_OK);
+    ls_model *m = make_model(&cfg);
+    /* reference/difflogic.md: 224 perception + 2816 update gates */
+    assert_int_equal(m->n_params, 3040 * 16);
+    assert_int_equal(m->leaf_len, 3040 * 4);
+    assert_int_equal(m->finish_units, 3040);
+    assert_int_equal(m->parts, 8);
+    assert_int_equal(m->mean_loss, 0);
+    assert_null(m->leaf);
+    assert_null(m->eval);
+    assert_string_equal(m->name, "logic-ca");
+    float *params = malloc(m->n_params * sizeof *params);
+    m->init(m, params, cfg.seed);
+    for (size_t i = 0; i < m->n_params; i++)
+        assert_true(params[i] == (i % 16 == 3 ? 10.0f : 0.0f));
+    logic_ca_hard *h;
+    assert_int_equal(logic_ca_hard_create(&h, m, params, NULL), LS_OK);
+    assert_int_equal(h->gates, 3040);
+    assert_int_equal(h->n_perception, 3);
+    assert_int_equal(h->n_update, 16);
+    for (size_t g = 0; g < h->gates; g++)
+        assert_int_equal(h->ops[g], 3);
+    const size_t K = 16;
+    /* kernel layer 1: (neighbour, centre), one permutation of the 8
+     * neighbours shared by every kernel */
+    unsigned seen = 0;
+    for (size_t k = 0; k < K; k++)
+        for (size_t g = 0; g < 8; g++) {
+            assert_int_equal(h->layer[0].b[k * 8 + g], 4);
+            assert_int_equal(h->layer[0].a[k * 8 + g], h->layer[0].a[g]);
+            if (k == 0)
+                seen |= 1u << h->layer[0].a[g];
+        }
+    assert_int_equal(seen, 0x1ef);   /* positions 0..8 but 4 */
+    /* later kernel layers: kernel k reads its own block, same pattern */
+    for (size_t l = 1; l < 3; l++) {
+        const size_t w = h->width[l], win = h->width[l - 1];
+        for (size_t k = 0; k < K; k++)
+            for (size_t g = 0; g < w; g++) {
+                assert_int_equal(h->layer[l].a[k * w + g], h->layer[l].a[g] + k * win);
+                assert_int_equal(h->layer[l].b[k * w + g], h->layer[l].b[g] + k * win);
+                assert_true(h->layer[l].a[g] < win && h->layer[l].b[g] < win);
+            }
+    }
+    /* update layers: unique wiring, no repeated pair, every input used */
+    for (size_t l = 3; l < h->n_layers; l++) {
+        const logic_layer *L = &h->layer[l];
+        assert_int_equal(L->in, l == 3 ? 8 + 8 * 2 * 16 : h->width[l - 1]);
+        unsigned char *used = calloc(L->in, 1);
+        for (size_t g = 0; g < L->out; g++) {
+            assert_true(L->a[g] < L->in && L->b[g] < L->in && L->a[g] != L->b[g]);
+            used[L->a[g]] = used[L->b[g]] = 1;
+            for (size_t q = 0; q < g; q++) {
+                const int same = L->a[q] == L->a[g] && L->b[q] == L->b[g];
+                const int swapped = L->a[q] == L->b[g] && L->b[q] == L->a[g];
+                assert_false(same || swapped);
+            }
+        }
+        for (size_t i = 0; i < L->in; i++)
+            assert_true(used[i]);
+        free(used);
+    }
+    logic_ca_hard_destroy(h);
+
+    /* a different seed gives a different wiring */
+    ls_config c2 = cfg;
+    c2.seed = cfg.seed + 1;
+    ls_model *m2 = make_model(&c2);
+    logic_ca_hard *h2;
+    assert_int_equal(logic_ca_hard_create(&h, m, params, NULL), LS_OK);
+    assert_int_equal(logic_ca_hard_create(&h2, m2, params, NULL), LS_OK);
+    assert_true(memcmp(h->a, h2->a, h->gates * sizeof *h->a) != 0);
+    logic_ca_hard_destroy(h);
+    logic_ca_hard_destroy(h2);
+    model_destroy(m2);
+
+    /* residual 0: Gaussian logits at their address */
+    cfg.residual = 0;
+    ls_model *m3 = make_model(&cfg);
+    m3->init(m3, params, 99);
+    for (size_t i = 0; i < m3->n_params; i += 997)
+        assert_true(params[i] == rng_normalf(99, RNG_INIT, 0, i, 0));
+    model_destroy(m3);
+    free(params);
+    model_destroy(m);
+}
+
+static void test_bad_configs(void **state)
+{
+    (void)state;
+    ls_model *m = (ls_model *)1;
+    ls_err err = { { 0 } };
+    ls_config cfg = small_cfg("checkerboard", 2, 2, "4,2", "8,4,2", 4, 3, 0, 0, 1, 2);
+    assert_int_equal(logic_ca_create(&m, &cfg, &err), LS_EINVAL);   /* kernel layer 1 must be 8 */
+    assert_null(m);
+    assert_non_null(strstr(err.msg, "perception"));
+    cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "4,2", 4, 3, 0, 0, 1, 2);   /* 10 -> 4: unique can't */
+    assert_int_equal(logic_ca_create(&m, &cfg, &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "layers"));
+    cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "8,4,3", 4, 3, 0, 0, 1, 2);   /* last != channels */
+    assert_int_equal(logic_ca_create(&m, &cfg, &err), LS_EINVAL);
+    cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "8,4,2", 4, 3, 0, 0, 5, 2);   /* 5 parts, 4 rows */
+    assert_int_equal(logic_ca_create(&m, &cfg, &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "parts"));
+    cfg = small_cfg("gol", 1, 4, "8,4,2,1", "8,4,2,1", 4, 1, 1, 0, 1, 2);   /* gol is 3x3 */
+    assert_int_equal(logic_ca_create(&m, &cfg, &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "grid"));
+}
+
+/* ---- tasks ---- */
+
+static void test_gol_data(void **state)
+{
+    (void)state;
+    ls_config cfg;
+    assert_int_equal(config_defaults(&cfg, "gol", NULL, NULL), LS_OK);
+    ls_dataset *d;
+    assert_int_equal(logic_ca_make_data(&cfg, &d, NULL), LS_OK);
+    assert_string_equal(d->name, "gol");
+    assert_int_equal(d->train.n, 512);
+    assert_int_equal(d->test.n, 512);
+    assert_int_equal(d->train.dim, 9);
+    assert_int_equal(d->n_classes, 0);
+    assert_true(d->hash == XXH3_64bits(d->train.x8, 512 * 9));
+    assert_memory_equal(d->train.x8, d->test.x8, 512 * 9);
+    /* 512 distinct boards of bits: every 9-bit pattern exactly once */
+    unsigned char seen[512] = { 0 };
+    for (size_t b = 0; b < 512; b++) {
+        unsigned v = 0;
+        for (size_t j = 0; j < 9; j++) {
+            assert_true(d->train.x8[b * 9 + j] <= 1);
+            v |= (unsigned)d->train.x8[b * 9 + j] << j;
+        }
+        assert_int_equal(seen[v], 0);
+        seen[v] = 1;
+    }
+    /* targets: the module's life step on the torus equals the closed form
+     * derived above, on every board */
+    for (size_t b = 0; b < 512; b++) {
+        uint8_t next[9], want[9];
+        logic_ca_life_step(next, d->train.x8 + b * 9, 3, 3, 1);
+        torus3_next(want, d->train.x8 + b * 9);
+        assert_memory_equal(next, want, 9);
+    }
+    /* hand-checked boards (row-major 3×3) */
+    const uint8_t blinker[9] = { 0, 0, 0, 1, 1, 1, 0, 0, 0 }, all[9] = { 1, 1, 1, 1, 1, 1, 1, 1, 1 };
+    const uint8_t square[9] = { 1, 1, 0, 1, 1, 0, 0, 0, 0 }, none[9] = { 0 };
+    uint8_t next[9];
+    logic_ca_life_step(next, blinker, 3, 3, 1);
+    assert_memory_equal(next, all, 9);      /* on the torus every dead cell has 3 neighbours */
+    logic_ca_life_step(next, blinker, 3, 3, 0);
+    const uint8_t vert[9] = { 0, 1, 0, 0, 1, 0, 0, 1, 0 };
+    assert_memory_equal(next, vert, 9);     /* zero borders: the blinker turns */
+    logic_ca_life_step(next, square, 3, 3, 1);
+    assert_memory_equal(next, square, 9);   /* block: 4 live cells stay */
+    logic_ca_life_step(next, all, 3, 3, 1);
+    assert_memory_equal(next, none, 9);     /* overcrowded */
+    dataset_destroy(d);
+
+    assert_int_equal(config_defaults(&cfg, "checkerboard", NULL, NULL), LS_OK);
+    d = (ls_dataset *)1;
+    assert_int_equal(logic_ca_make_data(&cfg, &d, NULL), LS_OK);
+    assert_null(d);
+}
+
+static void test_checkerboard_task(void **state)
+{
+    (void)state;
+    /* ((x/2)+(y/2)) % 2: 2×2 squares, hand-checked */
+    assert_int_equal(logic_ca_checkerboard_target(0, 0), 0);
+    assert_int_equal(logic_ca_checkerboard_target(1, 1), 0);
+    assert_int_equal(logic_ca_checkerboard_target(2, 0), 1);
+    assert_int_equal(logic_ca_checkerboard_target(3, 1), 1);
+    assert_int_equal(logic_ca_checkerboard_target(0, 3), 1);
+    assert_int_equal(logic_ca_checkerboard_target(2, 2), 0);
+    assert_int_equal(logic_ca_checkerboard_target(5, 3), 1);
+    assert_int_equal(logic_ca_checkerboard_target(15, 15), 0);
+    assert_int_equal(logic_ca_checkerboard_target(14, 1), 1);
+    /* start states: a pure function of the address */
+    float a[8 * 256], b[8 * 256];
+    logic_ca_start_state(a, 8, 256, 23, 7, 1);
+    logic_ca_start_state(b, 8, 256, 23, 7, 1);
+    assert_memory_equal(a, b, sizeof a);
+    size_t ones = 0;
+    for (size_t c = 0; c < 8; c++)
+        for (size_t n = 0; n < 256; n++) {
+            const float want = rng_uniformf(23, RNG_CA_START, 7, 1, n * 8 + c) < 0.5f ? 1.0f : 0.0f;
+            assert_true(a[c * 256 + n] == want);
+            ones += a[c * 256 + n] == 1.0f;
+        }
+    assert_true(ones > 900 && ones < 1148);
+    logic_ca_start_state(b, 8, 256, 23, 8, 1);   /* fresh each step */
+    assert_true(memcmp(a, b, sizeof a) != 0);
+    logic_ca_start_state(b, 8, 256, 23, 7, 0);   /* and each sample */
+    assert_true(memcmp(a, b, sizeof a) != 0);
+}
+
+/* ---- the hard circuit ---- */
+
+/* The hard rollout equals the reference with hard gates (random ops), on
+ * both borders, with and without masks. */
+static void test_hard_matches_reference(void **state)
+{
+    (void)state;
+    for (int periodic = 0; periodic <= 1; periodic++)
+        for (int masked = 0; masked <= 1; masked++) {
+            ls_config cfg = small_cfg("checkerboard", 3, 3, "8,4,2", "12,6,3", 8, 3, periodic, 0, 2, 1);
+            ls_model *m = make_model(&cfg);
+            float *params = malloc(m->n_params * sizeof *params);
+            for (size_t i = 0; i < m->n_params; i++)
+                params[i] = unit();
+            logic_ca_hard *h;
+            assert_int_equal(logic_ca_hard_create(&h, m, params, NULL), LS_OK);
+            /* ops are the argmax */
+            for (size_t g = 0; g < h->gates; g++) {
+                size_t best = 0;
+                for (size_t j = 1; j < 16; j++)
+                    if (params[g * 16 + j] > params[g * 16 + best])
+                        best = j;
+                assert_int_equal(h->ops[g], best);
+            }
+            /* a 7×7 grid: the reference works on square grids (the
+             * non-square path is checked by the Life test) */
+            const size_t C = 3, G = 7, NN = G * G, T = 6;
+            uint8_t *frames = malloc((T + 1) * C * NN), *masks = malloc(T * NN);
+            for (size_t i = 0; i < C * NN; i++)
+                frames[i] = (uint8_t)(next_u32() & 1);
+            for (size_t i = 0; i < T * NN; i++)
+                masks[i] = (uint8_t)(next_u32() % 3 != 0);
+            assert_int_equal(logic_ca_hard_rollout(h, frames, G, G, T, periodic, masked ? masks : NULL, NULL),
+                             LS_OK);
+            double st[3 * 49], nx[3 * 49];
+            for (size_t i = 0; i < C * NN; i++)
+                st[i] = frames[i];
+            ref_net r = { h, NULL, G, periodic };
+            for (size_t u = 0; u < T; u++) {
+                ref_step(&r, st, nx, masked ? masks + u * NN : NULL);
+                memcpy(st, nx, sizeof st);
+                for (size_t i = 0; i < C * NN; i++)
+                    assert_int_equal(frames[(u + 1) * C * NN + i], (uint8_t)st[i]);
+            }
+            /* one step equals the rollout's first step */
+            uint8_t *one = malloc(C * NN);
+            assert_int_equal(logic_ca_hard_step(h, one, frames, G, G, periodic, masked ? masks : NULL, NULL),
+                             LS_OK);
+            assert_memory_equal(one, frames + C * NN, C * NN);
+            free(one);
+            free(frames);
+            free(masks);
+            logic_ca_hard_destroy(h);
+            free(params);
+            model_destroy(m);
+        }
+}
+
+/* Batcher-style 8-input sorting network (Knuth, TAOCP 5.3.4: 19 comparators,
+ * depth 6); checked below by the 0-1 principle on all 256 inputs. */
+static const int SORT8[6][4][2] = {
+    { { 0, 2 }, { 1, 3 }, { 4, 6 }, { 5, 7 } },
+    { { 0, 4 }, { 1, 5 }, { 2, 6 }, { 3, 7 } },
+    { { 0, 1 }, { 2, 3 }, { 4, 5 }, { 6, 7 } },
+    { { 2, 4 }, { 3, 5 }, { -1, -1 }, { -1, -1 } },
+    { { 1, 4 }, { 3, 6 }, { -1, -1 }, { -1, -1 } },
+    { { 1, 2 }, { 3, 4 }, { 5, 6 }, { -1, -1 } },
+};
+
+/* A GoL circuit in the model's own structure: C = 1, K = 1, one kernel layer
+ * of 8 gates passing the neighbour (op A), so the update network sees
+ * [alive, 8 neighbours]; six layers sort the neighbours (OR = max to the
+ * lower wire, AND = min to the higher, alive passed through) so wire w holds
+ * [n >= w + 1]; then x = [n>=2] AND NOT [n>=4], y = [n>=3] OR alive,
+ * next = x AND y. wrong != 0 builds B3/S3 instead (y = [n>=3]). */
+static void build_life(logic_ca_hard *h, int wrong)
+{
+    for (size_t g = 0; g < 8; g++)
+        h->ops[g] = 3;
+    for (size_t d = 0; d < 6; d++) {
+        const size_t l = 1 + d, off = h->gate_off[l];
+        uint32_t *a = h->a + off, *b = h->b + off;
+        uint8_t *ops = h->ops + off;
+        for (size_t w = 0; w < 9; w++) {
+            a[w] = b[w] = (uint32_t)w;
+            ops[w] = 3;
+        }
+        for (size_t q = 0; q < 4; q++) {
+            const int i = SORT8[d][q][0], j = SORT8[d][q][1];
+            if (i < 0)
+                continue;
+            a[1 + i] = b[1 + j] = (uint32_t)(1 + i);
+            b[1 + i] = a[1 + j] = (uint32_t)(1 + j);
+            ops[1 + i] = 7;   /* OR */
+            ops[1 + j] = 1;   /* AND */
+        }
+    }
+    size_t off = h->gate_off[7];
+    memset(h->ops + off, 0, 5);
+    for (size_t g = 0; g < 5; g++)
+        h->a[off + g] = h->b[off + g] = 0;
+    h->a[off] = 1 + 1, h->b[off] = 1 + 3, h->ops[off] = 2;            /* [n>=2] AND NOT [n>=4] */
+    h->a[off + 1] = 1 + 2, h->b[off + 1] = 0, h->ops[off + 1] = wrong ? 3 : 7;   /* [n>=3] OR alive */
+    off = h->gate_off[8];
+    memset(h->ops + off, 0, 3);
+    for (size_t g = 0; g < 3; g++)
+        h->a[off + g] = h->b[off + g] = 0;
+    h->a[off] = 0, h->b[off] = 1, h->ops[off] = 1;
+    off = h->gate_off[9];
+    h->a[off] = h->b[off] = 0, h->ops[off] = 3;
+    h->a[off + 1] = h->b[off + 1] = 0, h->ops[off + 1] = 0;
+    off = h->gate_off[10];
+    h->a[off] = h->b[off] = 0, h->ops[off] = 3;
+}
+
+/* A plain life step written here (zero or wrapped borders). */
+static void test_life(uint8_t *next, const uint8_t *cur, size_t W, size_t H, int periodic)
+{
+    for (size_t y = 0; y < H; y++)
+        for (size_t x = 0; x < W; x++) {
+            int n = 0;
+            for (long dy = -1; dy <= 1; dy++)
+                for (long dx = -1; dx <= 1; dx++) {
+                    long yy = (long)y + dy, xx = (long)x + dx;
+                    if (dy == 0 && dx == 0)
+                        continue;
+                    if (periodic) {
+                        yy = (yy + (long)H) % (long)H;
+                        xx = (xx + (long)W) % (long)W;
+                    }
+                    if (yy >= 0 && xx >= 0 && yy < (long)H && xx < (long)W)
+                        n += cur[(size_t)yy * W + (size_t)xx];
+                }
+            next[y * W + x] = (uint8_t)(n == 3 || (n == 2 && cur[y * W + x]));
+        }
+}
+
+static void test_hand_built_life(void **state)
+{
+    (void)state;
+    /* the sorting network sorts (0-1 principle) */
+    for (unsigned v = 0; v < 256; v++) {
+        int w[8];
+        for (int i = 0; i < 8; i++)
+            w[i] = (v >> i) & 1;
+        for (int d = 0; d < 6; d++)
+            for (int q = 0; q < 4; q++) {
+                const int i = SORT8[d][q][0], j = SORT8[d][q][1];
+                if (i < 0)
+                    continue;
+                const int hi = w[i] | w[j], lo = w[i] & w[j];
+                w[i] = hi;
+                w[j] = lo;
+            }
+        for (int i = 0; i + 1 < 8; i++)
+            assert_true(w[i] >= w[i + 1]);
+    }
+    ls_config cfg = small_cfg("gol", 1, 1, "8", "9x6,5,3,2,1", 3, 1, 1, 0, 1, 20);
+    ls_model *m = make_model(&cfg);
+    float *params = calloc(m->n_params, sizeof *params);
+    logic_ca_hard *h;
+    assert_int_equal(logic_ca_hard_create(&h, m, params, NULL), LS_OK);
+    assert_int_equal(h->layer[1].in, 9);
+    build_life(h, 0);
+    ls_metric met[LS_MAX_METRICS];
+    size_t n = 0;
+    assert_int_equal(logic_ca_hard_metrics(h, &cfg, met, &n, NULL), LS_OK);
+    assert_int_equal(n, 1);
+    assert_string_equal(met[0].name, "hard_acc");
+    assert_true(met[0].value == 1.0);
+
+    /* and it runs Life on a bigger grid, both borders, 12 steps */
+    for (int periodic = 0; periodic <= 1; periodic++) {
+        const size_t W = 16, H = 11, T = 12;
+        uint8_t *frames = malloc((T + 1) * W * H), cur[16 * 11], nx[16 * 11];
+        for (size_t i = 0; i < W * H; i++)
+            cur[i] = frames[i] = (uint8_t)(next_u32() % 3 == 0);
+        assert_int_equal(logic_ca_hard_rollout(h, frames, W, H, T, periodic, NULL, NULL), LS_OK);
+        for (size_t u = 0; u < T; u++) {
+            test_life(nx, cur, W, H, periodic);
+            memcpy(cur, nx, sizeof cur);
+            assert_memory_equal(frames + (u + 1) * W * H, cur, W * H);
+        }
+        free(frames);
+    }
+
+    /* B3/S3 instead: on the 3×3 torus it differs exactly on the 84 boards
+     * with 3 live cells (their live cells die), so 428/512 stay right. */
+    build_life(h, 1);
+    assert_int_equal(logic_ca_hard_metrics(h, &cfg, met, &n, NULL), LS_OK);
+    assert_true(met[0].value == 428.0 / 512.0);
+    /* a circuit that reads outside its input is refused */
+    h->a[h->gate_off[2]] = 9;
+    assert_int_equal(logic_ca_hard_metrics(h, &cfg, met, &n, NULL), LS_EINVAL);
+    logic_ca_hard_destroy(h);
+    free(params);
+    model_destroy(m);
+}
+
+static void test_metrics(void **state)
+{
+    (void)state;
+    for (int async = 0; async <= 1; async++) {
+        ls_config cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "8,4,2", 8, 5, 0, async, 2, 2);
+        ls_model *m = make_model(&cfg);
+        float *params = calloc(m->n_params, sizeof *params);
+        /* every gate FALSE (logit 0 highest): channel 0 becomes 0 wherever
+         * a cell fired at least once and keeps its start value elsewhere
+         * (sync: every cell fires), computed here from the evaluation
+         * addresses of logic_ca.h: grids 0..15 on 8×8 for 5 steps, grid 16
+         * on 64×64 for 80 steps. Sync: half of the 2×2 squares' cells. */
+        for (size_t g = 0; g < m->n_params / 16; g++)
+            params[g * 16] = 1.0f;
+        ls_metric met[LS_MAX_METRICS];
+        size_t n = 0;
+        assert_int_equal(m->metrics(m, params, NULL, NULL, met, &n, NULL), LS_OK);
+        assert_int_equal(n, 2);
+        assert_string_equal(met[0].name, "hard_acc");
+        assert_string_equal(met[1].name, "hard_acc_64");
+        double want[2];
+        for (int big = 0; big <= 1; big++) {
+            const size_t grids = big ? 1 : 16, G = big ? 64 : 8, T = big ? 80 : 5, first = big ? 16 : 0;
+            size_t right = 0;
+            for (size_t i = first; i < first + grids; i++)
+                for (size_t c = 0; c < G * G; c++) {
+                    int fired = !async;
+                    for (size_t u = 0; u < T && !fired; u++)
+                        fired = rng_uniformf(LOGIC_CA_EVAL_SEED, RNG_EVAL, i, 1 + u, c) < 0.6f;
+                    const int start = rng_uniformf(LOGIC_CA_EVAL_SEED, RNG_EVAL, i, 0, c * 2) < 0.5f;
+                    right += (fired ? 0 : start) == test_checker(c % G, c / G);
+                }
+            want[big] = (double)right / (double)(grids * G * G);
+        }
+        if (!async)
+            assert_true(want[0] == 0.5 && want[1] == 0.5);
+        else
+            assert_true(want[0] != 0.5);
+        assert_true(met[0].value == want[0]);
+        assert_true(met[1].value == want[1]);
+        /* random ops: deterministic figures */
+        for (size_t i = 0; i < m->n_params; i++)
+            params[i] = unit();
+        ls_metric again[LS_MAX_METRICS];
+        assert_int_equal(m->metrics(m, params, NULL, NULL, met, &n, NULL), LS_OK);
+        assert_int_equal(m->metrics(m, params, NULL, NULL, again, &n, NULL), LS_OK);
+        assert_true(met[0].value == again[0].value && met[1].value == again[1].value);
+        free(params);
+        model_destroy(m);
+    }
+}
+
+/* With near one-hot logits the soft rollout is the hard one: the model's loss
+ * equals the number of wrong channel-0 cells of the hard circuit run from the
+ * same start state with the same masks. */
+static void test_soft_equals_hard_when_sharp(void **state)
+{
+    (void)state;
+    for (int async = 0; async <= 1; async++) {
+        ls_config cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "8,4,2", 6, 4, async, async, 3, 2);
+        ls_model *m = make_model(&cfg);
+        float *params = calloc(m->n_params, sizeof *params);
+        for (size_t g = 0; g < m->n_params / 16; g++)
+            params[g * 16 + next_u32() % 16] = 40.0f;
+        ls_batch b = { .batch = 2, .step = 17, .seed = cfg.seed };
+        const size_t nl = 2 * m->parts;
+        float *leaves = malloc(nl * m->leaf_len * sizeof(float));
+        double losses[6];
+        par_engine e;
+        ls_parallel par = make_par(&e, m, 2, 0, 0);
+        grad_run(m, params, &b, &par, leaves, losses);
+        free_par(&e);
+        logic_ca_hard *h;
+        assert_int_equal(logic_ca_hard_create(&h, m, params, NULL), LS_OK);
+        const size_t C = 2, G = 6, N = 36, T = 4;
+        for (size_t s = 0; s < 2; s++) {
+            uint8_t frames[5 * 2 * 36], masks[4 * 36];
+            float st[2 * 36];
+            logic_ca_start_state(st, C, N, cfg.seed, 17, s);
+            for (size_t i = 0; i < C * N; i++)
+                frames[i] = (uint8_t)(st[i] != 0.0f);
+            for (size_t u = 0; u < T; u++)
+                for (size_t n = 0; n < N; n++)
+                    masks[u * N + n] = !async || rng_uniformf(cfg.seed, RNG_CA_MASK, 17, s, u * N + n) < 0.6f;
+            assert_int_equal(logic_ca_hard_rollout(h, frames, G, G, T, cfg.periodic, masks, NULL), LS_OK);
+            size_t wrong = 0;
+            for (size_t n = 0; n < N; n++)
+                wrong += frames[T * C * N + n] != test_checker(n % G, n / G);
+            double loss = 0;
+            for (size_t r = 0; r < m->parts; r++)
+                loss += losses[s * m->parts + r];
+            assert_true(fabs(loss - (double)wrong) < 1e-3);
+        }
+        logic_ca_hard_destroy(h);
+        free(leaves);
+        free(params);
+        model_destroy(m);
+    }
+}
+
+/* Timing (printed, not checked; the machine may be busy): one
+ * checkerboard-sync training step's batch_grad at the notebook's size, on 1
+ * and 2 threads, and a Game of Life one. */
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static void test_timing(void **state)
+{
+    (void)state;
+    const char *tasks[2] = { "checkerboard", "gol" };
+    for (int k = 0; k < 2; k++) {
+        ls_config cfg;
+        assert_int_equal(config_defaults(&cfg, tasks[k], NULL, NULL), LS_OK);
+        ls_model *m = make_model(&cfg);
+        ls_dataset *d = NULL;
+        assert_int_equal(logic_ca_make_data(&cfg, &d, NULL), LS_OK);
+        float *params = malloc(m->n_params * sizeof *params);
+        m->init(m, params, cfg.seed);
+        uint32_t ids[20];
+        for (size_t i = 0; i < 20; i++)
+            ids[i] = (uint32_t)(i * 37 % 512);
+        const size_t nl = cfg.batch * m->parts;
+        float *leaves = malloc(nl * m->leaf_len * sizeof(float));
+        double *losses = malloc(nl * sizeof *losses);
+        for (int threads = 1; threads <= 2; threads++) {
+            par_engine e;
+            ls_parallel par = make_par(&e, m, threads, 0, 0);
+            ls_batch b = { .data = d, .ids = d ? ids : NULL, .batch = cfg.batch, .step = 1, .seed = cfg.seed };
+            const int reps = k == 0 ? 3 : 100;
+            grad_run(m, params, &b, &par, leaves, losses);
+            const double t0 = now();
+            for (int i = 0; i < reps; i++)
+                grad_run(m, params, &b, &par, leaves, losses);
+            const double t1 = now();
+            printf("    %s: %.3f ms per batch_grad at %d thread(s) (%s)\n", tasks[k], 1e3 * (t1 - t0) / reps,
+                   threads, logic_simd_name());
+            free_par(&e);
+        }
+        free(leaves);
+        free(losses);
+        free(params);
+        dataset_destroy(d);
+        model_destroy(m);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gradient_checkerboard),
+        cmocka_unit_test(test_gradient_gol),
+        cmocka_unit_test(test_schedules_checkerboard),
+        cmocka_unit_test(test_schedules_defaults),
+        cmocka_unit_test(test_partial_batch),
+        cmocka_unit_test(test_shape_and_wiring),
+        cmocka_unit_test(test_bad_configs),
+        cmocka_unit_test(test_gol_data),
+        cmocka_unit_test(test_checkerboard_task),
+        cmocka_unit_test(test_hard_matches_reference),
+        cmocka_unit_test(test_hand_built_life),
+        cmocka_unit_test(test_metrics),
+        cmocka_unit_test(test_soft_equals_hard_when_sharp),
+        cmocka_unit_test(test_timing),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
+}
