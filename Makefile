@@ -21,7 +21,7 @@ LS_PINNED := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -ffp-contract=
 WARN      := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes \
              -Wmissing-prototypes -Wpointer-arith -Wformat=2 $(WERROR)
 ALL_CFLAGS = $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) -pthread -MMD -MP
-LIBS      := -lsqlite3 -lxxhash -lz -lm -pthread
+LIBS      := -lsqlite3 -lxxhash -lpng -lz -lm -pthread
 
 LIB_SRC  := $(wildcard engine/*.c reduce/*.c record/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
