@@ -140,6 +140,43 @@ static void test_logic_threads(void **state)
     dataset_destroy(d);
 }
 
+/* The logic cellular automaton: parts run in phases on the pool, leaves are
+ * (sample, part) pairs; thread counts must not show in the bits. */
+static void test_ca_threads(void **state)
+{
+    (void)state;
+    const char *cases[][4] = {
+        /* task, extra key, value, steps */
+        { "gol", "batch", "20", "6" },
+        { "checkerboard", "ca_steps", "6", "3" },
+        { "checkerboard", "async", "1", "2" },
+    };
+    int checked = 0;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ls_config cfg;
+        assert_int_equal(config_defaults(&cfg, cases[i][0], NULL, NULL), LS_OK);
+        assert_int_equal(config_set(&cfg, cases[i][1], cases[i][2], 0, NULL), LS_OK);
+        if (strcmp(cases[i][1], "async") == 0)
+            assert_int_equal(config_set(&cfg, "ca_steps", "8", 0, NULL), LS_OK);
+        int steps = atoi(cases[i][3]);
+        outcome ref = run(cfg, 1, steps, NULL);
+        assert_int_equal(ref.st, LS_OK);
+        int threads[] = { 2, 3, 8 };
+        for (size_t ti = 0; ti < 3; ti++) {
+            outcome o = run(cfg, threads[ti], steps, NULL);
+            assert_int_equal(o.st, LS_OK);
+            if (o.traj != ref.traj)
+                fail_msg("%s %s=%s: threads %d differ from threads 1", cases[i][0], cases[i][1], cases[i][2],
+                         threads[ti]);
+            /* Several workers ran parts (a pool that ran all on one thread fails). */
+            if (o.busy < 2)
+                fail_msg("%s: only %d worker ran parts at %d threads", cases[i][0], o.busy, threads[ti]);
+            checked++;
+        }
+    }
+    printf("logic-ca: %d (task, threads) runs equal to one thread, bit for bit\n", checked);
+}
+
 /* The foil differs across thread counts: proof that equality above is news. */
 static void test_unordered_differs(void **state)
 {
@@ -267,6 +304,7 @@ int main(void)
         cmocka_unit_test(test_teacher_matrix),
         cmocka_unit_test(test_fashion_matrix),
         cmocka_unit_test(test_logic_threads),
+        cmocka_unit_test(test_ca_threads),
         cmocka_unit_test(test_unordered_differs),
         cmocka_unit_test(test_config_changes_trajectory),
         cmocka_unit_test(test_optimisers),

@@ -107,8 +107,8 @@ static int write_golden(const char *path, ls_config *cfg, int64_t steps)
         ls_config done = o.cfg;
         /* The trainer fills in the data hash; take it from the run's own config. */
         ls_dataset *d = NULL;
-        if (done.data_hash == 0 && trainer_load_data(&done, &d, &err) == LS_OK)
-            done.data_hash = d->hash;
+        if (done.data_hash == 0 && trainer_load_data(&done, &d, &err) == LS_OK && d != NULL)
+            done.data_hash = d->hash;   /* tasks that generate their samples have none */
         dataset_destroy(d);
         config_text(&done, text, sizeof text);
         st = golden_save(path, text, rows, (size_t)steps + 1, &err);
