@@ -53,6 +53,7 @@ help:
 	@echo "make check-builds  gcc -O0/-O2/-O3 -march=native, clang -O2/-O3 -march=native, SIMD off: golden files identical"
 	@echo "make check-asan    the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer"
 	@echo "make check-tsan    the whole test suite under ThreadSanitizer"
+	@echo "make fuzz          libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS=60 each; fuzz-ci: 20 s each"
 	@echo "make clean         remove $(BUILD)/"
 	@echo "variables: CC=clang  OPT='-O3'  BUILD=build-x  WERROR="
 
@@ -141,3 +142,5 @@ clean:
 	rm -rf $(BUILD) build-asan build-tsan build-check-* build-fuzz
 
 -include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_BIN:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.d)
+
+include tests/fuzz/fuzz.mk

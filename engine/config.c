@@ -350,8 +350,15 @@ int config_key_is_switch(const char *key)
 
 ls_status config_validate(const ls_config *cfg, ls_err *err)
 {
-    if (config_default_model(cfg->task) == NULL)
+    const char *dm = config_default_model(cfg->task);
+    if (dm == NULL)
         return ls_fail(err, LS_EINVAL, "task: unknown task '%s'", cfg->task);
+    /* The same pairing rule as config_defaults: a later task= or --task must
+     * not leave a model behind that cannot train it. */
+    int image = strcmp(dm, "mlp") == 0;
+    if (image != (strcmp(cfg->model, "logic-ca") != 0))
+        return ls_fail(err, LS_EINVAL, "model: '%s' does not train task '%s' (it takes %s)", cfg->model, cfg->task,
+                       image ? "mlp or logic" : "logic-ca");
     if (cfg->batch == 0)
         return ls_fail(err, LS_EINVAL, "batch: must be at least 1");
     if (cfg->leaf == 0)

@@ -94,12 +94,13 @@ static ls_status gunzip(const char *path, const uint8_t *src, size_t src_len, ui
 
     /* The gzip trailer ends with the input size mod 2^32 (ISIZE): a good
      * first guess, so a well-formed file is inflated without regrowing. It is
-     * only a hint; a wrong one costs a realloc. */
+     * only a hint, and a corrupt or cut file may claim anything, so it is used
+     * only when deflate could reach it (at most 1032:1). */
     size_t cap = 4096;
     if (src_len >= 18) {
         const uint8_t *t = src + src_len - 4;
         size_t isize = (size_t)t[0] | ((size_t)t[1] << 8) | ((size_t)t[2] << 16) | ((size_t)t[3] << 24);
-        if (isize > cap)
+        if (isize > cap && isize / 1032 <= src_len)
             cap = isize;
     }
     if (cap > IDX_MAX_INFLATED)
