@@ -47,11 +47,16 @@ struct pool {
     int n_started;
 };
 
-static void pool_pause(void)
+/* One poll of a waiting thread. Every 64th poll yields the CPU: on a machine
+ * shared with other work, the thread being waited for may need this very
+ * CPU, and spinning through its time slice would only delay it. */
+static void pool_pause(int i)
 {
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
+    if ((i & 63) == 63)
+        sched_yield();
 }
 
 static void *pool_worker_main(void *arg)
@@ -61,7 +66,7 @@ static void *pool_worker_main(void *arg)
     uint64_t seen = 0;
     for (;;) {
         for (int i = 0; i < p->spin && atomic_load_explicit(&p->generation, memory_order_acquire) == seen; i++)
-            pool_pause();
+            pool_pause(i);
         pthread_mutex_lock(&p->mu);
         while (!p->shutdown && atomic_load_explicit(&p->generation, memory_order_relaxed) == seen)
             pthread_cond_wait(&p->start_cv, &p->mu);
@@ -153,7 +158,7 @@ void pool_run(pool *p, pool_fn fn, void *ctx)
     fn(ctx, 0, p->n_threads);
 
     for (int i = 0; i < p->spin && atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++)
-        pool_pause();
+        pool_pause(i);
     pthread_mutex_lock(&p->mu);
     while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0)
         pthread_cond_wait(&p->done_cv, &p->mu);
