@@ -69,10 +69,12 @@ int cmd_resume(int argc, char **argv)
     st = run_resume(&o, id, &r, &err);
     runlog_close(db);
     if (st != LS_OK) {
-        cli_error("resume", &err, st);
-        if (r.bad_input)
+        if (r.bad_input) {
+            cli_error("resume", &err, st);
             return EXIT_USAGE;
-        fprintf(stderr, "lockstep resume: run %lld recorded as %s in %s\n", (long long)id, r.status, a.db);
+        }
+        fprintf(stderr, "lockstep resume: %s (run %lld, status %s)\n", err.msg[0] ? err.msg : ls_strerror(st),
+                (long long)id, r.status);
         return cli_exit_code(st);
     }
     if (r.nothing_to_do) {

@@ -85,10 +85,12 @@ int cmd_train(int argc, char **argv)
     st = run_train(&o, &r, &err);
     runlog_close(db);
     if (st != LS_OK) {
-        cli_error("train", &err, st);
+        /* One line: the problem, and what became of the run. */
         if (r.run_id >= 0)
-            fprintf(stderr, "lockstep train: run %lld recorded as %s after %lld steps in %s\n",
-                    (long long)r.run_id, r.status, (long long)r.steps_done, a.db);
+            fprintf(stderr, "lockstep train: %s (run %lld stopped after step %lld, status %s)\n",
+                    err.msg[0] ? err.msg : ls_strerror(st), (long long)r.run_id, (long long)r.steps_done, r.status);
+        else
+            cli_error("train", &err, st);
         return cli_exit_code(st);
     }
     print_result("train", &r, &a.cfg);

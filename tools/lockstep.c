@@ -1,6 +1,7 @@
 /* lockstep.c — the command line: one binary, subcommands (DESIGN.md §6). */
 #include "tools.h"
 
+#include <signal.h>
 #include <string.h>
 
 static void usage(FILE *f)
@@ -14,6 +15,10 @@ static void usage(FILE *f)
           "          train one run, recording every step's loss, parameter hash and trajectory hash\n"
           "  resume  RUN [--db FILE] [--threads N] [--steps N]\n"
           "          continue an interrupted run from its newest checkpoint, checking the recorded steps\n"
+          "  export  RUN --circuit [--netlist] [-o FILE] [--db FILE]\n"
+          "          the hard circuit of a logic or logic-ca run as C (64 cells per word) or a netlist\n"
+          "  render  RUN -o FILE.png [--grid N] [--steps N] [--seed S] [--scale K] [--db FILE]\n"
+          "          a PNG of a logic-ca run's hard rollout, frame by frame\n"
           "  runs    [--db FILE]                 list runs\n"
           "  show    RUN [--db FILE] [--steps]   config, environment, summary, step table\n"
           "  verify  RUN_A RUN_B [--db FILE]     compare two runs bit for bit, step by step\n"
@@ -28,6 +33,9 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+    /* A full disk (or a file-size limit) must fail a write with an error the
+     * record can report, never kill the process mid-transaction. */
+    signal(SIGXFSZ, SIG_IGN);
     if (argc < 2) {
         fputs("lockstep: missing command (see lockstep --help)\n", stderr);
         return EXIT_USAGE;
@@ -39,6 +47,7 @@ int main(int argc, char **argv)
     } cmds[] = {
         { "train", cmd_train }, { "runs", cmd_runs }, { "show", cmd_show }, { "verify", cmd_verify },
         { "equiv", cmd_equiv }, { "golden", cmd_golden }, { "bench", cmd_bench }, { "resume", cmd_resume },
+        { "export", cmd_export }, { "render", cmd_render },
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(cmd, cmds[i].name) == 0)

@@ -144,8 +144,9 @@ static void read_cpu_model(char *buf, size_t len)
     fclose(f);
 }
 
-static void progress_line(int64_t step, int64_t first, int64_t target, size_t batch, double loss, double t0,
-                          double *printed)
+/* label: "step" for new steps, "replay" for recorded steps being recomputed. */
+static void progress_line(const char *label, int64_t step, int64_t first, int64_t target, size_t batch, double loss,
+                          double t0, double *printed)
 {
     double now = run_now();
     if (now - *printed < 0.2 && step != target)
@@ -155,7 +156,7 @@ static void progress_line(int64_t step, int64_t first, int64_t target, size_t ba
     int64_t done = step - first + 1;
     double sps = el > 0 ? (double)done * (double)batch / el : 0;
     double eta = done > 0 ? el / (double)done * (double)(target - step) : 0;
-    fprintf(stderr, "\rstep %lld/%lld  loss %.5f  %.0f samples/s  ETA %.0fs   ", (long long)step,
+    fprintf(stderr, "\r%s %lld/%lld  loss %.5f  %.0f samples/s  ETA %.0fs   ", label, (long long)step,
             (long long)target, loss, sps, eta);
     if (step == target)
         fputc('\n', stderr);
@@ -376,7 +377,8 @@ static ls_status run_loop(run_ctx *c, ls_err *err)
                 break;
         r->record_seconds += run_now() - d;
         if (o->progress)
-            progress_line(step, first, c->target, trainer_config(c->t)->batch, loss, t0, &printed);
+            progress_line(step <= c->last_recorded ? "replay" : "step", step, first, c->target,
+                          trainer_config(c->t)->batch, loss, t0, &printed);
         if (c->eval_every > 0 && step % c->eval_every == 0 && step != c->target)
             if ((st = run_record_eval(c, err)) != LS_OK)
                 break;
@@ -477,10 +479,13 @@ ls_status run_train(const run_opts *o, run_result *r, ls_err *err)
 /* ---- resuming a recorded run ------------------------------------------------------------------ */
 
 /* Everything that can be checked before the run is claimed: the run's state,
- * its config, the trainer, the step rows and the newest checkpoint. Fills c
+ * its config, the trainer, the step rows and the newest checkpoint at or
+ * before the last step row (a newer registration can only be one a live
+ * writer made after the rows were read: run_restore reads live runs). Fills c
  * (trainer at the checkpoint's step, hashes at that step). Sets r->bad_input
  * except for a mismatch with the record (the checkpoint's parameters or
- * step 0 do not hash as recorded), which is LS_EMISMATCH. */
+ * step 0 do not hash as recorded), which is LS_EMISMATCH. Shared by
+ * run_resume and run_restore. */
 static ls_status resume_prepare(run_ctx *c, const runlog_run *run, ls_step **rec, ls_err *err)
 {
     const run_opts *o = c->o;
@@ -526,18 +531,17 @@ static ls_status resume_prepare(run_ctx *c, const runlog_run *run, ls_step **rec
     size_t n_ck;
     if ((st = runlog_checkpoints(c->db, run->id, &ck, &n_ck, err)) != LS_OK)
         return st;
-    if (n_ck > 0) {
-        const runlog_ckpt *k = &ck[n_ck - 1];
+    size_t use = n_ck;
+    while (use > 0 && ck[use - 1].step > c->last_recorded)
+        use--;
+    if (use > 0) {
+        const runlog_ckpt *k = &ck[use - 1];
         snprintf(r->checkpoint_path, sizeof r->checkpoint_path, "%s", k->path);
         size_t ob;
         void *os = trainer_optim_state(c->t, &ob);
         int64_t step = -1;
         uint64_t sh = 0;
-        if (k->step > c->last_recorded)
-            st = ls_fail(err, LS_EFORMAT, "%s: registered at step %lld, but %s has step rows only up to %lld",
-                         k->path, (long long)k->step, what, (long long)c->last_recorded);
-        if (st == LS_OK)
-            st = ckpt_load_hash(k->path, c->cfg_hash, c->n, ob, &step, trainer_params_mut(c->t), os, &sh, err);
+        st = ckpt_load_hash(k->path, c->cfg_hash, c->n, ob, &step, trainer_params_mut(c->t), os, &sh, err);
         if (st == LS_OK && step != k->step)
             st = ls_fail(err, LS_EFORMAT, "%s: holds step %lld but is registered as step %lld", k->path,
                          (long long)step, (long long)k->step);
@@ -635,6 +639,58 @@ ls_status run_resume(const run_opts *o, int64_t run_id, run_result *r, ls_err *e
         st = run_loop(&c, err);
     st = run_finish(&c, st, err);
 out:
+    trainer_destroy(c.t);
+    free(rec);
+    runlog_run_free(&run);
+    return st;
+}
+
+/* ---- restoring a recorded run's trainer ---------------------------------------------------------- */
+
+ls_status run_restore(runlog *db, int64_t run_id, int threads, int progress, trainer **out, run_restored *info,
+                      ls_err *err)
+{
+    *out = NULL;
+    memset(info, 0, sizeof *info);
+    info->bad_input = 1;
+    run_opts o = { .threads = threads, .progress = progress, .db = db };
+    run_result r;
+    run_result_init(&r);
+    r.run_id = run_id;
+    run_ctx c;
+    memset(&c, 0, sizeof c);
+    c.o = &o;
+    c.r = &r;
+    c.db = db;
+    c.last_recorded = -1;
+    runlog_run run;
+    ls_status st = runlog_get_run(db, run_id, &run, err);
+    if (st != LS_OK)
+        return st;
+    ls_step *rec = NULL;
+    r.bad_input = 1;
+    st = resume_prepare(&c, &run, &rec, err);
+    if (st == LS_OK && c.last_recorded < 0)
+        st = ls_fail(err, LS_EINVAL, "run %lld '%s' has no recorded steps", (long long)run.id, run.name);
+    if (st == LS_OK) {
+        /* Every step after the checkpoint is one the record has: run_loop
+         * recomputes and compares each, and records nothing. */
+        r.bad_input = 0;
+        c.target = c.last_recorded;
+        st = run_loop(&c, err);
+    }
+    info->bad_input = st != LS_OK && r.bad_input;
+    if (st == LS_OK) {
+        info->step = c.last_recorded;
+        info->from_checkpoint = r.resumed_from;
+        info->replayed = r.recomputed;
+        info->config_hash = c.cfg_hash;
+        info->param_hash = c.ph;
+        info->traj_hash = c.traj;
+        snprintf(info->checkpoint_path, sizeof info->checkpoint_path, "%s", r.checkpoint_path);
+        *out = c.t;
+        c.t = NULL;
+    }
     trainer_destroy(c.t);
     free(rec);
     runlog_run_free(&run);

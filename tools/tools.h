@@ -12,6 +12,7 @@
 #include "../engine/config.h"
 #include "../engine/dataset.h"
 #include "../engine/model.h"
+#include "../engine/train.h"
 #include "../engine/status.h"
 #include "../record/hash.h"
 #include "../record/runlog.h"
@@ -131,6 +132,27 @@ const char *run_format_metrics(const run_result *r, char *buf, size_t len);
  * with nothing left to train sets r->nothing_to_do and changes nothing. */
 ls_status run_resume(const run_opts *o, int64_t run_id, run_result *r, ls_err *err);
 
+/* The trainer of a recorded run at its last recorded step, proved to be the
+ * run's: rebuilds the trainer from the recorded config at `threads`, loads the
+ * newest registered checkpoint at or before the last step row (checked as
+ * run_resume checks it; none: starts from step 0, whose hashes are checked),
+ * then recomputes every recorded step after it, comparing loss bits,
+ * parameter hash and trajectory hash with the record (LS_EMISMATCH naming the
+ * first step that differs). Records and changes nothing; reads runs in any
+ * state, live ones included (what is committed). A progress line on stderr
+ * while recomputing when `progress`. *out (caller destroys) is NULL on error;
+ * info->bad_input tells a bad run/config/checkpoint from a mismatch. */
+typedef struct {
+    int64_t step;               /* the run's last recorded step: where the trainer is */
+    int64_t from_checkpoint;    /* step of the checkpoint loaded, 0 when none */
+    int64_t replayed;           /* recorded steps recomputed and found identical */
+    uint64_t config_hash, param_hash, traj_hash;   /* at `step`, equal to the record's */
+    char checkpoint_path[4096]; /* "" when none */
+    int bad_input;
+} run_restored;
+ls_status run_restore(runlog *db, int64_t run_id, int threads, int progress, trainer **out, run_restored *info,
+                      ls_err *err);
+
 /* The absolute checkpoint directory: dir, or "<db_path>.ckpt" when dir is
  * NULL, created (with missing parents) when it does not exist. */
 ls_status run_checkpoint_dir(const char *dir, const char *db_path, char *out, size_t cap, ls_err *err);
@@ -152,9 +174,30 @@ int cmd_equiv(int argc, char **argv);
 int cmd_golden(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_resume(int argc, char **argv);
+int cmd_export(int argc, char **argv);
+int cmd_render(int argc, char **argv);
 
 /* Helpers shared by subcommands. */
 ls_status cli_open_db(const char *path, runlog **db, ls_err *err);
+/* Opens the database db_path (which must exist: readers never create one)
+ * and reads run id_or_name (an id or a name) into *run (runlog_run_free it,
+ * runlog_close *db). On failure prints one line and returns EXIT_USAGE. */
+int cli_open_run(const char *cmd, const char *db_path, const char *id_or_name, runlog **db, runlog_run *run);
+/* An output file written to a temporary file next to it and renamed over it
+ * by cli_out_commit, so a failed or interrupted command leaves no partial
+ * file; path NULL or "-" is stdout. cli_out_open fails (LS_EIO naming the
+ * path) when the file cannot be created there, before any work is done. */
+typedef struct {
+    FILE *f;
+    int to_stdout;
+    char path[4096], tmp[4096 + 16];
+} cli_out;
+ls_status cli_out_open(cli_out *o, const char *path, ls_err *err);
+ls_status cli_out_commit(cli_out *o, ls_err *err);
+void cli_out_abort(cli_out *o);   /* removes the temporary file; no-op after commit */
+/* src as printable ASCII safe inside a C or '#' comment (no "* /", no newline). */
+void cli_comment_safe(char *dst, size_t cap, const char *src);
+
 /* Compare two runs over their common steps; prints the verdict; 0 equal, 1 differ. */
 int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet);
 
