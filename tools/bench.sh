@@ -14,3 +14,25 @@ for leaf in 64 32; do
     "$BIN" bench --task fashion-mnist --batch 128 --leaf $leaf --threads "1,$cores" \
         --steps "${STEPS:-200}" --reps "${REPS:-7}"
 done
+
+# The logic cellular automaton: step time and speedup (no unordered foil:
+# its leaves are (sample, part) pairs computed in phases).
+echo
+"$BIN" bench --task gol --threads "1,$cores" --steps 300 --reps "${REPS:-7}"
+echo
+"$BIN" bench --task checkerboard --threads "1,$cores" --steps 10 --reps "${REPS:-7}"
+echo
+"$BIN" bench --task checkerboard --async --threads "1,$cores" --steps 6 --reps "${REPS:-7}"
+
+# A whole Game of Life training (the notebook's 3000 steps), then its exported
+# hard circuit compiled with cc -O2 and run bit-parallel (64 cells per word).
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo
+start=$(date +%s.%N)
+"$BIN" train --task gol --threads "$cores" --db "$tmp/bench.db" --name gol --no-progress
+end=$(date +%s.%N)
+echo "gol: 3000 training steps at $cores threads in $(awk "BEGIN { printf \"%.1f\", $end - $start }") s (wall, including evaluation and record)"
+"$BIN" export gol --db "$tmp/bench.db" --circuit -o "$tmp/gol.c" --no-progress
+${CC:-cc} -O2 -DLOCKSTEP_CIRCUIT_MAIN "$tmp/gol.c" -o "$tmp/gol"
+"$tmp/gol"
