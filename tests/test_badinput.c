@@ -181,7 +181,8 @@ static unsigned char *idx_bytes(uint32_t magic, const uint32_t *dims, int nd, co
     size_t hdr = 4 + 4 * (size_t)nd;
     unsigned char *b = malloc(hdr + data_len + 1);
     assert_non_null(b);
-    uint32_t words[4] = { magic, 0, 0, 0 };
+    uint32_t words[8] = { magic };
+    assert_true(nd >= 0 && nd < 8);
     for (int i = 0; i < nd; i++)
         words[1 + i] = dims[i];
     for (int w = 0; w < 1 + nd; w++)
@@ -1332,7 +1333,12 @@ static int check_row(size_t i)
     if (!why[0] && why2[0])
         snprintf(why, sizeof why, "%s", why2);
     else if (why[0] && why2[0])
-        snprintf(why + strlen(why), sizeof why - strlen(why), "; also: %s", why2);
+    {
+        /* Append within bounds; a cut message still names the row. */
+        size_t used = strlen(why);
+        strncat(why, "; also: ", sizeof why - used - 1);
+        strncat(why, why2, sizeof why - strlen(why) - 1);
+    }
 
     int ok = !why[0];
     if (ok && getenv("BADINPUT_VERBOSE") != NULL)

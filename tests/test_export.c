@@ -491,20 +491,23 @@ static const char NET_DRIVER[] =
     "    return fclose(g) != 0;\n"
     "}\n";
 
-/* Exports run `name` as C (NAME.c) and compiles it: alone with strict
- * flags (self-contained, warning-free), as the benchmark program (run on a
- * small grid), and with a driver (NAME_drv). Returns the active gate count
- * the C file declares. */
-static size_t export_and_build(const char *name, int ca)
+/* Exports run `name` as C (TAG.c; split: the --split value, or NULL) and
+ * compiles it: alone with strict flags (self-contained, warning-free), as
+ * the benchmark program (run on a small grid), and with a driver (TAG_drv).
+ * Returns the active gate count the C file declares. */
+static size_t export_and_build(const char *name, const char *tag, const char *split, int ca)
 {
     char c_file[64], drv_src[64], drv_bin[64], obj[64], bench[64];
-    snprintf(c_file, sizeof c_file, "%s.c", name);
-    snprintf(drv_src, sizeof drv_src, "%s_drv.c", name);
-    snprintf(drv_bin, sizeof drv_bin, "./%s_drv", name);
-    snprintf(obj, sizeof obj, "%s.o", name);
-    snprintf(bench, sizeof bench, "./%s_bench", name);
+    snprintf(c_file, sizeof c_file, "%s.c", tag);
+    snprintf(drv_src, sizeof drv_src, "%s_drv.c", tag);
+    snprintf(drv_bin, sizeof drv_bin, "./%s_drv", tag);
+    snprintf(obj, sizeof obj, "%s.o", tag);
+    snprintf(bench, sizeof bench, "./%s_bench", tag);
     proc_res r;
-    LS(&r, "export", name, "--db", "D", "--circuit", "-o", c_file, "--threads", "2");
+    if (split != NULL)
+        LS(&r, "export", name, "--db", "D", "--circuit", "-o", c_file, "--threads", "2", "--split", split);
+    else
+        LS(&r, "export", name, "--db", "D", "--circuit", "-o", c_file, "--threads", "2");
     expect_code(&r, 0);
     size_t active = 0, total = 0;
     const char *say = strstr(r.out, " active gates of ");
@@ -527,11 +530,21 @@ static size_t export_and_build(const char *name, int ca)
     assert_non_null(d);
     assert_int_equal(sscanf(d, "#define LOCKSTEP_ACTIVE_GATES %zu", &declared), 1);
     assert_int_equal(declared, active);
-    /* One straight-line expression per active gate. */
-    size_t lines = 0;
+    /* One straight-line expression per active gate: locals g<N> in one
+     * function, or (split form) v[slot] = ...; tagged with the gate, in parts. */
+    size_t lines = 0, tagged = 0;
     for (const char *p = strstr(text, "    const uint64_t g"); p != NULL; p = strstr(p + 1, "    const uint64_t g"))
         lines++;
-    assert_int_equal(lines, active);
+    for (const char *p = strstr(text, "; /* g"); p != NULL; p = strstr(p + 1, "; /* g"))
+        tagged++;
+    if (split != NULL) {
+        assert_int_equal(lines, 0);
+        assert_int_equal(tagged, active);
+        assert_non_null(strstr(text, "void lockstep_part0(uint64_t *v,"));
+    } else {
+        assert_int_equal(lines, active);
+        assert_int_equal(tagged, 0);
+    }
     char comment[64];
     snprintf(comment, sizeof comment, "active gates: %zu of %zu", active, total);
     assert_non_null(strstr(text, comment));
@@ -690,13 +703,13 @@ static void netlist_eval(const netlist *nl, const uint64_t *in, uint64_t *val, u
 
 /* ---- the logic-ca cases --------------------------------------------------------------------- */
 
-static void check_ca_export(const char *name)
+static void check_ca_export(const char *name, const char *tag, const char *split)
 {
     engine_run *e = engine(name);
-    const size_t active = export_and_build(name, 1);
+    const size_t active = export_and_build(name, tag, split, 1);
     const size_t C = e->h->channels;
     char drv[64], path[PATH_MAX], out_path[PATH_MAX];
-    snprintf(drv, sizeof drv, "./%s_drv", name);
+    snprintf(drv, sizeof drv, "./%s_drv", tag);
     uint64_t seed = 1;
 
     /* (1) lockstep_step on random patches. */
@@ -810,19 +823,20 @@ static void check_ca_export(const char *name)
 static void test_export_gol(void **state)
 {
     (void)state;
-    check_ca_export("gol");
+    check_ca_export("gol", "gol", NULL);
+    check_ca_export("gol", "gol_split", "100");   /* the split form, parts of 100 gates */
 }
 
 static void test_export_checkerboard(void **state)
 {
     (void)state;
-    check_ca_export("cb");
+    check_ca_export("cb", "cb", NULL);
 }
 
 static void test_export_checkerboard_async(void **state)
 {
     (void)state;
-    check_ca_export("cba");
+    check_ca_export("cba", "cba", NULL);
 }
 
 /* The restore recomputes what the record says, from the newest checkpoint:
@@ -847,7 +861,8 @@ static void test_export_logic(void **state)
 {
     (void)state;
     engine_run *e = engine("lt");
-    const size_t active = export_and_build("lt", 0);
+    const size_t active = export_and_build("lt", "lt", NULL, 0);
+    assert_int_equal(export_and_build("lt", "lt_split", "300", 0), active);
     ls_dataset *data;
     ls_err err = { "" };
     assert_int_equal(dataset_make_teacher(&data, &err), LS_OK);
@@ -875,6 +890,14 @@ static void test_export_logic(void **state)
     if (acc != engine_acc || acc != e->test_acc)
         fail_msg("compiled classifier: accuracy %.17g (%zu/%zu); engine %.17g, recorded %.17g", acc, right, s->n,
                  engine_acc, e->test_acc);
+    /* the split form predicts the same classes, sample by sample */
+    SH_OK("./lt_split_drv", "x.bin", "pred_split.bin");
+    tpath("pred_split.bin", out_path, sizeof out_path);
+    size_t n2;
+    uint8_t *pred2 = (uint8_t *)read_all(out_path, &n2);
+    assert_int_equal(n2, n);
+    assert_memory_equal(pred2, pred, n);
+    free(pred2);
     free(pred);
     free(x);
     free(ids);
@@ -1144,6 +1167,32 @@ static void test_bad_input(void **state)
     }
 }
 
+/* -o onto a symbolic link writes through it (a rename would replace the
+ * link; for a device such as /dev/null, the device); onto a regular file it
+ * replaces the file. */
+static void test_output_paths(void **state)
+{
+    (void)state;
+    need_runs();
+    char link[PATH_MAX], target[PATH_MAX];
+    tpath("link.net", link, sizeof link);
+    tpath("target.net", target, sizeof target);
+    write_all(target, "old", 3);
+    assert_int_equal(symlink("target.net", link), 0);
+    LS_OK("export", "cb", "--db", "D", "--circuit", "--netlist", "-o", "link.net");
+    struct stat sb;
+    assert_int_equal(lstat(link, &sb), 0);
+    assert_true(S_ISLNK(sb.st_mode));
+    char *text = read_all(target, NULL);
+    assert_true(strncmp(text, "# lockstep netlist v1\n", 22) == 0);
+    free(text);
+    LS_OK("export", "cb", "--db", "D", "--circuit", "-o", "target.net");
+    text = read_all(target, NULL);
+    assert_true(strncmp(text, "/* lockstep circuit", 19) == 0);
+    free(text);
+    assert_int_equal(temp_files_left(), 0);
+}
+
 static void sql_exec(const char *sql)
 {
     sqlite3 *db;
@@ -1235,6 +1284,7 @@ int main(void)
         cmocka_unit_test(test_render_checkerboard),
         cmocka_unit_test(test_render_async),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_output_paths),
         cmocka_unit_test(test_tampered_record),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown) ? 1 : 0;

@@ -185,11 +185,12 @@ ls_status cli_open_db(const char *path, runlog **db, ls_err *err);
 int cli_open_run(const char *cmd, const char *db_path, const char *id_or_name, runlog **db, runlog_run *run);
 /* An output file written to a temporary file next to it and renamed over it
  * by cli_out_commit, so a failed or interrupted command leaves no partial
- * file; path NULL or "-" is stdout. cli_out_open fails (LS_EIO naming the
- * path) when the file cannot be created there, before any work is done. */
+ * file; path NULL or "-" is stdout; an existing device, pipe or symbolic link
+ * is written in place. cli_out_open fails (LS_EIO naming the path) when the
+ * file cannot be created there, before any work is done. */
 typedef struct {
     FILE *f;
-    int to_stdout;
+    int to_stdout, in_place;
     char path[4096], tmp[4096 + 16];
 } cli_out;
 ls_status cli_out_open(cli_out *o, const char *path, ls_err *err);
