@@ -839,7 +839,8 @@ static void test_bench_smoke(void **state)
 static void test_help_every_subcommand(void **state)
 {
     ctx *c = *state;
-    static const char *const cmds[] = { "train", "runs", "show", "verify", "equiv", "golden", "bench" };
+    static const char *const cmds[] = { "train", "runs", "show", "verify", "equiv", "golden", "bench",
+                                        "resume", "export", "render" };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
         cli_res r;
         RUN(&r, c, cmds[i], "--help");
