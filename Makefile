@@ -102,6 +102,9 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_COMMON_OBJ) $(LIB)
 	@echo "LD $@"
 	@$(CC) $(OPT) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON_OBJ) $(LIB) -lcmocka $(LIBS)
 
+# Objects of the shared test helpers are not intermediate files to delete.
+.SECONDARY: $(TEST_COMMON_OBJ)
+
 test: deps
 	@$(MAKE) --no-print-directory build
 	@BUILD=$(BUILD) sh tests/run_tests.sh

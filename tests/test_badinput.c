@@ -26,8 +26,8 @@
  * BADINPUT_VERBOSE set, every passing row prints its name and stderr line.
  *
  * The process runner (fresh child, stdin /dev/null, pipes, deadline) is
- * copied from tests/test_cli.c, extended with what some rows need in the
- * child before exec: an RLIMIT_FSIZE (with SIGXFSZ at its default, so only
+ * tests/proc_util.c, with what some rows need in the child before exec
+ * (proc_opts): an RLIMIT_FSIZE (with SIGXFSZ at its default, so only
  * the program's own handling can keep it alive) and dropping root to uid/gid
  * 65534 (root writes through file modes, so read-only cases must run as
  * someone else).
@@ -38,12 +38,8 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <grp.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -52,21 +48,17 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
 #include <zlib.h>
 
-extern char **environ;
+#include "proc_util.h"
 
 static char g_bin[PATH_MAX];
 
 /* Seconds a child may run before it is killed and the row fails. */
 #define DEADLINE 60.0
-
-/* The unprivileged user and group the read-only rows run as. */
-#define NOBODY 65534
 
 /* Where the real Fashion-MNIST files live (engine/dataset.h), unless
  * LOCKSTEP_DATA_DIR says otherwise. */
@@ -80,63 +72,6 @@ static const char *const FASHION_FILES[4] = {
 };
 
 /* ---- files and directories ------------------------------------------------------------ */
-
-static int rm_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return -1;
-    struct dirent *e;
-    char p[PATH_MAX];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-            chmod(p, 0755);
-            rm_tree(p);
-        } else {
-            unlink(p);
-        }
-    }
-    closedir(d);
-    return rmdir(dir);
-}
-
-static void append(char **buf, size_t *len, size_t *cap, const char *src, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        size_t nc = *cap ? *cap : 4096;
-        while (nc < *len + n + 1)
-            nc *= 2;
-        char *b = realloc(*buf, nc);
-        assert_non_null(b);
-        *buf = b;
-        *cap = nc;
-    }
-    memcpy(*buf + *len, src, n);
-    *len += n;
-    (*buf)[*len] = '\0';
-}
-
-/* The whole file, NUL-terminated; NULL when it cannot be read. */
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    size_t cap = 0, n = 0;
-    char *buf = NULL, chunk[65536];
-    size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        append(&buf, &n, &cap, chunk, got);
-    if (buf == NULL)
-        append(&buf, &n, &cap, "", 0);
-    fclose(f);
-    *len = n;
-    return buf;
-}
 
 static void write_bytes(const char *path, const void *b, size_t n)
 {
@@ -155,7 +90,7 @@ static void write_text(const char *path, const char *text)
 static void copy_file(const char *from, const char *to)
 {
     size_t n;
-    char *b = read_file(from, &n);
+    char *b = proc_read_file(from, &n, 0);
     if (b == NULL)
         fail_msg("%s: %s", from, strerror(errno));
     write_bytes(to, b, n);
@@ -238,176 +173,42 @@ static void write_idx_labels(const char *path, const unsigned char *labels, uint
  * array is allocated; the strings are borrowed. */
 static char **make_env(const char *set)
 {
-    static const char *const drop[] = { "CI", "LOCKSTEP_DATA_DIR", "LOCKSTEP_CRASH_AT" };
-    size_t n = 0;
-    while (environ[n] != NULL)
-        n++;
-    char **env = calloc(n + 2, sizeof *env);
-    assert_non_null(env);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *e = environ[i];
-        size_t kl = strcspn(e, "=");
-        int skip = 0;
-        for (size_t j = 0; j < sizeof drop / sizeof drop[0]; j++)
-            skip |= strlen(drop[j]) == kl && strncmp(e, drop[j], kl) == 0;
-        if (!skip)
-            env[k++] = environ[i];
-    }
-    if (set != NULL)
-        env[k++] = (char *)set;
-    env[k] = NULL;
-    return env;
+    static const char *const drop[] = { "CI", "LOCKSTEP_DATA_DIR", "LOCKSTEP_CRASH_AT", NULL };
+    const char *const kv[] = { set, NULL };
+    return proc_make_env(kv, drop);
 }
 
-/* ---- the runner (from tests/test_cli.c) ---------------------------------------------------- */
-
-typedef struct {
-    rlim_t fsize;     /* RLIMIT_FSIZE in the child, 0: none */
-    int as_nobody;    /* drop root to NOBODY:NOBODY, no supplementary groups */
-} child_opts;
-
-typedef struct {
-    int code;        /* exit status; -1 when killed by a signal */
-    int sig;         /* the signal that ended the child, 0 if none */
-    int timed_out;   /* killed by the runner at the deadline */
-    char *out, *err; /* NUL-terminated captures */
-    size_t out_len, err_len;
-    char cmd[1024];  /* the command line, for failure messages */
-} cli_res;
-
-static void res_free(cli_res *r)
-{
-    free(r->out);
-    free(r->err);
-    r->out = r->err = NULL;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void describe(const char *const *argv, char *buf, size_t len)
-{
-    size_t at = (size_t)snprintf(buf, len, "lockstep");
-    for (size_t i = 0; argv[i] != NULL && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, " %s", argv[i][0] ? argv[i] : "''");
-}
+/* ---- the runner (tests/proc_util.c) -------------------------------------------------------- */
 
 /* Runs the binary with argv (without argv[0]) in cwd and waits for it,
- * reading both pipes to EOF and killing it at the deadline. */
-static void cli_run(cli_res *r, const char *cwd, char **env, const child_opts *opt, const char *const *argv)
+ * reading both pipes to EOF and killing it at the deadline. Every child gets
+ * SIGINT, SIGTERM, SIGXFSZ and SIGPIPE at their defaults (exec would keep an
+ * ignored disposition), so what the program does with them is its own doing;
+ * opt (may be NULL) adds an RLIMIT_FSIZE or the drop to PROC_NOBODY. */
+static void cli_run(proc_res *r, const char *cwd, char **env, const proc_opts *opt, const char *const *argv)
 {
-    describe(argv, r->cmd, sizeof r->cmd);
-    int po[2], pe[2];
-    assert_int_equal(pipe(po), 0);
-    assert_int_equal(pipe(pe), 0);
-    size_t n = 0;
-    while (argv[n] != NULL)
-        n++;
-    char **av = calloc(n + 2, sizeof *av);
-    assert_non_null(av);
-    av[0] = g_bin;
-    for (size_t i = 0; i < n; i++)
-        av[i + 1] = (char *)argv[i];
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        /* Dispositions that exec would keep when ignored here: defaults, so
-         * what the program does with them is its own doing. */
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        signal(SIGXFSZ, SIG_DFL);
-        signal(SIGPIPE, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int in = open("/dev/null", O_RDONLY);
-        if (in < 0 || dup2(in, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0 || chdir(cwd) != 0)
-            _exit(127);
-        close(po[0]);
-        close(pe[0]);
-        close(po[1]);
-        close(pe[1]);
-        if (opt != NULL && opt->as_nobody && geteuid() == 0) {
-            if (setgroups(0, NULL) != 0 || setgid(NOBODY) != 0 || setuid(NOBODY) != 0)
-                _exit(126);
-        }
-        if (opt != NULL && opt->fsize > 0) {
-            struct rlimit rl = { opt->fsize, opt->fsize };
-            if (setrlimit(RLIMIT_FSIZE, &rl) != 0)
-                _exit(125);
-        }
-        execve(g_bin, av, env != NULL ? env : environ);
-        _exit(127);
+    proc_opts o = { PROC_SIG_ALL, 0, 0, 0 };
+    if (opt != NULL) {
+        o.fsize = opt->fsize;
+        o.as_nobody = opt->as_nobody;
     }
-    free(av);
-    close(po[1]);
-    close(pe[1]);
-
-    size_t cap_o = 0, cap_e = 0;
-    r->out = r->err = NULL;
-    r->out_len = r->err_len = 0;
-    append(&r->out, &r->out_len, &cap_o, "", 0);
-    append(&r->err, &r->err_len, &cap_e, "", 0);
-    r->timed_out = 0;
-    double end = now_s() + DEADLINE;
-    int open_fds = 2;
-    struct pollfd fds[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
-    while (open_fds > 0) {
-        double left = end - now_s();
-        if (left <= 0) {
-            kill(pid, SIGKILL);
-            r->timed_out = 1;
-            break;
-        }
-        int k = poll(fds, 2, (int)(left * 1000) + 1);
-        if (k < 0 && errno == EINTR)
-            continue;
-        assert_true(k >= 0);
-        for (int i = 0; i < 2; i++) {
-            if (fds[i].fd < 0 || fds[i].revents == 0)
-                continue;
-            char chunk[4096];
-            ssize_t got = read(fds[i].fd, chunk, sizeof chunk);
-            if (got > 0) {
-                if (i == 0)
-                    append(&r->out, &r->out_len, &cap_o, chunk, (size_t)got);
-                else
-                    append(&r->err, &r->err_len, &cap_e, chunk, (size_t)got);
-            } else if (got == 0 || errno != EINTR) {
-                close(fds[i].fd);
-                fds[i].fd = -1;
-                open_fds--;
-            }
-        }
-    }
-    for (int i = 0; i < 2; i++)
-        if (fds[i].fd >= 0)
-            close(fds[i].fd);
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        assert_int_equal(errno, EINTR);
-    r->sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    proc_child p;
+    proc_describe("lockstep", argv, r->cmd, sizeof r->cmd);
+    proc_start_bin(&p, cwd, env, &o, g_bin, argv);
+    proc_finish(&p, r, DEADLINE);
 }
 
 /* A setup command that must succeed (exit 0). */
 static void run_ok(const char *cwd, const char *const *argv)
 {
     char **env = make_env(NULL);
-    cli_res r;
+    proc_res r;
     cli_run(&r, cwd, env, NULL, argv);
     free(env);
     if (r.code != 0)
         fail_msg("setup: %s (in %s): exit %d, signal %d\nstdout: %s\nstderr: %s", r.cmd, cwd, r.code, r.sig, r.out,
                  r.err);
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 #define RUN_OK(cwd, ...)                                  \
@@ -446,8 +247,8 @@ static int db_dump(sqlite3 *db, const char *sql, int64_t bound, char **buf, size
     }
     if (sqlite3_bind_parameter_count(st) > 0)
         sqlite3_bind_int64(st, 1, bound);
-    append(buf, n, cap, sql, strlen(sql));
-    append(buf, n, cap, "\n", 1);
+    proc_append(buf, n, cap, sql, strlen(sql));
+    proc_append(buf, n, cap, "\n", 1);
     int rc;
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         for (int i = 0; i < sqlite3_column_count(st); i++) {
@@ -455,15 +256,15 @@ static int db_dump(sqlite3 *db, const char *sql, int64_t bound, char **buf, size
             switch (sqlite3_column_type(st, i)) {
             case SQLITE_INTEGER:
                 snprintf(v, sizeof v, "%lld", (long long)sqlite3_column_int64(st, i));
-                append(buf, n, cap, v, strlen(v));
+                proc_append(buf, n, cap, v, strlen(v));
                 break;
             case SQLITE_FLOAT:
                 snprintf(v, sizeof v, "%a", sqlite3_column_double(st, i));
-                append(buf, n, cap, v, strlen(v));
+                proc_append(buf, n, cap, v, strlen(v));
                 break;
             case SQLITE_TEXT: {
                 const char *t = (const char *)sqlite3_column_text(st, i);
-                append(buf, n, cap, t, strlen(t));
+                proc_append(buf, n, cap, t, strlen(t));
                 break;
             }
             case SQLITE_BLOB: {
@@ -471,16 +272,16 @@ static int db_dump(sqlite3 *db, const char *sql, int64_t bound, char **buf, size
                 int bl = sqlite3_column_bytes(st, i);
                 for (int k = 0; k < bl; k++) {
                     snprintf(v, sizeof v, "%02x", b[k]);
-                    append(buf, n, cap, v, 2);
+                    proc_append(buf, n, cap, v, 2);
                 }
                 break;
             }
             default:
-                append(buf, n, cap, "NULL", 4);
+                proc_append(buf, n, cap, "NULL", 4);
             }
-            append(buf, n, cap, "|", 1);
+            proc_append(buf, n, cap, "|", 1);
         }
-        append(buf, n, cap, "\n", 1);
+        proc_append(buf, n, cap, "\n", 1);
     }
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE) {
@@ -511,7 +312,7 @@ static char *snapshot(const char *path, int64_t bound, char *why, size_t wl)
         return NULL;
     char *buf = NULL;
     size_t n = 0, cap = 0;
-    append(&buf, &n, &cap, "", 0);
+    proc_append(&buf, &n, &cap, "", 0);
     for (size_t q = 0; q < sizeof queries / sizeof queries[0]; q++) {
         if (db_dump(db, queries[q], bound, &buf, &n, &cap, why, wl) != 0) {
             free(buf);
@@ -856,7 +657,7 @@ static void prepare_data(void)
     char dir[PATH_MAX], real_img[PATH_MAX];
     path_in(src, FASHION_FILES[0], real_img, sizeof real_img);
     size_t len;
-    char *img = read_file(real_img, &len);
+    char *img = proc_read_file(real_img, &len, 0);
     assert_non_null(img);
     assert_true(len > 1024);
 
@@ -938,12 +739,12 @@ static void prepare_data(void)
 static int help_ok(const char *cmd)
 {
     char **env = make_env(NULL);
-    cli_res r;
+    proc_res r;
     const char *av[] = { cmd, "--help", NULL };
     cli_run(&r, g.base, env, NULL, av);
     free(env);
     int ok = r.code == 0;
-    res_free(&r);
+    proc_res_free(&r);
     return ok;
 }
 
@@ -961,7 +762,7 @@ static int group_teardown(void **state)
 {
     (void)state;
     if (g.base[0])
-        rm_tree(g.base);
+        proc_rm_tree(g.base, 1);
     return 0;
 }
 
@@ -1003,7 +804,7 @@ typedef struct {
     char ckpt[PATH_MAX];   /* S_CKPT: the damaged checkpoint's path */
     char env_set[PATH_MAX + 32];
     char **env;
-    child_opts opt;
+    proc_opts opt;
 } row_ctx;
 
 static uint64_t rd64(const unsigned char *p)
@@ -1037,7 +838,7 @@ static void setup_ckpt(row_ctx *x, const char *how)
     if (strstr(x->ckpt, "-step-20.ckpt") == NULL || strstr(older, "-step-15.ckpt") == NULL)
         fail_msg("run B's checkpoints are %s and %s, want steps 20 and 15", x->ckpt, older);
     size_t len;
-    unsigned char *b = (unsigned char *)read_file(x->ckpt, &len);
+    unsigned char *b = (unsigned char *)proc_read_file(x->ckpt, &len, 0);
     assert_non_null(b);
     assert_true(len > 56);
     assert_memory_equal(b, "LKSTCKPT", 8);
@@ -1076,7 +877,7 @@ static void setup_ckpt(row_ctx *x, const char *how)
 static void setup_golden(const row_ctx *x, const char *how)
 {
     size_t len;
-    char *src = read_file(g.golden, &len);
+    char *src = proc_read_file(g.golden, &len, 0);
     assert_non_null(src);
     assert_true(strncmp(src, "# lockstep golden v1\n", 21) == 0);
     char name[64], p[PATH_MAX];
@@ -1101,9 +902,9 @@ static void setup_golden(const row_ctx *x, const char *how)
         assert_non_null(e);
         char *out = NULL;
         size_t n = 0, cap = 0;
-        append(&out, &n, &cap, src, (size_t)(a - src));
-        append(&out, &n, &cap, "xyz", 3);
-        append(&out, &n, &cap, e, strlen(e));
+        proc_append(&out, &n, &cap, src, (size_t)(a - src));
+        proc_append(&out, &n, &cap, "xyz", 3);
+        proc_append(&out, &n, &cap, e, strlen(e));
         write_bytes(p, out, n);
         free(out);
     } else if (strcmp(how, "bad-config") == 0) {
@@ -1113,9 +914,9 @@ static void setup_golden(const row_ctx *x, const char *how)
         assert_non_null(e);
         char *out = NULL;
         size_t n = 0, cap = 0;
-        append(&out, &n, &cap, src, (size_t)(lr - src));
-        append(&out, &n, &cap, "\nlr=banana", 10);
-        append(&out, &n, &cap, e, strlen(e));
+        proc_append(&out, &n, &cap, src, (size_t)(lr - src));
+        proc_append(&out, &n, &cap, "\nlr=banana", 10);
+        proc_append(&out, &n, &cap, e, strlen(e));
         write_bytes(p, out, n);
         free(out);
     } else if (strcmp(how, "truncated") == 0) {
@@ -1224,7 +1025,7 @@ static int check_row(size_t i)
     size_t keep_len = 0;
     if (row->keep != NULL) {
         path_in(x.dir, row->keep, keep_path, sizeof keep_path);
-        keep_before = read_file(keep_path, &keep_len);
+        keep_before = proc_read_file(keep_path, &keep_len, 0);
         assert_non_null(keep_before);
     }
     if (row->absent != NULL)
@@ -1239,14 +1040,14 @@ static int check_row(size_t i)
      * be what changes it. */
     if (keep_before != NULL) {
         size_t l2;
-        char *again = read_file(keep_path, &l2);
+        char *again = proc_read_file(keep_path, &l2, 0);
         assert_non_null(again);
         assert_true(l2 == keep_len && memcmp(again, keep_before, l2) == 0);
         free(again);
     }
     row_arm(&x, row);
 
-    cli_res r;
+    proc_res r;
     cli_run(&r, x.dir, x.env, &x.opt, row->argv);
     row_disarm(&x);
 
@@ -1255,7 +1056,7 @@ static int check_row(size_t i)
     else if (r.sig != 0)
         snprintf(why, sizeof why, "died of signal %d (%s), want exit 2", r.sig, strsignal(r.sig));
     else if (r.code == 126 && x.opt.as_nobody)
-        snprintf(why, sizeof why, "the child could not drop to uid/gid %d (setgroups/setgid/setuid)", NOBODY);
+        snprintf(why, sizeof why, "the child could not drop to uid/gid %d (setgroups/setgid/setuid)", PROC_NOBODY);
     else if (r.code != 2)
         snprintf(why, sizeof why, "exit %d, want 2", r.code);
     else if (r.err_len == 0 || r.err[r.err_len - 1] != '\n' || count_char(r.err, r.err_len, '\n') != 1)
@@ -1316,7 +1117,7 @@ static int check_row(size_t i)
     }
     if (!why2[0] && keep_before != NULL) {
         size_t len;
-        char *after = read_file(keep_path, &len);
+        char *after = proc_read_file(keep_path, &len, 0);
         if (after == NULL || len != keep_len || memcmp(after, keep_before, len) != 0)
             snprintf(why2, sizeof why2, "%s was modified", row->keep);
         free(after);
@@ -1348,12 +1149,12 @@ static int check_row(size_t i)
                     "  stdout: %s\n  stderr: %s\n", i, row->name, why, r.cmd, x.dir,
                     x.opt.as_nobody ? ", as uid 65534" : x.opt.fsize ? ", with RLIMIT_FSIZE" : "", r.code, r.sig,
                     r.out, r.err);
-    res_free(&r);
+    proc_res_free(&r);
     free(before);
     free(keep_before);
     free(x.env);
     if (ok)
-        rm_tree(x.dir);   /* a failed row's directory stays until the group teardown */
+        proc_rm_tree(x.dir, 1);   /* a failed row's directory stays until the group teardown */
     return ok;
 }
 
@@ -1394,7 +1195,7 @@ static void test_table_covers_the_issue(void **state)
 static void test_bad_inputs(void **state)
 {
     (void)state;
-    double t0 = now_s();
+    double t0 = proc_now();
     prepare_shared();
     if (!g.have_export)
         printf("badinput: export rows skipped (`lockstep export --help` exits non-zero)\n");
@@ -1413,20 +1214,15 @@ static void test_bad_inputs(void **state)
             snprintf(failed + at, sizeof failed - at, "%s'%s'", at ? ", " : "", BAD[i].name);
         }
     }
-    printf("badinput: %zu/%zu rows exit 2 with one line, record intact (%.1f s)\n", passed, run, now_s() - t0);
+    printf("badinput: %zu/%zu rows exit 2 with one line, record intact (%.1f s)\n", passed, run, proc_now() - t0);
     if (passed != run)
         fail_msg("%zu of %zu bad-input rows failed: %s", run - passed, run, failed);
 }
 
 int main(void)
 {
-    const char *bin = getenv("LOCKSTEP_BIN");
-    if (bin == NULL || bin[0] == '\0')
-        bin = "build/lockstep";
-    if (realpath(bin, g_bin) == NULL) {
-        fprintf(stderr, "test_badinput: %s: %s (set LOCKSTEP_BIN)\n", bin, strerror(errno));
+    if (proc_find_bin(g_bin, "test_badinput", 0) != 0)
         return 1;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table_covers_the_issue),
         cmocka_unit_test(test_bad_inputs),

@@ -17,11 +17,8 @@
 #include <cmocka.h>
 
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -33,262 +30,35 @@
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
+#include "proc_util.h"
 
 static char g_bin[PATH_MAX];
 
 /* Seconds a child may run before it is killed and the case fails. */
 #define CLI_DEADLINE 60.0
 
-/* ---- per-test temporary directory ------------------------------------------ */
-
-typedef struct {
-    char dir[128];
-} ctx;
-
-static int rm_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return -1;
-    struct dirent *e;
-    char p[PATH_MAX];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-            rm_tree(p);
-        else
-            unlink(p);
-    }
-    closedir(d);
-    return rmdir(dir);
-}
+/* ---- per-test temporary directory (proc_ctx, tests/proc_util.h) ---------------- */
 
 static int setup_dir(void **state)
 {
-    ctx *c = calloc(1, sizeof *c);
-    if (c == NULL)
-        return -1;
-    snprintf(c->dir, sizeof c->dir, "/tmp/lockstep-cli-XXXXXX");
-    if (mkdtemp(c->dir) == NULL) {
-        free(c);
-        return -1;
-    }
-    *state = c;
-    return 0;
+    return proc_ctx_setup(state, "/tmp/lockstep-cli-XXXXXX");
 }
 
-static int teardown_dir(void **state)
-{
-    ctx *c = *state;
-    if (c != NULL) {
-        rm_tree(c->dir);
-        free(c);
-    }
-    return 0;
-}
-
-/* Absolute path of `name` inside the test directory. */
-static void tpath(const ctx *c, const char *name, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s/%s", c->dir, name);
-}
-
-/* ---- environment ------------------------------------------------------------ */
-
-/* A copy of environ without the variables named in `unset` (NULL-terminated
- * names) and without those that `set` ("K=V" strings) overrides, plus `set`.
- * Only the array is allocated; the strings are borrowed. */
-static char **make_env(const char *const *set, const char *const *unset)
-{
-    size_t n = 0, ns = 0;
-    while (environ[n] != NULL)
-        n++;
-    while (set != NULL && set[ns] != NULL)
-        ns++;
-    char **env = calloc(n + ns + 1, sizeof *env);
-    assert_non_null(env);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++) {
-        const char *e = environ[i];
-        size_t kl = strcspn(e, "=");
-        int drop = 0;
-        for (size_t j = 0; unset != NULL && unset[j] != NULL; j++)
-            drop |= strlen(unset[j]) == kl && strncmp(e, unset[j], kl) == 0;
-        for (size_t j = 0; j < ns; j++)
-            drop |= strncmp(e, set[j], kl + 1) == 0;
-        if (!drop)
-            env[k++] = environ[i];
-    }
-    for (size_t j = 0; j < ns; j++)
-        env[k++] = (char *)set[j];
-    env[k] = NULL;
-    return env;
-}
-
-/* ---- the runner ---------------------------------------------------------------- */
-
-typedef struct {
-    pid_t pid;
-    int out_fd, err_fd;
-} cli_proc;
-
-typedef struct {
-    int code;        /* exit status; -1 when killed by a signal */
-    int sig;         /* the signal that ended the child, 0 if none */
-    int timed_out;   /* killed by the runner at the deadline */
-    char *out, *err; /* NUL-terminated captures */
-    size_t out_len, err_len;
-    char cmd[512];   /* the command line, for failure messages */
-} cli_res;
-
-static void res_free(cli_res *r)
-{
-    free(r->out);
-    free(r->err);
-    r->out = r->err = NULL;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static size_t argv_len(const char *const *argv)
-{
-    size_t n = 0;
-    while (argv[n] != NULL)
-        n++;
-    return n;
-}
-
-static void describe(const char *const *argv, char *buf, size_t len)
-{
-    size_t at = (size_t)snprintf(buf, len, "lockstep");
-    for (size_t i = 0; argv[i] != NULL && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, " %s", argv[i][0] ? argv[i] : "''");
-}
+/* ---- the runner (tests/proc_util.c) ---------------------------------------------- */
 
 /* Starts the binary with argv (without argv[0]) in directory cwd; env NULL
  * means the test's own environment. */
-static void cli_start(cli_proc *p, const char *cwd, char **env, const char *const *argv)
+static void cli_start(proc_child *p, const char *cwd, char **env, const char *const *argv)
 {
-    int po[2], pe[2];
-    assert_int_equal(pipe(po), 0);
-    assert_int_equal(pipe(pe), 0);
-    size_t n = argv_len(argv);
-    char **av = calloc(n + 2, sizeof *av);
-    assert_non_null(av);
-    av[0] = g_bin;
-    for (size_t i = 0; i < n; i++)
-        av[i + 1] = (char *)argv[i];
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        /* A test runner started in the background may have SIGINT ignored,
-         * and exec keeps an ignored disposition: give the child defaults. */
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int in = open("/dev/null", O_RDONLY);
-        if (in < 0 || dup2(in, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0 || chdir(cwd) != 0)
-            _exit(127);
-        close(po[0]);
-        close(pe[0]);
-        close(po[1]);
-        close(pe[1]);
-        execve(g_bin, av, env != NULL ? env : environ);
-        _exit(127);
-    }
-    free(av);
-    close(po[1]);
-    close(pe[1]);
-    p->pid = pid;
-    p->out_fd = po[0];
-    p->err_fd = pe[0];
+    proc_start_bin(p, cwd, env, NULL, g_bin, argv);
 }
 
-static void append(char **buf, size_t *len, size_t *cap, const char *src, size_t n)
+static void cli_run_env(proc_res *r, const proc_ctx *c, char **env, const char *const *argv)
 {
-    if (*len + n + 1 > *cap) {
-        size_t nc = *cap ? *cap : 4096;
-        while (nc < *len + n + 1)
-            nc *= 2;
-        char *b = realloc(*buf, nc);
-        assert_non_null(b);
-        *buf = b;
-        *cap = nc;
-    }
-    memcpy(*buf + *len, src, n);
-    *len += n;
-    (*buf)[*len] = '\0';
-}
-
-/* Reads both pipes to EOF (killing the child at the deadline), then reaps it. */
-static void cli_finish(cli_proc *p, cli_res *r, double deadline_s)
-{
-    size_t cap_o = 0, cap_e = 0;
-    r->out = r->err = NULL;
-    r->out_len = r->err_len = 0;
-    append(&r->out, &r->out_len, &cap_o, "", 0);
-    append(&r->err, &r->err_len, &cap_e, "", 0);
-    r->timed_out = 0;
-    double end = now_s() + deadline_s;
-    int open_fds = 2;
-    struct pollfd fds[2] = { { p->out_fd, POLLIN, 0 }, { p->err_fd, POLLIN, 0 } };
-    while (open_fds > 0) {
-        double left = end - now_s();
-        if (left <= 0) {
-            kill(p->pid, SIGKILL);
-            r->timed_out = 1;
-            break;
-        }
-        int k = poll(fds, 2, (int)(left * 1000) + 1);
-        if (k < 0 && errno == EINTR)
-            continue;
-        assert_true(k >= 0);
-        for (int i = 0; i < 2; i++) {
-            if (fds[i].fd < 0 || fds[i].revents == 0)
-                continue;
-            char chunk[4096];
-            ssize_t got = read(fds[i].fd, chunk, sizeof chunk);
-            if (got > 0) {
-                if (i == 0)
-                    append(&r->out, &r->out_len, &cap_o, chunk, (size_t)got);
-                else
-                    append(&r->err, &r->err_len, &cap_e, chunk, (size_t)got);
-            } else if (got == 0 || errno != EINTR) {
-                close(fds[i].fd);
-                fds[i].fd = -1;
-                open_fds--;
-            }
-        }
-    }
-    for (int i = 0; i < 2; i++)
-        if (fds[i].fd >= 0)
-            close(fds[i].fd);
-    int status;
-    while (waitpid(p->pid, &status, 0) < 0)
-        assert_int_equal(errno, EINTR);
-    r->sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static void cli_run_env(cli_res *r, const ctx *c, char **env, const char *const *argv)
-{
-    cli_proc p;
-    describe(argv, r->cmd, sizeof r->cmd);
+    proc_child p;
+    proc_describe("lockstep", argv, r->cmd, sizeof r->cmd);
     cli_start(&p, c->dir, env, argv);
-    cli_finish(&p, r, CLI_DEADLINE);
+    proc_finish(&p, r, CLI_DEADLINE);
     if (r->timed_out)
         fail_msg("%s: still running after %.0f s (killed)", r->cmd, CLI_DEADLINE);
     if (r->sig != 0)
@@ -308,7 +78,7 @@ static void cli_run_env(cli_res *r, const ctx *c, char **env, const char *const 
     } while (0)
 
 /* Fails with the command and both captures when the exit status is not `want`. */
-static void expect_code(const cli_res *r, int want)
+static void expect_code(const proc_res *r, int want)
 {
     if (r->code != want)
         fail_msg("%s: exit %d, want %d\nstdout: %s\nstderr: %s", r->cmd, r->code, want, r->out, r->err);
@@ -317,10 +87,10 @@ static void expect_code(const cli_res *r, int want)
 /* Runs a command that must succeed (exit 0); frees the captures. */
 #define RUN_OK(c, ...)                                    \
     do {                                                  \
-        cli_res r_;                                       \
+        proc_res r_;                                       \
         RUN(&r_, (c), __VA_ARGS__);                       \
         expect_code(&r_, 0);                              \
-        res_free(&r_);                                    \
+        proc_res_free(&r_);                               \
     } while (0)
 
 /* ---- text helpers ----------------------------------------------------------------- */
@@ -412,23 +182,6 @@ static int runs_row(const char *out, const char *name, char tok[][64], int max)
     return 0;
 }
 
-static char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    size_t cap = 0, n = 0;
-    char *buf = NULL, chunk[4096];
-    size_t got;
-    while ((got = fread(chunk, 1, sizeof chunk, f)) > 0)
-        append(&buf, &n, &cap, chunk, got);
-    if (buf == NULL)
-        append(&buf, &n, &cap, "", 0);
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 static void write_file(const char *path, const char *text)
 {
     FILE *f = fopen(path, "wb");
@@ -500,15 +253,15 @@ static char *sql_snapshot(const char *path)
             for (int i = 0; i < sqlite3_column_count(st); i++) {
                 const unsigned char *t = sqlite3_column_text(st, i);
                 const char *s = t != NULL ? (const char *)t : "NULL";
-                append(&buf, &n, &cap, s, strlen(s));
-                append(&buf, &n, &cap, "|", 1);
+                proc_append(&buf, &n, &cap, s, strlen(s));
+                proc_append(&buf, &n, &cap, "|", 1);
             }
-            append(&buf, &n, &cap, "\n", 1);
+            proc_append(&buf, &n, &cap, "\n", 1);
         }
         if (rc != SQLITE_DONE)
             fail_msg("%s: %s", queries[q], sqlite3_errmsg(db));
         sqlite3_finalize(st);
-        append(&buf, &n, &cap, "--\n", 3);
+        proc_append(&buf, &n, &cap, "--\n", 3);
     }
     sqlite3_close(db);
     return buf;
@@ -524,14 +277,14 @@ static int64_t steps_of(const char *dbpath, const char *name)
 
 static void test_train_runs_show(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     char db[256];
-    tpath(c, "D", db, sizeof db);
-    cli_res r;
+    proc_tpath(c, "D", db, sizeof db);
+    proc_res r;
     RUN(&r, c, "train", "--task", "teacher", "--steps", "20", "--db", "D", "--name", "a", "--threads", "1");
     expect_code(&r, 0);
     assert_non_null(strstr(r.out, "done"));
-    res_free(&r);
+    proc_res_free(&r);
     RUN_OK(c, "train", "--task", "teacher", "--steps", "20", "--db", "D", "--name", "b", "--threads", "3");
 
     RUN(&r, c, "runs", "--db", "D");
@@ -542,7 +295,7 @@ static void test_train_runs_show(void **state)
     assert_string_equal(tok[5], "20");
     assert_true(runs_row(r.out, "b", tok, 16) >= 6);
     assert_string_equal(tok[2], "done");
-    res_free(&r);
+    proc_res_free(&r);
 
     RUN(&r, c, "show", "a", "--db", "D");
     expect_code(&r, 0);
@@ -550,7 +303,7 @@ static void test_train_runs_show(void **state)
     assert_non_null(strstr(r.out, "model=mlp"));
     assert_non_null(strstr(r.out, "'a'"));
     assert_int_equal(r.err_len, 0);
-    res_free(&r);
+    proc_res_free(&r);
 
     /* The step table: rows are the lines that start with a step number,
      * 0..20 in order (config and evaluation lines are indented). */
@@ -584,7 +337,7 @@ static void test_train_runs_show(void **state)
     }
     if (want != 21)
         fail_msg("show --steps printed %ld step rows, want 21 (steps 0..20)\n%s", want, r.out);
-    res_free(&r);
+    proc_res_free(&r);
     /* The same, behind the CLI's back. */
     assert_int_equal(steps_of(db, "a"), 21);
     assert_int_equal(steps_of(db, "b"), 21);
@@ -592,21 +345,21 @@ static void test_train_runs_show(void **state)
 
 static void test_verify_identical_across_threads(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     char db[256];
-    tpath(c, "D", db, sizeof db);
+    proc_tpath(c, "D", db, sizeof db);
     RUN_OK(c, "train", "--task", "teacher", "--steps", "20", "--db", "D", "--name", "a", "--threads", "1");
     RUN_OK(c, "train", "--task", "teacher", "--steps", "20", "--db", "D", "--name", "b", "--threads", "3");
-    cli_res r;
+    proc_res r;
     RUN(&r, c, "verify", "a", "b", "--db", "D");
     expect_code(&r, 0);
     assert_non_null(strstr(r.out, "bit-identical"));
-    res_free(&r);
+    proc_res_free(&r);
     /* Ids work as well as names. */
     RUN(&r, c, "verify", "1", "2", "--db", "D");
     expect_code(&r, 0);
     assert_non_null(strstr(r.out, "bit-identical"));
-    res_free(&r);
+    proc_res_free(&r);
     /* The stored rows agree: every step's hashes and loss bits are equal. */
     assert_int_equal(sql_int(db,
                              "SELECT count(*) FROM steps x JOIN steps y ON x.step = y.step"
@@ -619,10 +372,10 @@ static void test_verify_identical_across_threads(void **state)
 
 static void test_equiv(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     char db[256];
-    tpath(c, "D", db, sizeof db);
-    cli_res r;
+    proc_tpath(c, "D", db, sizeof db);
+    proc_res r;
     RUN(&r, c, "equiv", "--task", "teacher", "--steps", "10", "--threads", "1,2,3,8", "--db", "D");
     expect_code(&r, 0);
     /* One table row per thread count: the thread count first, the trajectory
@@ -650,7 +403,7 @@ static void test_equiv(void **state)
     for (int i = 1; i < 4; i++)
         if (strcmp(hash[i], hash[0]) != 0)
             fail_msg("equiv: trajectory %s at %s threads vs %s at 1\n%s", hash[i], counts[i], hash[0], r.out);
-    res_free(&r);
+    proc_res_free(&r);
 
     RUN(&r, c, "runs", "--db", "D");
     expect_code(&r, 0);
@@ -672,7 +425,7 @@ static void test_equiv(void **state)
     }
     if (rows != 4)
         fail_msg("runs after equiv lists %d runs, want 4\n%s", rows, r.out);
-    res_free(&r);
+    proc_res_free(&r);
     assert_int_equal(sql_int(db, "SELECT count(*) FROM runs", NULL), 4);
     assert_int_equal(sql_int(db, "SELECT count(*) FROM steps", NULL), 4 * 11);
     /* The verdict is stored, and it says equal. */
@@ -684,44 +437,44 @@ static void test_equiv(void **state)
 
 static void test_verify_lr_differs(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     RUN_OK(c, "train", "--task", "teacher", "--steps", "10", "--db", "D", "--name", "x", "--lr", "0.01", "--threads",
            "1");
     RUN_OK(c, "train", "--task", "teacher", "--steps", "10", "--db", "D", "--name", "y", "--lr", "0.02", "--threads",
            "1");
     /* Same seed: θ_0 and the step-1 loss (computed with θ_0) agree; θ_1 does not. */
-    cli_res r;
+    proc_res r;
     RUN(&r, c, "verify", "x", "y", "--db", "D");
     expect_code(&r, 1);
     if (!names_step(r.out, 1))
         fail_msg("verify (lr differs) does not name step 1:\n%s", r.out);
     assert_false(names_step(r.out, 0));
     assert_null(strstr(r.out, "bit-identical"));
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 static void test_verify_seed_differs(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     RUN_OK(c, "train", "--task", "teacher", "--steps", "10", "--db", "D", "--name", "x", "--seed", "1", "--threads",
            "1");
     RUN_OK(c, "train", "--task", "teacher", "--steps", "10", "--db", "D", "--name", "y", "--seed", "2", "--threads",
            "2");
-    cli_res r;
+    proc_res r;
     RUN(&r, c, "verify", "x", "y", "--db", "D");
     expect_code(&r, 1);
     if (!names_step(r.out, 0))
         fail_msg("verify (seed differs) does not name step 0:\n%s", r.out);
     assert_null(strstr(r.out, "bit-identical"));
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 static void test_verify_lengths_differ(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     RUN_OK(c, "train", "--task", "teacher", "--steps", "10", "--db", "D", "--name", "short", "--threads", "2");
     RUN_OK(c, "train", "--task", "teacher", "--steps", "20", "--db", "D", "--name", "long", "--threads", "1");
-    cli_res r;
+    proc_res r;
     RUN(&r, c, "verify", "short", "long", "--db", "D");
     expect_code(&r, 0);
     assert_non_null(strstr(r.out, "bit-identical"));
@@ -737,40 +490,40 @@ static void test_verify_lengths_differ(void **state)
     }
     if (!found)
         fail_msg("verify of a 10- and a 20-step run does not mention both lengths:\n%s", r.out);
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 /* Several processes may write one database at once (DESIGN.md §3.3): two
  * runs trained side by side are both complete, and equal. */
 static void test_concurrent_writers(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     char db[256];
-    tpath(c, "D", db, sizeof db);
+    proc_tpath(c, "D", db, sizeof db);
     /* The file exists with its schema before the race, as it would in use. */
     RUN_OK(c, "train", "--task", "teacher", "--steps", "1", "--db", "D", "--name", "first", "--threads", "1");
     const char *a1[] = { "train", "--task", "teacher", "--steps", "200", "--db", "D", "--name", "p", "--threads", "1",
                          NULL };
     const char *a2[] = { "train", "--task", "teacher", "--steps", "200", "--db", "D", "--name", "q", "--threads", "2",
                          NULL };
-    cli_proc p1, p2;
-    cli_res r1, r2;
-    describe(a1, r1.cmd, sizeof r1.cmd);
-    describe(a2, r2.cmd, sizeof r2.cmd);
+    proc_child p1, p2;
+    proc_res r1, r2;
+    proc_describe("lockstep", a1, r1.cmd, sizeof r1.cmd);
+    proc_describe("lockstep", a2, r2.cmd, sizeof r2.cmd);
     cli_start(&p1, c->dir, NULL, a1);
     cli_start(&p2, c->dir, NULL, a2);
-    cli_finish(&p1, &r1, CLI_DEADLINE);
-    cli_finish(&p2, &r2, CLI_DEADLINE);
+    proc_finish(&p1, &r1, CLI_DEADLINE);
+    proc_finish(&p2, &r2, CLI_DEADLINE);
     expect_code(&r1, 0);
     expect_code(&r2, 0);
-    res_free(&r1);
-    res_free(&r2);
+    proc_res_free(&r1);
+    proc_res_free(&r2);
     assert_int_equal(steps_of(db, "p"), 201);
     assert_int_equal(steps_of(db, "q"), 201);
-    cli_res r;
+    proc_res r;
     RUN(&r, c, "verify", "p", "q", "--db", "D");
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 /* A NaN loss stops the run: exit 1, status "diverged", the steps before it
@@ -778,19 +531,19 @@ static void test_concurrent_writers(void **state)
  * found by trying: plain SGD at lr 1e6 blows up within a few steps.) */
 static void test_diverged(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     char db[256];
-    tpath(c, "D", db, sizeof db);
+    proc_tpath(c, "D", db, sizeof db);
     static const char *const names[] = { "d1", "d2" }, *const threads[] = { "1", "2" };
     for (int i = 0; i < 2; i++) {
-        cli_res r;
+        proc_res r;
         RUN(&r, c, "train", "--task", "teacher", "--steps", "400", "--optimizer", "sgd", "--lr", "1000000",
             "--hidden", "256,256", "--db", "D", "--name", names[i], "--threads", threads[i]);
         expect_code(&r, 1);
         assert_non_null(strstr(r.err, "diverged"));
-        res_free(&r);
+        proc_res_free(&r);
     }
-    cli_res r;
+    proc_res r;
     RUN(&r, c, "runs", "--db", "D");
     expect_code(&r, 0);
     char tok[16][64];
@@ -798,21 +551,21 @@ static void test_diverged(void **state)
         if (runs_row(r.out, names[i], tok, 16) < 6 || strcmp(tok[2], "diverged") != 0)
             fail_msg("runs does not show %s as diverged:\n%s", names[i], r.out);
     }
-    res_free(&r);
+    proc_res_free(&r);
     int64_t n = steps_of(db, "d1");
     assert_true(n > 0 && n < 401);
     assert_int_equal(steps_of(db, "d2"), n);
     RUN(&r, c, "verify", "d1", "d2", "--db", "D");
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 /* bench runs, prints a row per thread count, and records nothing where the
  * user looks (no runs.db, no leftover temporary database). */
 static void test_bench_smoke(void **state)
 {
-    ctx *c = *state;
-    cli_res r;
+    proc_ctx *c = *state;
+    proc_res r;
     RUN(&r, c, "bench", "--task", "teacher", "--threads", "1,2", "--steps", "5", "--reps", "1");
     expect_code(&r, 0);
     int rows[3] = { 0 };
@@ -828,9 +581,9 @@ static void test_bench_smoke(void **state)
     }
     if (rows[1] != 1 || rows[2] != 1)
         fail_msg("bench: want one row for 1 and one for 2 threads:\n%s", r.out);
-    res_free(&r);
+    proc_res_free(&r);
     char p[256];
-    tpath(c, "runs.db", p, sizeof p);
+    proc_tpath(c, "runs.db", p, sizeof p);
     assert_false(file_exists(p));
 }
 
@@ -838,44 +591,44 @@ static void test_bench_smoke(void **state)
 
 static void test_help_every_subcommand(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     static const char *const cmds[] = { "train", "runs", "show", "verify", "equiv", "golden", "bench",
                                         "resume", "export", "render" };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
-        cli_res r;
+        proc_res r;
         RUN(&r, c, cmds[i], "--help");
         if (r.code != 0 || strstr(r.out, "usage") == NULL)
             fail_msg("lockstep %s --help: exit %d, stdout lacks 'usage'\nstdout: %s\nstderr: %s", cmds[i], r.code,
                      r.out, r.err);
-        res_free(&r);
+        proc_res_free(&r);
     }
-    cli_res r;
+    proc_res r;
     RUN(&r, c, "--help");
     expect_code(&r, 0);
     assert_non_null(strstr(r.out, "usage"));
-    res_free(&r);
+    proc_res_free(&r);
     /* Asking for help records nothing: no default runs.db appears. */
     char p[256];
-    tpath(c, "runs.db", p, sizeof p);
+    proc_tpath(c, "runs.db", p, sizeof p);
     assert_false(file_exists(p));
 }
 
 static void test_no_args_and_unknown_command(void **state)
 {
-    ctx *c = *state;
-    cli_res r;
+    proc_ctx *c = *state;
+    proc_res r;
     {
         const char *av[] = { NULL };
         cli_run_env(&r, c, NULL, av);
     }
     expect_code(&r, 2);
-    res_free(&r);
+    proc_res_free(&r);
     RUN(&r, c, "nosuchcmd");
     expect_code(&r, 2);
     assert_int_equal(count_char(r.err, r.err_len, '\n'), 1);
     assert_non_null(strstr(r.err, "nosuchcmd"));
     assert_int_equal(r.out_len, 0);
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 /* ---- 4. bad input ------------------------------------------------------------------------ */
@@ -940,17 +693,17 @@ static const char *const SUCCESS_WORDS[] = { "done", "bit-identical", "matches",
 
 static void test_bad_input_table(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     char db[256], p[256], empty[256];
-    tpath(c, "D", db, sizeof db);
-    tpath(c, "empty", empty, sizeof empty);
+    proc_tpath(c, "D", db, sizeof db);
+    proc_tpath(c, "empty", empty, sizeof empty);
     assert_int_equal(mkdir(empty, 0755), 0);
-    tpath(c, "dd", p, sizeof p);
+    proc_tpath(c, "dd", p, sizeof p);
     assert_int_equal(mkdir(p, 0755), 0);
-    tpath(c, "txt", p, sizeof p);
+    proc_tpath(c, "txt", p, sizeof p);
     write_file(p, "hello\n");
     /* A SQLite file of another program: made with raw sqlite3. */
-    tpath(c, "other.db", p, sizeof p);
+    proc_tpath(c, "other.db", p, sizeof p);
     {
         sqlite3 *o = NULL;
         assert_int_equal(sqlite3_open(p, &o), SQLITE_OK);
@@ -964,7 +717,7 @@ static void test_bad_input_table(void **state)
     char env_set[320];
     snprintf(env_set, sizeof env_set, "LOCKSTEP_DATA_DIR=%s", empty);
     const char *set[] = { env_set, NULL };
-    char **env_empty = make_env(set, NULL);
+    char **env_empty = proc_make_env(set, NULL);
 
     int failures = 0;
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
@@ -973,11 +726,11 @@ static void test_bad_input_table(void **state)
         char *keep_before = NULL;
         size_t keep_len = 0;
         if (row->keep != NULL) {
-            tpath(c, row->keep, keep_path, sizeof keep_path);
-            keep_before = read_file(keep_path, &keep_len);
+            proc_tpath(c, row->keep, keep_path, sizeof keep_path);
+            keep_before = proc_read_file(keep_path, &keep_len, 0);
             assert_non_null(keep_before);
         }
-        cli_res r;
+        proc_res r;
         cli_run_env(&r, c, row->data_dir_empty ? env_empty : NULL, row->argv);
         char why[256] = "";
         if (r.code != 2)
@@ -993,7 +746,7 @@ static void test_bad_input_table(void **state)
                 snprintf(why, sizeof why, "stdout claims success ('%s')", SUCCESS_WORDS[w]);
         if (!why[0] && keep_before != NULL) {
             size_t len;
-            char *after = read_file(keep_path, &len);
+            char *after = proc_read_file(keep_path, &len, 0);
             char side[300];
             int litter = 0;
             static const char *const sfx[] = { "-wal", "-shm", "-journal" };
@@ -1018,7 +771,7 @@ static void test_bad_input_table(void **state)
             failures++;
         }
         free(keep_before);
-        res_free(&r);
+        proc_res_free(&r);
     }
     free(env_empty);
     assert_int_equal(steps_of(db, "good"), 21);
@@ -1037,17 +790,17 @@ static void test_bad_input_table(void **state)
  * checked before anything is trained; nothing recorded. */
 static void test_equiv_name_clash_records_nothing(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     char db[256];
-    tpath(c, "D", db, sizeof db);
+    proc_tpath(c, "D", db, sizeof db);
     RUN_OK(c, "train", "--task", "teacher", "--steps", "5", "--db", "D", "--name", "q-t2", "--threads", "1");
     int64_t runs_before = sql_int(db, "SELECT count(*) FROM runs", NULL);
-    cli_res r;
+    proc_res r;
     RUN(&r, c, "equiv", "--task", "teacher", "--steps", "5", "--threads", "1,2", "--db", "D", "--name", "q");
     expect_code(&r, 2);
     assert_int_equal(count_char(r.err, r.err_len, '\n'), 1);
     assert_non_null(strstr(r.err, "q-t2"));
-    res_free(&r);
+    proc_res_free(&r);
     int64_t runs_after = sql_int(db, "SELECT count(*) FROM runs", NULL);
     if (runs_after != runs_before)
         fail_msg("equiv refused (exit 2) but the database went from %lld to %lld runs ('q-t1' recorded: %lld)",
@@ -1060,8 +813,8 @@ static void test_equiv_name_clash_records_nothing(void **state)
 /* Waits (up to ~20 s) until the run called `name` has committed step rows. */
 static int64_t wait_for_steps(const char *dbpath, const char *name, pid_t pid)
 {
-    double end = now_s() + 20.0;
-    while (now_s() < end) {
+    double end = proc_now() + 20.0;
+    while (proc_now() < end) {
         int64_t n = steps_of(dbpath, name);
         if (n > 0)
             return n;
@@ -1076,7 +829,7 @@ static int64_t wait_for_steps(const char *dbpath, const char *name, pid_t pid)
 static const char *const LONG_RUN[] = { "train", "--task", "fashion-mnist", "--hidden", "64", "--steps", "100000",
                                         "--db", "D", "--name", NULL, "--threads", NULL, NULL };
 
-static void start_long(const ctx *c, cli_proc *p, const char *name, const char *threads)
+static void start_long(const proc_ctx *c, proc_child *p, const char *name, const char *threads)
 {
     const char *av[sizeof LONG_RUN / sizeof LONG_RUN[0]];
     memcpy(av, LONG_RUN, sizeof av);
@@ -1087,24 +840,24 @@ static void start_long(const ctx *c, cli_proc *p, const char *name, const char *
 
 static void test_sigint_marks_interrupted(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     char db[256];
-    tpath(c, "D", db, sizeof db);
-    cli_proc p;
+    proc_tpath(c, "D", db, sizeof db);
+    proc_child p;
     start_long(c, &p, "long", "2");
     if (wait_for_steps(db, "long", p.pid) <= 0) {
         kill(p.pid, SIGKILL);
-        cli_res r;
-        cli_finish(&p, &r, 10);
+        proc_res r;
+        proc_finish(&p, &r, 10);
         fail_msg("no step recorded within 20 s\nstderr: %s", r.err);
     }
     assert_int_equal(kill(p.pid, SIGINT), 0);
-    cli_res r;
-    cli_finish(&p, &r, 20);
+    proc_res r;
+    proc_finish(&p, &r, 20);
     if (r.timed_out || r.code != 130)
         fail_msg("after SIGINT: exit %d, signal %d, timed out %d; want exit 130\nstderr: %s", r.code, r.sig,
                  r.timed_out, r.err);
-    res_free(&r);
+    proc_res_free(&r);
 
     RUN(&r, c, "runs", "--db", "D");
     expect_code(&r, 0);
@@ -1113,7 +866,7 @@ static void test_sigint_marks_interrupted(void **state)
         fail_msg("runs does not show 'long' as interrupted:\n%s", r.out);
     long last = strtol(tok[5], NULL, 10);
     assert_true(last > 0);
-    res_free(&r);
+    proc_res_free(&r);
     /* Its steps are kept, all of them: rows 0..last. */
     assert_int_equal(steps_of(db, "long"), last + 1);
     assert_int_equal(sql_int(db, "SELECT max(step) FROM steps WHERE run = (SELECT id FROM runs WHERE name = ?1)",
@@ -1125,35 +878,35 @@ static void test_sigint_marks_interrupted(void **state)
            "--threads", "1");
     RUN(&r, c, "verify", "long", "ref", "--db", "D");
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 static void test_sigkill_shows_interrupted(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     char db[256];
-    tpath(c, "D", db, sizeof db);
-    cli_proc p;
+    proc_tpath(c, "D", db, sizeof db);
+    proc_child p;
     start_long(c, &p, "killed", "1");
     if (wait_for_steps(db, "killed", p.pid) <= 0) {
         kill(p.pid, SIGKILL);
-        cli_res r;
-        cli_finish(&p, &r, 10);
+        proc_res r;
+        proc_finish(&p, &r, 10);
         fail_msg("no step recorded within 20 s\nstderr: %s", r.err);
     }
     /* While it runs it is "running". */
-    cli_res r;
+    proc_res r;
     RUN(&r, c, "runs", "--db", "D");
     expect_code(&r, 0);
     char tok[16][64];
     assert_true(runs_row(r.out, "killed", tok, 16) >= 6);
     assert_string_equal(tok[2], "running");
-    res_free(&r);
+    proc_res_free(&r);
 
     assert_int_equal(kill(p.pid, SIGKILL), 0);
-    cli_finish(&p, &r, 20);
+    proc_finish(&p, &r, 20);
     assert_int_equal(r.sig, SIGKILL);
-    res_free(&r);
+    proc_res_free(&r);
     /* Its row still says "running"; liveness must show it as interrupted. */
     tok[2][0] = '\0';
     RUN(&r, c, "runs", "--db", "D");
@@ -1161,12 +914,12 @@ static void test_sigkill_shows_interrupted(void **state)
     if (runs_row(r.out, "killed", tok, 16) < 6 || strcmp(tok[2], "interrupted") != 0)
         fail_msg("runs shows the killed run as '%s', want interrupted:\n%s", tok[2], r.out);
     assert_null(strstr(r.out, "running"));
-    res_free(&r);
+    proc_res_free(&r);
     RUN(&r, c, "show", "killed", "--db", "D");
     expect_code(&r, 0);
     assert_non_null(strstr(r.out, "interrupted"));
     assert_null(strstr(r.out, "running"));
-    res_free(&r);
+    proc_res_free(&r);
     assert_true(steps_of(db, "killed") > 0);
 }
 
@@ -1175,21 +928,21 @@ static void test_sigkill_shows_interrupted(void **state)
 static char **env_without_ci(void)
 {
     const char *unset[] = { "CI", NULL };
-    return make_env(NULL, unset);
+    return proc_make_env(NULL, unset);
 }
 
 /* Makes G.golden with `golden update` (CI unset) and returns its text. */
-static char *make_golden(const ctx *c, size_t *len)
+static char *make_golden(const proc_ctx *c, size_t *len)
 {
     char **env = env_without_ci();
-    cli_res r;
+    proc_res r;
     RUN_ENV(&r, c, env, "golden", "update", "G.golden", "--task", "teacher", "--steps", "5");
     free(env);
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
     char p[256];
-    tpath(c, "G.golden", p, sizeof p);
-    char *text = read_file(p, len);
+    proc_tpath(c, "G.golden", p, sizeof p);
+    char *text = proc_read_file(p, len, 0);
     assert_non_null(text);
     return text;
 }
@@ -1197,34 +950,34 @@ static char *make_golden(const ctx *c, size_t *len)
 /* The repository's own golden files match at every thread count `golden check` uses. */
 static void test_repo_golden_files(void **state)
 {
-    ctx *c = *state;
-    cli_res r;
+    proc_ctx *c = *state;
+    proc_res r;
     RUN(&r, c, "golden", "check");   /* every golden file under $LOCKSTEP_ROOT */
     expect_code(&r, 0);
     assert_non_null(strstr(r.out, "teacher-sgd.golden matches"));
     assert_non_null(strstr(r.out, "teacher-adamw-batch37.golden matches"));
     assert_non_null(strstr(r.out, "fashion-mnist-short.golden matches"));
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 static void test_golden_update_then_check(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     size_t len;
     char *text = make_golden(c, &len);
     assert_true(strncmp(text, "# lockstep golden v1\n", 21) == 0);
     assert_non_null(strstr(text, "task=teacher\n"));
     free(text);
-    cli_res r;
+    proc_res r;
     RUN(&r, c, "golden", "check", "G.golden");
     expect_code(&r, 0);
     assert_int_equal(r.err_len, 0);
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 static void test_golden_tampered_row(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     size_t len;
     char *text = make_golden(c, &len);
     /* Find the row of step 3 (a line whose first token is "3" and that has
@@ -1252,11 +1005,11 @@ static void test_golden_tampered_row(void **state)
     if (target == 0)
         fail_msg("no step-3 row in the golden file:\n%s", text);
     char p[256];
-    tpath(c, "G.golden", p, sizeof p);
+    proc_tpath(c, "G.golden", p, sizeof p);
     write_file(p, text);
     free(text);
 
-    cli_res r;
+    proc_res r;
     RUN(&r, c, "golden", "check", "G.golden");
     expect_code(&r, 1);
     char where[64];
@@ -1274,43 +1027,43 @@ static void test_golden_tampered_row(void **state)
     const char *m = strstr(exp, mod), *o = strstr(got, orig);
     if (m == NULL || m > exp_end || o == NULL || o > got_end)
         fail_msg("expected/got lines do not show %s / %s:\n%s", mod, orig, r.out);
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 static void test_golden_garbage_and_ci(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     size_t len;
     char *text = make_golden(c, &len);
     char p[256];
-    tpath(c, "junk.golden", p, sizeof p);
+    proc_tpath(c, "junk.golden", p, sizeof p);
     write_file(p, "hello\n");
-    cli_res r;
+    proc_res r;
     RUN(&r, c, "golden", "check", "junk.golden");
     expect_code(&r, 2);
     assert_int_equal(count_char(r.err, r.err_len, '\n'), 1);
     assert_non_null(strstr(r.err, "junk.golden"));
-    res_free(&r);
+    proc_res_free(&r);
 
     /* update refuses under CI, and leaves the file alone. */
     const char *set[] = { "CI=1", NULL };
-    char **env = make_env(set, NULL);
+    char **env = proc_make_env(set, NULL);
     RUN_ENV(&r, c, env, "golden", "update", "G.golden");
     expect_code(&r, 2);
     assert_int_equal(count_char(r.err, r.err_len, '\n'), 1);
     assert_non_null(strstr(r.err, "CI"));
-    res_free(&r);
+    proc_res_free(&r);
     RUN_ENV(&r, c, env, "golden", "update", "new.golden", "--task", "teacher", "--steps", "5");
     expect_code(&r, 2);
-    res_free(&r);
+    proc_res_free(&r);
     free(env);
-    tpath(c, "G.golden", p, sizeof p);
+    proc_tpath(c, "G.golden", p, sizeof p);
     size_t len2;
-    char *again = read_file(p, &len2);
+    char *again = proc_read_file(p, &len2, 0);
     assert_non_null(again);
     assert_int_equal(len2, len);
     assert_memory_equal(again, text, len);
-    tpath(c, "new.golden", p, sizeof p);
+    proc_tpath(c, "new.golden", p, sizeof p);
     assert_false(file_exists(p));
     free(again);
     free(text);
@@ -1320,54 +1073,49 @@ static void test_golden_garbage_and_ci(void **state)
 
 static void test_no_progress_when_piped(void **state)
 {
-    ctx *c = *state;
-    cli_res r;
+    proc_ctx *c = *state;
+    proc_res r;
     RUN(&r, c, "train", "--task", "teacher", "--steps", "50", "--db", "D", "--name", "quiet", "--threads", "2");
     expect_code(&r, 0);
     if (r.err_len != 0)
         fail_msg("train with stderr on a pipe wrote to stderr: '%s'", r.err);
     assert_null(memchr(r.out, '\r', r.out_len));
     assert_non_null(strstr(r.out, "train:"));
-    res_free(&r);
+    proc_res_free(&r);
     RUN(&r, c, "equiv", "--task", "teacher", "--steps", "10", "--threads", "1,2", "--db", "D");
     expect_code(&r, 0);
     assert_int_equal(r.err_len, 0);
     assert_null(memchr(r.out, '\r', r.out_len));
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 /* ---- main ----------------------------------------------------------------------------------- */
 
 int main(void)
 {
-    const char *bin = getenv("LOCKSTEP_BIN");
-    if (bin == NULL || *bin == '\0')
-        bin = "build/lockstep";
-    if (realpath(bin, g_bin) == NULL || access(g_bin, X_OK) != 0) {
-        fprintf(stderr, "test_cli: no lockstep binary at %s (set LOCKSTEP_BIN)\n", bin);
+    if (proc_find_bin(g_bin, "test_cli", 1) != 0)
         return 1;
-    }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_train_runs_show, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_verify_identical_across_threads, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_equiv, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_verify_lr_differs, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_verify_seed_differs, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_verify_lengths_differ, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_concurrent_writers, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_diverged, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_bench_smoke, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_help_every_subcommand, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_no_args_and_unknown_command, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_bad_input_table, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_equiv_name_clash_records_nothing, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_sigint_marks_interrupted, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_sigkill_shows_interrupted, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_repo_golden_files, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_golden_update_then_check, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_golden_tampered_row, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_golden_garbage_and_ci, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_no_progress_when_piped, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_train_runs_show, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_verify_identical_across_threads, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_equiv, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_verify_lr_differs, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_verify_seed_differs, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_verify_lengths_differ, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_writers, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_diverged, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_bench_smoke, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_help_every_subcommand, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_no_args_and_unknown_command, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input_table, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_equiv_name_clash_records_nothing, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_sigint_marks_interrupted, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_sigkill_shows_interrupted, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_repo_golden_files, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_golden_update_then_check, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_golden_tampered_row, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_golden_garbage_and_ci, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_no_progress_when_piped, setup_dir, proc_ctx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }

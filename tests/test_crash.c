@@ -21,7 +21,7 @@
  *
  * Children get stdin from /dev/null and pipes for stdout/stderr, and are
  * killed at a deadline so a hang fails the case instead of the suite. The
- * process runner is copied from tests/test_cli.c.
+ * process runner is tests/proc_util.c.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -30,11 +30,8 @@
 #include <cmocka.h>
 
 #include <ctype.h>
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
-#include <poll.h>
 #include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -47,66 +44,17 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-extern char **environ;
+#include "proc_util.h"
 
 static char g_bin[PATH_MAX];
 
 #define DEADLINE 60.0
 
-/* ---- per-test temporary directory ------------------------------------------ */
-
-typedef struct {
-    char dir[128];
-} ctx;
-
-static int rm_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return -1;
-    struct dirent *e;
-    char p[PATH_MAX];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-            rm_tree(p);
-        else
-            unlink(p);
-    }
-    closedir(d);
-    return rmdir(dir);
-}
+/* ---- per-test temporary directory (proc_ctx, tests/proc_util.h) ------------- */
 
 static int setup_dir(void **state)
 {
-    ctx *c = calloc(1, sizeof *c);
-    if (c == NULL)
-        return -1;
-    snprintf(c->dir, sizeof c->dir, "/tmp/lockstep-crash-XXXXXX");
-    if (mkdtemp(c->dir) == NULL) {
-        free(c);
-        return -1;
-    }
-    *state = c;
-    return 0;
-}
-
-static int teardown_dir(void **state)
-{
-    ctx *c = *state;
-    if (c != NULL) {
-        rm_tree(c->dir);
-        free(c);
-    }
-    return 0;
-}
-
-static void tpath(const ctx *c, const char *name, char *buf, size_t len)
-{
-    snprintf(buf, len, "%s/%s", c->dir, name);
+    return proc_ctx_setup(state, "/tmp/lockstep-crash-XXXXXX");
 }
 
 /* ---- environment ------------------------------------------------------------ */
@@ -115,52 +63,14 @@ static void tpath(const ctx *c, const char *name, char *buf, size_t len)
  * Only the array is allocated; the strings are borrowed. */
 static char **make_env(const char *set)
 {
-    size_t n = 0;
-    while (environ[n] != NULL)
-        n++;
-    char **env = calloc(n + 2, sizeof *env);
-    assert_non_null(env);
-    size_t k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "LOCKSTEP_CRASH_AT=", 18) != 0)
-            env[k++] = environ[i];
-    if (set != NULL)
-        env[k++] = (char *)set;
-    env[k] = NULL;
-    return env;
+    static const char *const unset[] = { "LOCKSTEP_CRASH_AT", NULL };
+    const char *const kv[] = { set, NULL };
+    return proc_make_env(kv, unset);
 }
 
 static char **g_env;   /* the clean environment: no crash hook */
 
-/* ---- the runner (from tests/test_cli.c) ------------------------------------------ */
-
-typedef struct {
-    pid_t pid;
-    int out_fd, err_fd;
-} cli_proc;
-
-typedef struct {
-    int code;        /* exit status; -1 when killed by a signal */
-    int sig;         /* the signal that ended the child, 0 if none */
-    int timed_out;
-    char *out, *err;
-    size_t out_len, err_len;
-    char cmd[512];
-} cli_res;
-
-static void res_free(cli_res *r)
-{
-    free(r->out);
-    free(r->err);
-    r->out = r->err = NULL;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
+/* ---- the runner (tests/proc_util.c) --------------------------------------------- */
 
 static void sleep_s(double s)
 {
@@ -169,125 +79,18 @@ static void sleep_s(double s)
         ;
 }
 
-static void describe(const char *const *argv, char *buf, size_t len)
+/* env NULL means the clean environment g_env. */
+static void cli_start(proc_child *p, const char *cwd, char **env, const char *const *argv)
 {
-    size_t at = (size_t)snprintf(buf, len, "lockstep");
-    for (size_t i = 0; argv[i] != NULL && at < len; i++)
-        at += (size_t)snprintf(buf + at, len - at, " %s", argv[i][0] ? argv[i] : "''");
+    proc_start_bin(p, cwd, env != NULL ? env : g_env, NULL, g_bin, argv);
 }
 
-static void cli_start(cli_proc *p, const char *cwd, char **env, const char *const *argv)
+static void cli_run_env(proc_res *r, const proc_ctx *c, char **env, const char *const *argv)
 {
-    int po[2], pe[2];
-    assert_int_equal(pipe(po), 0);
-    assert_int_equal(pipe(pe), 0);
-    size_t n = 0;
-    while (argv[n] != NULL)
-        n++;
-    char **av = calloc(n + 2, sizeof *av);
-    assert_non_null(av);
-    av[0] = g_bin;
-    for (size_t i = 0; i < n; i++)
-        av[i + 1] = (char *)argv[i];
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        signal(SIGINT, SIG_DFL);
-        signal(SIGTERM, SIG_DFL);
-        sigset_t none;
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        int in = open("/dev/null", O_RDONLY);
-        if (in < 0 || dup2(in, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0 || chdir(cwd) != 0)
-            _exit(127);
-        close(po[0]);
-        close(pe[0]);
-        close(po[1]);
-        close(pe[1]);
-        execve(g_bin, av, env != NULL ? env : g_env);
-        _exit(127);
-    }
-    free(av);
-    close(po[1]);
-    close(pe[1]);
-    p->pid = pid;
-    p->out_fd = po[0];
-    p->err_fd = pe[0];
-}
-
-static void append(char **buf, size_t *len, size_t *cap, const char *src, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        size_t nc = *cap ? *cap : 4096;
-        while (nc < *len + n + 1)
-            nc *= 2;
-        char *b = realloc(*buf, nc);
-        assert_non_null(b);
-        *buf = b;
-        *cap = nc;
-    }
-    memcpy(*buf + *len, src, n);
-    *len += n;
-    (*buf)[*len] = '\0';
-}
-
-static void cli_finish(cli_proc *p, cli_res *r, double deadline_s)
-{
-    size_t cap_o = 0, cap_e = 0;
-    r->out = r->err = NULL;
-    r->out_len = r->err_len = 0;
-    append(&r->out, &r->out_len, &cap_o, "", 0);
-    append(&r->err, &r->err_len, &cap_e, "", 0);
-    r->timed_out = 0;
-    double end = now_s() + deadline_s;
-    int open_fds = 2;
-    struct pollfd fds[2] = { { p->out_fd, POLLIN, 0 }, { p->err_fd, POLLIN, 0 } };
-    while (open_fds > 0) {
-        double left = end - now_s();
-        if (left <= 0) {
-            kill(p->pid, SIGKILL);
-            r->timed_out = 1;
-            break;
-        }
-        int k = poll(fds, 2, (int)(left * 1000) + 1);
-        if (k < 0 && errno == EINTR)
-            continue;
-        assert_true(k >= 0);
-        for (int i = 0; i < 2; i++) {
-            if (fds[i].fd < 0 || fds[i].revents == 0)
-                continue;
-            char chunk[4096];
-            ssize_t got = read(fds[i].fd, chunk, sizeof chunk);
-            if (got > 0) {
-                if (i == 0)
-                    append(&r->out, &r->out_len, &cap_o, chunk, (size_t)got);
-                else
-                    append(&r->err, &r->err_len, &cap_e, chunk, (size_t)got);
-            } else if (got == 0 || errno != EINTR) {
-                close(fds[i].fd);
-                fds[i].fd = -1;
-                open_fds--;
-            }
-        }
-    }
-    for (int i = 0; i < 2; i++)
-        if (fds[i].fd >= 0)
-            close(fds[i].fd);
-    int status;
-    while (waitpid(p->pid, &status, 0) < 0)
-        assert_int_equal(errno, EINTR);
-    r->sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-static void cli_run_env(cli_res *r, const ctx *c, char **env, const char *const *argv)
-{
-    cli_proc p;
-    describe(argv, r->cmd, sizeof r->cmd);
+    proc_child p;
+    proc_describe("lockstep", argv, r->cmd, sizeof r->cmd);
     cli_start(&p, c->dir, env, argv);
-    cli_finish(&p, r, DEADLINE);
+    proc_finish(&p, r, DEADLINE);
     if (r->timed_out)
         fail_msg("%s: still running after %.0f s (killed)", r->cmd, DEADLINE);
 }
@@ -304,7 +107,7 @@ static void cli_run_env(cli_res *r, const ctx *c, char **env, const char *const 
         cli_run_env((r), (c), (env), av_);                \
     } while (0)
 
-static void expect_code(const cli_res *r, int want)
+static void expect_code(const proc_res *r, int want)
 {
     if (r->sig != 0 || r->code != want)
         fail_msg("%s: exit %d (signal %d), want %d\nstdout: %s\nstderr: %s", r->cmd, r->code, r->sig, want, r->out,
@@ -313,10 +116,10 @@ static void expect_code(const cli_res *r, int want)
 
 #define RUN_OK(c, ...)                                    \
     do {                                                  \
-        cli_res r_;                                       \
+        proc_res r_;                                       \
         RUN(&r_, (c), __VA_ARGS__);                       \
         expect_code(&r_, 0);                              \
-        res_free(&r_);                                    \
+        proc_res_free(&r_);                               \
     } while (0)
 
 /* Whether the child has exited, without reaping it. */
@@ -351,9 +154,9 @@ static int tokens(const char *a, const char *b, char tok[][64], int max)
 }
 
 /* The status column of `lockstep runs` for the run called `name` ("" if absent). */
-static void runs_status(const ctx *c, const char *name, char *status, size_t cap)
+static void runs_status(const proc_ctx *c, const char *name, char *status, size_t cap)
 {
-    cli_res r;
+    proc_res r;
     RUN(&r, c, "runs", "--db", "D");
     expect_code(&r, 0);
     status[0] = '\0';
@@ -367,7 +170,7 @@ static void runs_status(const ctx *c, const char *name, char *status, size_t cap
             snprintf(status, cap, "%s", tok[2]);
         a = *b ? b + 1 : b;
     }
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 /* ---- raw sqlite3: the independent view ---------------------------------------------- */
@@ -459,22 +262,6 @@ static void check_after_kill(const char *db, const char *name, const char *what)
 
 /* ---- checkpoint files, edited behind the binary's back --------------------------------- */
 
-static unsigned char *read_file(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("%s: %s", path, strerror(errno));
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    unsigned char *b = malloc((size_t)n + 1);
-    assert_non_null(b);
-    assert_int_equal(fread(b, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *len = (size_t)n;
-    return b;
-}
-
 static void write_file(const char *path, const unsigned char *b, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -514,7 +301,7 @@ static void tamper(const char *db, const char *name, int step, int where, int re
     char path[PATH_MAX];
     ckpt_path_of(db, name, step, path, sizeof path);
     size_t len;
-    unsigned char *b = read_file(path, &len);
+    unsigned char *b = (unsigned char *)proc_read_file(path, &len, 1);
     assert_true(len > 56);
     assert_memory_equal(b, "LKSTCKPT", 8);
     uint64_t n_params = rd64(b + 32);
@@ -560,10 +347,10 @@ static double rand_unit(void)
  * process exited first or nothing appeared within 20 s. */
 static double wait_for_run(const char *db, const char *name, pid_t pid)
 {
-    double t0 = now_s();
-    while (now_s() - t0 < 20.0) {
+    double t0 = proc_now();
+    while (proc_now() - t0 < 20.0) {
         if (sql_int(db, "SELECT count(*) FROM runs WHERE name = ?1", name) == 1)
-            return now_s() - t0;
+            return proc_now() - t0;
         if (has_exited(pid))
             return -1;
         sleep_s(0.002);
@@ -596,23 +383,23 @@ static const kill_plan PLAN[] = {
 
 static void test_crash_recovery(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     char db[256];
-    tpath(c, "D", db, sizeof db);
-    double t_start = now_s();
+    proc_tpath(c, "D", db, sizeof db);
+    double t_start = proc_now();
 
     /* The uninterrupted reference, timed from its run row to its exit. */
     const char *ref_av[] = { CRASH_TRAIN("ref", "1"), NULL };
-    cli_proc p;
-    cli_res r;
-    describe(ref_av, r.cmd, sizeof r.cmd);
+    proc_child p;
+    proc_res r;
+    proc_describe("lockstep", ref_av, r.cmd, sizeof r.cmd);
     cli_start(&p, c->dir, NULL, ref_av);
     double waited = wait_for_run(db, "ref", p.pid);
-    double t_row = now_s();
-    cli_finish(&p, &r, DEADLINE);
-    double loop_s = now_s() - t_row;
+    double t_row = proc_now();
+    proc_finish(&p, &r, DEADLINE);
+    double loop_s = proc_now() - t_row;
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
     assert_true(waited >= 0);
     assert_int_equal(rows_of(db, "ref"), 121);
     uint64_t ref = last_traj(db, "ref");
@@ -627,13 +414,13 @@ static void test_crash_recovery(void **state)
         for (;;) {
             snprintf(name, sizeof name, attempt ? "r%zu.%d" : "r%zu", i, attempt);
             const char *av[] = { CRASH_TRAIN(name, threads), NULL };
-            describe(av, r.cmd, sizeof r.cmd);
+            proc_describe("lockstep", av, r.cmd, sizeof r.cmd);
             if (k->phase != NULL) {
                 snprintf(env_kv, sizeof env_kv, "LOCKSTEP_CRASH_AT=%s:%d", k->phase, k->n);
                 snprintf(what, sizeof what, "kill %zu (%s, %s threads)", i + 1, env_kv, threads);
                 char **env = make_env(env_kv);
                 cli_start(&p, c->dir, env, av);
-                cli_finish(&p, &r, DEADLINE);
+                proc_finish(&p, &r, DEADLINE);
                 free(env);
                 break;
             }
@@ -643,12 +430,12 @@ static void test_crash_recovery(void **state)
             cli_start(&p, c->dir, NULL, av);
             if (wait_for_run(db, name, p.pid) < 0) {
                 kill(p.pid, SIGKILL);
-                cli_finish(&p, &r, DEADLINE);
+                proc_finish(&p, &r, DEADLINE);
                 fail_msg("%s: the run never appeared in the record\nstderr: %s", what, r.err);
             }
             sleep_s(delay);
             kill(p.pid, SIGKILL);
-            cli_finish(&p, &r, DEADLINE);
+            proc_finish(&p, &r, DEADLINE);
             /* A kill that lands after the run was recorded done (while the
              * process evaluates or exits) interrupted nothing. */
             char st[64];
@@ -659,13 +446,13 @@ static void test_crash_recovery(void **state)
             /* It finished before the kill landed: try again, sooner. */
             if (r.sig != SIGKILL)
                 expect_code(&r, 0);
-            res_free(&r);
+            proc_res_free(&r);
             attempt++;
             retries++;
         }
         if (r.sig != SIGKILL)
             fail_msg("%s: %s was not killed: exit %d, signal %d\nstderr: %s", what, r.cmd, r.code, r.sig, r.err);
-        res_free(&r);
+        proc_res_free(&r);
         random_kills += k->phase == NULL;
 
         check_after_kill(db, name, what);
@@ -681,7 +468,7 @@ static void test_crash_recovery(void **state)
         expect_code(&r, 0);
         if (strstr(r.out, "identical") == NULL)
             fail_msg("%s: resume did not report the recomputation\n%s", what, r.out);
-        res_free(&r);
+        proc_res_free(&r);
         check_after_kill(db, name, what);
         char st[64];
         sql_text(db, "SELECT status FROM runs WHERE name = ?1", name, st, sizeof st);
@@ -698,7 +485,7 @@ static void test_crash_recovery(void **state)
         recovered++;
     }
     printf("crash: %d/%zu kills recovered with the uninterrupted trajectory (%zu deterministic, %d random; "
-           "%.1f s)\n", recovered, N_KILLS, N_KILLS - (size_t)random_kills, random_kills, now_s() - t_start);
+           "%.1f s)\n", recovered, N_KILLS, N_KILLS - (size_t)random_kills, random_kills, proc_now() - t_start);
     printf("crash: last committed step at each kill: %s (random kills retried sooner: %d)\n", landed, retries);
     assert_int_equal(recovered, 20);
 }
@@ -709,15 +496,15 @@ static void test_crash_recovery(void **state)
     "--no-progress", "--threads", "1", "--name", (name)
 
 /* Trains `name` and kills it with LOCKSTEP_CRASH_AT=`at`. */
-static void crashed_run(const ctx *c, const char *name, const char *at)
+static void crashed_run(const proc_ctx *c, const char *name, const char *at)
 {
     char **env = make_env(at);
-    cli_res r;
+    proc_res r;
     RUN_ENV(&r, c, env, SMALL(name));
     free(env);
     if (r.sig != SIGKILL)
         fail_msg("%s with %s: exit %d, signal %d, want SIGKILL\nstderr: %s", r.cmd, at, r.code, r.sig, r.err);
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 static int count_lines(const char *s)
@@ -730,12 +517,12 @@ static int count_lines(const char *s)
 
 static void test_tampered_checkpoints(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     char db[256], path[PATH_MAX];
-    tpath(c, "D", db, sizeof db);
+    proc_tpath(c, "D", db, sizeof db);
     RUN_OK(c, SMALL("ref"));
     uint64_t ref = last_traj(db, "ref");
-    cli_res r;
+    proc_res r;
 
     /* (1) A flipped byte: refused by the checksum, exit 2, one line naming the
      * file; nothing recorded changes; with the byte back, resume works. */
@@ -743,7 +530,7 @@ static void test_tampered_checkpoints(void **state)
     assert_int_equal(rows_of(db, "flip"), 31);
     ckpt_path_of(db, "flip", 20, path, sizeof path);
     size_t len;
-    unsigned char *b = read_file(path, &len);
+    unsigned char *b = (unsigned char *)proc_read_file(path, &len, 1);
     b[len / 2] ^= 0x01;
     write_file(path, b, len);
     RUN(&r, c, "resume", "flip", "--db", "D", "--threads", "2");
@@ -751,7 +538,7 @@ static void test_tampered_checkpoints(void **state)
     assert_int_equal(count_lines(r.err), 1);
     assert_non_null(strstr(r.err, path));
     assert_non_null(strstr(r.err, "checksum"));
-    res_free(&r);
+    proc_res_free(&r);
     assert_int_equal(rows_of(db, "flip"), 31);
     char status[64];
     runs_status(c, "flip", status, sizeof status);
@@ -771,7 +558,7 @@ static void test_tampered_checkpoints(void **state)
     expect_code(&r, 2);
     assert_non_null(strstr(r.err, path));
     assert_non_null(strstr(r.err, "state hash"));
-    res_free(&r);
+    proc_res_free(&r);
 
     /* (3) An optimiser moment changed, file and record consistent: it loads,
      * and recomputing recorded step 21 exposes it (exit 1, naming the step). */
@@ -781,7 +568,7 @@ static void test_tampered_checkpoints(void **state)
     expect_code(&r, 1);
     if (strstr(r.err, "step 21:") == NULL)
         fail_msg("resume with a changed moment: stderr does not name step 21:\n%s", r.err);
-    res_free(&r);
+    proc_res_free(&r);
     assert_int_equal(rows_of(db, "moment"), 31);   /* the record was not touched */
 
     /* (4) A parameter changed, consistent: caught at the checkpoint's own step,
@@ -792,7 +579,7 @@ static void test_tampered_checkpoints(void **state)
     expect_code(&r, 1);
     if (strstr(r.err, "step 20:") == NULL)
         fail_msg("resume with a changed parameter: stderr does not name step 20:\n%s", r.err);
-    res_free(&r);
+    proc_res_free(&r);
 
     /* (5) No recorded step after the checkpoint (killed inside step 21): the
      * changed moment cannot be caught by recomputation; the run completes,
@@ -802,41 +589,41 @@ static void test_tampered_checkpoints(void **state)
     tamper(db, "late", 20, IN_MOMENT, RESEAL_FILE | RESEAL_RECORD);
     RUN(&r, c, "resume", "late", "--db", "D");
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
     assert_true(last_traj(db, "late") != ref);
     RUN(&r, c, "verify", "ref", "late", "--db", "D");
     expect_code(&r, 1);
     if (strstr(r.out, "step 21:") == NULL)
         fail_msg("verify does not name step 21:\n%s", r.out);
-    res_free(&r);
+    proc_res_free(&r);
     /* The same crash without tampering resumes to the reference. */
     crashed_run(c, "late2", "LOCKSTEP_CRASH_AT=step:21");
     RUN_OK(c, "resume", "late2", "--db", "D");
     assert_true(last_traj(db, "late2") == ref);
     RUN(&r, c, "verify", "ref", "late2", "--db", "D");
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 /* ---- resume: the other cases -------------------------------------------------------------- */
 
 static void test_resume_cases(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     char db[256];
-    tpath(c, "D", db, sizeof db);
-    cli_res r;
+    proc_tpath(c, "D", db, sizeof db);
+    proc_res r;
 
     RUN(&r, c, "resume", "--help");
     expect_code(&r, 0);
     assert_non_null(strstr(r.out, "usage"));
-    res_free(&r);
+    proc_res_free(&r);
     RUN(&r, c, "--help");
     assert_non_null(strstr(r.out, "resume"));
-    res_free(&r);
+    proc_res_free(&r);
     RUN(&r, c, "resume", "x", "--db", "D");   /* no database */
     expect_code(&r, 2);
-    res_free(&r);
+    proc_res_free(&r);
 
     RUN_OK(c, "train", "--task", "teacher", "--steps", "120", "--db", "D", "--no-progress", "--name", "ref");
     uint64_t ref = last_traj(db, "ref");
@@ -846,14 +633,14 @@ static void test_resume_cases(void **state)
     RUN(&r, c, "resume", "ref", "--db", "D");
     expect_code(&r, 0);
     assert_non_null(strstr(r.out, "nothing to do"));
-    res_free(&r);
+    proc_res_free(&r);
     assert_int_equal(sql_int(db, "SELECT count(*) FROM steps", NULL), rows);
     RUN(&r, c, "resume", "nosuch", "--db", "D");
     expect_code(&r, 2);
-    res_free(&r);
+    proc_res_free(&r);
     RUN(&r, c, "resume", "ref", "--db", "D", "--steps", "100");   /* below what is recorded */
     expect_code(&r, 2);
-    res_free(&r);
+    proc_res_free(&r);
 
     /* Unknown or malformed crash settings have no effect. */
     static const char *const bogus[] = { "LOCKSTEP_CRASH_AT=bogus:3", "LOCKSTEP_CRASH_AT=step:0",
@@ -866,7 +653,7 @@ static void test_resume_cases(void **state)
                 name, "--checkpoint-every", "30");
         free(env);
         expect_code(&r, 0);
-        res_free(&r);
+        proc_res_free(&r);
         assert_true(last_traj(db, name) == ref);
     }
 
@@ -877,20 +664,20 @@ static void test_resume_cases(void **state)
             "nock");
     free(env);
     assert_int_equal(r.sig, SIGKILL);
-    res_free(&r);
+    proc_res_free(&r);
     assert_int_equal(rows_of(db, "nock"), 64);
     /* The resume itself is killed (inside its 5th step) and resumed again. */
     env = make_env("LOCKSTEP_CRASH_AT=step:5");
     RUN_ENV(&r, c, env, "resume", "nock", "--db", "D", "--threads", "2");
     free(env);
     assert_int_equal(r.sig, SIGKILL);
-    res_free(&r);
+    proc_res_free(&r);
     check_after_kill(db, "nock", "killed resume");
     RUN(&r, c, "resume", "nock", "--db", "D", "--threads", "3");
     expect_code(&r, 0);
     assert_non_null(strstr(r.out, "from step 0"));
     assert_non_null(strstr(r.out, "recomputed 63 recorded steps: identical"));
-    res_free(&r);
+    proc_res_free(&r);
     assert_true(last_traj(db, "nock") == ref);
 
     /* A done run continued beyond its step count equals a longer fresh run,
@@ -898,7 +685,7 @@ static void test_resume_cases(void **state)
     RUN(&r, c, "resume", "nock", "--db", "D", "--steps", "150", "--checkpoint-every", "25", "--checkpoint-dir",
         "ck/sub");
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
     RUN_OK(c, "train", "--task", "teacher", "--steps", "150", "--db", "D", "--no-progress", "--name", "ref150");
     assert_int_equal(rows_of(db, "nock"), 151);
     assert_true(last_traj(db, "nock") == last_traj(db, "ref150"));
@@ -925,36 +712,36 @@ static void test_resume_cases(void **state)
     }
     RUN(&r, c, "train", "--task", "teacher", "--steps", "5", "--db", "D", "--checkpoint-dir", "x");
     expect_code(&r, 2);   /* a directory without an interval */
-    res_free(&r);
+    proc_res_free(&r);
 
     /* A diverged run is not resumed (it would diverge again). */
     RUN(&r, c, "train", "--task", "teacher", "--optimizer", "sgd", "--lr", "1000000", "--hidden", "256,256",
         "--steps", "400", "--db", "D", "--name", "div", "--checkpoint-every", "10");
     expect_code(&r, 1);
-    res_free(&r);
+    proc_res_free(&r);
     RUN(&r, c, "resume", "div", "--db", "D");
     expect_code(&r, 2);
     assert_non_null(strstr(r.err, "diverged"));
-    res_free(&r);
+    proc_res_free(&r);
 
     /* A run still alive in another process is not resumed. */
     const char *long_av[] = { "train", "--task", "teacher", "--hidden", "256,256", "--steps", "1000000", "--db", "D",
                               "--no-progress", "--name", "alive", "--threads", "1", NULL };
-    cli_proc p;
+    proc_child p;
     cli_start(&p, c->dir, NULL, long_av);
     if (wait_for_run(db, "alive", p.pid) < 0) {
         kill(p.pid, SIGKILL);
-        cli_finish(&p, &r, DEADLINE);
+        proc_finish(&p, &r, DEADLINE);
         fail_msg("the long run never appeared\nstderr: %s", r.err);
     }
     RUN(&r, c, "resume", "alive", "--db", "D");
     int code = r.code;
     char err_copy[512];
     snprintf(err_copy, sizeof err_copy, "%s", r.err);
-    res_free(&r);
+    proc_res_free(&r);
     kill(p.pid, SIGKILL);
-    cli_finish(&p, &r, DEADLINE);
-    res_free(&r);
+    proc_finish(&p, &r, DEADLINE);
+    proc_res_free(&r);
     if (code != 2 || strstr(err_copy, "running") == NULL)
         fail_msg("resume of a live run: exit %d, want 2 naming it running\nstderr: %s", code, err_copy);
 }
@@ -965,12 +752,12 @@ static void test_resume_cases(void **state)
 
 static void test_six_writers(void **state)
 {
-    ctx *c = *state;
+    proc_ctx *c = *state;
     char db[256];
-    tpath(c, "D", db, sizeof db);
+    proc_tpath(c, "D", db, sizeof db);
     /* No database yet: the six race to create it, then write side by side. */
-    cli_proc p[WRITERS];
-    cli_res r[WRITERS];
+    proc_child p[WRITERS];
+    proc_res r[WRITERS];
     char names[WRITERS][16], threads[WRITERS][4];
     for (int i = 0; i < WRITERS; i++) {
         snprintf(names[i], sizeof names[i], "w%d", i);
@@ -978,17 +765,17 @@ static void test_six_writers(void **state)
         const char *av[] = { "train", "--task", "teacher", "--hidden", "128,128", "--steps", "200", "--db", "D",
                              "--no-progress", "--name", names[i], "--threads", threads[i], "--checkpoint-every", "25",
                              NULL };
-        describe(av, r[i].cmd, sizeof r[i].cmd);
+        proc_describe("lockstep", av, r[i].cmd, sizeof r[i].cmd);
         cli_start(&p[i], c->dir, NULL, av);
     }
     for (int i = 0; i < WRITERS; i++)
-        cli_finish(&p[i], &r[i], DEADLINE);
+        proc_finish(&p[i], &r[i], DEADLINE);
     uint64_t first = 0;
     for (int i = 0; i < WRITERS; i++) {
         if (strstr(r[i].err, "locked") != NULL || strstr(r[i].err, "busy") != NULL)
             fail_msg("%s: %s", r[i].cmd, r[i].err);
         expect_code(&r[i], 0);
-        res_free(&r[i]);
+        proc_res_free(&r[i]);
         assert_int_equal(rows_of(db, names[i]), 201);
         assert_int_equal(sql_int(db, "SELECT max(step) FROM steps WHERE run = " RUN_ID, names[i]), 200);
         assert_int_equal(sql_int(db, "SELECT count(*) FROM checkpoints WHERE run = " RUN_ID, names[i]), 2);
@@ -1007,19 +794,14 @@ static void test_six_writers(void **state)
 
 int main(void)
 {
-    const char *bin = getenv("LOCKSTEP_BIN");
-    if (bin == NULL || *bin == '\0')
-        bin = "build/lockstep";
-    if (realpath(bin, g_bin) == NULL || access(g_bin, X_OK) != 0) {
-        fprintf(stderr, "test_crash: no lockstep binary at %s (set LOCKSTEP_BIN)\n", bin);
+    if (proc_find_bin(g_bin, "test_crash", 1) != 0)
         return 1;
-    }
     g_env = make_env(NULL);
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test_setup_teardown(test_crash_recovery, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_tampered_checkpoints, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_resume_cases, setup_dir, teardown_dir),
-        cmocka_unit_test_setup_teardown(test_six_writers, setup_dir, teardown_dir),
+        cmocka_unit_test_setup_teardown(test_crash_recovery, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_tampered_checkpoints, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_resume_cases, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_six_writers, setup_dir, proc_ctx_teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(g_env);

@@ -27,18 +27,14 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <png.h>
-#include <poll.h>
-#include <signal.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -50,6 +46,7 @@
 #include "../engine/train.h"
 #include "../record/hash.h"
 #include "../record/runlog.h"
+#include "proc_util.h"
 
 static char g_bin[PATH_MAX];
 static char g_dir[128];     /* the shared temporary directory */
@@ -58,27 +55,6 @@ static char g_db[PATH_MAX]; /* its database */
 #define DEADLINE 120.0
 
 /* ---- temporary directory ------------------------------------------------------------ */
-
-static int rm_tree(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (d == NULL)
-        return -1;
-    struct dirent *e;
-    char p[PATH_MAX];
-    while ((e = readdir(d)) != NULL) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
-            continue;
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
-        struct stat sb;
-        if (lstat(p, &sb) == 0 && S_ISDIR(sb.st_mode))
-            rm_tree(p);
-        else
-            unlink(p);
-    }
-    closedir(d);
-    return rmdir(dir);
-}
 
 static void tpath(const char *name, char *buf, size_t len)
 {
@@ -104,30 +80,6 @@ static int temp_files_left(void)
     return n;
 }
 
-static char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("%s: %s", path, strerror(errno));
-    size_t cap = 1 << 16, n = 0;
-    char *b = malloc(cap + 1);
-    assert_non_null(b);
-    size_t got;
-    while ((got = fread(b + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            cap *= 2;
-            b = realloc(b, cap + 1);
-            assert_non_null(b);
-        }
-    }
-    fclose(f);
-    b[n] = '\0';
-    if (len != NULL)
-        *len = n;
-    return b;
-}
-
 static void write_all(const char *path, const void *p, size_t n)
 {
     FILE *f = fopen(path, "wb");
@@ -136,117 +88,22 @@ static void write_all(const char *path, const void *p, size_t n)
     assert_int_equal(fclose(f), 0);
 }
 
-/* ---- running programs (after tests/test_cli.c) --------------------------------------- */
-
-typedef struct {
-    int code;        /* exit status; -1 when killed by a signal */
-    int sig;
-    char *out, *err;
-    char cmd[1024];
-} proc_res;
-
-static void res_free(proc_res *r)
-{
-    free(r->out);
-    free(r->err);
-    r->out = r->err = NULL;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void append(char **buf, size_t *len, size_t *cap, const char *src, size_t n)
-{
-    if (*len + n + 1 > *cap) {
-        size_t nc = *cap ? *cap : 4096;
-        while (nc < *len + n + 1)
-            nc *= 2;
-        char *b = realloc(*buf, nc);
-        assert_non_null(b);
-        *buf = b;
-        *cap = nc;
-    }
-    memcpy(*buf + *len, src, n);
-    *len += n;
-    (*buf)[*len] = '\0';
-}
+/* ---- running programs (tests/proc_util.c) -------------------------------------------- */
 
 /* Runs argv (argv[0] a path, or a name looked up in PATH) in g_dir with stdin
  * from /dev/null, capturing stdout and stderr; killed after DEADLINE. */
 static void run_argv(proc_res *r, const char *const *argv)
 {
+    /* Signal dispositions as inherited; argv[0] looked up in PATH. */
+    static const proc_opts opt = { PROC_SIG_KEEP, 1, 0, 0 };
     size_t at = 0;
     r->cmd[0] = '\0';
     for (size_t i = 0; argv[i] != NULL && at < sizeof r->cmd; i++)
         at += (size_t)snprintf(r->cmd + at, sizeof r->cmd - at, "%s%s", i ? " " : "", argv[i]);
-    int po[2], pe[2];
-    assert_int_equal(pipe(po), 0);
-    assert_int_equal(pipe(pe), 0);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-        int in = open("/dev/null", O_RDONLY);
-        if (in < 0 || dup2(in, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0 || chdir(g_dir) != 0)
-            _exit(127);
-        close(po[0]);
-        close(pe[0]);
-        close(po[1]);
-        close(pe[1]);
-        execvp(argv[0], (char *const *)argv);
-        _exit(127);
-    }
-    close(po[1]);
-    close(pe[1]);
-    size_t lo = 0, le = 0, co = 0, ce = 0;
-    r->out = r->err = NULL;
-    append(&r->out, &lo, &co, "", 0);
-    append(&r->err, &le, &ce, "", 0);
-    struct pollfd fds[2] = { { po[0], POLLIN, 0 }, { pe[0], POLLIN, 0 } };
-    int open_fds = 2, timed_out = 0;
-    double end = now_s() + DEADLINE;
-    while (open_fds > 0) {
-        double left = end - now_s();
-        if (left <= 0) {
-            kill(pid, SIGKILL);
-            timed_out = 1;
-            break;
-        }
-        int k = poll(fds, 2, (int)(left * 1000) + 1);
-        if (k < 0 && errno == EINTR)
-            continue;
-        assert_true(k >= 0);
-        for (int i = 0; i < 2; i++) {
-            if (fds[i].fd < 0 || fds[i].revents == 0)
-                continue;
-            char chunk[4096];
-            ssize_t got = read(fds[i].fd, chunk, sizeof chunk);
-            if (got > 0) {
-                if (i == 0)
-                    append(&r->out, &lo, &co, chunk, (size_t)got);
-                else
-                    append(&r->err, &le, &ce, chunk, (size_t)got);
-            } else if (got == 0 || errno != EINTR) {
-                close(fds[i].fd);
-                fds[i].fd = -1;
-                open_fds--;
-            }
-        }
-    }
-    for (int i = 0; i < 2; i++)
-        if (fds[i].fd >= 0)
-            close(fds[i].fd);
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        assert_int_equal(errno, EINTR);
-    r->sig = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
-    r->code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (timed_out)
+    proc_child p;
+    proc_start(&p, g_dir, NULL, &opt, argv);
+    proc_finish(&p, r, DEADLINE);
+    if (r->timed_out)
         fail_msg("%s: still running after %.0f s (killed)", r->cmd, DEADLINE);
     if (r->sig != 0)
         fail_msg("%s: died of signal %d\nstderr: %s", r->cmd, r->sig, r->err);
@@ -283,7 +140,7 @@ static void expect_code(const proc_res *r, int want)
         proc_res r_;                                       \
         LS(&r_, __VA_ARGS__);                              \
         expect_code(&r_, 0);                               \
-        res_free(&r_);                                     \
+        proc_res_free(&r_);                                \
     } while (0)
 
 #define SH_OK(...)                                         \
@@ -292,7 +149,7 @@ static void expect_code(const proc_res *r, int want)
         const char *av_[] = { __VA_ARGS__, NULL };         \
         run_argv(&r_, av_);                                \
         expect_code(&r_, 0);                               \
-        res_free(&r_);                                     \
+        proc_res_free(&r_);                                \
     } while (0)
 
 static size_t count_lines(const char *s)
@@ -356,7 +213,7 @@ static void need_runs(void)
         proc_res r;
         run_ls(&r, args);
         expect_code(&r, 0);
-        res_free(&r);
+        proc_res_free(&r);
     }
     g_trained = 1;
 }
@@ -515,11 +372,11 @@ static size_t export_and_build(const char *name, const char *tag, const char *sp
     while (say > r.out && say[-1] >= '0' && say[-1] <= '9')
         say--;
     assert_int_equal(sscanf(say, "%zu active gates of %zu", &active, &total), 2);
-    res_free(&r);
+    proc_res_free(&r);
 
     char path[PATH_MAX];
     tpath(c_file, path, sizeof path);
-    char *text = read_all(path, NULL);
+    char *text = proc_read_file(path, NULL, 1);
     /* Self-contained: the only includes outside the optional main are <stddef.h> and <stdint.h>. */
     char *main_part = strstr(text, "#ifdef LOCKSTEP_CIRCUIT_MAIN");
     assert_non_null(main_part);
@@ -558,7 +415,7 @@ static size_t export_and_build(const char *name, const char *tag, const char *sp
         run_argv(&r, av);
         expect_code(&r, 0);
         assert_non_null(strstr(r.out, ca ? "cells/s" : "samples/s"));
-        res_free(&r);
+        proc_res_free(&r);
     }
     char src[sizeof CA_DRIVER + 64];
     snprintf(src, sizeof src, ca ? CA_DRIVER : NET_DRIVER, c_file);
@@ -730,7 +587,7 @@ static void check_ca_export(const char *name, const char *tag, const char *split
     write_all(path, patch, words * 9 * C * sizeof(uint64_t));
     SH_OK(drv, "patch", "patch.in", "patch.out");
     size_t got_len;
-    uint64_t *got = (uint64_t *)(void *)read_all(out_path, &got_len);
+    uint64_t *got = (uint64_t *)(void *)proc_read_file(out_path, &got_len, 1);
     assert_int_equal(got_len, words * C * sizeof(uint64_t));
     for (size_t i = 0; i < words * C; i++)
         if (got[i] != ref[i])
@@ -744,9 +601,9 @@ static void check_ca_export(const char *name, const char *tag, const char *split
     proc_res r;
     LS(&r, "export", name, "--db", "D", "--circuit", "--netlist", "-o", net_file, "--threads", "2");
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
     tpath(net_file, path, sizeof path);
-    char *text = read_all(path, NULL);
+    char *text = proc_read_file(path, NULL, 1);
     netlist nl;
     netlist_parse(text, 1, 1u << 20, &nl);
     char comment[64];
@@ -806,7 +663,7 @@ static void check_ca_export(const char *name, const char *tag, const char *split
         snprintf(ss, sizeof ss, "%zu", steps);
         SH_OK(drv, "grid", ws, hs, ps, ss, "grid.in", mask_name, "grid.out");
         tpath("grid.out", out_path, sizeof out_path);
-        uint8_t *g = (uint8_t *)read_all(out_path, &got_len);
+        uint8_t *g = (uint8_t *)proc_read_file(out_path, &got_len, 1);
         assert_int_equal(got_len, C * cells);
         const uint8_t *want = frames + steps * C * cells;
         for (size_t i = 0; i < C * cells; i++)
@@ -852,7 +709,7 @@ static void test_export_recomputes_from_checkpoint(void **state)
     assert_true(strncmp(r.out, "# lockstep netlist v1\n", 22) == 0);
     assert_non_null(strstr(r.err, "at step 3000 (recomputed 200 recorded steps from step 2800: identical)"));
     assert_int_equal(count_lines(r.err), 1);
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 /* ---- the classifier ------------------------------------------------------------------------ */
@@ -879,7 +736,7 @@ static void test_export_logic(void **state)
     SH_OK("./lt_drv", "x.bin", "pred.bin");
     tpath("pred.bin", out_path, sizeof out_path);
     size_t n;
-    uint8_t *pred = (uint8_t *)read_all(out_path, &n);
+    uint8_t *pred = (uint8_t *)proc_read_file(out_path, &n, 1);
     assert_int_equal(n, s->n);
     size_t right = 0;
     for (size_t i = 0; i < s->n; i++)
@@ -894,7 +751,7 @@ static void test_export_logic(void **state)
     SH_OK("./lt_split_drv", "x.bin", "pred_split.bin");
     tpath("pred_split.bin", out_path, sizeof out_path);
     size_t n2;
-    uint8_t *pred2 = (uint8_t *)read_all(out_path, &n2);
+    uint8_t *pred2 = (uint8_t *)proc_read_file(out_path, &n2, 1);
     assert_int_equal(n2, n);
     assert_memory_equal(pred2, pred, n);
     free(pred2);
@@ -907,9 +764,9 @@ static void test_export_logic(void **state)
     proc_res r;
     LS(&r, "export", "lt", "--db", "D", "--circuit", "--netlist", "-o", "lt.net");
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
     tpath("lt.net", path, sizeof path);
-    char *text = read_all(path, NULL);
+    char *text = proc_read_file(path, NULL, 1);
     netlist nl;
     netlist_parse(text, 0, 1u << 20, &nl);
     assert_int_equal(nl.n_gates, active);
@@ -1003,7 +860,7 @@ static void test_render_gol(void **state)
     LS(&r, "render", "gol", "--db", "D", "-o", "gol.png");
     expect_code(&r, 0);
     assert_non_null(strstr(r.out, "wrote gol.png"));
-    res_free(&r);
+    proc_res_free(&r);
     /* The documented default: four gliders on a 32x32 grid, 32 steps, 6 columns, scale 3. */
     uint8_t *frames = calloc((T + 1) * C * cells, 1);
     assert_non_null(frames);
@@ -1030,7 +887,7 @@ static void test_render_gol(void **state)
     LS(&r, "render", "gol", "--db", "D", "-o", "gol2.png", "--seed", "5", "--grid", "17", "--steps", "6", "--scale",
        "2", "--cols", "4");
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
     const size_t G2 = 17, T2 = 6;
     uint8_t *f2 = calloc((T2 + 1) * C * G2 * G2, 1);
     assert_non_null(f2);
@@ -1053,7 +910,7 @@ static void test_render_checkerboard(void **state)
     /* Defaults on --grid 64: 80 steps from hard_acc_64's start state (address i = 16). */
     LS(&r, "render", "cb", "--db", "D", "-o", "cb64.png", "--grid", "64", "--scale", "1");
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
     const size_t G = 64, T = LOGIC_CA_BIG_STEPS, cells = G * G;
     uint8_t *frames = malloc((T + 1) * C * cells);
     assert_non_null(frames);
@@ -1068,7 +925,7 @@ static void test_render_checkerboard(void **state)
     /* The run's own grid and ca_steps by default; --seed 7, scale 6 (96 / 16). */
     LS(&r, "render", "cb", "--db", "D", "-o", "cb.png", "--seed", "7");
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
     const size_t G1 = e->cfg.grid, T1 = e->cfg.ca_steps, cells1 = G1 * G1;
     frames = malloc((T1 + 1) * C * cells1);
     assert_non_null(frames);
@@ -1091,7 +948,7 @@ static void test_render_async(void **state)
     proc_res r;
     LS(&r, "render", "cba", "--db", "D", "-o", "cba.png", "--steps", "9", "--seed", "3", "--scale", "2");
     expect_code(&r, 0);
-    res_free(&r);
+    proc_res_free(&r);
     uint8_t *frames = malloc((T + 1) * C * cells), *masks = malloc(T * cells);
     assert_true(frames != NULL && masks != NULL);
     for (size_t c = 0; c < C; c++)
@@ -1148,7 +1005,7 @@ static void test_bad_input(void **state)
         if (count_lines(r.err) != 1 || strstr(r.err, BAD[i].says) == NULL)
             fail_msg("%s: want one line naming '%s' on stderr, got:\n%s", r.cmd, BAD[i].says, r.err);
         assert_int_equal(r.out[0], '\0');
-        res_free(&r);
+        proc_res_free(&r);
     }
     char path[PATH_MAX];
     static const char *const NOT_WRITTEN[] = { "m.c", "x.png", "nodb" };
@@ -1163,7 +1020,7 @@ static void test_bad_input(void **state)
         LS(&r, HELP[i], "--help");
         expect_code(&r, 0);
         assert_non_null(strstr(r.out, HELP[i]));
-        res_free(&r);
+        proc_res_free(&r);
     }
 }
 
@@ -1183,11 +1040,11 @@ static void test_output_paths(void **state)
     struct stat sb;
     assert_int_equal(lstat(link, &sb), 0);
     assert_true(S_ISLNK(sb.st_mode));
-    char *text = read_all(target, NULL);
+    char *text = proc_read_file(target, NULL, 1);
     assert_true(strncmp(text, "# lockstep netlist v1\n", 22) == 0);
     free(text);
     LS_OK("export", "cb", "--db", "D", "--circuit", "-o", "target.net");
-    text = read_all(target, NULL);
+    text = proc_read_file(target, NULL, 1);
     assert_true(strncmp(text, "/* lockstep circuit", 19) == 0);
     free(text);
     assert_int_equal(temp_files_left(), 0);
@@ -1221,11 +1078,11 @@ static void test_tampered_record(void **state)
     expect_code(&r, 1);
     if (strstr(r.err, "step 45:") == NULL || count_lines(r.err) != 1)
         fail_msg("want one line naming step 45:\n%s", r.err);
-    res_free(&r);
+    proc_res_free(&r);
     LS(&r, "render", "tamper", "--db", "D", "-o", "t2.png");
     expect_code(&r, 1);
     assert_non_null(strstr(r.err, "step 45:"));
-    res_free(&r);
+    proc_res_free(&r);
     char path[PATH_MAX];
     tpath("t2.c", path, sizeof path);
     assert_false(file_exists(path));
@@ -1241,7 +1098,7 @@ static void test_tampered_record(void **state)
     if (strstr(r.err, "step 40:") == NULL)
         fail_msg("want the checkpoint's step 40 named:\n%s", r.err);
     assert_int_equal(r.out[0], '\0');
-    res_free(&r);
+    proc_res_free(&r);
 }
 
 static int group_setup(void **state)
@@ -1261,19 +1118,14 @@ static int group_teardown(void **state)
         logic_ca_hard_destroy(g_eng[i].h);
         trainer_destroy(g_eng[i].t);
     }
-    rm_tree(g_dir);
+    proc_rm_tree(g_dir, 0);
     return 0;
 }
 
 int main(void)
 {
-    const char *bin = getenv("LOCKSTEP_BIN");
-    if (bin == NULL || *bin == '\0')
-        bin = "build/lockstep";
-    if (realpath(bin, g_bin) == NULL || access(g_bin, X_OK) != 0) {
-        fprintf(stderr, "test_export: no lockstep binary at %s (set LOCKSTEP_BIN)\n", bin);
+    if (proc_find_bin(g_bin, "test_export", 1) != 0)
         return 1;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_export_gol),
         cmocka_unit_test(test_export_checkerboard),
