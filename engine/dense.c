@@ -27,6 +27,7 @@
  * it anyway).
  */
 #include "dense.h"
+#include "simd.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -88,62 +89,28 @@ void dense_backward_weights_scalar(float *dw, float *dbias, const float *in, con
     }
 }
 
-/* ---- Run-time choice of the path. ---- */
+/* ---- Run-time choice of the path (engine/simd.c). ---- */
 
-enum { PATH_SCALAR = 0, PATH_AVX2 = 1, PATH_AVX512 = 2 };
+enum { PATH_SCALAR = SIMD_PATH_SCALAR, PATH_AVX2 = SIMD_PATH_AVX2, PATH_AVX512 = SIMD_PATH_AVX512 };
 
-static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
-static int hw_path;              /* best path the CPU offers; written once */
-static atomic_int simd_setting;  /* DENSE_SIMD_OFF / _BEST / _AVX2 */
+_Static_assert(DENSE_SIMD_OFF == SIMD_OFF && DENSE_SIMD_BEST == SIMD_BEST && DENSE_SIMD_AVX2 == SIMD_AVX2,
+               "dense_set_simd takes simd.h's settings");
 
-static void simd_init(void)
-{
-    int hw = PATH_SCALAR;
-#if DENSE_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        hw = PATH_AVX512;
-    else if (__builtin_cpu_supports("avx2"))
-        hw = PATH_AVX2;
-#endif
-    hw_path = hw;
-    int setting = DENSE_SIMD_BEST;
-    const char *env = getenv("LOCKSTEP_SIMD");
-    if (env != NULL) {
-        if (strcmp(env, "off") == 0 || strcmp(env, "0") == 0 || strcmp(env, "scalar") == 0)
-            setting = DENSE_SIMD_OFF;
-        else if (strcmp(env, "avx2") == 0)
-            setting = DENSE_SIMD_AVX2;
-    }
-    atomic_store(&simd_setting, setting);
-}
+static simd_switch simd_choice = SIMD_SWITCH_INIT;
 
 static int current_path(void)
 {
-    pthread_once(&simd_once, simd_init);
-    int setting = atomic_load_explicit(&simd_setting, memory_order_relaxed);
-    if (setting == DENSE_SIMD_OFF)
-        return PATH_SCALAR;
-    if (setting == DENSE_SIMD_AVX2 && hw_path > PATH_AVX2)
-        return PATH_AVX2;
-    return hw_path;
+    return simd_path(&simd_choice);
 }
 
 int dense_set_simd(int enabled)
 {
-    pthread_once(&simd_once, simd_init);
-    int setting = enabled == DENSE_SIMD_OFF ? DENSE_SIMD_OFF
-                : enabled == DENSE_SIMD_AVX2 ? DENSE_SIMD_AVX2 : DENSE_SIMD_BEST;
-    return atomic_exchange(&simd_setting, setting);
+    return simd_set(&simd_choice, enabled);
 }
 
 const char *dense_simd_name(void)
 {
-    switch (current_path()) {
-    case PATH_AVX512: return "avx512";
-    case PATH_AVX2: return "avx2";
-    default: return "scalar";
-    }
+    return simd_path_name(current_path());
 }
 
 #if DENSE_X86

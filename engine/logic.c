@@ -33,6 +33,7 @@
  * rng_below(seed, RNG_WIRING, 4·addr + r, k, 0, k + 1). Frozen.
  */
 #include "logic.h"
+#include "simd.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -378,62 +379,25 @@ void logic_backward_scalar(float *dx, float *stats, const float *dy, const float
     }
 }
 
-/* ---- Run-time choice of the path. ---- */
+/* ---- Run-time choice of the path (engine/simd.c). ---- */
 
-enum { PATH_SCALAR = 0, PATH_AVX2 = 1, PATH_AVX512 = 2 };
-enum { SET_OFF = 0, SET_BEST = 1, SET_AVX2 = 2 };
+enum { PATH_SCALAR = SIMD_PATH_SCALAR, PATH_AVX2 = SIMD_PATH_AVX2, PATH_AVX512 = SIMD_PATH_AVX512 };
 
-static pthread_once_t simd_once = PTHREAD_ONCE_INIT;
-static int hw_path;              /* best path the CPU offers; written once */
-static atomic_int simd_setting;  /* SET_OFF / SET_BEST / SET_AVX2 */
-
-static void simd_init(void)
-{
-    int hw = PATH_SCALAR;
-#if LOGIC_X86
-    __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f"))
-        hw = PATH_AVX512;
-    else if (__builtin_cpu_supports("avx2"))
-        hw = PATH_AVX2;
-#endif
-    hw_path = hw;
-    int setting = SET_BEST;
-    const char *env = getenv("LOCKSTEP_SIMD");
-    if (env != NULL) {
-        if (strcmp(env, "off") == 0 || strcmp(env, "0") == 0 || strcmp(env, "scalar") == 0)
-            setting = SET_OFF;
-        else if (strcmp(env, "avx2") == 0)
-            setting = SET_AVX2;
-    }
-    atomic_store(&simd_setting, setting);
-}
+static simd_switch simd_choice = SIMD_SWITCH_INIT;
 
 static int current_path(void)
 {
-    pthread_once(&simd_once, simd_init);
-    const int setting = atomic_load_explicit(&simd_setting, memory_order_relaxed);
-    if (setting == SET_OFF)
-        return PATH_SCALAR;
-    if (setting == SET_AVX2 && hw_path > PATH_AVX2)
-        return PATH_AVX2;
-    return hw_path;
+    return simd_path(&simd_choice);
 }
 
 int logic_set_simd(int enabled)
 {
-    pthread_once(&simd_once, simd_init);
-    const int setting = enabled == SET_OFF ? SET_OFF : enabled == SET_AVX2 ? SET_AVX2 : SET_BEST;
-    return atomic_exchange(&simd_setting, setting);
+    return simd_set(&simd_choice, enabled);
 }
 
 const char *logic_simd_name(void)
 {
-    switch (current_path()) {
-    case PATH_AVX512: return "avx512";
-    case PATH_AVX2: return "avx2";
-    default: return "scalar";
-    }
+    return simd_path_name(current_path());
 }
 
 #if LOGIC_X86

@@ -1,4 +1,4 @@
-/* simd.h — run-time choice of vector width for element-wise loops.
+/* simd.h — run-time choice of vector width: element-wise loops and kernel paths.
  *
  * LS_SIMD_CLONES asks the compiler for AVX-512, AVX2 and baseline versions of
  * a function and picks one when the program starts (function multiversioning),
@@ -20,5 +20,25 @@
 #else
 #define LS_SIMD_CLONES
 #endif
+
+/* Run-time choice of the hand-written SIMD paths (dense and logic kernels).
+ * The CPU is asked once; LOCKSTEP_SIMD ("off", "0" or "scalar": the scalar
+ * twins; "avx2": at most AVX2; else the best the CPU offers) gives every
+ * switch its starting setting, and each kernel module keeps its own switch so
+ * tests can force one path without touching the other. Reading and setting
+ * a switch are atomic, so a call made while kernels run is not a data race. */
+#include <stdatomic.h>
+
+enum { SIMD_PATH_SCALAR = 0, SIMD_PATH_AVX2 = 1, SIMD_PATH_AVX512 = 2 };
+enum { SIMD_OFF = 0, SIMD_BEST = 1, SIMD_AVX2 = 2 };
+
+typedef struct {
+    atomic_int setting;   /* SIMD_OFF / SIMD_BEST / SIMD_AVX2, or -1 before first use */
+} simd_switch;
+#define SIMD_SWITCH_INIT { -1 }
+
+int simd_path(simd_switch *s);              /* the path a kernel takes now */
+int simd_set(simd_switch *s, int enabled);  /* returns the previous setting */
+const char *simd_path_name(int path);       /* "avx512", "avx2", "scalar" */
 
 #endif
