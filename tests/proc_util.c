@@ -238,7 +238,9 @@ void proc_start_bin(proc_child *p, const char *cwd, char **env, const proc_opts 
         n++;
     const char **av = calloc(n + 2, sizeof *av);
     assert_non_null(av);
-    av[0] = bin;
+    /* Made here in the parent, before the fork: a failed copy fails the case
+     * with its reason instead of a bare exit 127 from the child. */
+    av[0] = opt != NULL && opt->as_nobody && geteuid() == 0 ? proc_nobody_bin(bin) : bin;
     for (size_t i = 0; i < n; i++)
         av[i + 1] = args[i];
     proc_start(p, cwd, env, opt, av);
@@ -313,4 +315,85 @@ int proc_find_bin(char *out, const char *prog, int need_exec)
         return -1;
     }
     return 0;
+}
+
+/* The copy of proc_nobody_bin: its source, directory and path; empty when none. */
+static char nobody_src[PATH_MAX];
+static char nobody_dir[64];
+static char nobody_path[PATH_MAX];
+
+void proc_nobody_bin_remove(void)
+{
+    /* The tree, not the one file: a copy cut short by a failed case may
+     * have left its directory with or without a partial file. */
+    if (nobody_dir[0])
+        proc_rm_tree(nobody_dir, 0);
+    nobody_src[0] = nobody_dir[0] = nobody_path[0] = '\0';
+}
+
+/* Copies the file `from` to the new file `to`, mode 0755. */
+static void copy_exec(const char *from, const char *to)
+{
+    /* O_CLOEXEC: a writable descriptor of the copy inherited by a child
+     * being exec'd would make its exec fail with ETXTBSY. */
+    int in = open(from, O_RDONLY | O_CLOEXEC);
+    if (in < 0)
+        fail_msg("%s: %s", from, strerror(errno));
+    int out = open(to, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0700);
+    if (out < 0)
+        fail_msg("%s: %s", to, strerror(errno));
+    char buf[65536];
+    for (;;) {
+        ssize_t got = read(in, buf, sizeof buf);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0)
+            fail_msg("%s: %s", from, strerror(errno));
+        if (got == 0)
+            break;
+        for (ssize_t at = 0; at < got;) {
+            ssize_t put = write(out, buf + at, (size_t)(got - at));
+            if (put < 0 && errno == EINTR)
+                continue;
+            if (put < 0)
+                fail_msg("%s: %s", to, strerror(errno));
+            at += put;
+        }
+    }
+    close(in);
+    /* Set after creation: the umask may have taken bits from open's mode. */
+    if (fchmod(out, 0755) != 0 || close(out) != 0)
+        fail_msg("%s: %s", to, strerror(errno));
+}
+
+const char *proc_nobody_bin(const char *bin)
+{
+    static int registered;
+    if (nobody_path[0]) {
+        if (strcmp(bin, nobody_src) != 0)
+            fail_msg("proc_nobody_bin: already a copy of %s, not of %s", nobody_src, bin);
+        return nobody_path;
+    }
+    proc_nobody_bin_remove();   /* what an earlier copy cut short left behind */
+    /* /tmp itself, not TMPDIR: TMPDIR may well be private to its owner too. */
+    snprintf(nobody_dir, sizeof nobody_dir, "/tmp/lockstep-bin-XXXXXX");
+    if (mkdtemp(nobody_dir) == NULL) {
+        int e = errno;
+        nobody_dir[0] = '\0';
+        fail_msg("mkdtemp /tmp/lockstep-bin-XXXXXX: %s", strerror(e));
+    }
+    /* Removed at exit even when the case fails before its teardown; the
+     * children never run it (they leave by exec or _exit). */
+    if (!registered && atexit(proc_nobody_bin_remove) == 0)
+        registered = 1;
+    /* mkdtemp makes it 0700: uid 65534 must be able to enter it. */
+    if (chmod(nobody_dir, 0755) != 0)
+        fail_msg("%s: %s", nobody_dir, strerror(errno));
+    char to[PATH_MAX];
+    int w = snprintf(to, sizeof to, "%s/lockstep", nobody_dir);
+    assert_true(w > 0 && (size_t)w < sizeof to);
+    copy_exec(bin, to);
+    snprintf(nobody_src, sizeof nobody_src, "%s", bin);
+    snprintf(nobody_path, sizeof nobody_path, "%s", to);
+    return nobody_path;
 }

@@ -6,8 +6,9 @@
  * stdin from /dev/null and pipes for stdout/stderr (so it never sees a
  * terminal), and is killed at a deadline so a hang fails one case instead of
  * hanging the suite. Also here: the per-test temporary directory, a copy of
- * the environment with some variables replaced, reading a whole file, and
- * finding the binary (LOCKSTEP_BIN, else build/lockstep).
+ * the environment with some variables replaced, reading a whole file,
+ * finding the binary (LOCKSTEP_BIN, else build/lockstep) and a copy of it
+ * that the unprivileged user can run.
  *
  * These helpers are test code: they fail the running cmocka case (assert_*,
  * fail_msg) when the system refuses them, so they may only be called from
@@ -104,7 +105,9 @@ void proc_describe(const char *name, const char *const *args, char *buf, size_t 
  * test's own environment (ignored with opt->search_path). */
 void proc_start(proc_child *p, const char *cwd, char **env, const proc_opts *opt, const char *const *argv);
 
-/* proc_start of the program at path `bin` with arguments `args` (without argv[0]). */
+/* proc_start of the program at path `bin` with arguments `args` (without
+ * argv[0]). With opt->as_nobody, when root, the child runs proc_nobody_bin's
+ * copy of `bin` instead: uid 65534 may not be able to reach `bin` itself. */
 void proc_start_bin(proc_child *p, const char *cwd, char **env, const proc_opts *opt, const char *bin,
                     const char *const *args);
 
@@ -118,5 +121,18 @@ void proc_finish(proc_child *p, proc_res *r, double deadline_s);
  * (PATH_MAX bytes). With need_exec set it must also be executable. 0 on
  * success; else -1, after a line on stderr that starts with `prog`. */
 int proc_find_bin(char *out, const char *prog, int need_exec);
+
+/* A copy of the program at `bin` that uid PROC_NOBODY can execute. The
+ * checkout (and so the binary) may sit below a directory only its owner may
+ * enter (a 0700 home or mktemp -d), where exec as 65534 fails with EACCES
+ * and the child exits 127. So the first call copies `bin` to a fresh
+ * directory under /tmp (mkdtemp; the directory and the file mode 0755
+ * whatever the umask) and later calls return the same copy; one program per
+ * test process (another `bin` fails the case). The copy is removed at exit,
+ * or earlier by proc_nobody_bin_remove. */
+const char *proc_nobody_bin(const char *bin);
+
+/* Removes proc_nobody_bin's copy and its directory; a no-op when there is none. */
+void proc_nobody_bin_remove(void);
 
 #endif

@@ -30,7 +30,9 @@
  * (proc_opts): an RLIMIT_FSIZE (with SIGXFSZ at its default, so only
  * the program's own handling can keep it alive) and dropping root to uid/gid
  * 65534 (root writes through file modes, so read-only cases must run as
- * someone else).
+ * someone else). Those children run a copy of the binary under /tmp
+ * (proc_nobody_bin), since the checkout may sit in a directory 65534 cannot
+ * enter, and work in row directories under /tmp that 65534 can reach.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -752,6 +754,8 @@ static int group_setup(void **state)
 {
     (void)state;
     memset(&g, 0, sizeof g);
+    /* /tmp itself, not TMPDIR nor the checkout: the rows run as uid 65534
+     * work below it, and either of those may be private to its owner. */
     snprintf(g.base, sizeof g.base, "/tmp/lockstep-bad-XXXXXX");
     if (mkdtemp(g.base) == NULL || chmod(g.base, 0755) != 0)
         return -1;
@@ -763,6 +767,7 @@ static int group_teardown(void **state)
     (void)state;
     if (g.base[0])
         proc_rm_tree(g.base, 1);
+    proc_nobody_bin_remove();   /* the copy the uid-65534 rows ran; atexit would too, later */
     return 0;
 }
 
@@ -1057,6 +1062,9 @@ static int check_row(size_t i)
         snprintf(why, sizeof why, "died of signal %d (%s), want exit 2", r.sig, strsignal(r.sig));
     else if (r.code == 126 && x.opt.as_nobody)
         snprintf(why, sizeof why, "the child could not drop to uid/gid %d (setgroups/setgid/setuid)", PROC_NOBODY);
+    else if (r.code == 127 && x.opt.as_nobody && geteuid() == 0)
+        snprintf(why, sizeof why, "exit 127, want 2: the child could not start (chdir, or exec of %s as uid %d)",
+                 proc_nobody_bin(g_bin), PROC_NOBODY);
     else if (r.code != 2)
         snprintf(why, sizeof why, "exit %d, want 2", r.code);
     else if (r.err_len == 0 || r.err[r.err_len - 1] != '\n' || count_char(r.err, r.err_len, '\n') != 1)
