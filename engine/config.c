@@ -1,212 +1,155 @@
-/* config.c — defaults, the key table, parsing and canonical text. */
+/* config.c — keys, defaults, parsing, validation and canonical text, all
+ * generated from the engine's key table and the model and task descriptors. */
 #include "config.h"
 
 #include <errno.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
 
-typedef enum { K_STR, K_SIZE, K_U64, K_F32, K_LIST, K_INT, K_BOOL } key_type;
+#include "registry.h"
+
+/* ---- the engine's keys ---------------------------------------------------- */
 
 typedef struct {
-    const char *name;
-    key_type type;
-    size_t offset;
-    size_t size;                 /* K_STR: buffer size; K_LIST: capacity in entries */
-    const char *choices;         /* K_STR: space-separated allowed values, or NULL */
-    double lo, hi;               /* numeric range (inclusive) */
-    int (*applies)(const ls_config *cfg);
-    const char *help;
-    size_t count_offset;         /* K_LIST: offset of its size_t count */
-} key_def;
+    ls_key key;
+    size_t offset, size;         /* the ls_config field */
+} engine_key;
 
-static int always(const ls_config *c) { (void)c; return 1; }
-static int is_adamw(const ls_config *c) { return strcmp(c->optimizer, "adamw") == 0; }
-static int is_sgd(const ls_config *c) { return strcmp(c->optimizer, "sgd") == 0; }
-static int is_mlp(const ls_config *c) { return strcmp(c->model, "mlp") == 0; }
-static int is_logic(const ls_config *c) { return strcmp(c->model, "logic") == 0; }
-static int is_ca(const ls_config *c) { return strcmp(c->model, "logic-ca") == 0; }
-static int is_gates(const ls_config *c) { return is_logic(c) || is_ca(c); }
-static int is_leafed(const ls_config *c) { return !is_ca(c); }
-static int is_ca_async(const ls_config *c) { return is_ca(c) && c->async; }
+#define FIELD(f) offsetof(ls_config, f), sizeof(((ls_config *)0)->f)
 
-#define OFF(f) offsetof(ls_config, f), sizeof(((ls_config *)0)->f)
-#define LIST(f, cap, n) offsetof(ls_config, f), cap
-
-/* Sorted by name: the canonical text is written in this order. */
-static const key_def KEYS[] = {
-    { "async", K_BOOL, OFF(async), NULL, 0, 1, is_ca, "asynchronous CA steps (checkerboard: 14x14, 50 steps, batch 1)", 0 },
-    { "batch", K_SIZE, OFF(batch), NULL, 1, 1 << 20, always, "samples per step", 0 },
-    { "beta1", K_F32, OFF(beta1), NULL, 0, 0.999999, is_adamw, "AdamW first-moment decay", 0 },
-    { "beta2", K_F32, OFF(beta2), NULL, 0, 0.999999, is_adamw, "AdamW second-moment decay", 0 },
-    { "bits", K_SIZE, OFF(bits), NULL, 1, 15, is_logic, "thresholds per input value (at i/(bits+1))", 0 },
-    { "ca_steps", K_SIZE, OFF(ca_steps), NULL, 1, 1000, is_ca, "CA steps per rollout", 0 },
-    { "channels", K_SIZE, OFF(channels), NULL, 1, 64, is_ca, "binary channels per cell", 0 },
-    { "clip", K_F32, OFF(clip), NULL, 0, 1e30, always, "element-wise gradient clip, 0 = none", 0 },
-    { "data_hash", K_U64, OFF(data_hash), NULL, 0, 0, always, "identity of the data (set by the engine)", 0 },
-    { "eps", K_F32, OFF(eps), NULL, 0, 1, is_adamw, "AdamW epsilon", 0 },
-    { "fire_rate", K_F32, OFF(fire_rate), NULL, 0, 1, is_ca_async, "probability that a cell fires in a step", 0 },
-    { "format", K_INT, OFF(format), NULL, CONFIG_FORMAT, CONFIG_FORMAT, always, "engine format version", 0 },
-    { "grid", K_SIZE, OFF(grid), NULL, 1, 4096, is_ca, "grid side in cells", 0 },
-    { "hidden", K_LIST, LIST(hidden, CONFIG_MAX_HIDDEN, n_hidden), NULL, 1, 65536, is_mlp,
-      "hidden widths, e.g. 256,256", offsetof(ls_config, n_hidden) },
-    { "kernels", K_SIZE, OFF(kernels), NULL, 1, 256, is_ca, "perception kernels", 0 },
-    { "layers", K_LIST, LIST(layers, CONFIG_MAX_LAYERS, n_layers), NULL, 1, 1 << 20, is_gates,
-      "gate layer widths, e.g. 8000x6 or 128x17,64,32", offsetof(ls_config, n_layers) },
-    { "leaf", K_SIZE, OFF(leaf), NULL, 1, 1 << 20, is_leafed, "samples per leaf (unit of gradient work)", 0 },
-    { "lr", K_F32, OFF(lr), NULL, 0, 1e6, always, "learning rate", 0 },
-    { "model", K_STR, OFF(model), "mlp logic logic-ca", 0, 0, always, "model", 0 },
-    { "momentum", K_F32, OFF(momentum), NULL, 0, 0.999999, is_sgd, "SGD momentum", 0 },
-    { "optimizer", K_STR, OFF(optimizer), "sgd adamw", 0, 0, always, "optimiser", 0 },
-    { "parts", K_SIZE, OFF(parts), NULL, 1, 4096, is_ca, "parts (blocks of cell rows) per sample", 0 },
-    { "perception", K_LIST, LIST(perception, CONFIG_MAX_PERCEPTION, n_perception), NULL, 1, 64, is_ca,
-      "perception kernel layer widths, e.g. 8,4,2,1", offsetof(ls_config, n_perception) },
-    { "periodic", K_BOOL, OFF(periodic), NULL, 0, 1, is_ca, "wrap-around borders (else zero padding)", 0 },
-    { "reduce", K_STR, OFF(reduce), "tree unordered", 0, 0, always,
-      "tree (bit-identical) or unordered (benchmarks only)", 0 },
-    { "residual", K_F32, OFF(residual), NULL, 0, 1e6, is_gates,
-      "init: logit of gate A (pass-through), others 0; 0 = Gaussian logits", 0 },
-    { "seed", K_U64, OFF(seed), NULL, 0, 0, always, "seed of every random number", 0 },
-    { "task", K_STR, OFF(task), "fashion-mnist teacher gol checkerboard", 0, 0, always, "task", 0 },
-    { "tau", K_F32, OFF(tau), NULL, 1e-6, 1e6, is_logic, "GroupSum temperature", 0 },
-    { "weight_decay", K_F32, OFF(weight_decay), NULL, 0, 1e6, always, "decoupled weight decay (AdamW) or L2 (SGD)", 0 },
-    { "wiring", K_STR, OFF(wiring), "random unique", 0, 0, is_logic, "gate wiring", 0 },
+static const engine_key ENGINE[] = {
+    { { "batch", LS_KEY_INT, "32", 1, 1 << 20, NULL, NULL, "samples per step", 0 }, FIELD(batch) },
+    { { "beta1", LS_KEY_FLOAT, "0.9", 0, 0.999999, NULL, "optimizer=adamw", "AdamW first-moment decay", 0 },
+      FIELD(beta1) },
+    { { "beta2", LS_KEY_FLOAT, "0.999", 0, 0.999999, NULL, "optimizer=adamw", "AdamW second-moment decay", 0 },
+      FIELD(beta2) },
+    { { "clip", LS_KEY_FLOAT, "0", 0, 1e30, NULL, NULL, "element-wise gradient clip, 0 = none", 0 }, FIELD(clip) },
+    { { "data_hash", LS_KEY_U64, "0", 0, 0, NULL, NULL, "identity of the data (set by the engine)", 0 },
+      FIELD(data_hash) },
+    { { "eps", LS_KEY_FLOAT, "1e-8", 0, 1, NULL, "optimizer=adamw", "AdamW epsilon", 0 }, FIELD(eps) },
+    { { "format", LS_KEY_INT, "1", CONFIG_FORMAT, CONFIG_FORMAT, NULL, NULL, "engine format version", 0 },
+      FIELD(format) },
+    { { "lr", LS_KEY_FLOAT, "0.001", 0, 1e6, NULL, NULL, "learning rate", 0 }, FIELD(lr) },
+    { { "model", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "model", 0 }, FIELD(model) },
+    { { "momentum", LS_KEY_FLOAT, "0.9", 0, 0.999999, NULL, "optimizer=sgd", "SGD momentum", 0 },
+      FIELD(momentum) },
+    { { "optimizer", LS_KEY_TEXT, "adamw", 0, 0, "sgd adamw", NULL, "optimiser", 0 }, FIELD(optimizer) },
+    { { "reduce", LS_KEY_TEXT, "tree", 0, 0, "tree unordered", NULL,
+        "tree (bit-identical) or unordered (benchmarks only)", 0 }, FIELD(reduce) },
+    { { "seed", LS_KEY_U64, "1", 0, 0, NULL, NULL, "seed of every random number", 0 }, FIELD(seed) },
+    { { "task", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "task", 0 }, FIELD(task) },
+    { { "weight_decay", LS_KEY_FLOAT, "0", 0, 1e6, NULL, NULL, "decoupled weight decay (AdamW) or L2 (SGD)", 0 },
+      FIELD(weight_decay) },
 };
-#define N_KEYS (sizeof KEYS / sizeof KEYS[0])
+#define N_ENGINE (sizeof ENGINE / sizeof ENGINE[0])
 
-const char *config_default_model(const char *task)
+/* A key of a config: the engine's (slot = its index in ENGINE), the
+ * model's or the task's (slot = its index in the descriptor's table). */
+enum { OWNER_ENGINE, OWNER_MODEL, OWNER_TASK };
+typedef struct {
+    const ls_key *k;
+    int owner;
+    size_t slot;
+} keyref;
+
+static void normalise(char *out, size_t cap, const char *key)
 {
-    if (strcmp(task, "fashion-mnist") == 0 || strcmp(task, "teacher") == 0)
-        return "mlp";
-    if (strcmp(task, "gol") == 0 || strcmp(task, "checkerboard") == 0)
-        return "logic-ca";
-    return NULL;
+    size_t i = 0;
+    for (; key[i] && i + 1 < cap; i++)
+        out[i] = key[i] == '-' ? '_' : key[i];
+    out[i] = '\0';
 }
 
-/* Parse "128x17,64,32" into widths; 0 on success. */
-static int parse_widths(const char *value, size_t *out, size_t cap, size_t lo, size_t hi, size_t *n_out);
-
-static void set_layers(ls_config *cfg, const char *text)
+static int find_in(const ls_key *keys, size_t n, const char *name, size_t *slot)
 {
-    size_t n = 0;
-    if (parse_widths(text, cfg->layers, CONFIG_MAX_LAYERS, 1, 1 << 20, &n) == 0)
-        cfg->n_layers = n;
-}
-
-/* The notebook's asynchronous checkerboard (reference/difflogic.md). */
-static void checkerboard_async_defaults(ls_config *cfg)
-{
-    cfg->async = 1;
-    cfg->grid = 14;
-    cfg->ca_steps = 50;
-    cfg->batch = 1;
-    cfg->parts = 7;
-    set_layers(cfg, "256x14,128,64,32,16,8,8");
-}
-
-ls_status config_defaults(ls_config *cfg, const char *task, const char *model, ls_err *err)
-{
-    memset(cfg, 0, sizeof *cfg);
-    const char *dm = config_default_model(task);
-    if (dm == NULL)
-        return ls_fail(err, LS_EINVAL, "--task: unknown task '%s' (choices: fashion-mnist, teacher, gol, checkerboard)",
-                       task);
-    if (model == NULL)
-        model = dm;
-    int image = strcmp(dm, "mlp") == 0;
-    if (strcmp(model, "mlp") != 0 && strcmp(model, "logic") != 0 && strcmp(model, "logic-ca") != 0)
-        return ls_fail(err, LS_EINVAL, "--model: unknown model '%s' (choices: mlp, logic, logic-ca)", model);
-    if (image != (strcmp(model, "logic-ca") != 0))
-        return ls_fail(err, LS_EINVAL, "--model: model '%s' does not train task '%s' (it takes %s)", model, task,
-                       image ? "mlp or logic" : "logic-ca");
-    snprintf(cfg->task, sizeof cfg->task, "%s", task);
-    snprintf(cfg->model, sizeof cfg->model, "%s", model);
-    snprintf(cfg->optimizer, sizeof cfg->optimizer, "adamw");
-    snprintf(cfg->reduce, sizeof cfg->reduce, "tree");
-    snprintf(cfg->wiring, sizeof cfg->wiring, "random");
-    cfg->format = CONFIG_FORMAT;
-    cfg->seed = 1;
-    cfg->beta1 = 0.9f;
-    cfg->beta2 = 0.999f;
-    cfg->eps = 1e-8f;
-    cfg->momentum = 0.9f;
-    cfg->tau = 10.0f;
-    cfg->bits = 3;
-    if (strcmp(task, "fashion-mnist") == 0) {
-        cfg->hidden[0] = 256;
-        cfg->hidden[1] = 256;
-        cfg->n_hidden = 2;
-        cfg->batch = 128;
-        cfg->leaf = 32;
-        cfg->lr = 1e-3f;
-        if (strcmp(model, "logic") == 0) {
-            set_layers(cfg, "8000x6");
-            cfg->lr = 1e-2f;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(keys[i].name, name) == 0) {
+            *slot = i;
+            return 1;
         }
-    } else if (strcmp(task, "teacher") == 0) {
-        cfg->hidden[0] = 32;
-        cfg->n_hidden = 1;
-        cfg->batch = 32;
-        cfg->leaf = 4;
-        cfg->lr = 1e-2f;
-        if (strcmp(model, "logic") == 0)
-            set_layers(cfg, "256x4");
-    } else {
-        /* The notebook's settings: AdamW(0.9, 0.99, wd 1e-2, eps 1e-8) after an
-         * element-wise clip at 100, lr 0.05, seed 23, logit of gate A at 10. */
-        cfg->seed = 23;
-        cfg->lr = 0.05f;
-        cfg->beta2 = 0.99f;
-        cfg->weight_decay = 1e-2f;
-        cfg->clip = 100.0f;
-        cfg->residual = 10.0f;
-        cfg->kernels = 16;
-        cfg->fire_rate = 0.6f;
-        cfg->leaf = 1;
-        if (strcmp(task, "gol") == 0) {
-            cfg->channels = 1;
-            cfg->perception[0] = 8, cfg->perception[1] = 4, cfg->perception[2] = 2, cfg->perception[3] = 1;
-            cfg->n_perception = 4;
-            set_layers(cfg, "128x17,64,32,16,8,4,2,1");
-            cfg->ca_steps = 1;
-            cfg->grid = 3;
-            cfg->periodic = 1;
-            cfg->batch = 20;
-            cfg->parts = 1;
-        } else {
-            cfg->channels = 8;
-            cfg->perception[0] = 8, cfg->perception[1] = 4, cfg->perception[2] = 2;
-            cfg->n_perception = 3;
-            set_layers(cfg, "256x10,128,64,32,16,8,8");
-            cfg->ca_steps = 20;
-            cfg->grid = 16;
-            cfg->periodic = 0;
-            cfg->batch = 2;
-            cfg->parts = 8;
+    return 0;
+}
+
+static int lookup(const ls_config *cfg, const char *key, keyref *r)
+{
+    char name[64];
+    if (strlen(key) >= sizeof name)
+        return 0;
+    normalise(name, sizeof name, key);
+    for (size_t i = 0; i < N_ENGINE; i++)
+        if (strcmp(ENGINE[i].key.name, name) == 0) {
+            *r = (keyref){ &ENGINE[i].key, OWNER_ENGINE, i };
+            return 1;
         }
+    size_t slot;
+    if (cfg->model_desc != NULL && find_in(cfg->model_desc->keys, cfg->model_desc->n_keys, name, &slot)) {
+        *r = (keyref){ &cfg->model_desc->keys[slot], OWNER_MODEL, slot };
+        return 1;
     }
-    return LS_OK;
+    if (cfg->task_desc != NULL && find_in(cfg->task_desc->keys, cfg->task_desc->n_keys, name, &slot)) {
+        *r = (keyref){ &cfg->task_desc->keys[slot], OWNER_TASK, slot };
+        return 1;
+    }
+    return 0;
 }
 
-static const key_def *find_key(const char *key)
+/* ---- values --------------------------------------------------------------- */
+
+static void load(const ls_config *cfg, const keyref *r, config_value *v)
 {
-    char norm[64];
-    size_t n = strlen(key);
-    if (n >= sizeof norm)
-        return NULL;
-    for (size_t i = 0; i <= n; i++)
-        norm[i] = key[i] == '-' ? '_' : key[i];
-    for (size_t i = 0; i < N_KEYS; i++)
-        if (strcmp(KEYS[i].name, norm) == 0)
-            return &KEYS[i];
-    return NULL;
+    if (r->owner == OWNER_MODEL) {
+        *v = cfg->mv[r->slot];
+        return;
+    }
+    if (r->owner == OWNER_TASK) {
+        *v = cfg->tv[r->slot];
+        return;
+    }
+    const engine_key *e = &ENGINE[r->slot];
+    const char *field = (const char *)cfg + e->offset;
+    memset(v, 0, sizeof *v);
+    switch (r->k->type) {
+    case LS_KEY_TEXT: snprintf(v->s, sizeof v->s, "%s", field); break;
+    case LS_KEY_INT:
+    case LS_KEY_SWITCH:
+        v->u = e->size == sizeof(int) ? (uint64_t)*(const int *)(const void *)field
+                                      : (uint64_t)*(const size_t *)(const void *)field;
+        break;
+    case LS_KEY_U64: v->u = *(const uint64_t *)(const void *)field; break;
+    case LS_KEY_FLOAT: v->f = *(const float *)(const void *)field; break;
+    case LS_KEY_LIST: break;
+    }
 }
 
-int config_has_key(const char *key)
+static void store(ls_config *cfg, const keyref *r, const config_value *v)
 {
-    return find_key(key) != NULL;
+    if (r->owner == OWNER_MODEL) {
+        cfg->mv[r->slot] = *v;
+        return;
+    }
+    if (r->owner == OWNER_TASK) {
+        cfg->tv[r->slot] = *v;
+        return;
+    }
+    const engine_key *e = &ENGINE[r->slot];
+    char *field = (char *)cfg + e->offset;
+    switch (r->k->type) {
+    case LS_KEY_TEXT: snprintf(field, e->size, "%s", v->s); break;
+    case LS_KEY_INT:
+    case LS_KEY_SWITCH:
+        if (e->size == sizeof(int))
+            *(int *)(void *)field = (int)v->u;
+        else
+            *(size_t *)(void *)field = (size_t)v->u;
+        break;
+    case LS_KEY_U64: *(uint64_t *)(void *)field = v->u; break;
+    case LS_KEY_FLOAT: *(float *)(void *)field = v->f; break;
+    case LS_KEY_LIST: break;
+    }
 }
 
 static ls_status parse_u64(const char *s, uint64_t *out)
@@ -222,93 +165,7 @@ static ls_status parse_u64(const char *s, uint64_t *out)
     return LS_OK;
 }
 
-ls_status config_set(ls_config *cfg, const char *key, const char *value, int flag_style, ls_err *err)
-{
-    const key_def *k = find_key(key);
-    const char *dash = flag_style ? "--" : "";
-    if (k == NULL)
-        return ls_fail(err, LS_EINVAL, "%s%s: unknown %s", dash, key, flag_style ? "flag" : "config key");
-    char shown[64];
-    snprintf(shown, sizeof shown, "%s", k->name);
-    if (flag_style)
-        for (char *p = shown; *p; p++)
-            if (*p == '_')
-                *p = '-';
-    char *field = (char *)cfg + k->offset;
-    switch (k->type) {
-    case K_STR: {
-        size_t n = strlen(value);
-        int ok = n > 0 && n < k->size;
-        if (ok && k->choices != NULL) {
-            ok = 0;
-            for (const char *c = k->choices; *c;) {
-                size_t w = strcspn(c, " ");
-                if (w == n && strncmp(c, value, n) == 0)
-                    ok = 1;
-                c += w;
-                while (*c == ' ')
-                    c++;
-            }
-        }
-        if (!ok)
-            return ls_fail(err, LS_EINVAL, "%s%s: '%s' is not one of: %s", dash, shown, value,
-                           k->choices ? k->choices : "(non-empty text)");
-        memcpy(field, value, n + 1);
-        return LS_OK;
-    }
-    case K_SIZE:
-    case K_U64:
-    case K_INT: {
-        uint64_t v;
-        if (parse_u64(value, &v) != LS_OK)
-            return ls_fail(err, LS_EINVAL, "%s%s: '%s' is not a non-negative integer", dash, shown, value);
-        if (k->type != K_U64 && ((double)v < k->lo || (double)v > k->hi))
-            return ls_fail(err, LS_EINVAL, "%s%s: %s is out of range (%.0f..%.0f)", dash, shown, value, k->lo, k->hi);
-        if (k->type == K_SIZE)
-            *(size_t *)(void *)field = (size_t)v;
-        else if (k->type == K_U64)
-            *(uint64_t *)(void *)field = v;
-        else
-            *(int *)(void *)field = (int)v;
-        return LS_OK;
-    }
-    case K_F32: {
-        errno = 0;
-        char *end;
-        float v = strtof(value, &end);
-        if (*value == '\0' || *end != '\0')
-            return ls_fail(err, LS_EINVAL, "%s%s: '%s' is not a number", dash, shown, value);
-        if (errno == ERANGE)
-            return ls_fail(err, LS_EINVAL, "%s%s: %s is outside the range of a 32-bit float", dash, shown, value);
-        if (!isfinite(v))
-            return ls_fail(err, LS_EINVAL, "%s%s: %s is not a finite number", dash, shown, value);
-        if ((double)v < k->lo || (double)v > k->hi)
-            return ls_fail(err, LS_EINVAL, "%s%s: %s is out of range (%g..%g)", dash, shown, value, k->lo, k->hi);
-        *(float *)(void *)field = v;
-        return LS_OK;
-    }
-    case K_LIST: {
-        size_t n = 0;
-        if (parse_widths(value, (size_t *)(void *)field, k->size, (size_t)k->lo, (size_t)k->hi, &n) != 0)
-            return ls_fail(err, LS_EINVAL, "%s%s: '%s' is not a list of up to %zu widths in %.0f..%.0f, like %s",
-                           dash, shown, value, k->size, k->lo, k->hi, strcmp(k->name, "layers") == 0 ? "128x3,64" : "256,256");
-        *(size_t *)(void *)((char *)cfg + k->count_offset) = n;
-        return LS_OK;
-    }
-    case K_BOOL: {
-        if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
-            return ls_fail(err, LS_EINVAL, "%s%s: '%s' is not 0 or 1", dash, shown, value);
-        int on = value[0] == '1';
-        /* The asynchronous checkerboard is its own set of defaults. */
-        if (strcmp(k->name, "async") == 0 && on && !cfg->async && strcmp(cfg->task, "checkerboard") == 0)
-            checkerboard_async_defaults(cfg);
-        *(int *)(void *)field = on;
-        return LS_OK;
-    }
-    }
-    return LS_EINVAL;
-}
-
+/* "128x17,64,32" into widths; 0 on success. */
 static int parse_widths(const char *value, size_t *out, size_t cap, size_t lo, size_t hi, size_t *n_out)
 {
     size_t n = 0;
@@ -342,46 +199,74 @@ static int parse_widths(const char *value, size_t *out, size_t cap, size_t lo, s
     return 0;
 }
 
-int config_key_is_switch(const char *key)
+/* Parse value for key k into v; errors name the key as `shown`. */
+static ls_status parse_value(const ls_key *k, const char *value, config_value *v, const char *dash,
+                             const char *shown, ls_err *err)
 {
-    const key_def *k = find_key(key);
-    return k != NULL && k->type == K_BOOL;
-}
-
-ls_status config_validate(const ls_config *cfg, ls_err *err)
-{
-    const char *dm = config_default_model(cfg->task);
-    if (dm == NULL)
-        return ls_fail(err, LS_EINVAL, "task: unknown task '%s'", cfg->task);
-    /* The same pairing rule as config_defaults: a later task= or --task must
-     * not leave a model behind that cannot train it. */
-    int image = strcmp(dm, "mlp") == 0;
-    if (image != (strcmp(cfg->model, "logic-ca") != 0))
-        return ls_fail(err, LS_EINVAL, "model: '%s' does not train task '%s' (it takes %s)", cfg->model, cfg->task,
-                       image ? "mlp or logic" : "logic-ca");
-    if (cfg->batch == 0)
-        return ls_fail(err, LS_EINVAL, "batch: must be at least 1");
-    if (cfg->leaf == 0)
-        return ls_fail(err, LS_EINVAL, "leaf: must be at least 1");
-    if (strcmp(cfg->model, "logic-ca") == 0) {
-        if (cfg->n_layers == 0 || cfg->layers[cfg->n_layers - 1] != cfg->channels)
-            return ls_fail(err, LS_EINVAL, "layers: the last layer must have one gate per channel (%zu)", cfg->channels);
-        if (cfg->n_perception == 0)
-            return ls_fail(err, LS_EINVAL, "perception: needs at least one kernel layer");
-        if (cfg->parts > cfg->grid)
-            return ls_fail(err, LS_EINVAL, "parts: %zu parts for %zu rows of cells", cfg->parts, cfg->grid);
+    switch (k->type) {
+    case LS_KEY_TEXT: {
+        size_t n = strlen(value);
+        int ok = n > 0 && n < sizeof v->s;
+        if (ok && k->choices != NULL) {
+            ok = 0;
+            for (const char *c = k->choices; *c;) {
+                size_t w = strcspn(c, " ");
+                if (w == n && strncmp(c, value, n) == 0)
+                    ok = 1;
+                c += w;
+                while (*c == ' ')
+                    c++;
+            }
+        }
+        if (!ok)
+            return ls_fail(err, LS_EINVAL, "%s%s: '%s' is not one of: %s", dash, shown, value,
+                           k->choices ? k->choices : "(non-empty text)");
+        memcpy(v->s, value, n + 1);
+        return LS_OK;
     }
-    if (strcmp(cfg->model, "logic") == 0 && cfg->n_layers == 0)
-        return ls_fail(err, LS_EINVAL, "layers: needs at least one layer of gates");
-    if (cfg->format != CONFIG_FORMAT)
-        return ls_fail(err, LS_EINVAL, "format: %d is not supported (this engine writes %d)", cfg->format, CONFIG_FORMAT);
-    return LS_OK;
+    case LS_KEY_INT:
+    case LS_KEY_U64: {
+        uint64_t u;
+        if (parse_u64(value, &u) != LS_OK)
+            return ls_fail(err, LS_EINVAL, "%s%s: '%s' is not a non-negative integer", dash, shown, value);
+        if (k->type == LS_KEY_INT && ((double)u < k->lo || (double)u > k->hi))
+            return ls_fail(err, LS_EINVAL, "%s%s: %s is out of range (%.0f..%.0f)", dash, shown, value, k->lo, k->hi);
+        v->u = u;
+        return LS_OK;
+    }
+    case LS_KEY_FLOAT: {
+        errno = 0;
+        char *end;
+        float f = strtof(value, &end);
+        if (*value == '\0' || *end != '\0')
+            return ls_fail(err, LS_EINVAL, "%s%s: '%s' is not a number", dash, shown, value);
+        if (errno == ERANGE)
+            return ls_fail(err, LS_EINVAL, "%s%s: %s is outside the range of a 32-bit float", dash, shown, value);
+        if (!isfinite(f))
+            return ls_fail(err, LS_EINVAL, "%s%s: %s is not a finite number", dash, shown, value);
+        if ((double)f < k->lo || (double)f > k->hi)
+            return ls_fail(err, LS_EINVAL, "%s%s: %s is out of range (%g..%g)", dash, shown, value, k->lo, k->hi);
+        v->f = f;
+        return LS_OK;
+    }
+    case LS_KEY_SWITCH:
+        if (strcmp(value, "0") != 0 && strcmp(value, "1") != 0)
+            return ls_fail(err, LS_EINVAL, "%s%s: '%s' is not 0 or 1", dash, shown, value);
+        v->u = value[0] == '1';
+        return LS_OK;
+    case LS_KEY_LIST: {
+        size_t n = 0;
+        if (parse_widths(value, v->list, LS_LIST_MAX, (size_t)k->lo, (size_t)k->hi, &n) != 0)
+            return ls_fail(err, LS_EINVAL, "%s%s: '%s' is not a list of up to %d widths in %.0f..%.0f, like %s", dash,
+                           shown, value, LS_LIST_MAX, k->lo, k->hi, k->list_runs ? "128x3,64" : "256,256");
+        v->n = n;
+        return LS_OK;
+    }
+    }
+    return LS_EINVAL;
 }
 
-static size_t append(char *buf, size_t len, size_t at, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-#include <stdarg.h>
+static size_t append(char *buf, size_t len, size_t at, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 static size_t append(char *buf, size_t len, size_t at, const char *fmt, ...)
 {
     va_list ap;
@@ -391,40 +276,320 @@ static size_t append(char *buf, size_t len, size_t at, const char *fmt, ...)
     return at + (n > 0 ? (size_t)n : 0);
 }
 
-size_t config_text(const ls_config *cfg, char *buf, size_t len)
+static size_t format_value(const ls_key *k, const config_value *v, char *buf, size_t len, size_t at)
+{
+    switch (k->type) {
+    case LS_KEY_TEXT: return append(buf, len, at, "%s", v->s);
+    case LS_KEY_INT:
+    case LS_KEY_U64:
+    case LS_KEY_SWITCH: return append(buf, len, at, "%llu", (unsigned long long)v->u);
+    case LS_KEY_FLOAT: return append(buf, len, at, "%a", (double)v->f);
+    case LS_KEY_LIST:
+        for (size_t j = 0; j < v->n;) {
+            size_t r = 1;
+            while (k->list_runs && j + r < v->n && v->list[j + r] == v->list[j])
+                r++;
+            at = append(buf, len, at, j ? "," : "");
+            at = r > 1 ? append(buf, len, at, "%zux%zu", v->list[j], r) : append(buf, len, at, "%zu", v->list[j]);
+            j += r;
+        }
+        return at;
+    }
+    return at;
+}
+
+/* A key applies when it has no condition or its condition holds. */
+static int applies(const ls_config *cfg, const ls_key *k)
+{
+    if (k->only_if == NULL)
+        return 1;
+    char name[64];
+    const char *eq = strchr(k->only_if, '=');
+    size_t nl = eq ? (size_t)(eq - k->only_if) : strlen(k->only_if);
+    if (nl >= sizeof name)
+        return 0;
+    memcpy(name, k->only_if, nl);
+    name[nl] = '\0';
+    keyref r;
+    if (!lookup(cfg, name, &r))
+        return 0;
+    config_value v;
+    load(cfg, &r, &v);
+    return eq ? r.k->type == LS_KEY_TEXT && strcmp(v.s, eq + 1) == 0 : v.u == 1;
+}
+
+/* ---- defaults and setting --------------------------------------------------- */
+
+const char *config_default_model(const char *task)
+{
+    static char first[16];
+    const ls_task_desc *t = ls_task_find(task);
+    if (t == NULL || t->models == NULL)
+        return NULL;
+    size_t w = strcspn(t->models, " ");
+    if (w >= sizeof first)
+        return NULL;
+    /* Descriptors are constant; the copy holds the same word every time. */
+    memcpy(first, t->models, w);
+    first[w] = '\0';
+    return first;
+}
+
+static int word_in(const char *list, const char *word)
+{
+    size_t n = strlen(word);
+    for (const char *c = list; c != NULL && *c;) {
+        size_t w = strcspn(c, " ");
+        if (w == n && strncmp(c, word, n) == 0)
+            return 1;
+        c += w;
+        while (*c == ' ')
+            c++;
+    }
+    return 0;
+}
+
+/* "mlp or logic" from "mlp logic". */
+static void or_list(const char *list, char *out, size_t cap)
 {
     size_t at = 0;
+    out[0] = '\0';
+    for (const char *c = list; *c;) {
+        size_t w = strcspn(c, " ");
+        at = append(out, cap, at, "%s%.*s", at ? " or " : "", (int)w, c);
+        c += w;
+        while (*c == ' ')
+            c++;
+    }
+}
+
+/* Apply "key=value" lines (descriptor settings) through config_set. */
+static ls_status apply_settings(ls_config *cfg, const char *settings, const char *owner, ls_err *err)
+{
+    for (const char *p = settings; p != NULL && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t ll = eol ? (size_t)(eol - p) : strlen(p);
+        char line[256];
+        if (ll > 0) {
+            if (ll >= sizeof line)
+                return ls_fail(err, LS_EINVAL, "%s: a default setting is too long", owner);
+            memcpy(line, p, ll);
+            line[ll] = '\0';
+            char *eq = strchr(line, '=');
+            if (eq == NULL)
+                return ls_fail(err, LS_EINVAL, "%s: default setting '%s' is not key=value", owner, line);
+            *eq = '\0';
+            ls_err e;
+            if (config_set(cfg, line, eq + 1, 0, &e) != LS_OK)
+                return ls_fail(err, LS_EINVAL, "%s: default setting: %s", owner, e.msg);
+        }
+        p += ll + (eol ? 1 : 0);
+    }
+    return LS_OK;
+}
+
+static void names_of(int models, char *out, size_t cap)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (size_t i = 0;; i++) {
+        const char *name = models ? (ls_model_at(i) ? ls_model_at(i)->name : NULL)
+                                  : (ls_task_at(i) ? ls_task_at(i)->name : NULL);
+        if (name == NULL)
+            break;
+        at = append(out, cap, at, "%s%s", i ? ", " : "", name);
+    }
+}
+
+ls_status config_defaults(ls_config *cfg, const char *task, const char *model, ls_err *err)
+{
+    memset(cfg, 0, sizeof *cfg);
+    char names[512];
+    const ls_task_desc *t = ls_task_find(task);
+    if (t == NULL) {
+        names_of(0, names, sizeof names);
+        return ls_fail(err, LS_EINVAL, "--task: unknown task '%s' (choices: %s)", task, names);
+    }
+    if (model == NULL)
+        model = config_default_model(task);
+    const ls_model_desc *m = model != NULL ? ls_model_find(model) : NULL;
+    if (m == NULL) {
+        names_of(1, names, sizeof names);
+        return ls_fail(err, LS_EINVAL, "--model: unknown model '%s' (choices: %s)", model ? model : "", names);
+    }
+    if (!word_in(t->models, m->name)) {
+        or_list(t->models, names, sizeof names);
+        return ls_fail(err, LS_EINVAL, "--model: model '%s' does not train task '%s' (it takes %s)", m->name, t->name,
+                       names);
+    }
+    cfg->task_desc = t;
+    cfg->model_desc = m;
+    snprintf(cfg->task, sizeof cfg->task, "%s", t->name);
+    snprintf(cfg->model, sizeof cfg->model, "%s", m->name);
+    ls_status st;
+    for (size_t i = 0; i < N_ENGINE; i++) {
+        const ls_key *k = &ENGINE[i].key;
+        if (k->def == NULL)
+            continue;
+        config_value v;
+        memset(&v, 0, sizeof v);
+        keyref r = { k, OWNER_ENGINE, i };
+        if ((st = parse_value(k, k->def, &v, "", k->name, err)) != LS_OK)
+            return st;
+        store(cfg, &r, &v);
+    }
+    for (int owner = OWNER_MODEL; owner <= OWNER_TASK; owner++) {
+        const ls_key *keys = owner == OWNER_MODEL ? m->keys : t->keys;
+        size_t n = owner == OWNER_MODEL ? m->n_keys : t->n_keys;
+        for (size_t i = 0; i < n; i++) {
+            config_value *v = owner == OWNER_MODEL ? &cfg->mv[i] : &cfg->tv[i];
+            if (keys[i].def != NULL &&
+                (st = parse_value(&keys[i], keys[i].def, v, "", keys[i].name, err)) != LS_OK)
+                return st;
+        }
+    }
+    for (const ls_task_defaults *d = t->defaults; d != NULL && d->model != NULL; d++)
+        if (strcmp(d->model, "*") == 0 || strcmp(d->model, m->name) == 0)
+            if ((st = apply_settings(cfg, d->settings, t->name, err)) != LS_OK)
+                return st;
+    return LS_OK;
+}
+
+int config_has_key(const ls_config *cfg, const char *key)
+{
+    keyref r;
+    return lookup(cfg, key, &r);
+}
+
+int config_key_is_switch(const ls_config *cfg, const char *key)
+{
+    keyref r;
+    return lookup(cfg, key, &r) && r.k->type == LS_KEY_SWITCH;
+}
+
+int config_key_is_internal(const char *key)
+{
+    char name[64];
+    if (strlen(key) >= sizeof name)
+        return 0;
+    normalise(name, sizeof name, key);
+    return strcmp(name, "data_hash") == 0 || strcmp(name, "format") == 0;
+}
+
+/* Which other model or task has a key, for the message about an unknown one. */
+static const char *owner_of(const char *name, char *buf, size_t cap)
+{
+    size_t slot;
+    for (size_t i = 0; ls_model_at(i) != NULL; i++)
+        if (find_in(ls_model_at(i)->keys, ls_model_at(i)->n_keys, name, &slot)) {
+            snprintf(buf, cap, "model %s", ls_model_at(i)->name);
+            return buf;
+        }
+    for (size_t i = 0; ls_task_at(i) != NULL; i++)
+        if (find_in(ls_task_at(i)->keys, ls_task_at(i)->n_keys, name, &slot)) {
+            snprintf(buf, cap, "task %s", ls_task_at(i)->name);
+            return buf;
+        }
+    return NULL;
+}
+
+ls_status config_set(ls_config *cfg, const char *key, const char *value, int flag_style, ls_err *err)
+{
+    const char *dash = flag_style ? "--" : "";
+    keyref r;
+    if (!lookup(cfg, key, &r)) {
+        char name[64], who[64];
+        normalise(name, sizeof name, key);
+        if (owner_of(name, who, sizeof who) != NULL)
+            return ls_fail(err, LS_EINVAL, "%s%s: unknown %s for model %s (a setting of %s)", dash, key,
+                           flag_style ? "flag" : "config key", cfg->model, who);
+        return ls_fail(err, LS_EINVAL, "%s%s: unknown %s", dash, key, flag_style ? "flag" : "config key");
+    }
+    char shown[64];
+    snprintf(shown, sizeof shown, "%s", r.k->name);
+    if (flag_style)
+        for (char *p = shown; *p; p++)
+            if (*p == '_')
+                *p = '-';
+    if (r.owner == OWNER_ENGINE && (strcmp(r.k->name, "task") == 0 || strcmp(r.k->name, "model") == 0)) {
+        /* The task and model choose every default: they are set first, by
+         * config_defaults, and cannot change under the other keys. */
+        const char *now = r.k->name[0] == 't' ? cfg->task : cfg->model;
+        if (strcmp(value, now) != 0)
+            return ls_fail(err, LS_EINVAL, "%s%s: '%s' cannot replace '%s' here (it is chosen first)", dash, shown,
+                           value, now);
+        return LS_OK;
+    }
+    config_value v;
+    load(cfg, &r, &v);
+    int was_on = r.k->type == LS_KEY_SWITCH && v.u == 1;
+    ls_status st = parse_value(r.k, value, &v, dash, shown, err);
+    if (st != LS_OK)
+        return st;
+    /* A task's variant (the asynchronous checkerboard) is its own set of
+     * defaults, applied when its switch turns on, before the other keys. */
+    const ls_task_desc *t = cfg->task_desc;
+    if (t != NULL && t->switch_key != NULL && strcmp(t->switch_key, r.k->name) == 0 && v.u == 1 && !was_on &&
+        (st = apply_settings(cfg, t->switch_settings, t->name, err)) != LS_OK)
+        return st;
+    store(cfg, &r, &v);
+    return LS_OK;
+}
+
+ls_status config_validate(const ls_config *cfg, ls_err *err)
+{
+    const ls_task_desc *t = cfg->task_desc;
+    const ls_model_desc *m = cfg->model_desc;
+    if (t == NULL || m == NULL)
+        return ls_fail(err, LS_EINVAL, "task: the config names no task and model");
+    if (!word_in(t->models, m->name)) {
+        char names[256];
+        or_list(t->models, names, sizeof names);
+        return ls_fail(err, LS_EINVAL, "model: '%s' does not train task '%s' (it takes %s)", m->name, t->name, names);
+    }
+    if (cfg->batch == 0)
+        return ls_fail(err, LS_EINVAL, "batch: must be at least 1");
+    if (cfg->format != CONFIG_FORMAT)
+        return ls_fail(err, LS_EINVAL, "format: %d is not supported (this engine writes %d)", cfg->format,
+                       CONFIG_FORMAT);
+    return m->check != NULL ? m->check(cfg, err) : LS_OK;
+}
+
+/* ---- canonical text ------------------------------------------------------- */
+
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(((const keyref *)a)->k->name, ((const keyref *)b)->k->name);
+}
+
+/* Every key of cfg that applies, sorted by name. */
+static size_t applying_keys(const ls_config *cfg, keyref *out)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < N_ENGINE; i++)
+        if (applies(cfg, &ENGINE[i].key))
+            out[n++] = (keyref){ &ENGINE[i].key, OWNER_ENGINE, i };
+    for (size_t i = 0; cfg->model_desc != NULL && i < cfg->model_desc->n_keys; i++)
+        if (applies(cfg, &cfg->model_desc->keys[i]))
+            out[n++] = (keyref){ &cfg->model_desc->keys[i], OWNER_MODEL, i };
+    for (size_t i = 0; cfg->task_desc != NULL && i < cfg->task_desc->n_keys; i++)
+        if (applies(cfg, &cfg->task_desc->keys[i]))
+            out[n++] = (keyref){ &cfg->task_desc->keys[i], OWNER_TASK, i };
+    qsort(out, n, sizeof *out, by_name);
+    return n;
+}
+
+size_t config_text(const ls_config *cfg, char *buf, size_t len)
+{
+    keyref keys[N_ENGINE + 2 * CONFIG_MAX_KEYS];
+    size_t n = applying_keys(cfg, keys), at = 0;
     if (len > 0)
         buf[0] = '\0';
-    for (size_t i = 0; i < N_KEYS; i++) {
-        const key_def *k = &KEYS[i];
-        if (!k->applies(cfg))
-            continue;
-        const char *field = (const char *)cfg + k->offset;
-        at = append(buf, len, at, "%s=", k->name);
-        switch (k->type) {
-        case K_STR: at = append(buf, len, at, "%s", field); break;
-        case K_SIZE: at = append(buf, len, at, "%zu", *(const size_t *)(const void *)field); break;
-        case K_U64: at = append(buf, len, at, "%llu", (unsigned long long)*(const uint64_t *)(const void *)field); break;
-        case K_INT: at = append(buf, len, at, "%d", *(const int *)(const void *)field); break;
-        case K_F32: at = append(buf, len, at, "%a", (double)*(const float *)(const void *)field); break;
-        case K_BOOL: at = append(buf, len, at, "%d", *(const int *)(const void *)field); break;
-        case K_LIST: {
-            const size_t *v = (const size_t *)(const void *)field;
-            size_t n = *(const size_t *)(const void *)((const char *)cfg + k->count_offset);
-            for (size_t j = 0; j < n;) {
-                size_t r = 1;
-                while (j + r < n && v[j + r] == v[j])
-                    r++;
-                at = append(buf, len, at, j ? "," : "");
-                if (strcmp(k->name, "layers") != 0)
-                    r = 1;   /* only layers uses the WxN form (hidden stays as format 1 wrote it) */
-                at = r > 1 ? append(buf, len, at, "%zux%zu", v[j], r) : append(buf, len, at, "%zu", v[j]);
-                j += r;
-            }
-            break;
-        }
-        }
+    for (size_t i = 0; i < n; i++) {
+        config_value v;
+        load(cfg, &keys[i], &v);
+        at = append(buf, len, at, "%s=", keys[i].k->name);
+        at = format_value(keys[i].k, &v, buf, len, at);
         at = append(buf, len, at, "\n");
     }
     return at;
@@ -491,21 +656,192 @@ ls_status config_parse_text(ls_config *cfg, const char *text, const char *what, 
     return config_validate(cfg, err) == LS_OK ? LS_OK : LS_EFORMAT;
 }
 
-size_t config_help(char *buf, size_t len)
+size_t config_help(const ls_config *cfg, char *buf, size_t len)
 {
-    size_t at = 0;
+    keyref keys[N_ENGINE + 2 * CONFIG_MAX_KEYS];
+    size_t n = 0, at = 0;
     if (len > 0)
         buf[0] = '\0';
-    for (size_t i = 0; i < N_KEYS; i++) {
-        const key_def *k = &KEYS[i];
-        if (strcmp(k->name, "data_hash") == 0 || strcmp(k->name, "format") == 0)
+    for (size_t i = 0; i < N_ENGINE; i++)
+        keys[n++] = (keyref){ &ENGINE[i].key, OWNER_ENGINE, i };
+    for (size_t i = 0; i < cfg->model_desc->n_keys; i++)
+        keys[n++] = (keyref){ &cfg->model_desc->keys[i], OWNER_MODEL, i };
+    for (size_t i = 0; i < cfg->task_desc->n_keys; i++)
+        keys[n++] = (keyref){ &cfg->task_desc->keys[i], OWNER_TASK, i };
+    qsort(keys, n, sizeof *keys, by_name);
+    for (size_t i = 0; i < n; i++) {
+        const ls_key *k = keys[i].k;
+        if (config_key_is_internal(k->name) || strcmp(k->name, "task") == 0 || strcmp(k->name, "model") == 0)
             continue;
-        char flag[64];
+        char flag[64], value[256];
         snprintf(flag, sizeof flag, "--%s", k->name);
         for (char *p = flag; *p; p++)
             if (*p == '_')
                 *p = '-';
-        at = append(buf, len, at, "  %-16s %s\n", flag, k->help);
+        config_value v;
+        load(cfg, &keys[i], &v);
+        size_t vl = format_value(k, &v, value, sizeof value, 0);
+        if (k->type == LS_KEY_FLOAT)   /* %g reads better than %a in help */
+            vl = (size_t)snprintf(value, sizeof value, "%g", (double)v.f);
+        (void)vl;
+        at = append(buf, len, at, "  %-16s %s (%s%s)%s%s\n", flag, k->help,
+                    k->type == LS_KEY_SWITCH ? "" : "default ", k->type == LS_KEY_SWITCH ? (v.u ? "on" : "off") : value,
+                    k->only_if ? "; with " : "", k->only_if ? k->only_if : "");
     }
     return at;
+}
+
+int64_t config_default_steps(const ls_config *cfg)
+{
+    return cfg->task_desc != NULL && cfg->task_desc->default_steps > 0 ? cfg->task_desc->default_steps : 200;
+}
+
+const config_value *config_value_of(const ls_config *cfg, const char *key, ls_key_type *type)
+{
+    keyref r;
+    if (!lookup(cfg, key, &r) || r.owner == OWNER_ENGINE)
+        return NULL;
+    if (type != NULL)
+        *type = r.k->type;
+    return r.owner == OWNER_MODEL ? &cfg->mv[r.slot] : &cfg->tv[r.slot];
+}
+
+ls_status config_check_keys(const char *owner, const ls_key *keys, size_t n, ls_err *err)
+{
+    if (n > CONFIG_MAX_KEYS)
+        return ls_fail(err, LS_EINVAL, "%s: %zu keys (at most %d)", owner, n, CONFIG_MAX_KEYS);
+    if (n > 0 && keys == NULL)
+        return ls_fail(err, LS_EINVAL, "%s: n_keys is %zu but keys is NULL", owner, n);
+    for (size_t i = 0; i < n; i++) {
+        const ls_key *k = &keys[i];
+        size_t len = k->name ? strlen(k->name) : 0;
+        if (len == 0 || len > 31 || strspn(k->name, "abcdefghijklmnopqrstuvwxyz0123456789_") != len)
+            return ls_fail(err, LS_EINVAL, "%s: key %zu: name '%s' is not 1 to 31 of [a-z0-9_]", owner, i,
+                           k->name ? k->name : "(null)");
+        for (size_t j = 0; j < N_ENGINE; j++)
+            if (strcmp(ENGINE[j].key.name, k->name) == 0)
+                return ls_fail(err, LS_EINVAL, "%s: key '%s' is one of the engine's", owner, k->name);
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(keys[j].name, k->name) == 0)
+                return ls_fail(err, LS_EINVAL, "%s: key '%s' is declared twice", owner, k->name);
+        if ((unsigned)k->type > LS_KEY_LIST)
+            return ls_fail(err, LS_EINVAL, "%s: key '%s' has an unknown type", owner, k->name);
+        config_value v;
+        ls_err e;
+        if (k->def != NULL && parse_value(k, k->def, &v, "", k->name, &e) != LS_OK)
+            return ls_fail(err, LS_EINVAL, "%s: key '%s': its default: %s", owner, k->name, e.msg);
+        if (k->help == NULL)
+            return ls_fail(err, LS_EINVAL, "%s: key '%s' has no help line", owner, k->name);
+    }
+    return LS_OK;
+}
+
+/* ---- the public config ------------------------------------------------------ */
+
+ls_status ls_config_create(ls_config **out, const char *task, const char *model, ls_err *err)
+{
+    *out = NULL;
+    ls_config *cfg = malloc(sizeof *cfg);
+    if (cfg == NULL)
+        return ls_fail(err, LS_ENOMEM, "config: out of memory");
+    ls_status st = config_defaults(cfg, task != NULL ? task : "", model, err);
+    if (st != LS_OK) {
+        free(cfg);
+        return st;
+    }
+    *out = cfg;
+    return LS_OK;
+}
+
+ls_status ls_config_parse(ls_config **out, const char *text, ls_err *err)
+{
+    *out = NULL;
+    ls_config *cfg = malloc(sizeof *cfg);
+    if (cfg == NULL)
+        return ls_fail(err, LS_ENOMEM, "config: out of memory");
+    ls_status st = config_parse_text(cfg, text, "config", err);
+    if (st != LS_OK) {
+        free(cfg);
+        return st;
+    }
+    *out = cfg;
+    return LS_OK;
+}
+
+void ls_config_destroy(ls_config *cfg)
+{
+    free(cfg);
+}
+
+ls_status ls_config_set(ls_config *cfg, const char *key, const char *value, ls_err *err)
+{
+    return config_set(cfg, key, value, 0, err);
+}
+
+ls_status ls_config_check(const ls_config *cfg, ls_err *err)
+{
+    return config_validate(cfg, err);
+}
+
+size_t ls_config_text(const ls_config *cfg, char *buf, size_t len)
+{
+    return config_text(cfg, buf, len);
+}
+
+uint64_t ls_config_hash(const ls_config *cfg)
+{
+    return config_hash(cfg);
+}
+
+static int read_key(const ls_config *cfg, const char *key, config_value *v, ls_key_type *type)
+{
+    keyref r;
+    if (!lookup(cfg, key, &r) || !applies(cfg, r.k))
+        return 0;
+    load(cfg, &r, v);
+    *type = r.k->type;
+    return 1;
+}
+
+int64_t ls_config_int(const ls_config *cfg, const char *key)
+{
+    config_value v;
+    ls_key_type t;
+    return read_key(cfg, key, &v, &t) && (t == LS_KEY_INT || t == LS_KEY_SWITCH || t == LS_KEY_U64) ? (int64_t)v.u
+                                                                                                    : 0;
+}
+
+uint64_t ls_config_u64(const ls_config *cfg, const char *key)
+{
+    config_value v;
+    ls_key_type t;
+    return read_key(cfg, key, &v, &t) && (t == LS_KEY_INT || t == LS_KEY_SWITCH || t == LS_KEY_U64) ? v.u : 0;
+}
+
+float ls_config_float(const ls_config *cfg, const char *key)
+{
+    config_value v;
+    ls_key_type t;
+    return read_key(cfg, key, &v, &t) && t == LS_KEY_FLOAT ? v.f : 0.0f;
+}
+
+const char *ls_config_str(const ls_config *cfg, const char *key)
+{
+    keyref r;
+    if (!lookup(cfg, key, &r) || !applies(cfg, r.k) || r.k->type != LS_KEY_TEXT)
+        return "";
+    if (r.owner == OWNER_ENGINE)
+        return (const char *)cfg + ENGINE[r.slot].offset;
+    return r.owner == OWNER_MODEL ? cfg->mv[r.slot].s : cfg->tv[r.slot].s;
+}
+
+size_t ls_config_list(const ls_config *cfg, const char *key, const size_t **values)
+{
+    keyref r;
+    *values = NULL;
+    if (!lookup(cfg, key, &r) || !applies(cfg, r.k) || r.k->type != LS_KEY_LIST || r.owner == OWNER_ENGINE)
+        return 0;
+    const config_value *v = r.owner == OWNER_MODEL ? &cfg->mv[r.slot] : &cfg->tv[r.slot];
+    *values = v->list;
+    return v->n;
 }

@@ -516,27 +516,83 @@ ls_status dataset_make_teacher(ls_dataset **out, ls_err *err)
         yte[s] = argmax_lowest(logits, T_CLS);
     }
 
-    XXH3_state_t *hs = XXH3_createState();
-    if (hs == NULL) {
-        free(mem);
-        free(d);
-        return ls_fail(err, LS_ENOMEM, "teacher data set: out of memory");
-    }
-    XXH3_64bits_reset(hs);
-    hash_floats_le(hs, xtr, ntr * T_DIM);
-    XXH3_64bits_update(hs, ytr, ntr);
-    hash_floats_le(hs, xte, nte * T_DIM);
-    XXH3_64bits_update(hs, yte, nte);
-    d->hash = XXH3_64bits_digest(hs);
-    XXH3_freeState(hs);
-
     snprintf(d->name, sizeof d->name, "%s", "teacher");
     d->n_classes = T_CLS;
     d->train = (ls_split){.n = ntr, .dim = T_DIM, .x8 = NULL, .xf = xtr, .y = ytr};
     d->test = (ls_split){.n = nte, .dim = T_DIM, .x8 = NULL, .xf = xte, .y = yte};
     d->mem = mem;
+    ls_status st = ls_dataset_seal(d, err);
+    if (st != LS_OK) {
+        dataset_destroy(d);
+        return st;
+    }
     *out = d;
     return LS_OK;
+}
+
+/* ---------- data sets made by a task's loader (the public API) ---------- */
+
+ls_status ls_dataset_create(ls_dataset **out, const char *name, size_t n_classes, size_t dim, size_t n_train,
+                            size_t n_test, ls_err *err)
+{
+    *out = NULL;
+    if (name == NULL || dim == 0 || n_train == 0 || n_classes == 0 || n_classes > 256)
+        return ls_fail(err, LS_EINVAL, "data set %s: needs a name, dim >= 1, train samples >= 1 and 1..256 classes",
+                       name ? name : "(null)");
+    if (dim > SIZE_MAX / sizeof(float) / (n_train + n_test))
+        return ls_fail(err, LS_EINVAL, "data set %s: %zu x %zu features overflow", name, n_train + n_test, dim);
+    ls_dataset *d = calloc(1, sizeof *d);
+    uint8_t *mem = d != NULL ? calloc((n_train + n_test) * (dim * sizeof(float) + 1), 1) : NULL;
+    if (mem == NULL) {
+        free(d);
+        return ls_fail(err, LS_ENOMEM, "data set %s: out of memory", name);
+    }
+    float *xtr = (float *)(void *)mem;
+    float *xte = xtr + n_train * dim;
+    uint8_t *ytr = (uint8_t *)(xte + n_test * dim);
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->n_classes = n_classes;
+    d->train = (ls_split){.n = n_train, .dim = dim, .x8 = NULL, .xf = xtr, .y = ytr};
+    d->test = (ls_split){.n = n_test, .dim = dim, .x8 = NULL, .xf = xte, .y = ytr + n_train};
+    d->mem = mem;
+    *out = d;
+    return LS_OK;
+}
+
+float *ls_dataset_x(ls_dataset *d, int test)
+{
+    /* The splits point into d->mem, which this data set owns and may write. */
+    return (float *)(uintptr_t)(test ? d->test.xf : d->train.xf);
+}
+
+uint8_t *ls_dataset_y(ls_dataset *d, int test)
+{
+    return (uint8_t *)(uintptr_t)(test ? d->test.y : d->train.y);
+}
+
+ls_status ls_dataset_seal(ls_dataset *d, ls_err *err)
+{
+    XXH3_state_t *hs = XXH3_createState();
+    if (hs == NULL)
+        return ls_fail(err, LS_ENOMEM, "data set %s: out of memory", d->name);
+    XXH3_64bits_reset(hs);
+    hash_floats_le(hs, d->train.xf, d->train.n * d->train.dim);
+    XXH3_64bits_update(hs, d->train.y, d->train.n);
+    hash_floats_le(hs, d->test.xf, d->test.n * d->test.dim);
+    XXH3_64bits_update(hs, d->test.y, d->test.n);
+    d->hash = XXH3_64bits_digest(hs);
+    XXH3_freeState(hs);
+    return LS_OK;
+}
+
+void ls_dataset_destroy(ls_dataset *d)
+{
+    dataset_destroy(d);
+}
+
+void ls_dataset_gather(const ls_split *s, const uint32_t *ids, size_t count, float *x, uint8_t *y)
+{
+    dataset_gather(s, ids, count, x, y);
 }
 
 void dataset_destroy(ls_dataset *d)

@@ -12,23 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "../include/lockstep.h"
 
-typedef struct {
-    size_t n;            /* samples */
-    size_t dim;          /* features per sample */
-    const uint8_t *x8;   /* [n][dim] bytes 0..255 (scaled by /255.0f), or NULL */
-    const float *xf;     /* [n][dim] floats in [0,1], or NULL */
-    const uint8_t *y;    /* [n] labels, each < n_classes */
-} ls_split;
-
-typedef struct ls_dataset {
-    char name[32];       /* "fashion-mnist", "teacher" */
-    size_t n_classes;
-    uint64_t hash;       /* identity: see dataset_load_fashion / dataset_make_teacher */
-    ls_split train, test;
-    void *mem;           /* owns everything the splits point to */
-} ls_dataset;
+/* ls_split and ls_dataset are public (include/lockstep.h). */
 
 /* The default directory of Debian's dataset-fashion-mnist package. */
 #define DATASET_FASHION_DIR "/usr/share/datasets/fashion-mnist"

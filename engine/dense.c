@@ -27,7 +27,7 @@
  * it anyway).
  */
 #include "dense.h"
-#include "simd.h"
+#include "../base/simd.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

@@ -10,7 +10,7 @@
 #ifndef LS_DMATH_H
 #define LS_DMATH_H
 
-#include "status.h"
+#include "../include/lockstep.h"
 
 double dmath_exp(double x);      /* e^x; +inf on overflow, 0 on underflow, NaN in → NaN out */
 double dmath_log(double x);      /* natural log; -inf at 0, NaN below 0 */

@@ -33,7 +33,7 @@
  * rng_below(seed, RNG_WIRING, 4·addr + r, k, 0, k + 1). Frozen.
  */
 #include "logic.h"
-#include "simd.h"
+#include "../base/simd.h"
 
 #include <pthread.h>
 #include <stdatomic.h>

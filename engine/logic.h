@@ -31,9 +31,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "../include/lockstep.h"
 
 #define LOGIC_OPS 16
+#define LOGIC_MAX_LAYERS 48   /* gate layers of one network */
 #define LOGIC_LANES 16   /* lane padding and the number of virtual stat accumulators */
 
 /* f_idx(a, b) = LOGIC_AFFINE[idx][0] + [1]·a + [2]·b + [3]·(a·b). */

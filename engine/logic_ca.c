@@ -46,16 +46,54 @@ static const uint32_t CA_NB[8] = { 0, 1, 2, 3, 5, 6, 7, 8 };
 
 enum { PH_FWD = 0, PH_LAST = 1, PH_BWD = 2 };
 
+/* The model's settings, read once from the config's keys. */
 typedef struct {
-    ls_config cfg;
+    char task[16];
+    uint64_t seed;
+    size_t batch;
+    size_t channels, kernels, ca_steps, grid, parts;
+    size_t perception[LOGIC_CA_MAX_PERCEPTION], n_perception;
+    size_t layers[LOGIC_MAX_LAYERS], n_layers;
+    int periodic, async;
+    float fire_rate, residual;
+} ca_config;
+
+/* Lists longer than the model's arrays are refused by check_config first;
+ * here they are only cut to size. */
+static void ca_config_read(ca_config *c, const ls_config *cfg)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->task, sizeof c->task, "%s", cfg->task);
+    c->seed = cfg->seed;
+    c->batch = cfg->batch;
+    c->channels = (size_t)ls_config_int(cfg, "channels");
+    c->kernels = (size_t)ls_config_int(cfg, "kernels");
+    c->ca_steps = (size_t)ls_config_int(cfg, "ca_steps");
+    c->grid = (size_t)ls_config_int(cfg, "grid");
+    c->parts = (size_t)ls_config_int(cfg, "parts");
+    c->periodic = (int)ls_config_int(cfg, "periodic");
+    c->async = (int)ls_config_int(cfg, "async");
+    c->fire_rate = ls_config_float(cfg, "fire_rate");
+    c->residual = ls_config_float(cfg, "residual");
+    const size_t *v;
+    size_t n = ls_config_list(cfg, "perception", &v);
+    c->n_perception = n < LOGIC_CA_MAX_PERCEPTION ? n : LOGIC_CA_MAX_PERCEPTION;
+    memcpy(c->perception, v, c->n_perception * sizeof *v);
+    n = ls_config_list(cfg, "layers", &v);
+    c->n_layers = n < LOGIC_MAX_LAYERS ? n : LOGIC_MAX_LAYERS;
+    memcpy(c->layers, v, c->n_layers * sizeof *v);
+}
+
+typedef struct {
+    ca_config cfg;
     size_t C, K, S, G, N, R, T, B, np, nu;
     size_t uin;               /* update input rows: C + C·S·K */
     int periodic, async, gol;
     float fire_rate;
     logic_ca_hard net;        /* shape and wiring (ops NULL) */
     /* scratch plan (per part, sized for the largest part) */
-    size_t prow[CONFIG_MAX_PERCEPTION];   /* first row of kernel layer l's output */
-    size_t urow[CONFIG_MAX_LAYERS];       /* first row of update layer j's output */
+    size_t prow[LOGIC_CA_MAX_PERCEPTION];   /* first row of kernel layer l's output */
+    size_t urow[LOGIC_MAX_LAYERS];       /* first row of update layer j's output */
     size_t prows, urows;      /* rows of each block */
     size_t max_nc;
     size_t off_pa, off_ua, off_d0, off_d1, off_mask;   /* byte offsets in the scratch */
@@ -70,6 +108,9 @@ typedef struct {
     float *dpatch;            /* [2][B][9][C][N] see the header comment */
     float *down;              /* [B][C][N] */
     float *dstate;            /* [B][C][N] d loss / d state_{t+1}, own cells */
+    float *leaf_store;        /* [B·R][leaf_stride] each leaf's gate statistics */
+    double *leaf_loss;        /* [B·R] each leaf's loss */
+    size_t leaf_stride;       /* gates·4 rounded up to 16 floats */
     void *tables, *coefmem, *batchmem;
 } logic_ca;
 
@@ -165,7 +206,7 @@ ls_status logic_ca_make_data(const ls_config *cfg, ls_dataset **out, ls_err *err
 
 /* Fill net's shape (widths, offsets, layers pointing into a/b) from cfg and
  * wire it; a and b must hold net->gates entries. */
-static ls_status wire_net(logic_ca_hard *net, const ls_config *cfg, ls_err *err)
+static ls_status wire_net(logic_ca_hard *net, const ca_config *cfg, ls_err *err)
 {
     const size_t C = cfg->channels, K = cfg->kernels, np = cfg->n_perception, nu = cfg->n_layers;
     const size_t S = cfg->perception[np - 1];
@@ -207,7 +248,7 @@ static ls_status wire_net(logic_ca_hard *net, const ls_config *cfg, ls_err *err)
             L->in = in;
             L->out = cfg->layers[j];
             ls_err e = { { 0 } };
-            ls_status st = logic_wire_unique(a, b, in, cfg->layers[j], seed, CONFIG_MAX_PERCEPTION + j, &e);
+            ls_status st = logic_wire_unique(a, b, in, cfg->layers[j], seed, LOGIC_CA_MAX_PERCEPTION + j, &e);
             if (st != LS_OK)
                 return ls_fail(err, st, "layers: update layer %zu (%zu -> %zu): %s", j + 1, in, cfg->layers[j],
                                e.msg);
@@ -217,7 +258,7 @@ static ls_status wire_net(logic_ca_hard *net, const ls_config *cfg, ls_err *err)
 }
 
 /* Shape of the circuit: widths and gate offsets. */
-static void net_shape(logic_ca_hard *net, const ls_config *cfg)
+static void net_shape(logic_ca_hard *net, const ca_config *cfg)
 {
     memset(net, 0, sizeof *net);
     net->channels = cfg->channels;
@@ -366,12 +407,9 @@ static void hard_run(const logic_ca_hard *h, uint8_t *out, const uint8_t *in, si
             }
 }
 
-ls_status logic_ca_hard_create(logic_ca_hard **out, const ls_model *m, const float *params, ls_err *err)
+static ls_status hard_create(logic_ca_hard **out, const logic_ca *ca, const float *params, ls_err *err)
 {
     *out = NULL;
-    if (m == NULL || strcmp(m->name, "logic-ca") != 0)
-        return ls_fail(err, LS_EINVAL, "logic_ca_hard_create: the model is not logic-ca");
-    const logic_ca *ca = m->impl;
     logic_ca_hard *h = calloc(1, sizeof *h);
     uint8_t *mem = h != NULL ? malloc(ca->net.gates * (2 * sizeof(uint32_t) + 1)) : NULL;
     if (mem == NULL) {
@@ -391,6 +429,14 @@ ls_status logic_ca_hard_create(logic_ca_hard **out, const ls_model *m, const flo
     logic_hard_ops(h->ops, params, h->gates);
     *out = h;
     return LS_OK;
+}
+
+ls_status logic_ca_hard_create(logic_ca_hard **out, const ls_model *m, const float *params, ls_err *err)
+{
+    *out = NULL;
+    if (m == NULL || m->desc != &logic_ca_model)
+        return ls_fail(err, LS_EINVAL, "logic_ca_hard_create: the model is not logic-ca");
+    return hard_create(out, m->self, params, err);
 }
 
 void logic_ca_hard_destroy(logic_ca_hard *h)
@@ -447,7 +493,7 @@ static void eval_masks(uint8_t *mask, size_t grid0, size_t count, size_t cells, 
 
 /* Roll `count` grids for `steps` hard steps from a (result in a; b is a
  * second buffer of the same size). */
-static void eval_rollout(const logic_ca_hard *h, const ls_config *cfg, uint8_t **a, uint8_t **b, uint8_t *mask,
+static void eval_rollout(const logic_ca_hard *h, const ca_config *cfg, uint8_t **a, uint8_t **b, uint8_t *mask,
                          size_t grid0, size_t count, size_t side, size_t steps, uint64_t *work)
 {
     for (size_t u = 0; u < steps; u++) {
@@ -469,8 +515,8 @@ static void eval_start(uint8_t *state, size_t grid0, size_t count, size_t C, siz
                     rng_uniformf(LOGIC_CA_EVAL_SEED, RNG_EVAL, grid0 + g, 0, n * C + c) < 0.5f;
 }
 
-ls_status logic_ca_hard_metrics(const logic_ca_hard *h, const ls_config *cfg, ls_metric *out, size_t *n_out,
-                                ls_err *err)
+static ls_status hard_metrics(const logic_ca_hard *h, const ca_config *cfg, ls_metric *out, size_t *n_out,
+                             ls_err *err)
 {
     *n_out = 0;
     ls_status st = hard_check(h, err);
@@ -542,6 +588,14 @@ ls_status logic_ca_hard_metrics(const logic_ca_hard *h, const ls_config *cfg, ls
     return LS_OK;
 }
 
+ls_status logic_ca_hard_metrics(const logic_ca_hard *h, const ls_config *cfg, ls_metric *out, size_t *n_out,
+                                ls_err *err)
+{
+    ca_config c;
+    ca_config_read(&c, cfg);
+    return hard_metrics(h, &c, out, n_out, err);
+}
+
 /* ---- Training: one part of one phase ---- */
 
 typedef struct {
@@ -549,8 +603,6 @@ typedef struct {
     const ls_batch *b;
     size_t t;
     int kind;
-    float *const *leaves;
-    double *losses;
 } phase_ctx;
 
 /* A part's view: its cells and its scratch. */
@@ -716,19 +768,17 @@ static void phase_part(void *ctx, size_t part, void *scratch)
         }
         for (size_t c = 1; c < C; c++)
             memset(dstate + c * N + v.cell0, 0, v.nc * sizeof(float));
-        ph->losses[part] = loss;
+        ca->leaf_loss[part] = loss;
     }
     for (size_t c = 0; c < C; c++)
         for (size_t i = 0; i < v.nc; i++)
             v.d0[c * v.ldu + i] = m[i] ? dstate[c * N + v.cell0 + i] : 0.0f;
-    part_backward(ca, &v, t, ph->leaves[part], ph->kind == PH_BWD, t > 0);
+    part_backward(ca, &v, t, ca->leaf_store + part * ca->leaf_stride, ph->kind == PH_BWD, t > 0);
 }
 
-static ls_status ca_batch_grad(ls_model *m, const float *params, const ls_batch *b, float *const *leaves,
-                               double *losses, const ls_parallel *par, ls_err *err)
+/* The batch's start states and targets (one thread, before the phases). */
+static ls_status ca_start_batch(logic_ca *ca, const ls_batch *b, ls_err *err)
 {
-    (void)params;   /* prepare derived the coefficients from params */
-    logic_ca *ca = m->impl;
     const size_t C = ca->C, N = ca->N;
     if (b->batch == 0 || b->batch > ca->B)
         return ls_fail(err, LS_EINVAL, "logic-ca: batch of %zu samples (the model holds %zu)", b->batch, ca->B);
@@ -753,31 +803,56 @@ static ls_status ca_batch_grad(ls_model *m, const float *params, const ls_batch 
                 tg[n] = (float)logic_ca_checkerboard_target(n % ca->G, n / ca->G);
         }
     }
-    /* A batch of B' <= B samples: the per-batch arrays keep their layout for
-     * B and the parts index samples below B'. */
-    phase_ctx ph = { .ca = ca, .b = b, .leaves = leaves, .losses = losses };
-    const size_t n_parts = b->batch * ca->R;
-    for (size_t t = 0; t + 1 < ca->T; t++) {
-        ph.t = t;
-        ph.kind = PH_FWD;
-        par->run(par->engine, n_parts, phase_part, &ph);
-    }
-    ph.t = ca->T - 1;
-    ph.kind = PH_LAST;
-    par->run(par->engine, n_parts, phase_part, &ph);
-    for (size_t t = ca->T - 1; t-- > 0;) {
-        ph.t = t;
-        ph.kind = PH_BWD;
-        par->run(par->engine, n_parts, phase_part, &ph);
-    }
     return LS_OK;
+}
+
+/* Phases 0 .. T−2 step forward, phase T−1 is the last step forward with the
+ * loss and its backward, phases T .. 2T−2 step backward through CA steps
+ * T−2 .. 0. Unit u is part u % R of sample u / R. A batch of B' <= B
+ * samples keeps the arrays' layout for B; its units index samples below B'. */
+static void ca_phase(void *self, const float *params, const ls_batch *b, size_t phase, size_t unit, void *scratch)
+{
+    (void)params;   /* prepare derived the coefficients from params */
+    logic_ca *ca = self;
+    phase_ctx ph = { .ca = ca, .b = b };
+    if (phase + 1 < ca->T) {
+        ph.t = phase;
+        ph.kind = PH_FWD;
+    } else if (phase + 1 == ca->T) {
+        ph.t = phase;
+        ph.kind = PH_LAST;
+    } else {
+        ph.t = 2 * ca->T - 2 - phase;
+        ph.kind = PH_BWD;
+    }
+    phase_part(&ph, unit, scratch);
+}
+
+/* Leaf s·R + r: the statistics part r of sample s gathered in the phases. */
+static double ca_leaf(const void *self, const float *params, const ls_batch *b, size_t leaf, float *buf, int mode,
+                      void *scratch)
+{
+    (void)params;
+    (void)b;
+    (void)scratch;
+    const logic_ca *ca = self;
+    const float *src = ca->leaf_store + leaf * ca->leaf_stride;
+    const size_t n = ca->net.gates * 4;
+    if (mode == LS_LEAF_ADD) {
+        #pragma omp simd   /* element-wise: exact whatever the vector width */
+        for (size_t i = 0; i < n; i++)
+            buf[i] = buf[i] + src[i];
+    } else {
+        memcpy(buf, src, n * sizeof(float));
+    }
+    return ca->leaf_loss[leaf];
 }
 
 /* ---- ls_model glue ---- */
 
-static void ca_init(const ls_model *m, float *params, uint64_t seed)
+static void ca_init(const void *self, float *params, uint64_t seed)
 {
-    const logic_ca *ca = m->impl;
+    const logic_ca *ca = self;
     const size_t n = ca->net.gates * LOGIC_OPS;
     const float residual = ca->cfg.residual;
     for (size_t i = 0; i < n; i++) {
@@ -788,48 +863,48 @@ static void ca_init(const ls_model *m, float *params, uint64_t seed)
     }
 }
 
-static void ca_prepare(ls_model *m, const float *params)
+static ls_status ca_prepare(void *self, const float *params, const ls_batch *b, ls_err *err)
 {
-    logic_ca *ca = m->impl;
+    logic_ca *ca = self;
     logic_coeffs(params, ca->net.gates, ca->p, ca->coef);
+    return b != NULL ? ca_start_batch(ca, b, err) : LS_OK;
 }
 
-static void ca_finish(const ls_model *m, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
+static void ca_finish(const void *self, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
 {
     (void)batch;   /* the CA tasks train on the plain sum */
-    const logic_ca *ca = m->impl;
+    const logic_ca *ca = self;
     logic_expand(grad, sum, ca->p, ca->coef, lo, hi);
 }
 
-static ls_status ca_metrics(ls_model *m, const float *params, const ls_dataset *data, const ls_parallel *par,
-                            ls_metric *out, size_t *n_out, ls_err *err)
+static ls_status ca_metrics(void *self, const float *params, const ls_dataset *data, ls_metric *out, size_t *n_out,
+                            ls_err *err)
 {
     (void)data;   /* gol's boards are all 512 boards: regenerated */
-    (void)par;
-    const logic_ca *ca = m->impl;
+    const logic_ca *ca = self;
     *n_out = 0;
     logic_ca_hard *h;
-    ls_status st = logic_ca_hard_create(&h, m, params, err);
+    ls_status st = hard_create(&h, ca, params, err);
     if (st != LS_OK)
         return st;
-    st = logic_ca_hard_metrics(h, &ca->cfg, out, n_out, err);
+    st = hard_metrics(h, &ca->cfg, out, n_out, err);
     logic_ca_hard_destroy(h);
     return st;
 }
 
-static void ca_destroy(ls_model *m)
+static void ca_destroy(void *self)
 {
-    if (m == NULL)
+    logic_ca *ca = self;
+    if (ca == NULL)
         return;
-    logic_ca *ca = m->impl;
     free(ca->wires);
     free(ca->tables);
     free(ca->coefmem);
     free(ca->batchmem);
-    free(m);
+    free(ca);
 }
 
-static ls_status check_config(const ls_config *cfg, ls_err *err)
+static ls_status check_config(const ca_config *cfg, ls_err *err)
 {
     const int gol = strcmp(cfg->task, "gol") == 0;
     if (!gol && strcmp(cfg->task, "checkerboard") != 0)
@@ -838,9 +913,9 @@ static ls_status check_config(const ls_config *cfg, ls_err *err)
         return ls_fail(err, LS_EINVAL, "logic-ca: channels, kernels, grid, ca_steps and batch must be positive");
     if (gol && cfg->grid != 3)
         return ls_fail(err, LS_EINVAL, "grid: the gol task uses 3x3 boards (grid=3), not %zu", cfg->grid);
-    if (cfg->n_perception == 0 || cfg->n_perception > CONFIG_MAX_PERCEPTION || cfg->perception[0] != 8)
+    if (cfg->n_perception == 0 || cfg->n_perception > LOGIC_CA_MAX_PERCEPTION || cfg->perception[0] != 8)
         return ls_fail(err, LS_EINVAL, "perception: kernel layer 1 has 8 gates (one per neighbour)");
-    if (cfg->n_layers == 0 || cfg->n_layers > CONFIG_MAX_LAYERS || cfg->layers[cfg->n_layers - 1] != cfg->channels)
+    if (cfg->n_layers == 0 || cfg->n_layers > LOGIC_MAX_LAYERS || cfg->layers[cfg->n_layers - 1] != cfg->channels)
         return ls_fail(err, LS_EINVAL, "layers: the last layer must have one gate per channel (%zu)", cfg->channels);
     for (size_t l = 0; l < cfg->n_perception; l++)
         if (cfg->perception[l] == 0)
@@ -855,20 +930,31 @@ static ls_status check_config(const ls_config *cfg, ls_err *err)
     return LS_OK;
 }
 
-ls_status logic_ca_create(ls_model **out, const ls_config *cfg, ls_err *err)
+static ls_status ca_check(const ls_config *config, ls_err *err)
 {
-    *out = NULL;
-    ls_status st = check_config(cfg, err);
+    const size_t *v;
+    if (ls_config_list(config, "perception", &v) > LOGIC_CA_MAX_PERCEPTION)
+        return ls_fail(err, LS_EINVAL, "perception: at most %d kernel layers", LOGIC_CA_MAX_PERCEPTION);
+    if (ls_config_list(config, "layers", &v) > LOGIC_MAX_LAYERS)
+        return ls_fail(err, LS_EINVAL, "layers: at most %d update layers", LOGIC_MAX_LAYERS);
+    ca_config c;
+    ca_config_read(&c, config);
+    return check_config(&c, err);
+}
+
+static ls_status ca_create(void **self, ls_model_info *info, const ls_config *config, const ls_dataset *data,
+                           ls_err *err)
+{
+    (void)data;   /* gol's boards come with each batch */
+    *self = NULL;
+    ls_status st = ca_check(config, err);
     if (st != LS_OK)
         return st;
-    ls_model *m = calloc(1, sizeof *m + sizeof(logic_ca));
-    if (m == NULL)
+    logic_ca *ca = calloc(1, sizeof *ca);
+    if (ca == NULL)
         return ls_fail(err, LS_ENOMEM, "logic-ca: out of memory");
-    logic_ca *ca = (logic_ca *)(m + 1);
-    m->impl = ca;
-    m->name = "logic-ca";
-    m->destroy = ca_destroy;
-    ca->cfg = *cfg;
+    ca_config_read(&ca->cfg, config);
+    const ca_config *cfg = &ca->cfg;
     ca->C = cfg->channels;
     ca->K = cfg->kernels;
     ca->np = cfg->n_perception;
@@ -892,16 +978,18 @@ ls_status logic_ca_create(ls_model **out, const ls_config *cfg, ls_err *err)
     ca->tables = malloc((R + 1) * sizeof(size_t) + 9 * N * sizeof(int32_t));
     ca->coefmem = alloc_aligned(gates * (LOGIC_OPS + 4) * sizeof(float));
     const size_t plane = C * N;
-    const size_t batch_floats = (T + 1) * B * plane + B * N + 2 * B * 9 * plane + 2 * B * plane;
+    ca->leaf_stride = round16(gates * 4);
+    const size_t batch_floats = (T + 1) * B * plane + B * N + 2 * B * 9 * plane + 2 * B * plane +
+                                B * R * ca->leaf_stride + 2 * B * R;   /* the leaf losses as doubles */
     ca->batchmem = alloc_aligned(batch_floats * sizeof(float));
     if (ca->wires == NULL || ca->tables == NULL || ca->coefmem == NULL || ca->batchmem == NULL) {
-        ca_destroy(m);
+        ca_destroy(ca);
         return ls_fail(err, LS_ENOMEM, "logic-ca: out of memory");
     }
     ca->net.a = ca->wires;
     ca->net.b = ca->wires + gates;
     if ((st = wire_net(&ca->net, cfg, err)) != LS_OK) {
-        ca_destroy(m);
+        ca_destroy(ca);
         return st;
     }
     ca->row_lo = ca->tables;
@@ -936,6 +1024,10 @@ ls_status logic_ca_create(ls_model **out, const ls_config *cfg, ls_err *err)
     ca->down = bm;
     bm += B * plane;
     ca->dstate = bm;
+    bm += B * plane;
+    ca->leaf_store = bm;
+    bm += B * R * ca->leaf_stride;
+    ca->leaf_loss = (double *)(void *)bm;   /* 8-byte aligned: every block above is a multiple of 16 floats */
     memset(ca->batchmem, 0, batch_floats * sizeof(float));
 
     /* Scratch plan for the largest part. */
@@ -969,20 +1061,49 @@ ls_status logic_ca_create(ls_model **out, const ls_config *cfg, ls_err *err)
     ca->off_d1 = ca->off_d0 + round_bytes(dmax * sizeof(float));
     ca->off_mask = ca->off_d1 + round_bytes(dmax * sizeof(float));
 
-    m->n_params = gates * LOGIC_OPS;
-    m->leaf_len = gates * 4;
-    m->finish_units = gates;
-    m->scratch_bytes = ca->off_mask + round_bytes(2 * ca->max_nc);
-    m->eval_chunk = 0;
-    m->mean_loss = 0;
-    m->init = ca_init;
-    m->prepare = ca_prepare;
-    m->leaf = NULL;
-    m->finish = ca_finish;
-    m->eval = NULL;
-    m->parts = R;
-    m->batch_grad = ca_batch_grad;
-    m->metrics = ca_metrics;
-    *out = m;
+    *info = (ls_model_info){
+        .n_params = gates * LOGIC_OPS,
+        .leaf_len = gates * 4,
+        .leaves = B * R,
+        .phases = 2 * T - 1,
+        .units = B * R,
+        .finish_units = gates,
+        .scratch_bytes = ca->off_mask + round_bytes(2 * ca->max_nc),
+        .mean_loss = 0,
+    };
+    *self = ca;
     return LS_OK;
 }
+
+static const ls_key ca_keys[] = {
+    { "async", LS_KEY_SWITCH, "0", 0, 1, NULL, NULL, "asynchronous CA steps (checkerboard: 14x14, 50 steps, batch 1)",
+      0 },
+    { "ca_steps", LS_KEY_INT, "20", 1, 1000, NULL, NULL, "CA steps per rollout", 0 },
+    { "channels", LS_KEY_INT, "8", 1, 64, NULL, NULL, "binary channels per cell", 0 },
+    { "fire_rate", LS_KEY_FLOAT, "0.6", 0, 1, NULL, "async", "probability that a cell fires in a step", 0 },
+    { "grid", LS_KEY_INT, "16", 1, 4096, NULL, NULL, "grid side in cells", 0 },
+    { "kernels", LS_KEY_INT, "16", 1, 256, NULL, NULL, "perception kernels", 0 },
+    { "layers", LS_KEY_LIST, "256x10,128,64,32,16,8,8", 1, 1 << 20, NULL, NULL,
+      "gate layer widths of the update network, e.g. 128x17,64,32", 1 },
+    { "parts", LS_KEY_INT, "8", 1, 4096, NULL, NULL, "parts (blocks of cell rows) per sample", 0 },
+    { "perception", LS_KEY_LIST, "8,4,2", 1, 64, NULL, NULL, "perception kernel layer widths, e.g. 8,4,2,1", 0 },
+    { "periodic", LS_KEY_SWITCH, "0", 0, 1, NULL, NULL, "wrap-around borders (else zero padding)", 0 },
+    { "residual", LS_KEY_FLOAT, "10", 0, 1e6, NULL, NULL,
+      "init: logit of gate A (pass-through), others 0; 0 = Gaussian logits", 0 },
+};
+
+const ls_model_desc logic_ca_model = {
+    .name = "logic-ca",
+    .summary = "a differentiable logic cellular automaton (perception kernels and an update network of gates)",
+    .keys = ca_keys,
+    .n_keys = sizeof ca_keys / sizeof ca_keys[0],
+    .create = ca_create,
+    .destroy = ca_destroy,
+    .check = ca_check,
+    .init = ca_init,
+    .prepare = ca_prepare,
+    .phase = ca_phase,
+    .leaf = ca_leaf,
+    .finish = ca_finish,
+    .metrics = ca_metrics,
+};

@@ -23,11 +23,11 @@
  * order (it is hashed): perception layer 0, 1, ... (in layer l, gate (k, g) =
  * kernel k's gate g is gate_off[l] + k·width_l + g), then update layer 0, 1, ...
  *
- * Parts (DESIGN.md §2.1): each sample's grid is cut into R = cfg->parts blocks
+ * Parts (DESIGN.md §2.1): each sample's grid is cut into R = parts blocks
  * of whole rows, part r = rows [r·G/R, (r+1)·G/R) (integer division); leaf
  * s·R + r holds the gate statistics [gates][4] of part r of sample s summed
- * over its cells and all CA steps, and its loss. A step runs 2·T phases
- * through ls_parallel (forward steps 0..T−2; step T−1 forward, loss and
+ * over its cells and all CA steps, and its loss. A step runs 2·T − 1 phases
+ * as the engine schedules them (forward steps 0..T−2; step T−1 forward, loss and
  * backward; backward steps T−2..0, each recomputing that step's activations
  * from the stored state): every result is a pure function of (parameters,
  * seed, step, sample, part), whatever the schedule.
@@ -36,7 +36,7 @@
  *   wiring: kernel layer 1's perm: rng_permutation(perm, 8, seed, RNG_WIRING,
  *     LOGIC_CA_PERM_ADDR); kernel layer l >= 1: logic_wire_unique(..., seed,
  *     addr l); update layer j: logic_wire_unique(..., seed, addr
- *     CONFIG_MAX_PERCEPTION + j).
+ *     LOGIC_CA_MAX_PERCEPTION + j).
  *   init: residual != 0: logit 3 = residual, others 0; residual == 0: logit i
  *     (flat index) = rng_normalf(seed, RNG_INIT, 0, i, 0).
  *   checkerboard start state of batch slot s at training step t: channel c of
@@ -63,9 +63,10 @@
 #include "dataset.h"
 #include "logic.h"
 #include "model.h"
-#include "status.h"
+#include "../include/lockstep.h"
 
-#define LOGIC_CA_MAX_LAYERS (CONFIG_MAX_PERCEPTION + CONFIG_MAX_LAYERS)
+#define LOGIC_CA_MAX_PERCEPTION 8                  /* frozen: update layer j is wired at address 8 + j */
+#define LOGIC_CA_MAX_LAYERS (LOGIC_CA_MAX_PERCEPTION + LOGIC_MAX_LAYERS)
 #define LOGIC_CA_PERM_ADDR (UINT64_C(1) << 40)   /* RNG_WIRING address of kernel layer 1's perm */
 #define LOGIC_CA_EVAL_SEED 0u
 #define LOGIC_CA_EVAL_GRIDS 16                   /* checkerboard hard_acc: start states */
@@ -73,11 +74,12 @@
 #define LOGIC_CA_BIG_STEPS 80                    /* ... and CA steps */
 #define LOGIC_CA_GOL_BOARDS 512
 
-/* The model; validates the CA keys of cfg (task gol or checkerboard, grid 3
- * for gol, kernel layer 1 of width 8, widths that `unique` wiring can wire,
- * last update layer = channels, 1 <= parts <= grid). Per-batch state is
- * allocated here for cfg->batch samples; batch_grad refuses larger batches. */
-ls_status logic_ca_create(ls_model **out, const ls_config *cfg, ls_err *err);
+/* The model's descriptor; its check validates the CA keys (task gol or
+ * checkerboard, grid 3 for gol, kernel layer 1 of width 8, last update
+ * layer = channels, 1 <= parts <= grid). Per-batch state is allocated for
+ * the config's batch; a larger batch is refused. A step is 2·ca_steps − 1
+ * phases of batch·parts units, then batch·parts leaves. */
+extern const ls_model_desc logic_ca_model;
 
 /* gol: the 512 boards as a data set (train = test, dim 9, x8 bytes 0/1 —
  * not pixels —, y all 0, n_classes 0, name "gol", hash = XXH3_64bits of the

@@ -44,8 +44,8 @@
 
 typedef struct {
     size_t n_layers;
-    size_t width[CONFIG_MAX_LAYERS];
-    size_t gate_off[CONFIG_MAX_LAYERS];   /* first gate of layer l */
+    size_t width[LOGIC_MAX_LAYERS];
+    size_t gate_off[LOGIC_MAX_LAYERS];   /* first gate of layer l */
     size_t total;                         /* gates in all layers */
     size_t dim, bits, in0;                /* features, thresholds, in0 = dim·bits input rows */
     size_t classes, group;                /* k and G = last width / k */
@@ -54,9 +54,9 @@ typedef struct {
     float tau, residual;
     float thr[16];                        /* (float)(i+1) / (float)(bits+1) */
     size_t max_leaf, ld;                  /* ld = max_leaf rounded up to LOGIC_LANES */
-    logic_layer layer[CONFIG_MAX_LAYERS];
+    logic_layer layer[LOGIC_MAX_LAYERS];
     /* leaf scratch, byte offsets (multiples of 64) */
-    size_t s_xf, s_y, s_in, s_act[CONFIG_MAX_LAYERS], s_g[2], s_head, leaf_bytes;
+    size_t s_xf, s_y, s_in, s_act[LOGIC_MAX_LAYERS], s_g[2], s_head, leaf_bytes;
     /* eval scratch */
     size_t e_ops, e_xf, e_in, e_col, e_act[2], e_cnt, eval_bytes;
     /* prepared state: p [total][16], coef [total][4] */
@@ -98,9 +98,9 @@ static void *at(void *scratch, size_t off)
 /* residual > 0: logit 3 (gate A) = residual, the others 0. Otherwise
  * Gaussian: logit j of gate g of layer l = rng_normalf(seed, RNG_INIT, l,
  * g·16 + j, 0). */
-static void net_init(const ls_model *m, float *params, uint64_t seed)
+static void net_init(const void *self, float *params, uint64_t seed)
 {
-    const logic_net *n = m->impl;
+    const logic_net *n = self;
     for (size_t l = 0; l < n->n_layers; l++) {
         float *z = params + n->gate_off[l] * LOGIC_OPS;
         for (size_t g = 0; g < n->width[l]; g++)
@@ -113,16 +113,19 @@ static void net_init(const ls_model *m, float *params, uint64_t seed)
     }
 }
 
-static void net_prepare(ls_model *m, const float *params)
+static ls_status net_prepare(void *self, const float *params, const ls_batch *b, ls_err *err)
 {
-    logic_net *n = m->impl;
+    (void)b;
+    (void)err;
+    logic_net *n = self;
     logic_coeffs(params, n->total, n->p, n->coef);
+    return LS_OK;
 }
 
 /* grad[g][j] = logic_expand's p_j (F_j − Y) on the tree sum, then / (float)B. */
-static void net_finish(const ls_model *m, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
+static void net_finish(const void *self, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
 {
-    const logic_net *n = m->impl;
+    const logic_net *n = self;
     if (hi <= lo)
         return;
     logic_expand(grad, sum, n->p, n->coef, lo, hi);
@@ -136,16 +139,18 @@ static void net_finish(const ls_model *m, const float *sum, size_t batch, float 
 
 /* ---- the leaf ---- */
 
-static double net_leaf(const ls_model *m, const float *params, const ls_leaf *leaf, float *buf, int mode,
-                       void *scratch)
+static double net_leaf(const void *self, const float *params, const ls_batch *b, size_t leaf, float *buf,
+                       int mode, void *scratch)
 {
-    const logic_net *n = m->impl;
+    const logic_net *n = self;
     (void)params;   /* the leaf reads the prepared p and coef, derived from params */
-    const size_t cnt = leaf->count, ld = n->ld, dim = n->dim, bits = n->bits;
+    const size_t first = leaf * n->max_leaf;
+    const size_t cnt = b->batch - first < n->max_leaf ? b->batch - first : n->max_leaf;
+    const size_t ld = n->ld, dim = n->dim, bits = n->bits;
     float *xf = at(scratch, n->s_xf);
     uint8_t *lab = at(scratch, n->s_y);
     float *in = at(scratch, n->s_in);
-    dataset_gather(&leaf->data->train, leaf->ids, cnt, xf, lab);
+    dataset_gather(&b->data->train, b->ids + first, cnt, xf, lab);
 
     /* Input bits, one lane per sample; padding lanes 0. */
     for (size_t f = 0; f < dim; f++)
@@ -242,10 +247,10 @@ static void count_add(uint64_t *plane, uint64_t w)
     }
 }
 
-static size_t net_eval(const ls_model *m, const float *params, const ls_dataset *data, size_t first,
+static size_t net_eval(const void *self, const float *params, const ls_dataset *data, size_t first,
                        size_t count, void *scratch)
 {
-    const logic_net *n = m->impl;
+    const logic_net *n = self;
     const ls_split *sp = &data->test;
     const size_t dim = n->dim, bits = n->bits;
     uint8_t *ops = at(scratch, n->e_ops);
@@ -315,61 +320,78 @@ static size_t net_eval(const ls_model *m, const float *params, const ls_dataset 
     return correct;
 }
 
-static void net_destroy(ls_model *m)
+static void net_destroy(void *self)
 {
-    if (m == NULL)
+    logic_net *n = self;
+    if (n == NULL)
         return;
-    logic_net *n = m->impl;
     free(n->p);
-    free(m);
+    free(n);
 }
 
 /* ---- create ---- */
 
-ls_status logic_net_create(ls_model **out, const ls_config *cfg, const ls_dataset *data, size_t max_leaf,
-                           ls_err *err)
+/* Cross-field checks before anything is built. */
+static ls_status net_check(const ls_config *cfg, ls_err *err)
 {
-    *out = NULL;
+    const size_t *layers;
+    size_t n_layers = ls_config_list(cfg, "layers", &layers);
+    if (n_layers == 0 || n_layers > LOGIC_MAX_LAYERS)
+        return ls_fail(err, LS_EINVAL, "layers: %zu layers given, need 1 .. %d", n_layers, LOGIC_MAX_LAYERS);
+    return LS_OK;
+}
+
+static ls_status net_create(void **self, ls_model_info *info, const ls_config *cfg, const ls_dataset *data,
+                            ls_err *err)
+{
+    *self = NULL;
+    ls_status st0 = net_check(cfg, err);
+    if (st0 != LS_OK)
+        return st0;
     if (data == NULL)
         return ls_fail(err, LS_EINVAL, "model logic needs a data set (task %s has none)", cfg->task);
-    if (cfg->n_layers == 0 || cfg->n_layers > CONFIG_MAX_LAYERS)
-        return ls_fail(err, LS_EINVAL, "layers: %zu layers given, need 1 .. %d", cfg->n_layers, CONFIG_MAX_LAYERS);
-    if (cfg->bits == 0 || cfg->bits > 15)
-        return ls_fail(err, LS_EINVAL, "bits: %zu, need 1 .. 15", cfg->bits);
-    if (!(cfg->tau > 0.0f))
-        return ls_fail(err, LS_EINVAL, "tau: %g, need > 0", (double)cfg->tau);
+    const size_t *layers;
+    const size_t n_layers = ls_config_list(cfg, "layers", &layers);
+    const size_t bits = (size_t)ls_config_int(cfg, "bits");
+    const float tau = ls_config_float(cfg, "tau");
+    const char *wiring = ls_config_str(cfg, "wiring");
+    const size_t max_leaf = model_leaf_size((size_t)ls_config_int(cfg, "leaf"), cfg->batch);
+    if (bits == 0 || bits > 15)
+        return ls_fail(err, LS_EINVAL, "bits: %zu, need 1 .. 15", bits);
+    if (!(tau > 0.0f))
+        return ls_fail(err, LS_EINVAL, "tau: %g, need > 0", (double)tau);
     if (max_leaf == 0)
         return ls_fail(err, LS_EINVAL, "logic: max_leaf is 0; a leaf holds at least one sample");
-    const int unique = strcmp(cfg->wiring, "unique") == 0;
-    if (!unique && strcmp(cfg->wiring, "random") != 0)
-        return ls_fail(err, LS_EINVAL, "wiring: '%s', need random or unique", cfg->wiring);
+    const int unique = strcmp(wiring, "unique") == 0;
+    if (!unique && strcmp(wiring, "random") != 0)
+        return ls_fail(err, LS_EINVAL, "wiring: '%s', need random or unique", wiring);
     const size_t k = data->n_classes;
     if (k == 0 || k > 256)
         return ls_fail(err, LS_EINVAL, "logic: %zu classes; need 1 .. 256", k);
-    const size_t last = cfg->layers[cfg->n_layers - 1];
+    const size_t last = layers[n_layers - 1];
     if (last % k != 0)
         return ls_fail(err, LS_EINVAL, "layers: the last layer has %zu gates, not a multiple of the %zu classes",
                        last, k);
 
     logic_net t;
     memset(&t, 0, sizeof t);
-    t.n_layers = cfg->n_layers;
+    t.n_layers = n_layers;
     t.dim = data->train.dim;
-    t.bits = cfg->bits;
+    t.bits = bits;
     if (!mul_ok(t.dim, t.bits, &t.in0) || t.in0 == 0 || t.in0 > UINT32_MAX)
         return ls_fail(err, LS_EINVAL, "logic: %zu features x %zu bits is not a usable input width", t.dim, t.bits);
     t.classes = k;
     t.group = last / k;
     while (t.planes < COUNT_PLANES && (t.group >> t.planes) != 0)
         t.planes++;
-    t.tau = cfg->tau;
-    t.residual = cfg->residual;
+    t.tau = tau;
+    t.residual = ls_config_float(cfg, "residual");
     for (size_t i = 0; i < t.bits; i++)
         t.thr[i] = (float)(i + 1) / (float)(t.bits + 1);
     t.max_leaf = max_leaf;
     t.ld = (max_leaf + LOGIC_LANES - 1) / LOGIC_LANES * LOGIC_LANES;
     for (size_t l = 0; l < t.n_layers; l++) {
-        const size_t w = cfg->layers[l];
+        const size_t w = layers[l];
         if (w == 0 || w > UINT32_MAX)
             return ls_fail(err, LS_EINVAL, "layers: layer %zu has %zu gates", l + 1, w);
         t.width[l] = w;
@@ -407,21 +429,20 @@ ls_status logic_net_create(ls_model **out, const ls_config *cfg, const ls_datase
     if (!ok)
         return ls_fail(err, LS_EINVAL, "logic: the network is too large for a leaf of %zu samples", max_leaf);
 
-    /* ls_model, this struct and the wiring: one allocation. */
-    const size_t head = round_up(sizeof(ls_model) + sizeof(logic_net));
-    ls_model *m = calloc(1, head + 2 * t.total * sizeof(uint32_t));
-    if (m == NULL)
+    /* This struct and the wiring: one allocation. */
+    const size_t head = round_up(sizeof(logic_net));
+    logic_net *n = calloc(1, head + 2 * t.total * sizeof(uint32_t));
+    if (n == NULL)
         return ls_fail(err, LS_ENOMEM, "logic: out of memory for the wiring of %zu gates", t.total);
-    logic_net *n = (logic_net *)(void *)(m + 1);
     *n = t;
-    uint32_t *wa = (uint32_t *)(void *)((char *)m + head), *wb = wa + t.total;
+    uint32_t *wa = (uint32_t *)(void *)((char *)n + head), *wb = wa + t.total;
     size_t in = t.in0;
     for (size_t l = 0; l < t.n_layers; l++) {
         uint32_t *a = wa + t.gate_off[l], *b = wb + t.gate_off[l];
         const ls_status st = unique ? logic_wire_unique(a, b, in, t.width[l], cfg->seed, l, err)
                                     : logic_wire_random(a, b, in, t.width[l], cfg->seed, l, err);
         if (st != LS_OK) {
-            free(m);
+            free(n);
             return st;
         }
         n->layer[l] = (logic_layer){ in, t.width[l], a, b };
@@ -430,30 +451,47 @@ ls_status logic_net_create(ls_model **out, const ls_config *cfg, const ls_datase
     const size_t pbytes = round_up(t.total * LOGIC_OPS * sizeof(float));
     n->p = aligned_alloc(NET_ALIGN, pbytes + round_up(t.total * 4 * sizeof(float)));
     if (n->p == NULL) {
-        free(m);
+        free(n);
         return ls_fail(err, LS_ENOMEM, "logic: out of memory for the prepared state of %zu gates", t.total);
     }
     n->coef = (float *)(void *)((char *)n->p + pbytes);
     /* Zeros until prepare: a leaf before it is wrong but deterministic. */
     memset(n->p, 0, pbytes + round_up(t.total * 4 * sizeof(float)));
 
-    m->name = "logic";
-    m->impl = n;
-    m->n_params = np;
-    m->leaf_len = t.total * 4;
-    m->finish_units = t.total;
-    m->scratch_bytes = t.leaf_bytes > t.eval_bytes ? t.leaf_bytes : t.eval_bytes;
-    m->eval_chunk = EVAL_CHUNK;
-    m->mean_loss = 1;
-    m->init = net_init;
-    m->prepare = net_prepare;
-    m->leaf = net_leaf;
-    m->finish = net_finish;
-    m->eval = net_eval;
-    m->destroy = net_destroy;
-    m->parts = 0;
-    m->batch_grad = NULL;
-    m->metrics = NULL;
-    *out = m;
+    *info = (ls_model_info){
+        .n_params = np,
+        .leaf_len = t.total * 4,
+        .leaves = (cfg->batch + max_leaf - 1) / max_leaf,
+        .finish_units = t.total,
+        .scratch_bytes = t.leaf_bytes > t.eval_bytes ? t.leaf_bytes : t.eval_bytes,
+        .eval_chunk = EVAL_CHUNK,
+        .mean_loss = 1,
+    };
+    *self = n;
     return LS_OK;
 }
+
+static const ls_key net_keys[] = {
+    { "bits", LS_KEY_INT, "3", 1, 15, NULL, NULL, "thresholds per input value (at i/(bits+1))", 0 },
+    { "layers", LS_KEY_LIST, "8000x6", 1, 1 << 20, NULL, NULL, "gate layer widths, e.g. 8000x6 or 128x17,64,32", 1 },
+    { "leaf", LS_KEY_INT, "32", 1, 1 << 20, NULL, NULL, "samples per leaf (unit of gradient work)", 0 },
+    { "residual", LS_KEY_FLOAT, "0", 0, 1e6, NULL, NULL,
+      "init: logit of gate A (pass-through), others 0; 0 = Gaussian logits", 0 },
+    { "tau", LS_KEY_FLOAT, "10", 1e-6, 1e6, NULL, NULL, "GroupSum temperature", 0 },
+    { "wiring", LS_KEY_TEXT, "random", 0, 0, "random unique", NULL, "gate wiring", 0 },
+};
+
+const ls_model_desc logic_model = {
+    .name = "logic",
+    .summary = "a difflogic network of two-input gates with a GroupSum head",
+    .keys = net_keys,
+    .n_keys = sizeof net_keys / sizeof net_keys[0],
+    .create = net_create,
+    .destroy = net_destroy,
+    .check = net_check,
+    .init = net_init,
+    .prepare = net_prepare,
+    .leaf = net_leaf,
+    .finish = net_finish,
+    .eval = net_eval,
+};

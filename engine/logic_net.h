@@ -26,13 +26,12 @@
 #include "config.h"
 #include "dataset.h"
 #include "model.h"
-#include "status.h"
+#include "../include/lockstep.h"
 
-/* A fully wired ls_model named "logic" (parts = 0: a leaf model). Uses cfg's
- * layers, wiring, tau, bits, residual and seed; data gives the input width
- * and the class count. max_leaf: the most samples one leaf call sees.
- * LS_EINVAL (naming the field) for a bad shape, LS_ENOMEM. */
-ls_status logic_net_create(ls_model **out, const ls_config *cfg, const ls_dataset *data, size_t max_leaf,
-                           ls_err *err);
+/* The model's descriptor (keys bits, layers, leaf, residual, tau, wiring;
+ * a leaf model: info.phases = 0, leaves of `leaf` samples). Its create
+ * needs a data set (input width, class count); LS_EINVAL naming the field
+ * for a bad shape, LS_ENOMEM. */
+extern const ls_model_desc logic_model;
 
 #endif

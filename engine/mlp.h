@@ -13,7 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "status.h"
+#include "../include/lockstep.h"
 
 #define MLP_MAX_LAYERS 8
 

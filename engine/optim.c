@@ -1,7 +1,7 @@
 /* optim.c — SGD with momentum and AdamW, element-wise. */
 #include "optim.h"
 
-#include "simd.h"
+#include "../base/simd.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -18,7 +18,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "status.h"
+#include "../include/lockstep.h"
 
 typedef struct optim optim;
 

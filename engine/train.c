@@ -7,10 +7,9 @@
 #include <string.h>
 
 #include "../reduce/tree.h"
-#include "logic_ca.h"
 #include "dmath.h"
 #include "optim.h"
-#include "pool.h"
+#include "../reduce/pool.h"
 #include "rng.h"
 
 struct trainer {
@@ -23,7 +22,6 @@ struct trainer {
     optim *opt;
     int unordered;              /* cfg.reduce == "unordered" */
     int64_t done;               /* steps applied */
-    size_t n_leaves;
 
     float *params;              /* [n_params] θ */
     float *grad;                /* [n_params] finish output */
@@ -32,32 +30,20 @@ struct trainer {
     uint32_t *ids;              /* [batch] sample ids of the current step */
     uint32_t *perm[2];          /* [N] permutations of two consecutive epochs */
     int64_t perm_epoch[2];      /* epoch held by perm[i], -1 when none */
+    ls_batch batch;             /* the current step's batch */
+    size_t phase;               /* the phase being run */
     const float *sum;           /* tree sum of the current step */
-    /* Batch-mode models (parts > 0): every leaf of a step exists at once. */
-    float *leaf_store;          /* [n_leaves][leaf stride] */
-    float **leaf_ptrs;          /* [n_leaves] */
-    double *leaf_losses;        /* [n_leaves] */
-    size_t *worker_parts;       /* [threads] parts each worker ran in the last step */
+    size_t *worker_work;        /* [threads] units and leaves each worker ran in the last step */
     void (*test_hook)(void *);  /* test-only, see trainer_set_test_hook */
     void *test_hook_ctx;
 };
 
-const char *trainer_data_dir(void)
-{
-    const char *d = getenv("LOCKSTEP_DATA_DIR");
-    return d != NULL && *d != '\0' ? d : DATASET_FASHION_DIR;
-}
-
 ls_status trainer_load_data(const ls_config *cfg, ls_dataset **data, ls_err *err)
 {
     *data = NULL;
-    if (strcmp(cfg->task, "fashion-mnist") == 0)
-        return dataset_load_fashion(data, trainer_data_dir(), err);
-    if (strcmp(cfg->task, "teacher") == 0)
-        return dataset_make_teacher(data, err);
-    if (strcmp(cfg->task, "gol") == 0 || strcmp(cfg->task, "checkerboard") == 0)
-        return logic_ca_make_data(cfg, data, err);   /* checkerboard: none, start states are generated */
-    return ls_fail(err, LS_EINVAL, "--task: unknown task '%s'", cfg->task);
+    if (cfg->task_desc == NULL)
+        return ls_fail(err, LS_EINVAL, "--task: unknown task '%s'", cfg->task);
+    return cfg->task_desc->load(cfg, data, err);
 }
 
 void trainer_destroy(trainer *t)
@@ -73,10 +59,7 @@ void trainer_destroy(trainer *t)
     free(t->scratch);
     free(t->ids);
     free(t->perm[0]);
-    free(t->leaf_store);
-    free(t->leaf_ptrs);
-    free(t->leaf_losses);
-    free(t->worker_parts);
+    free(t->worker_work);
     free(t);
 }
 
@@ -110,45 +93,26 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
     t->cfg = *cfg;
     t->data = data;
     t->unordered = strcmp(cfg->reduce, "unordered") == 0;
-    size_t B = cfg->batch, L = cfg->leaf < B ? cfg->leaf : B;
-    t->n_leaves = (B + L - 1) / L;
+    size_t B = cfg->batch;
 
-    if ((st = model_create(&t->model, cfg, data, L, err)) != LS_OK)
+    if ((st = model_create(&t->model, cfg, data, err)) != LS_OK)
         goto fail;
-    if (t->model->parts > 0) {
-        /* Leaves are the (sample, part) pairs, leaf s·R + r (DESIGN.md §2.1). */
-        t->n_leaves = B * t->model->parts;
-        if (t->unordered) {
-            st = ls_fail(err, LS_EINVAL, "--reduce: unordered is only for models whose leaves are sample groups");
-            goto fail;
-        }
-        size_t stride = (t->model->leaf_len + 15) / 16 * 16;
-        t->leaf_store = aligned_alloc(64, t->n_leaves * stride * sizeof(float) + 64);
-        t->leaf_ptrs = malloc(t->n_leaves * sizeof(float *));
-        t->leaf_losses = malloc(t->n_leaves * sizeof(double));
-        if (t->leaf_store == NULL || t->leaf_ptrs == NULL || t->leaf_losses == NULL) {
-            st = ls_fail(err, LS_ENOMEM, "trainer: cannot hold %zu leaves of %zu floats", t->n_leaves,
-                         t->model->leaf_len);
-            goto fail;
-        }
-        for (size_t i = 0; i < t->n_leaves; i++)
-            t->leaf_ptrs[i] = t->leaf_store + i * stride;
-    }
-    t->worker_parts = calloc((size_t)threads, sizeof(size_t));
-    if (t->worker_parts == NULL) {
+    const ls_model_info *mi = &t->model->info;
+    t->worker_work = calloc((size_t)threads, sizeof(size_t));
+    if (t->worker_work == NULL) {
         st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
         goto fail;
     }
     if ((st = pool_create(&t->pool, threads, err)) != LS_OK)
         goto fail;
-    if ((st = tree_reducer_create(&t->reducer, t->pool, t->model->leaf_len, t->n_leaves, err)) != LS_OK)
+    if ((st = tree_reducer_create(&t->reducer, t->pool, mi->leaf_len, mi->leaves, err)) != LS_OK)
         goto fail;
-    if ((st = optim_create(&t->opt, cfg, t->model->n_params, err)) != LS_OK)
+    if ((st = optim_create(&t->opt, cfg, mi->n_params, err)) != LS_OK)
         goto fail;
 
-    size_t n = t->model->n_params;
+    size_t n = mi->n_params;
     t->params = aligned_alloc(64, (2 * n * sizeof(float) + 63) / 64 * 64);
-    t->scratch_stride = (t->model->scratch_bytes + 63) / 64 * 64;
+    t->scratch_stride = (mi->scratch_bytes + 63) / 64 * 64;
     t->scratch = aligned_alloc(64, (size_t)threads * t->scratch_stride + 64);
     t->ids = malloc(B * sizeof(uint32_t));
     size_t N = data != NULL ? data->train.n : 1;
@@ -160,7 +124,7 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
     t->grad = t->params + n;
     t->perm[1] = t->perm[0] + N;
     t->perm_epoch[0] = t->perm_epoch[1] = -1;
-    t->model->init(t->model, t->params, cfg->seed);
+    t->model->desc->init(t->model->self, t->params, cfg->seed);
     *out = t;
     return LS_OK;
 fail:
@@ -170,15 +134,13 @@ fail:
 
 const ls_config *trainer_config(const trainer *t) { return &t->cfg; }
 const ls_model *trainer_model(const trainer *t) { return t->model; }
+const ls_dataset *trainer_data(const trainer *t) { return t->data; }
 const float *trainer_params(const trainer *t) { return t->params; }
 float *trainer_params_mut(trainer *t) { return t->params; }
-size_t trainer_n_params(const trainer *t) { return t->model->n_params; }
+size_t trainer_n_params(const trainer *t) { return t->model->info.n_params; }
 int64_t trainer_steps_done(const trainer *t) { return t->done; }
 int trainer_threads(const trainer *t) { return pool_threads(t->pool); }
-const size_t *trainer_worker_leaves(const trainer *t)
-{
-    return t->model->parts > 0 ? t->worker_parts : tree_worker_leaves(t->reducer);
-}
+const size_t *trainer_worker_leaves(const trainer *t) { return t->worker_work; }
 
 void *trainer_optim_state(trainer *t, size_t *bytes)
 {
@@ -221,23 +183,22 @@ static void trainer_batch_ids(trainer *t, int64_t step)
     }
 }
 
-/* mlp_leaf's accumulate flag and the tree's leaf modes are one contract. */
-_Static_assert(TREE_WRITE == 0 && TREE_ADD == 1, "leaf modes are the models' accumulate flag");
+/* The public leaf modes and the tree's are one contract. */
+_Static_assert((int)TREE_WRITE == (int)LS_LEAF_WRITE && (int)TREE_ADD == (int)LS_LEAF_ADD, "leaf modes are the tree's");
 
 static double trainer_leaf(void *ctx, size_t leaf, float *buf, int mode, int worker)
 {
     trainer *t = ctx;
-    size_t B = t->cfg.batch, L = t->cfg.leaf < B ? t->cfg.leaf : B;
-    size_t first = leaf * L;
-    ls_leaf lf = {
-        .data = t->data,
-        .ids = t->ids + first,
-        .count = B - first < L ? B - first : L,
-        .step = t->done + 1,
-        .first_slot = first,
-        .seed = t->cfg.seed,
-    };
-    return t->model->leaf(t->model, t->params, &lf, buf, mode,
+    t->worker_work[worker]++;
+    return t->model->desc->leaf(t->model->self, t->params, &t->batch, leaf, buf, mode,
+                                t->scratch + (size_t)worker * t->scratch_stride);
+}
+
+static void trainer_unit(void *ctx, size_t unit, int worker)
+{
+    trainer *t = ctx;
+    t->worker_work[worker]++;
+    t->model->desc->phase(t->model->self, t->params, &t->batch, t->phase, unit,
                           t->scratch + (size_t)worker * t->scratch_stride);
 }
 
@@ -254,73 +215,46 @@ static void trainer_finish_worker(void *ctx, int worker, int n_workers)
 {
     trainer *t = ctx;
     size_t lo, hi;
-    chunk_of(t->model->finish_units, worker, n_workers, &lo, &hi);
+    chunk_of(t->model->info.finish_units, worker, n_workers, &lo, &hi);
     if (lo < hi)
-        t->model->finish(t->model, t->sum, t->cfg.batch, t->grad, lo, hi);
+        t->model->desc->finish(t->model->self, t->sum, t->cfg.batch, t->grad, lo, hi);
 }
 
 static void trainer_update_worker(void *ctx, int worker, int n_workers)
 {
     trainer *t = ctx;
     size_t lo, hi;
-    chunk_of(t->model->n_params, worker, n_workers, &lo, &hi);
+    chunk_of(t->model->info.n_params, worker, n_workers, &lo, &hi);
     optim_update(t->opt, t->params, t->grad, lo, hi);
 }
 
-/* ls_parallel for batch-mode models: parts on the pool, each call handed the
- * scratch of the worker that runs it. */
-typedef struct {
-    trainer *t;
-    ls_part_fn fn;
-    void *ctx;
-} trainer_parts_job;
-
-static void trainer_part(void *arg, size_t part, int worker)
-{
-    trainer_parts_job *job = arg;
-    trainer *t = job->t;
-    t->worker_parts[worker]++;
-    job->fn(job->ctx, part, t->scratch + (size_t)worker * t->scratch_stride);
-}
-
-static void trainer_parallel_run(void *engine, size_t n_parts, ls_part_fn fn, void *ctx)
-{
-    trainer_parts_job job = { engine, fn, ctx };
-    pool_parallel_for(((trainer *)engine)->pool, n_parts, trainer_part, &job);
-}
-
-static ls_parallel trainer_parallel(trainer *t)
-{
-    ls_parallel par = { trainer_parallel_run, t };
-    return par;
-}
-
-/* The sum of every leaf of the step along the canonical tree. */
+/* Every step is the same plan, whatever the model: prepare (one thread),
+ * the model's phases (their units in parallel, a barrier after each), then
+ * the leaves summed by the canonical tree. */
 static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err *err)
 {
-    if (t->model->parts == 0)
-        return t->unordered ? tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, total)
-                            : tree_reduce(t->reducer, trainer_leaf, t, &t->sum, total);
-    memset(t->worker_parts, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
-    ls_batch b = { t->data, t->data != NULL ? t->ids : NULL, t->cfg.batch, step, t->cfg.seed };
-    ls_parallel par = trainer_parallel(t);
-    ls_status st = t->model->batch_grad(t->model, t->params, &b, t->leaf_ptrs, t->leaf_losses, &par, err);
+    const ls_model *m = t->model;
+    memset(t->worker_work, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
+    t->batch = (ls_batch){ t->data, t->data != NULL ? t->ids : NULL, t->cfg.batch, step, t->cfg.seed };
+    ls_status st = m->desc->prepare != NULL ? m->desc->prepare(m->self, t->params, &t->batch, err) : LS_OK;
     if (st != LS_OK)
         return st;
-    return tree_reduce_buffers(t->reducer, t->leaf_ptrs, t->leaf_losses, &t->sum, total);
+    for (t->phase = 0; t->phase < m->info.phases; t->phase++)
+        pool_parallel_for(t->pool, m->info.units, trainer_unit, t);
+    return t->unordered ? tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, total)
+                        : tree_reduce(t->reducer, trainer_leaf, t, &t->sum, total);
 }
 
 ls_status trainer_step(trainer *t, double *loss, ls_err *err)
 {
     int64_t step = t->done + 1;
     trainer_batch_ids(t, step);
-    t->model->prepare(t->model, t->params);
     double total;
     ls_err e2 = { "" };
     ls_status st = trainer_reduce(t, step, &total, &e2);
     if (st != LS_OK)
         return ls_fail(err, st, "step %lld: %s", (long long)step, e2.msg[0] ? e2.msg : ls_strerror(st));
-    if (t->model->mean_loss)
+    if (t->model->info.mean_loss)
         total = total / (double)t->cfg.batch;
     *loss = total;
     if (!isfinite(total))
@@ -347,17 +281,27 @@ static void trainer_eval_part(void *ctx, size_t part, int worker)
     trainer *t = job->t;
     size_t n = t->data->test.n, first = part * job->chunk;
     size_t count = n - first < job->chunk ? n - first : job->chunk;
-    job->correct[part] = t->model->eval(t->model, t->params, t->data, first, count,
-                                        t->scratch + (size_t)worker * t->scratch_stride);
+    job->correct[part] = t->model->desc->eval(t->model->self, t->params, t->data, first, count,
+                                              t->scratch + (size_t)worker * t->scratch_stride);
+}
+
+static ls_status trainer_prepare_eval(trainer *t, ls_err *err)
+{
+    const ls_model *m = t->model;
+    return m->desc->prepare != NULL ? m->desc->prepare(m->self, t->params, NULL, err) : LS_OK;
 }
 
 ls_status trainer_metrics(trainer *t, ls_metric *out, size_t *n_out, ls_err *err)
 {
-    if (t->model->metrics != NULL) {
-        t->model->prepare(t->model, t->params);
-        ls_parallel par = trainer_parallel(t);
-        return t->model->metrics(t->model, t->params, t->data, &par, out, n_out, err);
+    *n_out = 0;
+    if (t->model->desc->metrics != NULL) {
+        ls_status st = trainer_prepare_eval(t, err);
+        if (st != LS_OK)
+            return st;
+        return t->model->desc->metrics(t->model->self, t->params, t->data, out, n_out, err);
     }
+    if (t->model->desc->eval == NULL || t->data == NULL || t->data->test.n == 0)
+        return LS_OK;   /* nothing to evaluate: no figures */
     double acc;
     ls_status st = trainer_evaluate(t, &acc, err);
     if (st != LS_OK)
@@ -370,15 +314,19 @@ ls_status trainer_metrics(trainer *t, ls_metric *out, size_t *n_out, ls_err *err
 
 ls_status trainer_evaluate(trainer *t, double *accuracy, ls_err *err)
 {
-    if (t->model->eval == NULL || t->data == NULL)
+    if (t->model->desc->eval == NULL || t->data == NULL || t->model->info.eval_chunk == 0)
         return ls_fail(err, LS_EINVAL, "model %s has no test accuracy", t->model->name);
-    size_t n = t->data->test.n, chunk = t->model->eval_chunk;
+    size_t n = t->data->test.n, chunk = t->model->info.eval_chunk;
     size_t parts = (n + chunk - 1) / chunk;
     size_t *correct = calloc(parts ? parts : 1, sizeof *correct);
     if (correct == NULL)
         return ls_fail(err, LS_ENOMEM, "evaluate: out of memory");
     eval_job job = { t, chunk, correct };
-    t->model->prepare(t->model, t->params);
+    ls_status st = trainer_prepare_eval(t, err);
+    if (st != LS_OK) {
+        free(correct);
+        return st;
+    }
     pool_parallel_for(t->pool, parts, trainer_eval_part, &job);
     size_t total = 0;
     for (size_t i = 0; i < parts; i++)

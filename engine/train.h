@@ -3,10 +3,11 @@
  *
  * trainer_step(t) takes the B samples of step t from the epoch stream
  * (slot j takes stream position q = (t-1)·B + j, epoch e = q div N, sample
- * perm_e[q mod N]), cuts them into leaves of L samples, has the pool compute
- * the leaves, sums them with the canonical tree (reduce/), maps the sum to the
- * gradient with the model's finish step and applies the optimiser. The
- * parameters after every step are a function of the config alone.
+ * perm_e[q mod N]) and runs the one plan every model declares: prepare on
+ * one thread, the model's phases (work units in parallel, a barrier after
+ * each), its leaves summed by the canonical tree (reduce/), the finish step
+ * mapping the sum to the gradient, and the optimiser. The parameters after
+ * every step are a function of the config alone.
  */
 #ifndef LS_TRAIN_H
 #define LS_TRAIN_H
@@ -17,14 +18,12 @@
 #include "config.h"
 #include "dataset.h"
 #include "model.h"
-#include "status.h"
+#include "../include/lockstep.h"
 
 typedef struct trainer trainer;
 
-/* Directory of the Fashion-MNIST files: $LOCKSTEP_DATA_DIR or the Debian path. */
-const char *trainer_data_dir(void);
-
-/* Load (or generate) the data set of cfg->task into *data (caller destroys). */
+/* Load (or generate) the data set of cfg's task into *data (caller
+ * destroys; NULL for a task whose model generates its samples). */
 ls_status trainer_load_data(const ls_config *cfg, ls_dataset **data, ls_err *err);
 
 /* Validates cfg, checks the floating-point environment, builds the pool,
@@ -37,6 +36,7 @@ void trainer_destroy(trainer *t);   /* accepts NULL */
 
 const ls_config *trainer_config(const trainer *t);
 const ls_model *trainer_model(const trainer *t);
+const ls_dataset *trainer_data(const trainer *t);   /* NULL for generated samples */
 const float *trainer_params(const trainer *t);
 size_t trainer_n_params(const trainer *t);
 int64_t trainer_steps_done(const trainer *t);
@@ -53,8 +53,8 @@ ls_status trainer_metrics(trainer *t, ls_metric *out, size_t *n_out, ls_err *err
 /* Test accuracy (correct / test samples) with the current parameters. */
 ls_status trainer_evaluate(trainer *t, double *accuracy, ls_err *err);
 
-/* Leaves (or, for batch-mode models, parts) each worker computed in the last
- * step ([trainer_threads]). */
+/* Work units and leaves each worker computed in the last step
+ * ([trainer_threads]). */
 const size_t *trainer_worker_leaves(const trainer *t);
 
 /* The resumable state: parameters and optimiser state as two blocks. To

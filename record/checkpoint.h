@@ -40,7 +40,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine/status.h"
+#include "../include/lockstep.h"
 
 #define CKPT_MAGIC "LKSTCKPT"
 #define CKPT_VERSION 1

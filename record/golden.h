@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../engine/status.h"
+#include "../include/lockstep.h"
 #include "hash.h"
 
 typedef struct {

@@ -13,7 +13,7 @@
  */
 #include "hash.h"
 
-#include "../engine/simd.h"
+#include "../base/simd.h"
 
 #include <string.h>
 

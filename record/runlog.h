@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../engine/status.h"
+#include "../include/lockstep.h"
 #include "hash.h"
 
 #define RUNLOG_APPLICATION_ID 0x4c4b5354  /* "LKST" */

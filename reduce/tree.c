@@ -8,7 +8,7 @@
  */
 #include "tree.h"
 
-#include "../engine/simd.h"
+#include "../base/simd.h"
 
 #include <stdint.h>
 #include <stdlib.h>

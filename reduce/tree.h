@@ -20,8 +20,8 @@
 
 #include <stddef.h>
 
-#include "../engine/pool.h"
-#include "../engine/status.h"
+#include "pool.h"
+#include "../include/lockstep.h"
 
 #define TREE_MAX_DEPTH 64
 

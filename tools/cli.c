@@ -6,18 +6,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../engine/pool.h"
-
-int64_t cli_default_steps(const char *task)
-{
-    if (strcmp(task, "fashion-mnist") == 0)
-        return 469;    /* one epoch at batch 128 */
-    if (strcmp(task, "gol") == 0)
-        return 3000;   /* the notebook's */
-    if (strcmp(task, "checkerboard") == 0)
-        return 1000;   /* past the notebook's 500: the plateau can last a few hundred steps */
-    return 200;
-}
+#include "../reduce/pool.h"
 
 int cli_exit_code(ls_status st)
 {
@@ -189,10 +178,10 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
             if ((st = parse_int("--reps", v, 1, 1000, &n, err)) != LS_OK)
                 return st;
             a->reps = (int)n;
-        } else if ((accept & CLI_CONFIG) && config_has_key(name + 2) && strcmp(name, "--data-hash") != 0
-                   && strcmp(name, "--format") != 0) {
+        } else if ((accept & CLI_CONFIG) && config_has_key(&a->cfg, name + 2) &&
+                   !config_key_is_internal(name + 2)) {
             /* A switch alone ("--async", "--periodic") means on; "--periodic=0" turns it off. */
-            if (config_key_is_switch(name + 2) && eq == NULL)
+            if (config_key_is_switch(&a->cfg, name + 2) && eq == NULL)
                 v = "1";
             else if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
                 return st;
@@ -204,7 +193,7 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
     }
     if (accept & CLI_CONFIG) {
         if (a->steps == 0)
-            a->steps = cli_default_steps(a->cfg.task);
+            a->steps = config_default_steps(&a->cfg);
         if ((st = config_validate(&a->cfg, err)) != LS_OK)
             return st;
     }

@@ -297,11 +297,13 @@ static ls_status flat_from_ca(flat_circuit *f, const logic_ca_hard *h, ls_err *e
 static ls_status flat_from_net(flat_circuit *f, const ls_config *cfg, const ls_dataset *data, const float *params,
                                ls_err *err)
 {
-    const size_t L = cfg->n_layers, dim = data->train.dim, bits = cfg->bits, k = data->n_classes;
+    const size_t *layers;
+    const size_t L = ls_config_list(cfg, "layers", &layers), dim = data->train.dim;
+    const size_t bits = (size_t)ls_config_int(cfg, "bits"), k = data->n_classes;
     size_t total = 0;
     for (size_t l = 0; l < L; l++)
-        total += cfg->layers[l];
-    const size_t n_in = dim * bits, last = cfg->layers[L - 1];
+        total += layers[l];
+    const size_t n_in = dim * bits, last = layers[L - 1];
     if (k == 0 || last % k != 0 || bits == 0 || bits > 15)
         return ls_fail(err, LS_EINVAL, "the run's network does not fit its data set");
     ls_status st = flat_alloc(f, n_in, total, last, err);
@@ -313,10 +315,10 @@ static ls_status flat_from_net(flat_circuit *f, const ls_config *cfg, const ls_d
     f->group = last / k;
     for (size_t i = 0; i < bits; i++)
         f->thr[i] = (float)(i + 1) / (float)(bits + 1);
-    const int unique = strcmp(cfg->wiring, "unique") == 0;
+    const int unique = strcmp(ls_config_str(cfg, "wiring"), "unique") == 0;
     size_t in = n_in, off = 0, prev = 0;
     for (size_t l = 0; l < L && st == LS_OK; l++) {
-        const size_t w = cfg->layers[l];
+        const size_t w = layers[l];
         st = unique ? logic_wire_unique(f->a + off, f->b + off, in, w, cfg->seed, l, err)
                     : logic_wire_random(f->a + off, f->b + off, in, w, cfg->seed, l, err);
         /* layer-local input rows → nodes */
@@ -1144,13 +1146,17 @@ int cmd_export(int argc, char **argv)
         return EXIT_USAGE;
     }
     run_install_signals();
+    ls_session *session = NULL;
     trainer *t = NULL;
     run_restored info;
     logic_ca_hard *h = NULL;
     ls_dataset *data = NULL;
     flat_circuit f;
     memset(&f, 0, sizeof f);
-    st = run_restore(db, run.id, a.threads[0], a.progress, &t, &info, &err);
+    char run_id[32];
+    snprintf(run_id, sizeof run_id, "%lld", (long long)run.id);
+    st = run_restore(a.db, run_id, a.threads[0], a.progress, &session, &info, &err);
+    t = session != NULL ? session_trainer(session) : NULL;
     int bad_input = st != LS_OK && info.bad_input;
     ls_config cfg;
     if (st == LS_OK) {
@@ -1201,7 +1207,7 @@ int cmd_export(int argc, char **argv)
     flat_free(&f);
     dataset_destroy(data);
     logic_ca_hard_destroy(h);
-    trainer_destroy(t);
+    ls_session_close(session, LS_OK, NULL);
     runlog_run_free(&run);
     runlog_close(db);
     return code;

@@ -153,10 +153,10 @@ static ls_status render_plan_make(render_plan *p, const render_flags *rf, const 
 {
     memset(p, 0, sizeof *p);
     const int gol = strcmp(cfg->task, "gol") == 0;
-    p->side = rf->grid ? rf->grid : gol ? 32 : cfg->grid;
-    const int big = p->side == LOGIC_CA_BIG_GRID && p->side != cfg->grid;
-    p->steps = rf->steps != UINT64_MAX ? rf->steps : gol ? 32 : big ? LOGIC_CA_BIG_STEPS : cfg->ca_steps;
-    p->periodic = cfg->periodic;
+    p->side = rf->grid ? rf->grid : gol ? 32 : (size_t)ls_config_int(cfg, "grid");
+    const int big = p->side == LOGIC_CA_BIG_GRID && p->side != (size_t)ls_config_int(cfg, "grid");
+    p->steps = rf->steps != UINT64_MAX ? rf->steps : gol ? 32 : big ? LOGIC_CA_BIG_STEPS : (size_t)ls_config_int(cfg, "ca_steps");
+    p->periodic = (int)ls_config_int(cfg, "periodic");
     p->gliders = gol && !rf->has_seed;
     p->seed = rf->has_seed ? rf->seed : LOGIC_CA_EVAL_SEED;
     p->addr = !gol && big ? LOGIC_CA_EVAL_GRIDS : 0;
@@ -211,10 +211,10 @@ static ls_status render_rollout(render_plan *p, const logic_ca_hard *h, const ls
     ls_status st = LS_OK;
     memcpy(p->frame0, a, cells);
     for (size_t u = 0; u < p->steps && st == LS_OK; u++) {
-        if (cfg->async)
+        if (ls_config_int(cfg, "async"))
             for (size_t n = 0; n < cells; n++)
-                mask[n] = rng_uniformf(p->seed, RNG_EVAL, p->addr, 1 + u, n) < cfg->fire_rate;
-        st = logic_ca_hard_step(h, b, a, G, G, p->periodic, cfg->async ? mask : NULL, err);
+                mask[n] = rng_uniformf(p->seed, RNG_EVAL, p->addr, 1 + u, n) < ls_config_float(cfg, "fire_rate");
+        st = logic_ca_hard_step(h, b, a, G, G, p->periodic, ls_config_int(cfg, "async") ? mask : NULL, err);
         memcpy(p->frame0 + (u + 1) * cells, b, cells);
         uint8_t *t = a;
         a = b;
@@ -358,10 +358,14 @@ int cmd_render(int argc, char **argv)
         return EXIT_USAGE;
     }
     run_install_signals();
+    ls_session *session = NULL;
     trainer *t = NULL;
     run_restored info;
     logic_ca_hard *h = NULL;
-    st = run_restore(db, run.id, a.threads[0], a.progress, &t, &info, &err);
+    char run_id[32];
+    snprintf(run_id, sizeof run_id, "%lld", (long long)run.id);
+    st = run_restore(a.db, run_id, a.threads[0], a.progress, &session, &info, &err);
+    t = session != NULL ? session_trainer(session) : NULL;
     int bad_input = st != LS_OK && info.bad_input;
     if (st == LS_OK)
         st = logic_ca_hard_create(&h, trainer_model(t), trainer_params(t), &err);
@@ -392,7 +396,7 @@ int cmd_render(int argc, char **argv)
     }
     free(p.frame0);
     logic_ca_hard_destroy(h);
-    trainer_destroy(t);
+    ls_session_close(session, LS_OK, NULL);
     runlog_run_free(&run);
     runlog_close(db);
     return code;

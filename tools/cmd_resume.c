@@ -62,12 +62,13 @@ int cmd_resume(int argc, char **argv)
         return EXIT_USAGE;
     }
     run_install_signals();
+    runlog_close(db);   /* the session opens the record itself */
+    char run_id[32];
+    snprintf(run_id, sizeof run_id, "%lld", (long long)id);
     run_opts o = { .threads = a.threads[0], .steps = a.steps, .progress = a.progress, .eval_at_end = 1,
-                   .db = db, .db_path = a.db, .checkpoint_every = a.checkpoint_every,
-                   .checkpoint_dir = a.checkpoint_dir };
+                   .db_path = a.db, .checkpoint_every = a.checkpoint_every, .checkpoint_dir = a.checkpoint_dir };
     run_result r;
-    st = run_resume(&o, id, &r, &err);
-    runlog_close(db);
+    st = run_resume(&o, run_id, &r, &err);
     if (st != LS_OK) {
         if (r.bad_input) {
             cli_error("resume", &err, st);

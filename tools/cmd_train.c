@@ -8,32 +8,37 @@
 #include "../engine/dense.h"
 #include "../engine/train.h"
 
-static void print_config_help(void)
+/* Tasks and models from the registry; the flags of the chosen task and model
+ * (with their defaults) from their descriptors. */
+static void print_config_help(const ls_config *cfg)
 {
-    char buf[4096];
-    config_help(buf, sizeof buf);
-    fputs("model, task and optimiser flags (part of the run's config):\n", stdout);
+    char buf[8192];
+    fputs("tasks (--task; the first model listed is the default):\n", stdout);
+    for (size_t i = 0; ls_task_at(i) != NULL; i++) {
+        const ls_task_desc *t = ls_task_at(i);
+        printf("  %-16s %s; models: %s; %lld steps by default\n", t->name, t->summary ? t->summary : "", t->models,
+               (long long)t->default_steps);
+    }
+    fputs("models (--model):\n", stdout);
+    for (size_t i = 0; ls_model_at(i) != NULL; i++)
+        printf("  %-16s %s\n", ls_model_at(i)->name, ls_model_at(i)->summary ? ls_model_at(i)->summary : "");
+    config_help(cfg, buf, sizeof buf);
+    printf("flags of task %s with model %s (part of the run's config; --task and --model change them):\n",
+           cfg->task, cfg->model);
     fputs(buf, stdout);
 }
 
-static void train_usage(void)
+static void train_usage(const ls_config *cfg)
 {
     puts("usage: lockstep train [--task T] [--model M] [--steps N] [--batch B] [--leaf L] [--seed S]\n"
          "                      [--threads N] [--db FILE] [--name NAME] [--eval-every K] [--no-progress]\n"
          "                      [--checkpoint-every K [--checkpoint-dir DIR]] [model/optimiser flags]\n"
          "Trains one run and records every step (loss, parameter hash, trajectory hash) in the database.\n"
-         "Tasks and models:\n"
-         "  fashion-mnist    Fashion-MNIST (default task); model mlp (default) or logic (a logic gate network)\n"
-         "  teacher          a small synthetic task; model mlp (default) or logic\n"
-         "  gol              Game of Life from the 512 3x3 boards; model logic-ca (a logic cellular automaton)\n"
-         "  checkerboard     grow a checkerboard on a 16x16 grid in 20 steps; model logic-ca; --async for\n"
-         "                   the asynchronous variant (14x14, 50 steps, cells fire with probability 0.6)\n"
-         "  --steps N        steps to train (default: one epoch for fashion-mnist, 3000 for gol, 1000 for\n"
-         "                   checkerboard, 200 for teacher)\n"
+         "  --steps N        steps to train (default: the task's, listed below)\n"
          "  --threads N      worker threads (default: online CPUs); never changes the bits\n"
          "  --db FILE        SQLite record (default runs.db)\n"
          "  --name NAME      a unique name for the run (default run-<id>)\n"
-         "  --eval-every K   record test accuracy every K steps (always at the end)\n"
+         "  --eval-every K   record the evaluation every K steps (always at the end)\n"
          "  --no-progress    no progress line (none is shown when stderr is not a terminal)\n"
          "  --checkpoint-every K\n"
          "                   write a checkpoint (parameters, optimiser state, step) every K steps and\n"
@@ -42,7 +47,7 @@ static void train_usage(void)
          "  --checkpoint-dir DIR\n"
          "                   where checkpoints go (default: <db>.ckpt/, created when missing);\n"
          "                   files are named run-<id>-step-<t>.ckpt");
-    print_config_help();
+    print_config_help(cfg);
     puts("exit status: 0 done, 1 diverged, 2 bad usage or input, 130 interrupted");
 }
 
@@ -69,21 +74,15 @@ int cmd_train(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (a.help) {
-        train_usage();
+        train_usage(&a.cfg);
         return EXIT_OK;
-    }
-    runlog *db;
-    if ((st = cli_open_db(a.db, &db, &err)) != LS_OK) {
-        cli_error("train", &err, st);
-        return EXIT_USAGE;
     }
     run_install_signals();
     run_opts o = { .cfg = a.cfg, .threads = a.threads[0], .steps = a.steps, .eval_every = a.eval_every,
-                   .progress = a.progress, .eval_at_end = 1, .name = a.name, .db = db,
-                   .checkpoint_every = a.checkpoint_every, .checkpoint_dir = a.checkpoint_dir, .db_path = a.db };
+                   .progress = a.progress, .eval_at_end = 1, .name = a.name, .db_path = a.db,
+                   .checkpoint_every = a.checkpoint_every, .checkpoint_dir = a.checkpoint_dir };
     run_result r;
     st = run_train(&o, &r, &err);
-    runlog_close(db);
     if (st != LS_OK) {
         /* One line: the problem, and what became of the run. */
         if (r.run_id >= 0)
@@ -157,7 +156,7 @@ int cmd_equiv(int argc, char **argv)
         if (a.name != NULL)
             snprintf(name, sizeof name, "%s-t%d", a.name, a.threads[i]);
         run_opts o = { .cfg = a.cfg, .threads = a.threads[i], .steps = a.steps, .eval_every = a.eval_every,
-                       .progress = a.progress, .eval_at_end = 1, .name = a.name ? name : NULL, .db = db,
+                       .progress = a.progress, .eval_at_end = 1, .name = a.name ? name : NULL, .db_path = a.db,
                        .data = data };
         run_result r;
         st = run_train(&o, &r, &err);
@@ -229,10 +228,12 @@ static double median(double *v, int n)
  * (not for the first layer). */
 static double mlp_flops_per_sample(const ls_config *cfg, const ls_dataset *d)
 {
-    size_t sizes[CONFIG_MAX_HIDDEN + 2], n = 0;
+    size_t sizes[LS_LIST_MAX + 2], n = 0;
     sizes[n++] = d->train.dim;
-    for (size_t i = 0; i < cfg->n_hidden; i++)
-        sizes[n++] = cfg->hidden[i];
+    const size_t *hidden;
+    const size_t n_hidden = ls_config_list(cfg, "hidden", &hidden);
+    for (size_t i = 0; i < n_hidden && n < LS_LIST_MAX + 1; i++)
+        sizes[n++] = hidden[i];
     sizes[n++] = d->n_classes;
     double f = 0;
     for (size_t l = 0; l + 1 < n; l++) {
@@ -280,7 +281,7 @@ int cmd_bench(int argc, char **argv)
     }
     double flops = strcmp(a.cfg.model, "mlp") == 0 ? mlp_flops_per_sample(&a.cfg, data) : 0;
     printf("bench: model %s, task %s, batch %zu, leaf %zu, %lld steps x %d reps, simd %s\n", a.cfg.model,
-           a.cfg.task, a.cfg.batch, a.cfg.leaf, (long long)a.steps, a.reps, dense_simd_name());
+           a.cfg.task, a.cfg.batch, (size_t)ls_config_int(&a.cfg, "leaf"), (long long)a.steps, a.reps, dense_simd_name());
     printf("%-8s %-12s %-12s %-8s %-10s %-8s %-10s %-16s %s\n", "threads", "tree smp/s", "unord smp/s", "speedup",
            "tree cost", "GFLOP/s", "step us", "sqlite/step", "hash/step");
     enum { MAX_REPS = 64 };
@@ -291,9 +292,7 @@ int cmd_bench(int argc, char **argv)
     double (*rec)[MAX_REPS] = calloc((size_t)a.n_threads, sizeof *rec);
     double (*hash)[MAX_REPS] = calloc((size_t)a.n_threads, sizeof *hash);
     double (*step_time)[MAX_REPS] = calloc((size_t)a.n_threads, sizeof *step_time);
-    /* The CA computes a batch in phases; its leaves are (sample, part) pairs
-     * that all exist at once, so there is no unordered foil to compare. */
-    int n_modes = strcmp(a.cfg.model, "logic-ca") == 0 ? 1 : 2;
+    int n_modes = 2;
     int rc = EXIT_OK;
     if (!tree_sps || !unord_sps || !rec || !hash || !step_time) {
         fprintf(stderr, "lockstep bench: out of memory\n");
@@ -305,7 +304,7 @@ int cmd_bench(int argc, char **argv)
         for (int i = 0; i < a.n_threads && rc == EXIT_OK; i++) {
             for (int mode = 0; mode < n_modes; mode++) {
                 run_opts o = { .cfg = a.cfg, .threads = a.threads[i], .steps = a.steps,
-                               .data = data, .db = mode == 0 ? db : NULL };
+                               .data = data, .db_path = mode == 0 ? dbpath : NULL };
                 snprintf(o.cfg.reduce, sizeof o.cfg.reduce, "%s", mode == 0 ? "tree" : "unordered");
                 run_result r;
                 st = run_train(&o, &r, &err);

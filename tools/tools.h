@@ -12,12 +12,13 @@
 #include "../engine/config.h"
 #include "../engine/dataset.h"
 #include "../engine/model.h"
+#include "../engine/session.h"
 #include "../engine/train.h"
-#include "../engine/status.h"
+#include "../include/lockstep.h"
 #include "../record/hash.h"
 #include "../record/runlog.h"
 
-#define LS_ENGINE_VERSION "lockstep 0.1.0"
+#define LS_ENGINE_VERSION "lockstep " LS_VERSION_STRING
 #define CLI_MAX_THREADS_LIST 32
 
 enum { EXIT_OK = 0, EXIT_DIFFER = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
@@ -54,25 +55,16 @@ enum {
 };
 
 ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, cli_args *a, ls_err *err);
-int64_t cli_default_steps(const char *task);
 int cli_exit_code(ls_status st);
 /* Print "lockstep CMD: message" on stderr (one line). */
 void cli_error(const char *cmd, const ls_err *err, ls_status st);
 
-/* The run driver: train one config for `steps` steps, hashing every step and
- * recording it when db is not NULL; or (run_resume) continue a recorded run.
- *
- * Checkpoints (when db is set and checkpoint_every > 0): after every step t
- * with t % checkpoint_every == 0 the driver commits the step rows up to t,
- * writes <checkpoint_dir>/run-<id>-step-<t>.ckpt (record/checkpoint.h),
- * registers it in the record, then deletes the files and registrations of
- * that run's older checkpoints except the newest RUN_KEEP_CHECKPOINTS. The
- * newest is what resume uses; the one before it is a fallback should the
- * newest file be damaged later (resume then refuses it, naming the file;
- * deleting its row from the checkpoints table makes resume start from the
- * older one and recompute more). Writing, registering, then deleting, in
- * that order, means a crash at any moment leaves the newest registered
- * checkpoint intact. */
+/* The subcommands' view of a run: run_train opens a session
+ * (include/lockstep.h) and trains it to its target; run_resume reopens a
+ * recorded run to resume it; run_restore reopens one at its last recorded
+ * step, proved to be the run's. They add the progress line, the interrupt
+ * flag and a run_result to print. The session keeps the newest
+ * RUN_KEEP_CHECKPOINTS checkpoints of a run (engine/session.c). */
 #define RUN_KEEP_CHECKPOINTS 2
 typedef struct {
     ls_config cfg;
@@ -80,15 +72,13 @@ typedef struct {
     int64_t steps;
     int64_t eval_every;
     int progress;
-    int eval_at_end;            /* evaluate (and record test_acc) after the last step */
+    int eval_at_end;            /* report the evaluation after the last step */
     const char *name;
-    runlog *db;                 /* NULL: nothing recorded */
-    const ls_dataset *data;     /* NULL: loaded by the trainer */
+    const char *db_path;        /* NULL: nothing recorded */
+    const ls_dataset *data;     /* NULL: loaded by the session */
     ls_step *rows;              /* if not NULL: [steps + 1] receives every step row */
     int64_t checkpoint_every;   /* 0: none (run_resume: 0 keeps the run's own) */
-    const char *checkpoint_dir; /* as given (--checkpoint-dir); NULL: run_resume keeps the run's own,
-                                   else "<db_path>.ckpt"; created when missing, recorded absolute */
-    const char *db_path;        /* the database file, for the default checkpoint directory */
+    const char *checkpoint_dir; /* NULL: "<db>.ckpt" (run_resume: the run's own) */
 } run_opts;
 
 typedef struct {
@@ -97,7 +87,7 @@ typedef struct {
     double last_loss;
     uint64_t traj_hash;
     uint64_t param_hash;
-    double train_seconds;       /* wall time inside trainer_step */
+    double train_seconds;       /* wall time inside the engine's steps */
     double hash_seconds;        /* wall time hashing parameters and trajectory */
     double record_seconds;      /* wall time writing the SQLite record (steps and end) */
     double samples_per_second;
@@ -105,7 +95,7 @@ typedef struct {
     ls_metric metrics[LS_MAX_METRICS];   /* every figure of the last evaluation */
     size_t n_metrics;
     char status[16];
-    int busy_workers;           /* workers that computed leaves in the last step */
+    int busy_workers;           /* workers that computed units or leaves in the last step */
     int64_t checkpoints;        /* checkpoints written */
     /* run_resume only: */
     int nothing_to_do;          /* the run was done already: nothing was changed */
@@ -119,47 +109,21 @@ typedef struct {
 ls_status run_train(const run_opts *o, run_result *r, ls_err *err);
 /* "test_acc 0.8794" or "hard_acc 1.0000, hard_acc_64 1.0000" into buf. */
 const char *run_format_metrics(const run_result *r, char *buf, size_t len);
+/* o->db_path, o->threads, o->steps, o->checkpoint_*, o->progress are used. */
+ls_status run_resume(const run_opts *o, const char *run, run_result *r, ls_err *err);
 
-/* Continues run `run_id` of o->db from its newest checkpoint (or from step 0
- * when it has none): recreates the trainer from the recorded config at
- * o->threads, loads and checks the checkpoint (file, state hash as
- * registered, parameter hash as recorded at its step), claims the run
- * (runlog_run_resume), recomputes every recorded step after the checkpoint
- * and compares loss bits, parameter hash and trajectory hash with the record
- * (LS_EMISMATCH naming the first step that differs), then trains and records
- * new steps up to o->steps (0: the run's target_steps) and ends the run.
- * o->cfg, o->name, o->eval_every and o->data are ignored. A run that is done
- * with nothing left to train sets r->nothing_to_do and changes nothing. */
-ls_status run_resume(const run_opts *o, int64_t run_id, run_result *r, ls_err *err);
-
-/* The trainer of a recorded run at its last recorded step, proved to be the
- * run's: rebuilds the trainer from the recorded config at `threads`, loads the
- * newest registered checkpoint at or before the last step row (checked as
- * run_resume checks it; none: starts from step 0, whose hashes are checked),
- * then recomputes every recorded step after it, comparing loss bits,
- * parameter hash and trajectory hash with the record (LS_EMISMATCH naming the
- * first step that differs). Records and changes nothing; reads runs in any
- * state, live ones included (what is committed). A progress line on stderr
- * while recomputing when `progress`. *out (caller destroys) is NULL on error;
- * info->bad_input tells a bad run/config/checkpoint from a mismatch. */
 typedef struct {
-    int64_t step;               /* the run's last recorded step: where the trainer is */
+    int64_t step;               /* the run's last recorded step: where the session is */
     int64_t from_checkpoint;    /* step of the checkpoint loaded, 0 when none */
     int64_t replayed;           /* recorded steps recomputed and found identical */
     uint64_t config_hash, param_hash, traj_hash;   /* at `step`, equal to the record's */
     char checkpoint_path[4096]; /* "" when none */
     int bad_input;
 } run_restored;
-ls_status run_restore(runlog *db, int64_t run_id, int threads, int progress, trainer **out, run_restored *info,
-                      ls_err *err);
-
-/* The absolute checkpoint directory: dir, or "<db_path>.ckpt" when dir is
- * NULL, created (with missing parents) when it does not exist. */
-ls_status run_checkpoint_dir(const char *dir, const char *db_path, char *out, size_t cap, ls_err *err);
-
-/* Test-only: LOCKSTEP_CRASH_AT=PHASE:N (PHASE step, commit or checkpoint)
- * makes the driver kill its own process at the N-th occurrence of PHASE;
- * see tools/run.c. Used by tests/test_crash.c, ignored when malformed. */
+/* *out (ls_session_close it) is NULL on error; info->bad_input tells a bad
+ * run/config/checkpoint from a mismatch with the record. */
+ls_status run_restore(const char *db_path, const char *run, int threads, int progress, ls_session **out,
+                      run_restored *info, ls_err *err);
 
 /* Set by the SIGINT/SIGTERM handler; the driver stops between steps. */
 extern volatile int run_interrupted;

@@ -27,7 +27,7 @@
 
 #include "../../engine/config.h"
 #include "../../engine/dataset.h"
-#include "../../engine/status.h"
+#include "../../include/lockstep.h"
 #include "../../record/checkpoint.h"
 #include "../../record/golden.h"
 #include "../../record/hash.h"

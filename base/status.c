@@ -1,8 +1,14 @@
-/* status.c — text for result codes and the ls_fail helper. */
-#include "status.h"
+/* status.c — the version, text for result codes and the ls_fail helper:
+ * the bottom of the library, which every layer may use. */
+#include "../include/lockstep.h"
 
 #include <stdarg.h>
 #include <stdio.h>
+
+const char *ls_version(void)
+{
+    return LS_VERSION_STRING;
+}
 
 const char *ls_strerror(ls_status st)
 {

@@ -15,7 +15,7 @@
 
 #include <stddef.h>
 
-#include "status.h"
+#include "../include/lockstep.h"
 
 #define POOL_MAX_THREADS 256
 

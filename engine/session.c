@@ -1,0 +1,735 @@
+/* session.c — one run as a library object (include/lockstep.h): the trainer,
+ * the hashes, the record, checkpoints, resume and restore; and the test-only
+ * crash hook (LOCKSTEP_CRASH_AT).
+ *
+ * A new run and a reopened one share one step: it either records the step
+ * (a new one) or recomputes it and compares it with the row already recorded
+ * (a reopened run re-doing the steps after its checkpoint). The record is
+ * never rewritten, only extended, and a reopened run that does not reproduce
+ * the record stops at the first step that differs.
+ *
+ * Checkpoints (with a database and checkpoint_every > 0): after every step t
+ * with t % checkpoint_every == 0 the session commits the step rows up to t,
+ * writes <checkpoint_dir>/run-<id>-step-<t>.ckpt (record/checkpoint.h),
+ * registers it, then deletes the files and registrations of that run's older
+ * checkpoints except the newest SESSION_KEEP_CHECKPOINTS. Writing,
+ * registering, then deleting, in that order, means a crash at any moment
+ * leaves the newest registered checkpoint intact.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../include/lockstep.h"
+#include "../record/checkpoint.h"
+#include "../record/hash.h"
+#include "../record/runlog.h"
+#include "../reduce/pool.h"
+#include "buildinfo.h"
+#include "config.h"
+#include "dense.h"
+#include "session.h"
+#include "train.h"
+
+#define SESSION_KEEP_CHECKPOINTS 2
+
+struct ls_session {
+    trainer *t;                 /* NULL when a reopened run has nothing to do */
+    runlog *db;                 /* NULL: nothing recorded */
+    int recording;              /* 0 for a restored run: the record is only read */
+    ls_session_opts opts;
+    char db_path[PATH_MAX];
+    ls_session_state st;
+    int64_t ckpt_every;         /* 0: no checkpoints */
+    char ckpt_dir[PATH_MAX];
+    ls_step *recorded;          /* rows 0..last_recorded, index = step (reopened runs) */
+    int64_t last_recorded;      /* -1: nothing recorded yet */
+};
+
+static double now_seconds(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* ---- test-only crash hook ------------------------------------------------------
+ * LOCKSTEP_CRASH_AT=PHASE:N makes the process kill itself with SIGKILL (no
+ * handler, no cleanup, as a power cut would to the process) at the N-th
+ * occurrence (N >= 1, counted in this process) of PHASE:
+ *   step        inside trainer_step, after the leaf reduction, before the
+ *               optimiser update (engine hook trainer_set_test_hook)
+ *   commit      inside a batch commit of step rows, after BEGIN IMMEDIATE and
+ *               the inserts, before COMMIT (runlog_set_commit_hook)
+ *   checkpoint  inside a checkpoint write, after half of the temporary file,
+ *               before the rest, fsync and rename (ckpt_set_test_hook)
+ * It exists for tests/test_crash.c and is not a user feature. The variable is
+ * read once; an unknown phase or a malformed N is ignored, so the variable
+ * can end a process but never change what a run computes or records. */
+
+enum { CRASH_NONE, CRASH_STEP, CRASH_COMMIT, CRASH_CHECKPOINT };
+static int crash_phase = -1;   /* -1: not read yet */
+static long long crash_at, crash_seen;
+
+static void crash_parse(void)
+{
+    if (crash_phase >= 0)
+        return;
+    crash_phase = CRASH_NONE;
+    const char *v = getenv("LOCKSTEP_CRASH_AT");
+    if (v == NULL)
+        return;
+    static const struct { const char *name; int phase; } phases[] = {
+        { "step", CRASH_STEP }, { "commit", CRASH_COMMIT }, { "checkpoint", CRASH_CHECKPOINT },
+    };
+    const char *colon = strchr(v, ':');
+    if (colon == NULL || colon[1] < '1' || colon[1] > '9')
+        return;
+    char *end;
+    errno = 0;
+    long long n = strtoll(colon + 1, &end, 10);
+    if (errno != 0 || *end != '\0' || n < 1)
+        return;
+    for (size_t i = 0; i < sizeof phases / sizeof phases[0]; i++) {
+        if (strlen(phases[i].name) == (size_t)(colon - v) && strncmp(v, phases[i].name, (size_t)(colon - v)) == 0) {
+            crash_phase = phases[i].phase;
+            crash_at = n;
+        }
+    }
+}
+
+static void crash_hit(void)
+{
+    if (++crash_seen == crash_at)
+        raise(SIGKILL);
+}
+
+static void crash_hook_ctx(void *ctx)
+{
+    (void)ctx;
+    crash_hit();
+}
+
+static void crash_arm(trainer *t, runlog *db)
+{
+    crash_parse();
+    if (crash_phase == CRASH_STEP && t != NULL)
+        trainer_set_test_hook(t, crash_hook_ctx, NULL);
+    if (crash_phase == CRASH_COMMIT && db != NULL)
+        runlog_set_commit_hook(db, crash_hook_ctx, NULL);
+    if (crash_phase == CRASH_CHECKPOINT)
+        ckpt_set_test_hook(crash_hit);
+}
+
+/* ---- environment ------------------------------------------------------------------ */
+
+static void read_cpu_model(char *buf, size_t len)
+{
+    snprintf(buf, len, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (f == NULL)
+        return;
+    char line[512];
+    while (fgets(line, sizeof line, f) != NULL) {
+        if (strncmp(line, "model name", 10) == 0) {
+            char *colon = strchr(line, ':');
+            if (colon != NULL) {
+                colon++;
+                while (*colon == ' ' || *colon == '\t')
+                    colon++;
+                colon[strcspn(colon, "\n")] = '\0';
+                snprintf(buf, len, "%s", colon);
+            }
+            break;
+        }
+    }
+    fclose(f);
+}
+
+/* ---- checkpoint directory ------------------------------------------------------------- */
+
+/* mkdir -p: every missing component of path is created. */
+static int mkdir_parents(const char *path)
+{
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+    if (n == 0 || n >= sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    memcpy(buf, path, n + 1);
+    for (size_t i = 1; i <= n; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        char keep = buf[i];
+        buf[i] = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        buf[i] = keep;
+    }
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return -1;
+    if (!S_ISDIR(sb.st_mode)) {
+        errno = ENOTDIR;
+        return -1;
+    }
+    return 0;
+}
+
+/* The absolute checkpoint directory: dir, or "<db_path>.ckpt", created. */
+static ls_status checkpoint_dir(const char *dir, const char *db_path, char *out, size_t cap, ls_err *err)
+{
+    char want[PATH_MAX];
+    int w;
+    if (dir != NULL)
+        w = snprintf(want, sizeof want, "%s", dir);
+    else if (db_path != NULL)
+        w = snprintf(want, sizeof want, "%s.ckpt", db_path);
+    else
+        return ls_fail(err, LS_EINVAL, "checkpoints: no directory and no database path to derive it from");
+    if (w < 0 || (size_t)w >= sizeof want || want[0] == '\0')
+        return ls_fail(err, LS_EINVAL, "--checkpoint-dir: '%.60s' is not a usable directory name", want);
+    if (mkdir_parents(want) != 0)
+        return ls_fail(err, LS_EIO, "%s: cannot create the checkpoint directory: %s", want, strerror(errno));
+    char abs[PATH_MAX];
+    if (realpath(want, abs) == NULL)
+        return ls_fail(err, LS_EIO, "%s: %s", want, strerror(errno));
+    if (strlen(abs) + 1 > cap)
+        return ls_fail(err, LS_EINVAL, "%s: the path is too long", abs);
+    memcpy(out, abs, strlen(abs) + 1);
+    return LS_OK;
+}
+
+/* ---- checkpoints -------------------------------------------------------------------- */
+
+/* Deletes the run's checkpoints older than the newest SESSION_KEEP_CHECKPOINTS:
+ * file first, then registration, so a crash in between leaves a row whose
+ * file is gone — harmless, as it is never the newest, and retried next time. */
+static ls_status prune_checkpoints(ls_session *s, ls_err *err)
+{
+    runlog_ckpt *ck;
+    size_t n;
+    ls_status st = runlog_checkpoints(s->db, s->st.run_id, &ck, &n, err);
+    if (st != LS_OK)
+        return st;
+    const size_t keep = SESSION_KEEP_CHECKPOINTS;
+    for (size_t i = 0; n > keep && i < n - keep && st == LS_OK; i++) {
+        /* Never delete a file a kept registration names, nor the rows of a
+         * kept step (registrations are deleted by step). */
+        int shared_path = 0, shared_step = 0;
+        for (size_t j = n - keep; j < n; j++) {
+            shared_path |= strcmp(ck[i].path, ck[j].path) == 0;
+            shared_step |= ck[i].step == ck[j].step;
+        }
+        if (!shared_path && unlink(ck[i].path) != 0 && errno != ENOENT)
+            st = ls_fail(err, LS_EIO, "%s: cannot delete an old checkpoint: %s", ck[i].path, strerror(errno));
+        if (st == LS_OK && !shared_step)
+            st = runlog_checkpoint_delete(s->db, s->st.run_id, ck[i].step, err);
+    }
+    runlog_checkpoints_free(ck, n);
+    return st;
+}
+
+ls_status ls_session_checkpoint(ls_session *s, ls_err *err)
+{
+    if (s == NULL || s->t == NULL || s->db == NULL || !s->recording)
+        return ls_fail(err, LS_EINVAL, "checkpoint: the session records nothing");
+    if (s->ckpt_dir[0] == '\0') {
+        ls_status st = checkpoint_dir(s->opts.checkpoint_dir, s->db_path, s->ckpt_dir, sizeof s->ckpt_dir, err);
+        if (st != LS_OK)
+            return st;
+    }
+    /* Steps 0..step are committed before the checkpoint is registered, so a
+     * registered checkpoint always has its rows behind it (reopen relies on it). */
+    ls_status st = runlog_flush(s->db, err);
+    if (st != LS_OK)
+        return st;
+    const int64_t step = s->st.step;
+    char path[PATH_MAX + 64];
+    int w = snprintf(path, sizeof path, "%s/run-%lld-step-%lld.ckpt", s->ckpt_dir, (long long)s->st.run_id,
+                     (long long)step);
+    if (w < 0 || (size_t)w >= sizeof path)
+        return ls_fail(err, LS_EINVAL, "%s: checkpoint path too long", s->ckpt_dir);
+    size_t ob;
+    void *os = trainer_optim_state(s->t, &ob);
+    uint64_t sh;
+    if ((st = ckpt_save(path, s->st.config_hash, step, trainer_params(s->t), trainer_n_params(s->t), os, ob, &sh,
+                        err)) != LS_OK)
+        return st;
+    if ((st = runlog_checkpoint(s->db, s->st.run_id, step, path, sh, err)) != LS_OK)
+        return st;
+    s->st.checkpoints++;
+    return prune_checkpoints(s, err);
+}
+
+/* ---- the step ---------------------------------------------------------------------------- */
+
+static int same_step(const ls_step *a, const ls_step *b)
+{
+    return a->has_loss == b->has_loss && (!a->has_loss || a->loss_bits == b->loss_bits) &&
+           a->param_hash == b->param_hash && a->traj_hash == b->traj_hash;
+}
+
+ls_status ls_session_step(ls_session *s, double *loss_out, ls_err *err)
+{
+    if (s->t == NULL)
+        return ls_fail(err, LS_EINVAL, "run %lld is done: nothing to step", (long long)s->st.run_id);
+    const int64_t step = s->st.step + 1;
+    double loss, a = now_seconds();
+    ls_status st = trainer_step(s->t, &loss, err);
+    double b = now_seconds();
+    s->st.train_seconds += b - a;
+    s->st.busy_workers = 0;
+    for (int w = 0; w < trainer_threads(s->t); w++)
+        s->st.busy_workers += trainer_worker_leaves(s->t)[w] > 0;
+    if (st != LS_OK)
+        return st;
+    const uint64_t ph = hash_params(trainer_params(s->t), trainer_n_params(s->t));
+    const uint64_t traj = hash_traj_next(s->st.traj_hash, ph, loss);
+    double d = now_seconds();
+    s->st.hash_seconds += d - b;
+    ls_step row = { step, 1, hash_loss_bits(loss), ph, traj, b - a };
+    const int replay = step <= s->last_recorded;
+    if (replay) {
+        const ls_step *want = &s->recorded[step];
+        if (!same_step(&row, want))
+            return ls_fail(err, LS_EMISMATCH,
+                           "step %lld: recomputed loss %.17g (%016llx), param hash %016llx, trajectory %016llx; "
+                           "the record has loss %.17g (%016llx), param hash %016llx, trajectory %016llx",
+                           (long long)step, loss, (unsigned long long)row.loss_bits, (unsigned long long)ph,
+                           (unsigned long long)traj, hash_bits_to_double(want->loss_bits),
+                           (unsigned long long)want->loss_bits, (unsigned long long)want->param_hash,
+                           (unsigned long long)want->traj_hash);
+        s->st.replayed++;
+    } else if (s->db != NULL && s->recording && (st = runlog_step(s->db, s->st.run_id, &row, err)) != LS_OK) {
+        return st;
+    }
+    s->st.step = step;
+    s->st.loss = loss;
+    s->st.param_hash = ph;
+    s->st.traj_hash = traj;
+    if (loss_out != NULL)
+        *loss_out = loss;
+    if (s->db != NULL && s->recording && s->ckpt_every > 0 && step % s->ckpt_every == 0)
+        if ((st = ls_session_checkpoint(s, err)) != LS_OK)
+            return st;
+    s->st.record_seconds += now_seconds() - d;
+    if (s->opts.progress != NULL)
+        s->opts.progress(s->opts.progress_ctx, &s->st, replay);
+    return LS_OK;
+}
+
+ls_status ls_session_evaluate(ls_session *s, ls_metric *out, size_t *n_out, ls_err *err)
+{
+    *n_out = 0;
+    if (s->t == NULL)
+        return ls_fail(err, LS_EINVAL, "run %lld is done: nothing to evaluate", (long long)s->st.run_id);
+    ls_status st = trainer_metrics(s->t, out, n_out, err);
+    if (st != LS_OK)
+        return st;
+    for (size_t i = 0; i < *n_out && s->db != NULL && s->recording; i++)
+        if ((st = runlog_eval(s->db, s->st.run_id, s->st.step, out[i].name, out[i].value, err)) != LS_OK)
+            return st;
+    return LS_OK;
+}
+
+ls_status ls_session_train(ls_session *s, int64_t until, int64_t eval_every, const volatile int *stop,
+                           ls_metric *out, size_t *n_out, ls_err *err)
+{
+    ls_metric scratch[LS_MAX_METRICS];
+    size_t n_scratch = 0;
+    if (out == NULL)
+        out = scratch;
+    if (n_out == NULL)
+        n_out = &n_scratch;
+    *n_out = 0;
+    const int64_t target = until > 0 ? until : s->st.target;
+    ls_status st = LS_OK;
+    while (s->st.step < target) {
+        if (stop != NULL && *stop)
+            return ls_fail(err, LS_EINTR, "interrupted after step %lld", (long long)s->st.step);
+        if ((st = ls_session_step(s, NULL, err)) != LS_OK)
+            return st;
+        if (eval_every > 0 && s->st.step % eval_every == 0 && s->st.step != target)
+            if ((st = ls_session_evaluate(s, out, n_out, err)) != LS_OK)
+                return st;
+    }
+    return s->t != NULL ? ls_session_evaluate(s, out, n_out, err) : LS_OK;
+}
+
+/* ---- opening ------------------------------------------------------------------------------- */
+
+static ls_status session_new(ls_session **out, const ls_session_opts *opts, ls_err *err)
+{
+    ls_session *s = calloc(1, sizeof *s);
+    if (s == NULL)
+        return ls_fail(err, LS_ENOMEM, "session: out of memory");
+    static const ls_session_opts none;
+    s->opts = opts != NULL ? *opts : none;
+    s->st.run_id = -1;
+    s->last_recorded = -1;
+    s->st.threads = s->opts.threads > 0 ? s->opts.threads : pool_online_cpus();
+    if (s->st.threads > POOL_MAX_THREADS) {
+        int asked = s->opts.threads;
+        free(s);
+        return ls_fail(err, LS_EINVAL, "--threads: %d is out of range (1..%d)", asked, POOL_MAX_THREADS);
+    }
+    if (s->opts.db != NULL) {
+        if (strlen(s->opts.db) >= sizeof s->db_path) {
+            free(s);
+            return ls_fail(err, LS_EINVAL, "--db: the path is too long");
+        }
+        snprintf(s->db_path, sizeof s->db_path, "%s", s->opts.db);
+    }
+    s->opts.db = NULL;              /* the copies above outlive the caller's strings */
+    s->opts.name = NULL;
+    s->opts.checkpoint_dir = NULL;
+    if (opts != NULL && opts->checkpoint_dir != NULL && s->db_path[0] != '\0') {
+        ls_status st = checkpoint_dir(opts->checkpoint_dir, NULL, s->ckpt_dir, sizeof s->ckpt_dir, err);
+        if (st != LS_OK) {
+            free(s);
+            return st;
+        }
+    }
+    *out = s;
+    return LS_OK;
+}
+
+static void session_free(ls_session *s)
+{
+    trainer_destroy(s->t);
+    runlog_close(s->db);
+    free(s->recorded);
+    free(s);
+}
+
+ls_status ls_session_open(ls_session **out, const ls_config *cfg_in, const ls_session_opts *opts, ls_err *err)
+{
+    *out = NULL;
+    ls_session *s;
+    ls_status st = session_new(&s, opts, err);
+    if (st != LS_OK)
+        return st;
+    ls_config cfg = *cfg_in;
+    s->st.target = s->opts.steps > 0 ? s->opts.steps : config_default_steps(&cfg);
+    s->ckpt_every = s->db_path[0] ? s->opts.checkpoint_every : 0;
+    if (s->ckpt_every > 0 && s->ckpt_dir[0] == '\0' &&
+        (st = checkpoint_dir(NULL, s->db_path, s->ckpt_dir, sizeof s->ckpt_dir, err)) != LS_OK)
+        goto fail;
+    if (s->db_path[0] && (st = runlog_open(&s->db, s->db_path, err)) != LS_OK)
+        goto fail;
+    s->recording = s->db != NULL;
+    if ((st = trainer_create(&s->t, &cfg, s->st.threads, s->opts.data, err)) != LS_OK)
+        goto fail;
+    char text[CONFIG_TEXT_MAX];
+    config_text(&cfg, text, sizeof text);
+    s->st.config_hash = config_hash(&cfg);
+    s->st.param_hash = hash_params(trainer_params(s->t), trainer_n_params(s->t));
+    s->st.traj_hash = hash_traj0(text, s->st.param_hash);
+    if (s->db != NULL) {
+        char host[128] = "unknown", cpu[128], cflags[256];
+        gethostname(host, sizeof host - 1);
+        read_cpu_model(cpu, sizeof cpu);
+        snprintf(cflags, sizeof cflags, "%s; simd %s", LS_BUILD_CFLAGS, dense_simd_name());
+        runlog_run_info info = {
+            .name = opts->name, .model = cfg.model, .task = cfg.task, .config_text = text,
+            .config_hash = s->st.config_hash, .engine_version = "lockstep " LS_VERSION_STRING,
+            .compiler = LS_BUILD_CC, .cflags = cflags, .host = host, .cpu = cpu,
+            .git_commit = LS_BUILD_GIT[0] ? LS_BUILD_GIT : NULL, .threads = s->st.threads,
+            .reduce = cfg.reduce, .target_steps = s->st.target, .checkpoint_every = s->ckpt_every,
+            .checkpoint_dir = s->ckpt_every > 0 ? s->ckpt_dir : NULL,
+        };
+        if ((st = runlog_run_begin(s->db, &info, &s->st.run_id, err)) != LS_OK)
+            goto fail;
+        ls_step row = { 0, 0, 0, s->st.param_hash, s->st.traj_hash, 0.0 };
+        if ((st = runlog_step(s->db, s->st.run_id, &row, err)) != LS_OK) {
+            ls_session_close(s, st, NULL);
+            return st;
+        }
+    }
+    crash_arm(s->t, s->db);
+    *out = s;
+    return LS_OK;
+fail:
+    session_free(s);
+    return st;
+}
+
+/* Everything that can be checked before the run is claimed: the config, the
+ * trainer, the step rows and the newest checkpoint at or before the last
+ * step row (a newer registration can only be one a live writer made after
+ * the rows were read). Leaves the trainer at the checkpoint's step. Errors
+ * other than LS_EMISMATCH (the record and the recomputation disagree) are
+ * bad input. */
+static ls_status reopen_prepare(ls_session *s, const runlog_run *run, ls_err *err)
+{
+    ls_status st;
+    ls_config cfg;
+    char what[160];
+    snprintf(what, sizeof what, "run %lld '%s'", (long long)run->id, run->name);
+    if ((st = config_parse_text(&cfg, run->config_text, what, err)) != LS_OK)
+        return st;
+    char text[CONFIG_TEXT_MAX];
+    config_text(&cfg, text, sizeof text);
+    if (strcmp(text, run->config_text) != 0 || config_hash(&cfg) != run->config_hash)
+        return ls_fail(err, LS_EFORMAT, "%s: the recorded config does not read back to the same canonical text "
+                       "and hash (recorded by another lockstep version?)", what);
+    if ((st = trainer_create(&s->t, &cfg, s->st.threads, s->opts.data, err)) != LS_OK)
+        return st;
+    s->st.config_hash = config_hash(&cfg);
+    const size_t n = trainer_n_params(s->t);
+
+    size_t n_rec;
+    if ((st = runlog_read_steps(s->db, run->id, &s->recorded, &n_rec, err)) != LS_OK)
+        return st;
+    for (size_t i = 0; i < n_rec; i++)
+        if (s->recorded[i].step != (int64_t)i)
+            return ls_fail(err, LS_EFORMAT, "%s: the step rows have a gap before step %lld", what,
+                           (long long)s->recorded[i].step);
+    s->last_recorded = (int64_t)n_rec - 1;
+
+    /* θ_0 is recomputed whatever happens next: the record's step 0 must match. */
+    s->st.param_hash = hash_params(trainer_params(s->t), n);
+    s->st.traj_hash = hash_traj0(text, s->st.param_hash);
+    if (n_rec > 0 && (s->recorded[0].param_hash != s->st.param_hash || s->recorded[0].traj_hash != s->st.traj_hash))
+        return ls_fail(err, LS_EMISMATCH, "step 0: recomputed param hash %016llx, trajectory %016llx; the record "
+                       "has param hash %016llx, trajectory %016llx", (unsigned long long)s->st.param_hash,
+                       (unsigned long long)s->st.traj_hash, (unsigned long long)s->recorded[0].param_hash,
+                       (unsigned long long)s->recorded[0].traj_hash);
+
+    runlog_ckpt *ck;
+    size_t n_ck;
+    if ((st = runlog_checkpoints(s->db, run->id, &ck, &n_ck, err)) != LS_OK)
+        return st;
+    size_t use = n_ck;
+    while (use > 0 && ck[use - 1].step > s->last_recorded)
+        use--;
+    if (use > 0) {
+        const runlog_ckpt *k = &ck[use - 1];
+        snprintf(s->st.checkpoint_path, sizeof s->st.checkpoint_path, "%s", k->path);
+        size_t ob;
+        void *os = trainer_optim_state(s->t, &ob);
+        int64_t step = -1;
+        uint64_t sh = 0;
+        st = ckpt_load_hash(k->path, s->st.config_hash, n, ob, &step, trainer_params_mut(s->t), os, &sh, err);
+        if (st == LS_OK && step != k->step)
+            st = ls_fail(err, LS_EFORMAT, "%s: holds step %lld but is registered as step %lld", k->path,
+                         (long long)step, (long long)k->step);
+        if (st == LS_OK && sh != k->state_hash)
+            st = ls_fail(err, LS_EFORMAT, "%s: state hash %016llx differs from the %016llx registered for it",
+                         k->path, (unsigned long long)sh, (unsigned long long)k->state_hash);
+        runlog_checkpoints_free(ck, n_ck);
+        if (st != LS_OK)
+            return st;
+        trainer_set_steps_done(s->t, step);
+        s->st.param_hash = hash_params(trainer_params(s->t), n);
+        const ls_step *want = &s->recorded[step];
+        if (s->st.param_hash != want->param_hash)
+            return ls_fail(err, LS_EMISMATCH, "step %lld: the parameters in %s hash to %016llx, the record has "
+                           "%016llx", (long long)step, s->st.checkpoint_path, (unsigned long long)s->st.param_hash,
+                           (unsigned long long)want->param_hash);
+        s->st.traj_hash = want->traj_hash;
+        s->st.resumed_from = step;
+        s->st.step = step;
+        s->st.loss = want->has_loss ? hash_bits_to_double(want->loss_bits) : 0;
+    } else {
+        runlog_checkpoints_free(ck, n_ck);
+    }
+    return LS_OK;
+}
+
+static ls_status reopen_resume(ls_session *s, const runlog_run *run, ls_err *err)
+{
+    ls_status st;
+    if (strcmp(run->status, "running") == 0)
+        return ls_fail(err, LS_EEXIST, "run %lld '%s' is running (process %lld); it can be resumed once it stops",
+                       (long long)run->id, run->name, (long long)run->pid);
+    if (strcmp(run->status, "diverged") == 0)
+        return ls_fail(err, LS_EINVAL, "run %lld '%s' diverged after step %lld: resuming would diverge again",
+                       (long long)run->id, run->name, (long long)run->n_steps);
+    s->st.target = s->opts.steps > 0 ? s->opts.steps : run->target_steps > 0 ? run->target_steps : run->n_steps;
+    if (s->st.target < run->n_steps)
+        return ls_fail(err, LS_EINVAL, "--steps: %lld is below the %lld steps run %lld has recorded",
+                       (long long)s->st.target, (long long)run->n_steps, (long long)run->id);
+    if (strcmp(run->status, "done") == 0 && s->st.target <= run->n_steps) {
+        s->st.done_already = 1;
+        s->st.step = run->n_steps;
+        s->st.traj_hash = run->last_traj_hash;
+        s->recording = 0;
+        return LS_OK;
+    }
+    if (s->st.target < 1)
+        return ls_fail(err, LS_EINVAL, "run %lld '%s' has no recorded step count: give --steps", (long long)run->id,
+                       run->name);
+    s->ckpt_every = s->opts.checkpoint_every > 0 ? s->opts.checkpoint_every : run->checkpoint_every;
+    if (s->ckpt_every > 0 && s->ckpt_dir[0] == '\0' &&
+        (st = checkpoint_dir(run->checkpoint_dir, s->db_path, s->ckpt_dir, sizeof s->ckpt_dir, err)) != LS_OK)
+        return st;
+    if ((st = reopen_prepare(s, run, err)) != LS_OK)
+        return st;
+    if ((st = runlog_run_resume(s->db, run->id, s->st.target, s->ckpt_every, s->ckpt_every > 0 ? s->ckpt_dir : NULL,
+                                err)) != LS_OK)
+        return st;
+    s->recording = 1;
+    crash_arm(s->t, s->db);
+    if (s->last_recorded < 0) {
+        /* Killed before its first commit: step 0 is recorded now. */
+        ls_step row0 = { 0, 0, 0, s->st.param_hash, s->st.traj_hash, 0.0 };
+        if ((st = runlog_step(s->db, run->id, &row0, err)) != LS_OK)
+            return st;
+    }
+    return LS_OK;
+}
+
+static ls_status reopen_restore(ls_session *s, const runlog_run *run, ls_err *err)
+{
+    ls_status st = reopen_prepare(s, run, err);
+    if (st != LS_OK)
+        return st;
+    if (s->last_recorded < 0)
+        return ls_fail(err, LS_EINVAL, "run %lld '%s' has no recorded steps", (long long)run->id, run->name);
+    /* Every step after the checkpoint is one the record has: each is
+     * recomputed, compared, and nothing is recorded. */
+    s->st.target = s->last_recorded;
+    while (s->st.step < s->last_recorded)
+        if ((st = ls_session_step(s, NULL, err)) != LS_OK)
+            return st;
+    return LS_OK;
+}
+
+ls_status ls_session_reopen(ls_session **out, const char *db, const char *run_name, int how,
+                            const ls_session_opts *opts, ls_err *err)
+{
+    *out = NULL;
+    if (db == NULL || access(db, F_OK) != 0)
+        return ls_fail(err, LS_ENOTFOUND, "%s: no such database", db != NULL ? db : "(null)");
+    if (how != LS_REOPEN_RESUME && how != LS_REOPEN_RESTORE)
+        return ls_fail(err, LS_EINVAL, "ls_session_reopen: unknown mode %d", how);
+    ls_session_opts o = opts != NULL ? *opts : (ls_session_opts){ 0 };
+    o.db = db;
+    ls_session *s;
+    ls_status st = session_new(&s, &o, err);
+    if (st != LS_OK)
+        return st;
+    if ((st = runlog_open(&s->db, s->db_path, err)) != LS_OK) {
+        session_free(s);
+        return st;
+    }
+    runlog_run run;
+    memset(&run, 0, sizeof run);
+    if ((st = runlog_find(s->db, run_name, &s->st.run_id, err)) == LS_OK &&
+        (st = runlog_get_run(s->db, s->st.run_id, &run, err)) == LS_OK)
+        st = how == LS_REOPEN_RESUME ? reopen_resume(s, &run, err) : reopen_restore(s, &run, err);
+    const int claimed = s->recording;
+    runlog_run_free(&run);
+    if (st != LS_OK) {
+        /* A claimed run that then fails ends as failed, not as running. */
+        if (claimed)
+            ls_session_close(s, st, NULL);
+        else
+            session_free(s);
+        return st;
+    }
+    *out = s;
+    return LS_OK;
+}
+
+/* ---- closing and reading ------------------------------------------------------------------ */
+
+ls_status ls_session_close(ls_session *s, ls_status how, ls_err *err)
+{
+    if (s == NULL)
+        return LS_OK;
+    ls_status st = LS_OK;
+    if (s->db != NULL && s->recording && s->st.run_id >= 0) {
+        const char *status = how == LS_OK ? "done" : how == LS_EDIVERGED ? "diverged"
+                                                   : how == LS_EINTR ? "interrupted" : "failed";
+        double t = now_seconds();
+        st = runlog_run_end(s->db, s->st.run_id, status, err);
+        s->st.record_seconds += now_seconds() - t;
+    }
+    session_free(s);
+    return st;
+}
+
+void ls_session_state_get(const ls_session *s, ls_session_state *out)
+{
+    *out = s->st;
+}
+
+const ls_config *ls_session_config(const ls_session *s)
+{
+    return s->t != NULL ? trainer_config(s->t) : NULL;
+}
+
+const float *ls_session_params(const ls_session *s, size_t *n)
+{
+    if (s->t == NULL) {
+        *n = 0;
+        return NULL;
+    }
+    *n = trainer_n_params(s->t);
+    return trainer_params(s->t);
+}
+
+trainer *session_trainer(ls_session *s)
+{
+    return s->t;
+}
+
+/* ---- verify ------------------------------------------------------------------------------ */
+
+ls_status ls_verify(const char *db, const char *run_a, const char *run_b, ls_verdict *out, ls_err *err)
+{
+    memset(out, 0, sizeof *out);
+    out->first_diff = -1;
+    if (db == NULL || access(db, F_OK) != 0)
+        return ls_fail(err, LS_ENOTFOUND, "%s: no such database", db != NULL ? db : "(null)");
+    runlog *r;
+    ls_status st = runlog_open(&r, db, err);
+    if (st != LS_OK)
+        return st;
+    int64_t ids[2];
+    runlog_run runs[2];
+    memset(runs, 0, sizeof runs);
+    ls_step *rows[2] = { NULL, NULL };
+    size_t n[2] = { 0, 0 };
+    const char *names[2] = { run_a, run_b };
+    for (int i = 0; i < 2 && st == LS_OK; i++) {
+        if ((st = runlog_find(r, names[i], &ids[i], err)) == LS_OK &&
+            (st = runlog_get_run(r, ids[i], &runs[i], err)) == LS_OK)
+            st = runlog_read_steps(r, ids[i], &rows[i], &n[i], err);
+    }
+    if (st == LS_OK) {
+        out->steps_a = (int64_t)n[0];
+        out->steps_b = (int64_t)n[1];
+        out->same_config = runs[0].config_hash == runs[1].config_hash;
+        size_t common = n[0] < n[1] ? n[0] : n[1];
+        out->steps = (int64_t)common;
+        out->equal = 1;
+        for (size_t i = 0; i < common; i++) {
+            const ls_step *x = &rows[0][i], *y = &rows[1][i];
+            int same = x->param_hash == y->param_hash && (i == 0 || x->loss_bits == y->loss_bits);
+            if (!same) {
+                out->equal = 0;
+                out->first_diff = (int64_t)i;
+                break;
+            }
+        }
+        if (common == 0)
+            out->equal = 0;   /* nothing compared proves nothing */
+    }
+    for (int i = 0; i < 2; i++) {
+        free(rows[i]);
+        runlog_run_free(&runs[i]);
+    }
+    runlog_close(r);
+    return st;
+}

@@ -1,0 +1,411 @@
+/* lockstep.h — the public API of lockstep: training whose bits do not depend
+ * on the thread count, recorded step by step in SQLite.
+ *
+ * One header, two libraries (liblockstep.a, liblockstep.so.0). It gives:
+ *   - status codes (fixed numbers) and one-line error texts the caller owns;
+ *   - the config: typed keys declared by the engine, the model and the task,
+ *     and its canonical text (one key=value a line, keys sorted);
+ *   - the session: one run — config, data, model, worker pool, reducer,
+ *     optimiser and (optionally) its record — opened new, or reopened from
+ *     the record to resume it or to restore it to its last recorded step;
+ *   - the model and task descriptors the built-in models and tasks use, and
+ *     ls_register_model / ls_register_task to add one's own.
+ *
+ * The contract. For a config C the parameters after step t are a function of
+ * C alone: not of the thread count, the schedule, a resume, the compiler, the
+ * optimisation level or the SIMD path taken. A model added with
+ * ls_register_model keeps the contract as the built-in ones do, provided its
+ * functions are pure (each result a function of the parameters, the batch
+ * and addressed random numbers) and every sum inside them has an order fixed
+ * in its code. The engine sums the leaves with one fixed binary tree:
+ *     sum(l, n) = leaf(l)                       if n == 1
+ *               = sum(l, k) + sum(l + k, n - k) otherwise, k = largest power of two < n.
+ *
+ * Frozen (a change needs a new version number of that format and readers of
+ * the old one):
+ *   - the hash definitions (LS_HASH_FORMAT): param_hash_t = XXH3_64bits of
+ *     θ_t's binary32 values, little-endian, NaNs canonicalised; traj_0 =
+ *     XXH3_64bits(canonical config text ‖ param_hash_0 as 8 bytes LE); traj_t =
+ *     XXH3_64bits(traj_{t−1} ‖ param_hash_t ‖ binary64 bits of the loss of step
+ *     t), each 8 bytes LE;
+ *   - the canonical config text (LS_CONFIG_FORMAT, the key format=1);
+ *   - the record's schema version (LS_RECORD_SCHEMA, SQLite user_version);
+ *   - the golden file format (LS_GOLDEN_FORMAT, "# lockstep golden v1");
+ *   - the numbers of ls_status.
+ * May still change before 1.0: every other declaration here (functions may
+ * be added; struct layouts change only with LS_VERSION_MAJOR/MINOR).
+ *
+ * Threads: a session is driven by one thread at a time; several sessions may
+ * live in one process. Register models and tasks before opening sessions.
+ * The library never prints and never exits.
+ */
+#ifndef LOCKSTEP_H
+#define LOCKSTEP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LS_VERSION_MAJOR 0
+#define LS_VERSION_MINOR 2
+#define LS_VERSION_PATCH 0
+#define LS_VERSION_STRING "0.2.0"
+
+#define LS_HASH_FORMAT 1
+#define LS_CONFIG_FORMAT 1
+#define LS_RECORD_SCHEMA 1
+#define LS_GOLDEN_FORMAT 1
+
+/* "0.2.0": the version of the library actually linked. */
+const char *ls_version(void);
+
+/* ---- status ------------------------------------------------------------- */
+
+/* Never renumbered, only appended to. */
+typedef enum {
+    LS_OK = 0,
+    LS_ENOMEM = 1,     /* an allocation failed */
+    LS_EINVAL = 2,     /* a bad argument or configuration value */
+    LS_EIO = 3,        /* reading or writing a file failed */
+    LS_EFORMAT = 4,    /* a file's contents are malformed */
+    LS_EDB = 5,        /* the SQLite record failed */
+    LS_ENOTFOUND = 6,  /* a run, file or key does not exist */
+    LS_EDIVERGED = 7,  /* the loss became NaN or infinite */
+    LS_EFPENV = 8,     /* the floating-point environment breaks the contract */
+    LS_EMISMATCH = 9,  /* recomputed bits differ from recorded bits */
+    LS_EINTR = 10,     /* interrupted by a signal */
+    LS_EEXIST = 11     /* a name or file already exists */
+} ls_status;
+
+/* One line of detail for the user, naming the file, field or value at fault;
+ * msg[0] == 0 when nothing was said. The caller owns it. */
+typedef struct {
+    char msg[512];
+} ls_err;
+
+/* Short fixed text for a status ("out of memory", ...). Never NULL. */
+const char *ls_strerror(ls_status st);
+
+/* Fill err (if not NULL) with a printf-formatted line and return st, so a
+ * failure reads: return ls_fail(err, LS_EINVAL, "--batch: %s is not ...", v); */
+ls_status ls_fail(ls_err *err, ls_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+
+/* ---- config keys -------------------------------------------------------- */
+
+typedef enum {
+    LS_KEY_TEXT = 0,    /* a word; `choices` lists the allowed ones (NULL: any non-empty text) */
+    LS_KEY_INT = 1,     /* an integer in [lo, hi], written in decimal (read as size_t) */
+    LS_KEY_U64 = 2,     /* any unsigned 64-bit integer, decimal */
+    LS_KEY_FLOAT = 3,   /* a binary32 in [lo, hi], written in C's %a form */
+    LS_KEY_SWITCH = 4,  /* 0 or 1; on the command line "--key" alone means 1 */
+    LS_KEY_LIST = 5     /* up to LS_LIST_MAX integers in [lo, hi]: "256,256" or "128x17,64" */
+} ls_key_type;
+
+#define LS_LIST_MAX 64
+#define LS_TEXT_MAX 64
+
+/* A config key declared by a model, a task or the engine. The flag is
+ * "--name" with '-' for '_'. A key is in a run's config (and its canonical
+ * text) when its model or task is the run's, and, with only_if set, while
+ * its condition holds. */
+typedef struct {
+    const char *name;      /* [a-z0-9_], at most 31 characters */
+    ls_key_type type;
+    const char *def;       /* the default, as text (parsed like a user's value) */
+    double lo, hi;         /* range of INT, FLOAT and each LIST entry, inclusive */
+    const char *choices;   /* TEXT: space-separated allowed values, or NULL */
+    const char *only_if;   /* NULL; a switch key that must be 1 ("async"); or key=value,
+                              a text key that must have that value ("optimizer=sgd") */
+    const char *help;      /* one line for --help */
+    int list_runs;         /* LIST: write runs of equal entries as WxN ("8000x6") */
+} ls_key;
+
+/* ---- the config ---------------------------------------------------------- */
+
+/* Every setting that can change some θ_t: the task and model, the engine's
+ * keys (seed, batch, optimizer, lr, momentum, beta1, beta2, eps,
+ * weight_decay, clip, reduce, data_hash, format) and the keys of the model
+ * and the task. Settings that cannot (threads, database, name, step count)
+ * are not in it. */
+typedef struct ls_config ls_config;
+
+/* A config with the defaults of task and model (NULL: the task's default
+ * model): engine defaults, then the model's, then the task's settings for
+ * that model. Unknown names and pairs that do not go together: LS_EINVAL. */
+ls_status ls_config_create(ls_config **out, const char *task, const char *model, ls_err *err);
+/* Parse a canonical text (key=value lines; keys absent take their defaults). */
+ls_status ls_config_parse(ls_config **out, const char *text, ls_err *err);
+void ls_config_destroy(ls_config *cfg);   /* accepts NULL */
+
+/* Set one key from text; "task" and "model" may not be set this way. Unknown
+ * keys and bad values: LS_EINVAL naming the key and the value. */
+ls_status ls_config_set(ls_config *cfg, const char *key, const char *value, ls_err *err);
+/* Cross-field checks; LS_EINVAL naming the field. */
+ls_status ls_config_check(const ls_config *cfg, ls_err *err);
+
+/* The canonical text into buf (always terminated when len > 0); returns its
+ * full length. */
+size_t ls_config_text(const ls_config *cfg, char *buf, size_t len);
+uint64_t ls_config_hash(const ls_config *cfg);   /* XXH3_64bits of the canonical text */
+
+/* Typed values of keys that apply (others: 0, "" or an empty list). INT and
+ * SWITCH keys read with ls_config_int, U64 with ls_config_u64. */
+int64_t ls_config_int(const ls_config *cfg, const char *key);
+uint64_t ls_config_u64(const ls_config *cfg, const char *key);
+float ls_config_float(const ls_config *cfg, const char *key);
+const char *ls_config_str(const ls_config *cfg, const char *key);
+size_t ls_config_list(const ls_config *cfg, const char *key, const size_t **values);
+
+/* ---- data ---------------------------------------------------------------- */
+
+/* n samples of dim features with labels below n_classes. Features are bytes
+ * 0..255 (x8, read as v/255.0f) or floats (xf). */
+typedef struct {
+    size_t n;
+    size_t dim;
+    const uint8_t *x8;   /* [n][dim], or NULL */
+    const float *xf;     /* [n][dim], or NULL */
+    const uint8_t *y;    /* [n] */
+} ls_split;
+
+typedef struct ls_dataset {
+    char name[32];
+    size_t n_classes;
+    uint64_t hash;       /* the data's identity: part of the config (data_hash) */
+    ls_split train, test;
+    void *mem;           /* owns what the splits point to */
+} ls_dataset;
+
+/* A data set of float features, zeroed, for a task's loader to fill through
+ * ls_dataset_x / ls_dataset_y; then ls_dataset_seal computes its identity:
+ * XXH3_64bits over train x (binary32 LE), train y, test x, test y. */
+ls_status ls_dataset_create(ls_dataset **out, const char *name, size_t n_classes, size_t dim, size_t n_train,
+                            size_t n_test, ls_err *err);
+float *ls_dataset_x(ls_dataset *d, int test);
+uint8_t *ls_dataset_y(ls_dataset *d, int test);
+ls_status ls_dataset_seal(ls_dataset *d, ls_err *err);
+void ls_dataset_destroy(ls_dataset *d);   /* accepts NULL */
+
+/* x[i][.] = features of sample ids[i] as floats; y[i] its label (y may be NULL). */
+void ls_dataset_gather(const ls_split *s, const uint32_t *ids, size_t count, float *x, uint8_t *y);
+
+/* ---- models -------------------------------------------------------------- */
+
+/* Leaf modes: write the leaf's statistics into buf, or add them to buf
+ * (buf = buf + leaf, the leaf summed on its own first, element by element),
+ * as the tree asks. Either way the bits are those of the tree's node. */
+enum { LS_LEAF_WRITE = 0, LS_LEAF_ADD = 1 };
+
+/* One step's batch: B samples in slot order. Slot j of step t takes stream
+ * position q = (t−1)·B + j, epoch q div N, sample perm_e[q mod N]. */
+typedef struct {
+    const ls_dataset *data;   /* the task's data, or NULL for generated samples */
+    const uint32_t *ids;      /* [batch] train sample ids, or NULL without data */
+    size_t batch;
+    int64_t step;             /* 1-based */
+    uint64_t seed;
+} ls_batch;
+
+/* What a model instance needs from the engine, filled by create. A step runs
+ * `phases` phases of `units` work units each (units of a phase in parallel,
+ * a barrier between phases), then computes `leaves` leaves, which the tree
+ * sums; finish maps the sum to the gradient in ranges of [0, finish_units). */
+typedef struct {
+    size_t n_params;          /* floats in θ */
+    size_t leaf_len;          /* floats in one leaf buffer */
+    size_t leaves;            /* leaves of one step */
+    size_t phases;            /* 0 for a model whose leaves need no earlier phase */
+    size_t units;             /* work units of each phase */
+    size_t finish_units;
+    size_t scratch_bytes;     /* per worker, 64-byte aligned, for phases, leaves and eval */
+    size_t eval_chunk;        /* most test samples one eval call takes (0: no eval) */
+    int mean_loss;            /* 1: train on the batch mean (sums divided by B after the tree) */
+} ls_model_info;
+
+/* One evaluation figure, recorded under its name. */
+typedef struct {
+    char name[32];            /* "test_acc", "hard_acc", ... */
+    double value;
+} ls_metric;
+#define LS_MAX_METRICS 8
+
+/* A model: one constant descriptor. `self` is the instance create made.
+ * Every function that can run in parallel (phase, leaf, finish, eval) must
+ * write only its own outputs and keep its sums in a fixed order. */
+typedef struct ls_model_desc {
+    const char *name;         /* [a-z0-9-], at most 15 characters */
+    const char *summary;      /* one line for --help */
+    const ls_key *keys;
+    size_t n_keys;
+
+    ls_status (*create)(void **self, ls_model_info *info, const ls_config *cfg, const ls_dataset *data,
+                        ls_err *err);
+    void (*destroy)(void *self);
+    /* Optional: cross-field checks of the model's keys before anything is
+     * built (LS_EINVAL naming the key). */
+    ls_status (*check)(const ls_config *cfg, ls_err *err);
+    /* θ_0 from addressed random numbers of seed. */
+    void (*init)(const void *self, float *params, uint64_t seed);
+    /* Once per step on one thread, before the phases and leaves; b is NULL
+     * when it prepares an evaluation. May be NULL. */
+    ls_status (*prepare)(void *self, const float *params, const ls_batch *b, ls_err *err);
+    /* Work unit `unit` of phase `phase`; NULL when info.phases == 0. */
+    void (*phase)(void *self, const float *params, const ls_batch *b, size_t phase, size_t unit, void *scratch);
+    /* Leaf `leaf`'s statistics into buf as mode says; returns its summed loss. */
+    double (*leaf)(const void *self, const float *params, const ls_batch *b, size_t leaf, float *buf, int mode,
+                   void *scratch);
+    /* grad[lo, hi) (in finish units) from the tree sum over a batch of `batch` samples. */
+    void (*finish)(const void *self, const float *sum, size_t batch, float *grad, size_t lo, size_t hi);
+    /* Optional: correct predictions on test samples [first, first + count). */
+    size_t (*eval)(const void *self, const float *params, const ls_dataset *data, size_t first, size_t count,
+                   void *scratch);
+    /* Optional: figures of the current parameters instead of test_acc. */
+    ls_status (*metrics)(void *self, const float *params, const ls_dataset *data, ls_metric *out, size_t *n_out,
+                         ls_err *err);
+} ls_model_desc;
+
+/* ---- tasks --------------------------------------------------------------- */
+
+/* Settings a task gives one of its models over the model's defaults:
+ * "key=value" lines. model "*" applies to every model. */
+typedef struct {
+    const char *model;
+    const char *settings;
+} ls_task_defaults;
+
+typedef struct ls_task_desc {
+    const char *name;         /* [a-z0-9-], at most 15 characters */
+    const char *summary;      /* one line for --help */
+    const char *models;       /* space-separated models that train it */
+    int64_t default_steps;
+    const ls_key *keys;       /* the task's own keys (may be none) */
+    size_t n_keys;
+    const ls_task_defaults *defaults;   /* terminated by a NULL model; may be NULL */
+    /* A variant: when switch_key turns on, switch_settings apply first. */
+    const char *switch_key;
+    const char *switch_settings;
+    /* The data: *out NULL for a task whose samples the model generates. */
+    ls_status (*load)(const ls_config *cfg, ls_dataset **out, ls_err *err);
+} ls_task_desc;
+
+/* Add a model or task defined outside the library (descriptors must outlive
+ * every use). A name already taken, a bad key table or a missing function:
+ * LS_EINVAL / LS_EEXIST naming it. Not thread-safe with sessions opening. */
+ls_status ls_register_model(const ls_model_desc *d, ls_err *err);
+ls_status ls_register_task(const ls_task_desc *d, ls_err *err);
+/* Built-in and registered ones, by name (NULL when unknown) or index
+ * (NULL past the end). */
+const ls_model_desc *ls_model_find(const char *name);
+const ls_task_desc *ls_task_find(const char *name);
+const ls_model_desc *ls_model_at(size_t i);
+const ls_task_desc *ls_task_at(size_t i);
+
+/* ---- the session: one run ----------------------------------------------- */
+
+typedef struct ls_session ls_session;
+typedef struct ls_session_state ls_session_state;
+
+typedef struct {
+    int threads;                /* workers; 0: online CPUs. Never changes the bits */
+    const char *db;             /* SQLite record; NULL: nothing recorded */
+    const char *name;           /* unique run name; NULL: "run-<id>" */
+    int64_t steps;              /* target steps kept with the run; 0: the task's default */
+    int64_t checkpoint_every;   /* write a checkpoint after every K-th step; 0: none
+                                   (reopen: 0 keeps the run's own) */
+    const char *checkpoint_dir; /* NULL: "<db>.ckpt" (reopen: the run's own) */
+    const ls_dataset *data;     /* NULL: the task loads its data; else the caller's, kept alive */
+    /* Called after every step the session computes (replayed ones
+     * included: replay 1); NULL for none. For a progress line. */
+    void (*progress)(void *ctx, const ls_session_state *state, int replay);
+    void *progress_ctx;
+} ls_session_opts;
+
+/* What a session has done; filled by ls_session_state_get. */
+struct ls_session_state {
+    int64_t run_id;             /* -1 when not recorded */
+    int64_t step;               /* steps applied */
+    int64_t target;             /* the run's target step count */
+    double loss;                /* the loss of the last step (0 before the first) */
+    uint64_t config_hash, param_hash, traj_hash;
+    int64_t resumed_from;       /* reopened: the checkpoint's step (0: none) */
+    int64_t replayed;           /* recorded steps recomputed and found identical */
+    int64_t checkpoints;        /* checkpoints written by this session */
+    int threads;
+    int busy_workers;           /* workers that computed leaves or units in the last step */
+    double train_seconds;       /* inside the engine's steps */
+    double hash_seconds;        /* hashing parameters and trajectory */
+    double record_seconds;      /* writing the record */
+    int done_already;           /* reopened to resume a run that was done: nothing to do */
+    char checkpoint_path[4096]; /* reopened: the checkpoint loaded, "" when none */
+};
+
+/* A new run of cfg (copied): validates it, checks the floating-point
+ * environment, loads the data, builds everything, initialises θ_0 and, with
+ * a database, records the run and step 0. */
+ls_status ls_session_open(ls_session **out, const ls_config *cfg, const ls_session_opts *opts, ls_err *err);
+
+/* Reopen recorded run `run` (an id or a name) of database `db`. The newest
+ * registered checkpoint is loaded and checked (its state hash as
+ * registered, its parameter hash as recorded), step 0 is recomputed and
+ * checked. LS_REOPEN_RESUME claims the run: steps already recorded after the
+ * checkpoint are recomputed by ls_session_step and compared with the record
+ * (LS_EMISMATCH at the first difference), later ones recorded. A done run
+ * is resumed only when opts->steps goes beyond it (else LS_EEXIST is not
+ * returned: the session opens with nothing to do, state.step == target).
+ * LS_REOPEN_RESTORE recomputes and checks every recorded step now and
+ * records nothing; the session then holds the run's last parameters. */
+enum { LS_REOPEN_RESUME = 0, LS_REOPEN_RESTORE = 1 };
+ls_status ls_session_reopen(ls_session **out, const char *db, const char *run, int how,
+                            const ls_session_opts *opts, ls_err *err);
+
+/* One step: its loss with θ_{t−1}, the update, the hashes, the record (or
+ * the check against it), and a checkpoint when one is due. A NaN or infinite
+ * loss is LS_EDIVERGED and changes nothing. *loss may be NULL. */
+ls_status ls_session_step(ls_session *s, double *loss, ls_err *err);
+/* Steps until the run's target (or `until` when > 0), evaluating every
+ * eval_every steps (0: only at the end) and after the last step, and
+ * stopping between steps with LS_EINTR once *stop (may be NULL) is nonzero.
+ * out/n_out (may be NULL) receive the last evaluation. */
+ls_status ls_session_train(ls_session *s, int64_t until, int64_t eval_every, const volatile int *stop,
+                           ls_metric *out, size_t *n_out, ls_err *err);
+/* Write a checkpoint of the current step now (needs a database). */
+ls_status ls_session_checkpoint(ls_session *s, ls_err *err);
+/* The evaluation figures of the current parameters, recorded at the current
+ * step when recording. *n_out <= LS_MAX_METRICS. */
+ls_status ls_session_evaluate(ls_session *s, ls_metric *out, size_t *n_out, ls_err *err);
+/* End the run: its status from how (LS_OK done, LS_EINTR interrupted,
+ * LS_EDIVERGED diverged, anything else failed), flush the record, free
+ * everything. Accepts NULL. A recorded run not closed (the process died)
+ * reads as interrupted. */
+ls_status ls_session_close(ls_session *s, ls_status how, ls_err *err);
+
+void ls_session_state_get(const ls_session *s, ls_session_state *out);
+const ls_config *ls_session_config(const ls_session *s);
+const float *ls_session_params(const ls_session *s, size_t *n);
+
+/* ---- the record ---------------------------------------------------------- */
+
+/* Two recorded runs compared bit for bit: parameter hashes from step 0,
+ * loss bits from step 1, over the steps both have. */
+typedef struct {
+    int equal;                  /* 1: identical over the common steps */
+    int64_t steps;              /* common steps compared: 0..steps-1 */
+    int64_t first_diff;         /* the first step that differs, -1 when equal */
+    int64_t steps_a, steps_b;   /* step rows of each run */
+    int same_config;            /* 1: equal config hashes */
+} ls_verdict;
+/* LS_ENOTFOUND naming a run or database that does not exist. */
+ls_status ls_verify(const char *db, const char *run_a, const char *run_b, ls_verdict *out, ls_err *err);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
