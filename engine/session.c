@@ -519,6 +519,10 @@ static ls_status reopen_prepare(ls_session *s, const runlog_run *run, ls_err *er
         int64_t step = -1;
         uint64_t sh = 0;
         st = ckpt_load_hash(k->path, s->st.config_hash, n, ob, &step, trainer_params_mut(s->t), os, &sh, err);
+        /* A checkpoint of another config or shape is a bad file, not a run
+         * that failed to reproduce its record. */
+        if (st == LS_EMISMATCH)
+            st = LS_EFORMAT;
         if (st == LS_OK && step != k->step)
             st = ls_fail(err, LS_EFORMAT, "%s: holds step %lld but is registered as step %lld", k->path,
                          (long long)step, (long long)k->step);

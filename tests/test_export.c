@@ -48,6 +48,14 @@
 #include "../record/runlog.h"
 #include "proc_util.h"
 
+/* The width of a logic network's last layer. */
+static size_t cfg_last_layer(const ls_config *cfg)
+{
+    const size_t *v;
+    size_t n = ls_config_list(cfg, "layers", &v);
+    return n > 0 ? v[n - 1] : 0;
+}
+
 static char g_bin[PATH_MAX];
 static char g_dir[128];     /* the shared temporary directory */
 static char g_db[PATH_MAX]; /* its database */
@@ -770,7 +778,7 @@ static void test_export_logic(void **state)
     netlist nl;
     netlist_parse(text, 0, 1u << 20, &nl);
     assert_int_equal(nl.n_gates, active);
-    assert_int_equal(nl.n_out, e->cfg.layers[e->cfg.n_layers - 1]);
+    assert_int_equal(nl.n_out, cfg_last_layer(&e->cfg));
     netlist_free(&nl);
     free(text);
 }
@@ -871,7 +879,7 @@ static void test_render_gol(void **state)
             for (size_t k = 0; k < 5; k++)
                 frames[(o[gy] + (size_t)GY[k]) * G + o[gx] + (size_t)GX[k]] = 1;
     ls_err err = { "" };
-    assert_int_equal(logic_ca_hard_rollout(e->h, frames, G, G, T, e->cfg.periodic, NULL, &err), LS_OK);
+    assert_int_equal(logic_ca_hard_rollout(e->h, frames, G, G, T, (int)ls_config_int(&e->cfg, "periodic"), NULL, &err), LS_OK);
     expect_png("gol.png", frames, C, G, T + 1, 6, 3);
     /* The trained circuit is right on all 512 boards, so it is Life itself:
      * the frames are the gliders of B3/S23, as an independent check. */
@@ -894,7 +902,7 @@ static void test_render_gol(void **state)
     for (size_t c = 0; c < C; c++)
         for (size_t n = 0; n < G2 * G2; n++)
             f2[c * G2 * G2 + n] = rng_uniformf(5, RNG_EVAL, 0, 0, n * C + c) < 0.5f;
-    assert_int_equal(logic_ca_hard_rollout(e->h, f2, G2, G2, T2, e->cfg.periodic, NULL, &err), LS_OK);
+    assert_int_equal(logic_ca_hard_rollout(e->h, f2, G2, G2, T2, (int)ls_config_int(&e->cfg, "periodic"), NULL, &err), LS_OK);
     expect_png("gol2.png", f2, C, G2, T2 + 1, 4, 2);
     free(f2);
     free(frames);
@@ -918,7 +926,7 @@ static void test_render_checkerboard(void **state)
         for (size_t n = 0; n < cells; n++)
             frames[c * cells + n] =
                 rng_uniformf(LOGIC_CA_EVAL_SEED, RNG_EVAL, LOGIC_CA_EVAL_GRIDS, 0, n * C + c) < 0.5f;
-    assert_int_equal(logic_ca_hard_rollout(e->h, frames, G, G, T, e->cfg.periodic, NULL, &err), LS_OK);
+    assert_int_equal(logic_ca_hard_rollout(e->h, frames, G, G, T, (int)ls_config_int(&e->cfg, "periodic"), NULL, &err), LS_OK);
     expect_png("cb64.png", frames, C, G, T + 1, 9, 1);
     free(frames);
 
@@ -926,13 +934,13 @@ static void test_render_checkerboard(void **state)
     LS(&r, "render", "cb", "--db", "D", "-o", "cb.png", "--seed", "7");
     expect_code(&r, 0);
     proc_res_free(&r);
-    const size_t G1 = e->cfg.grid, T1 = e->cfg.ca_steps, cells1 = G1 * G1;
+    const size_t G1 = (size_t)ls_config_int(&e->cfg, "grid"), T1 = (size_t)ls_config_int(&e->cfg, "ca_steps"), cells1 = G1 * G1;
     frames = malloc((T1 + 1) * C * cells1);
     assert_non_null(frames);
     for (size_t c = 0; c < C; c++)
         for (size_t n = 0; n < cells1; n++)
             frames[c * cells1 + n] = rng_uniformf(7, RNG_EVAL, 0, 0, n * C + c) < 0.5f;
-    assert_int_equal(logic_ca_hard_rollout(e->h, frames, G1, G1, T1, e->cfg.periodic, NULL, &err), LS_OK);
+    assert_int_equal(logic_ca_hard_rollout(e->h, frames, G1, G1, T1, (int)ls_config_int(&e->cfg, "periodic"), NULL, &err), LS_OK);
     size_t cols = 1;
     while (cols * cols < T1 + 1)
         cols++;
@@ -944,7 +952,7 @@ static void test_render_async(void **state)
 {
     (void)state;
     engine_run *e = engine("cba");
-    const size_t C = e->h->channels, G = e->cfg.grid, T = 9, cells = G * G;
+    const size_t C = e->h->channels, G = (size_t)ls_config_int(&e->cfg, "grid"), T = 9, cells = G * G;
     proc_res r;
     LS(&r, "render", "cba", "--db", "D", "-o", "cba.png", "--steps", "9", "--seed", "3", "--scale", "2");
     expect_code(&r, 0);
@@ -956,9 +964,9 @@ static void test_render_async(void **state)
             frames[c * cells + n] = rng_uniformf(3, RNG_EVAL, 0, 0, n * C + c) < 0.5f;
     for (size_t u = 0; u < T; u++)
         for (size_t n = 0; n < cells; n++)
-            masks[u * cells + n] = rng_uniformf(3, RNG_EVAL, 0, 1 + u, n) < e->cfg.fire_rate;
+            masks[u * cells + n] = rng_uniformf(3, RNG_EVAL, 0, 1 + u, n) < ls_config_float(&e->cfg, "fire_rate");
     ls_err err = { "" };
-    assert_int_equal(logic_ca_hard_rollout(e->h, frames, G, G, T, e->cfg.periodic, masks, &err), LS_OK);
+    assert_int_equal(logic_ca_hard_rollout(e->h, frames, G, G, T, (int)ls_config_int(&e->cfg, "periodic"), masks, &err), LS_OK);
     expect_png("cba.png", frames, C, G, T + 1, 4, 2);
     free(frames);
     free(masks);
