@@ -629,6 +629,69 @@ static void test_gather(void **state)
     assert_memory_equal(o2 + 6, xf + 3, 3 * sizeof(float));
 }
 
+/* The public data set API a task's loader uses: zeroed float splits filled
+ * through ls_dataset_x / ls_dataset_y, then ls_dataset_seal's identity
+ * (XXH3 over train x LE, train y, test x LE, test y — the teacher's own
+ * definition, so a copy of the teacher set gets the teacher's hash). */
+static void test_public_dataset(void **state)
+{
+    (void)state;
+    ls_dataset *t;
+    ls_err err = { { 0 } };
+    assert_int_equal(dataset_make_teacher(&t, &err), LS_OK);
+    const size_t dim = t->train.dim, ntr = t->train.n, nte = t->test.n;
+    ls_dataset *d = (ls_dataset *)1;
+    assert_int_equal(ls_dataset_create(&d, "copy", t->n_classes, dim, ntr, nte, &err), LS_OK);
+    assert_non_null(d);
+    assert_string_equal(d->name, "copy");
+    assert_int_equal(d->n_classes, t->n_classes);
+    assert_int_equal(d->train.n, ntr);
+    assert_int_equal(d->test.n, nte);
+    assert_int_equal(d->train.dim, dim);
+    assert_null(d->train.x8);
+    assert_ptr_equal(ls_dataset_x(d, 0), d->train.xf);
+    assert_ptr_equal(ls_dataset_x(d, 1), d->test.xf);
+    assert_ptr_equal(ls_dataset_y(d, 0), d->train.y);
+    assert_ptr_equal(ls_dataset_y(d, 1), d->test.y);
+    for (size_t i = 0; i < ntr * dim; i++)   /* zeroed */
+        assert_true(d->train.xf[i] == 0.0f);
+    for (size_t i = 0; i < nte; i++)
+        assert_int_equal(d->test.y[i], 0);
+    memcpy(ls_dataset_x(d, 0), t->train.xf, ntr * dim * sizeof(float));
+    memcpy(ls_dataset_x(d, 1), t->test.xf, nte * dim * sizeof(float));
+    memcpy(ls_dataset_y(d, 0), t->train.y, ntr);
+    memcpy(ls_dataset_y(d, 1), t->test.y, nte);
+    assert_int_equal(ls_dataset_seal(d, &err), LS_OK);
+    assert_true(d->hash == t->hash);
+    /* one label changed: another identity */
+    ls_dataset_y(d, 1)[nte - 1] ^= 1;
+    assert_int_equal(ls_dataset_seal(d, &err), LS_OK);
+    assert_true(d->hash != t->hash);
+    /* gather through the public name equals the engine's */
+    const uint32_t ids[3] = { 5, 0, (uint32_t)(ntr - 1) };
+    float *a = malloc(3 * dim * sizeof(float)), *b = malloc(3 * dim * sizeof(float));
+    uint8_t ya[3], yb[3];
+    ls_dataset_gather(&d->train, ids, 3, a, ya);
+    dataset_gather(&t->train, ids, 3, b, yb);
+    assert_memory_equal(a, b, 3 * dim * sizeof(float));
+    assert_memory_equal(ya, yb, 3);
+    free(a);
+    free(b);
+    ls_dataset_destroy(d);
+    ls_dataset_destroy(NULL);
+    /* refused shapes name the data set */
+    const struct { size_t classes, dim, ntr; } bad[] = { { 0, 4, 10 }, { 257, 4, 10 }, { 3, 0, 10 }, { 3, 4, 0 },
+                                                        { 3, SIZE_MAX / 2, 10 } };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        d = (ls_dataset *)1;
+        err.msg[0] = 0;
+        assert_int_equal(ls_dataset_create(&d, "bad", bad[i].classes, bad[i].dim, bad[i].ntr, 5, &err), LS_EINVAL);
+        assert_null(d);
+        assert_non_null(strstr(err.msg, "bad"));
+    }
+    dataset_destroy(t);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -638,6 +701,7 @@ int main(void)
         cmocka_unit_test(test_idx_parse),
         cmocka_unit_test(test_teacher),
         cmocka_unit_test(test_gather),
+        cmocka_unit_test(test_public_dataset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }

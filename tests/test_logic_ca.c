@@ -1,9 +1,10 @@
 /* test_logic_ca.c — the logic cellular automaton (engine/logic_ca.c):
  * gradients of whole rollouts against central differences of a plain
  * double-precision reference written here (sync and async, periodic and zero
- * borders, several part counts, both tasks); the bit contract of batch_grad
- * (parts run in order, reversed, on a real pool at 1, 2, 3 and 8 threads,
- * with dirty scratch, SIMD on or off: identical leaves and losses); the
+ * borders, several part counts, both tasks); the bit contract of a step's
+ * phases and leaves (work units run in order, reversed, on a real pool at
+ * 1, 2, 3 and 8 threads, with dirty scratch, SIMD on or off: identical
+ * leaves and losses; LS_LEAF_ADD = buf + the leaf, bit for bit); the
  * wiring's structure; the hard circuit against the reference and against a
  * hand-built Game of Life circuit (and a deliberately wrong one); the gol
  * data set and the checkerboard task's targets and start states. */
@@ -23,7 +24,7 @@
 #include "../engine/config.h"
 #include "../engine/logic.h"
 #include "../engine/logic_ca.h"
-#include "../engine/pool.h"
+#include "../reduce/pool.h"
 #include "../engine/rng.h"
 
 /* ---- the test's own random stream (independent of engine/rng) ---- */
@@ -42,24 +43,49 @@ static float unit(void) { return (float)(next_u32() >> 8) / 16777216.0f; }
 
 /* ---- configs ---- */
 
+static void set_key(ls_config *cfg, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_key(ls_config *cfg, const char *key, const char *fmt, ...)
+{
+    char v[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v, sizeof v, fmt, ap);
+    va_end(ap);
+    ls_err err = { { 0 } };
+    ls_status st = config_set(cfg, key, v, 0, &err);
+    if (st != LS_OK)
+        fail_msg("config_set %s=%s: %s", key, v, err.msg);
+}
+
+static size_t key_int(const ls_config *cfg, const char *key) { return (size_t)ls_config_int(cfg, key); }
+
 static ls_config small_cfg(const char *task, size_t C, size_t K, const char *perception, const char *layers,
                            size_t grid, size_t steps, int periodic, int async, size_t parts, size_t batch)
 {
     ls_config cfg;
     ls_err err = { { 0 } };
     assert_int_equal(config_defaults(&cfg, task, "logic-ca", &err), LS_OK);
-    cfg.channels = C;
-    cfg.kernels = K;
-    assert_int_equal(config_set(&cfg, "perception", perception, 0, &err), LS_OK);
-    assert_int_equal(config_set(&cfg, "layers", layers, 0, &err), LS_OK);
-    cfg.grid = grid;
-    cfg.ca_steps = steps;
-    cfg.periodic = periodic;
-    cfg.async = async;
-    cfg.fire_rate = 0.6f;
-    cfg.parts = parts;
+    /* async first: turning it on applies the task's variant defaults, which
+     * the keys below then override */
+    set_key(&cfg, "async", "%d", async);
+    set_key(&cfg, "channels", "%zu", C);
+    set_key(&cfg, "kernels", "%zu", K);
+    set_key(&cfg, "perception", "%s", perception);
+    set_key(&cfg, "layers", "%s", layers);
+    set_key(&cfg, "grid", "%zu", grid);
+    set_key(&cfg, "ca_steps", "%zu", steps);
+    set_key(&cfg, "periodic", "%d", periodic);
+    set_key(&cfg, "fire_rate", "0.6");
+    set_key(&cfg, "parts", "%zu", parts);
     cfg.batch = batch;
     cfg.seed = 11;
+    assert_int_equal(key_int(&cfg, "channels"), C);
+    assert_int_equal(key_int(&cfg, "grid"), grid);
+    assert_int_equal(key_int(&cfg, "ca_steps"), steps);
+    assert_int_equal(key_int(&cfg, "parts"), parts);
+    assert_int_equal(key_int(&cfg, "async"), async);
+    assert_true(ls_config_float(&cfg, "fire_rate") == (async ? 0.6f : 0.0f));   /* a key only while async */
     return cfg;
 }
 
@@ -67,91 +93,103 @@ static ls_model *make_model(const ls_config *cfg)
 {
     ls_model *m = NULL;
     ls_err err = { { 0 } };
-    ls_status st = logic_ca_create(&m, cfg, &err);
+    ls_status st = model_create(&m, cfg, NULL, &err);
     if (st != LS_OK)
-        fprintf(stderr, "logic_ca_create: %s\n", err.msg);
+        fprintf(stderr, "model_create: %s\n", err.msg);
     assert_int_equal(st, LS_OK);
+    /* the step plan logic_ca.h describes */
+    const size_t R = key_int(cfg, "parts"), T = key_int(cfg, "ca_steps");
+    assert_string_equal(m->name, "logic-ca");
+    assert_ptr_equal(m->desc, &logic_ca_model);
+    assert_int_equal(m->info.phases, 2 * T - 1);
+    assert_int_equal(m->info.units, cfg->batch * R);
+    assert_int_equal(m->info.leaves, cfg->batch * R);
+    assert_int_equal(m->info.leaf_len, m->info.n_params / 16 * 4);
     return m;
 }
 
-/* ---- ls_parallel implementations ---- */
+/* ---- running a step's phases and leaves, as an engine would ---- */
 
+/* threads == 0: one scratch area, the units of each phase in order (reversed
+ * when rev); threads > 0: a pool, each worker its own scratch. Scratch is
+ * filled with `fill` bytes, so results that depended on stale scratch would
+ * differ. */
 typedef struct {
-    unsigned char *scratch;   /* one area (sequential) or [workers][stride] */
+    unsigned char *scratch;   /* [workers][stride] */
     size_t stride;
     int reversed;
     pool *p;
-} par_engine;
+} sched;
 
-static void run_seq(void *engine, size_t n, ls_part_fn fn, void *ctx)
-{
-    par_engine *e = engine;
-    for (size_t i = 0; i < n; i++)
-        fn(ctx, e->reversed ? n - 1 - i : i, e->scratch);
-}
-
-typedef struct {
-    par_engine *e;
-    ls_part_fn fn;
-    void *ctx;
-} pool_job;
-
-static void pool_part(void *arg, size_t part, int worker)
-{
-    pool_job *j = arg;
-    j->fn(j->ctx, part, j->e->scratch + (size_t)worker * j->e->stride);
-}
-
-static void run_pool(void *engine, size_t n, ls_part_fn fn, void *ctx)
-{
-    par_engine *e = engine;
-    pool_job j = { e, fn, ctx };
-    pool_parallel_for(e->p, n, pool_part, &j);
-}
-
-/* threads == 0: sequential (reversed when rev); else a pool. Scratch filled
- * with `fill` bytes, so results that depended on stale scratch would differ. */
-static ls_parallel make_par(par_engine *e, const ls_model *m, int threads, int rev, int fill)
+static void make_sched(sched *e, const ls_model *m, int threads, int rev, int fill)
 {
     memset(e, 0, sizeof *e);
-    e->stride = (m->scratch_bytes + 63) / 64 * 64;
+    e->stride = (m->info.scratch_bytes + 63) / 64 * 64;
     int workers = threads > 0 ? threads : 1;
     e->scratch = aligned_alloc(64, e->stride * (size_t)workers + 64);
     assert_non_null(e->scratch);
     memset(e->scratch, fill, e->stride * (size_t)workers);
     e->reversed = rev;
-    ls_parallel par;
-    if (threads > 0) {
+    if (threads > 0)
         assert_int_equal(pool_create(&e->p, threads, NULL), LS_OK);
-        par.run = run_pool;
-    } else {
-        par.run = run_seq;
-    }
-    par.engine = e;
-    return par;
 }
 
-static void free_par(par_engine *e)
+static void free_sched(sched *e)
 {
     pool_destroy(e->p);
     free(e->scratch);
 }
 
-/* One batch_grad: leaves [B·R][leaf_len], losses [B·R]. */
-static void grad_run(ls_model *m, const float *params, const ls_batch *b, const ls_parallel *par, float *leaves,
-                     double *losses)
+typedef struct {
+    const sched *e;
+    ls_model *m;
+    const float *params;
+    const ls_batch *b;
+    size_t phase;
+    float *leaves;
+    double *losses;
+} step_job;
+
+static void unit_job(void *arg, size_t unit, int worker)
 {
-    const size_t n = b->batch * m->parts;
-    float **lp = malloc(n * sizeof *lp);
-    for (size_t i = 0; i < n; i++)
-        lp[i] = leaves + i * m->leaf_len;
-    m->prepare(m, params);
+    const step_job *j = arg;
+    j->m->desc->phase(j->m->self, j->params, j->b, j->phase, unit, j->e->scratch + (size_t)worker * j->e->stride);
+}
+
+static void leaf_job(void *arg, size_t leaf, int worker)
+{
+    const step_job *j = arg;
+    j->losses[leaf] = j->m->desc->leaf(j->m->self, j->params, j->b, leaf, j->leaves + leaf * j->m->info.leaf_len,
+                                       LS_LEAF_WRITE, j->e->scratch + (size_t)worker * j->e->stride);
+}
+
+/* One step's gradient work: prepare, the 2T − 1 phases of b->batch · R units
+ * (R parts a sample), then every leaf written into leaves [B·R][leaf_len]
+ * and its loss into losses [B·R]. */
+static void grad_run(ls_model *m, size_t parts, const float *params, const ls_batch *b, const sched *e,
+                     float *leaves, double *losses)
+{
     ls_err err = { { 0 } };
-    ls_status st = m->batch_grad(m, params, b, lp, losses, par, &err);
+    ls_status st = m->desc->prepare(m->self, params, b, &err);
     if (st != LS_OK)
-        fprintf(stderr, "batch_grad: %s\n", err.msg);
+        fprintf(stderr, "prepare: %s\n", err.msg);
     assert_int_equal(st, LS_OK);
-    free(lp);
+    const size_t n = b->batch * parts;
+    assert_true(n <= m->info.units);
+    step_job j = { e, m, params, b, 0, leaves, losses };
+    for (size_t ph = 0; ph < m->info.phases; ph++) {
+        j.phase = ph;
+        if (e->p != NULL)
+            pool_parallel_for(e->p, n, unit_job, &j);
+        else
+            for (size_t i = 0; i < n; i++)
+                unit_job(&j, e->reversed ? n - 1 - i : i, 0);
+    }
+    if (e->p != NULL)
+        pool_parallel_for(e->p, n, leaf_job, &j);
+    else
+        for (size_t i = 0; i < n; i++)
+            leaf_job(&j, e->reversed ? n - 1 - i : i, 0);
 }
 
 /* ---- the reference: a plain double-precision rollout ---- */
@@ -277,10 +315,12 @@ static void torus3_next(uint8_t next[9], const uint8_t b[9])
 /* The summed loss of the batch under logits z (double), by the reference. */
 static double ref_loss(const ls_config *cfg, const logic_ca_hard *h, const double *z, const ls_batch *b)
 {
-    const size_t C = cfg->channels, G = cfg->grid, N = G * G, T = cfg->ca_steps;
+    const size_t C = key_int(cfg, "channels"), G = key_int(cfg, "grid"), N = G * G, T = key_int(cfg, "ca_steps");
+    const int async = (int)ls_config_int(cfg, "async");
+    const float fire_rate = ls_config_float(cfg, "fire_rate");
     double *p = malloc(h->gates * 16 * sizeof *p);
     ref_softmax(p, z, h->gates);
-    ref_net r = { h, p, G, cfg->periodic };
+    ref_net r = { h, p, G, (int)ls_config_int(cfg, "periodic") };
     double *st = malloc(C * N * sizeof *st), *nx = malloc(C * N * sizeof *nx);
     uint8_t *mask = malloc(N);
     double total = 0;
@@ -311,8 +351,7 @@ static double ref_loss(const ls_config *cfg, const logic_ca_hard *h, const doubl
         }
         for (size_t u = 0; u < T; u++) {
             for (size_t n = 0; n < N; n++)
-                mask[n] = !cfg->async ||
-                          rng_uniformf(b->seed, RNG_CA_MASK, (uint64_t)b->step, s, u * N + n) < cfg->fire_rate;
+                mask[n] = !async || rng_uniformf(b->seed, RNG_CA_MASK, (uint64_t)b->step, s, u * N + n) < fire_rate;
             ref_step(&r, st, nx, mask);
             memcpy(st, nx, C * N * sizeof *st);
         }
@@ -331,7 +370,8 @@ static double ref_loss(const ls_config *cfg, const logic_ca_hard *h, const doubl
 static void check_gradient(const ls_config *cfg, const ls_dataset *data, const uint32_t *ids)
 {
     ls_model *m = make_model(cfg);
-    const size_t np = m->n_params, gates = np / 16;
+    const size_t R = key_int(cfg, "parts");
+    const size_t np = m->info.n_params, gates = np / 16;
     float *params = malloc(np * sizeof *params), *grad = malloc(np * sizeof *grad);
     double *z = malloc(np * sizeof *z);
     /* Soft logits in [-2, 2]; in about 3/4 of the gates one pass-through op
@@ -351,22 +391,22 @@ static void check_gradient(const ls_config *cfg, const ls_dataset *data, const u
     logic_ca_hard *h;
     assert_int_equal(logic_ca_hard_create(&h, m, params, NULL), LS_OK);
     ls_batch b = { .data = data, .ids = ids, .batch = cfg->batch, .step = 5, .seed = cfg->seed };
-    const size_t nl = b.batch * m->parts;
-    float *leaves = malloc(nl * m->leaf_len * sizeof *leaves);
+    const size_t nl = b.batch * R;
+    float *leaves = malloc(nl * m->info.leaf_len * sizeof *leaves);
     double *losses = malloc(nl * sizeof *losses);
-    par_engine e;
-    ls_parallel par = make_par(&e, m, 0, 0, 0);
-    grad_run(m, params, &b, &par, leaves, losses);
-    free_par(&e);
+    sched e;
+    make_sched(&e, m, 0, 0, 0);
+    grad_run(m, R, params, &b, &e, leaves, losses);
+    free_sched(&e);
     /* Sum the leaves (any order does for a tolerance check), then finish. */
-    float *sum = calloc(m->leaf_len, sizeof *sum);
+    float *sum = calloc(m->info.leaf_len, sizeof *sum);
     double loss = 0;
     for (size_t i = 0; i < nl; i++) {
         loss += losses[i];
-        for (size_t k = 0; k < m->leaf_len; k++)
-            sum[k] += leaves[i * m->leaf_len + k];
+        for (size_t k = 0; k < m->info.leaf_len; k++)
+            sum[k] += leaves[i * m->info.leaf_len + k];
     }
-    m->finish(m, sum, b.batch, grad, 0, gates);
+    m->desc->finish(m->self, sum, b.batch, grad, 0, gates);
 
     const double ref = ref_loss(cfg, h, z, &b);
     assert_true(fabs(loss - ref) <= 1e-5 * (1.0 + fabs(ref)));
@@ -435,62 +475,80 @@ static void test_gradient_gol(void **state)
     assert_int_equal(logic_ca_make_data(&cfg, &d, NULL), LS_OK);
     const uint32_t ids[3] = { 0x38, 0x1ff - 0x10, 0x0b3 };   /* p = 3, 8, 5 */
     check_gradient(&cfg, d, ids);
-    cfg.ca_steps = 2;
-    cfg.parts = 3;
+    set_key(&cfg, "ca_steps", "2");
+    set_key(&cfg, "parts", "3");
     check_gradient(&cfg, d, ids);
     dataset_destroy(d);
 }
 
-/* ---- the bit contract of batch_grad ---- */
+/* ---- the bit contract of the phases and leaves ---- */
 
 static void check_schedules(const ls_config *cfg, const ls_dataset *data, const uint32_t *ids, int64_t step)
 {
     ls_model *m = make_model(cfg);
-    float *params = malloc(m->n_params * sizeof *params);
-    m->init(m, params, cfg->seed);
-    for (size_t i = 0; i < m->n_params; i++)   /* away from the init's symmetry */
+    const size_t R = key_int(cfg, "parts");
+    float *params = malloc(m->info.n_params * sizeof *params);
+    m->desc->init(m->self, params, cfg->seed);
+    for (size_t i = 0; i < m->info.n_params; i++)   /* away from the init's symmetry */
         params[i] += 2.0f * unit() - 1.0f;
     ls_batch b = { .data = data, .ids = ids, .batch = cfg->batch, .step = step, .seed = cfg->seed };
-    const size_t nl = b.batch * m->parts, lb = nl * m->leaf_len * sizeof(float);
+    const size_t nl = b.batch * R, lb = nl * m->info.leaf_len * sizeof(float);
     float *ref = malloc(lb), *got = malloc(lb);
     double *rl = malloc(nl * sizeof *rl), *gl = malloc(nl * sizeof *gl);
-    par_engine e;
-    ls_parallel par = make_par(&e, m, 0, 0, 0);
-    grad_run(m, params, &b, &par, ref, rl);
-    free_par(&e);
+    sched e;
+    make_sched(&e, m, 0, 0, 0);
+    grad_run(m, R, params, &b, &e, ref, rl);
+    free_sched(&e);
     double total = 0;
     for (size_t i = 0; i < nl; i++)
         total += rl[i];
     assert_true(isfinite(total) && total > 0);
 
     /* reversed order, dirty scratch */
-    par = make_par(&e, m, 0, 1, 0xff);
+    make_sched(&e, m, 0, 1, 0xff);
     memset(got, 0x55, lb);
-    grad_run(m, params, &b, &par, got, gl);
-    free_par(&e);
+    grad_run(m, R, params, &b, &e, got, gl);
+    free_sched(&e);
     assert_memory_equal(ref, got, lb);
     assert_memory_equal(rl, gl, nl * sizeof *rl);
 
     const int threads[] = { 1, 2, 3, 8 };
     for (size_t t = 0; t < 4; t++) {
-        par = make_par(&e, m, threads[t], 0, 0x7f);
+        make_sched(&e, m, threads[t], 0, 0x7f);
         memset(got, 0xaa, lb);
-        grad_run(m, params, &b, &par, got, gl);
+        grad_run(m, R, params, &b, &e, got, gl);
         /* twice on the same pool: the model's per-batch arrays are reused */
-        grad_run(m, params, &b, &par, got, gl);
-        free_par(&e);
+        grad_run(m, R, params, &b, &e, got, gl);
+        free_sched(&e);
         assert_memory_equal(ref, got, lb);
         assert_memory_equal(rl, gl, nl * sizeof *rl);
     }
 
     /* the scalar twins of logic.c give the same bits */
     int prev = logic_set_simd(0);
-    par = make_par(&e, m, 2, 0, 0x11);
-    grad_run(m, params, &b, &par, got, gl);
-    free_par(&e);
+    make_sched(&e, m, 2, 0, 0x11);
+    grad_run(m, R, params, &b, &e, got, gl);
+    free_sched(&e);
     logic_set_simd(prev);
     assert_memory_equal(ref, got, lb);
     assert_memory_equal(rl, gl, nl * sizeof *rl);
+
+    /* LS_LEAF_ADD: buf = buf + the leaf, element by element, same loss */
+    const size_t len = m->info.leaf_len;
+    float *acc = malloc(len * sizeof *acc), *want = malloc(len * sizeof *want);
+    make_sched(&e, m, 0, 0, 0x5a);
+    for (size_t i = 0; i < nl; i += nl > 3 ? nl / 3 : 1) {
+        for (size_t k = 0; k < len; k++) {
+            acc[k] = 4.0f * unit() - 2.0f;
+            want[k] = acc[k] + ref[i * len + k];
+        }
+        const double l = m->desc->leaf(m->self, params, &b, i, acc, LS_LEAF_ADD, e.scratch);
+        assert_memory_equal(acc, want, len * sizeof *acc);
+        assert_memory_equal(&l, &rl[i], sizeof l);
+    }
+    free_sched(&e);
+    free(acc);
+    free(want);
 
     free(ref);
     free(got);
@@ -520,7 +578,7 @@ static void test_schedules_defaults(void **state)
     ls_err err = { { 0 } };
     /* the notebook's checkerboard (sync), one step of it */
     assert_int_equal(config_defaults(&cfg, "checkerboard", NULL, &err), LS_OK);
-    cfg.ca_steps = 4;   /* shorter rollout, same shapes */
+    set_key(&cfg, "ca_steps", "4");   /* shorter rollout, same shapes */
     check_schedules(&cfg, NULL, NULL, 2);
     /* the notebook's Game of Life */
     assert_int_equal(config_defaults(&cfg, "gol", NULL, &err), LS_OK);
@@ -539,31 +597,35 @@ static void test_partial_batch(void **state)
 {
     (void)state;
     ls_config cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "8,4,2", 6, 4, 0, 1, 3, 3);
-    cfg.residual = 0;   /* Gaussian logits */
+    set_key(&cfg, "residual", "0");   /* Gaussian logits */
     ls_model *m = make_model(&cfg);
-    float *params = malloc(m->n_params * sizeof *params);
-    m->init(m, params, 3);
+    const size_t R = key_int(&cfg, "parts");
+    float *params = malloc(m->info.n_params * sizeof *params);
+    m->desc->init(m->self, params, 3);
     ls_batch b = { .batch = 3, .step = 4, .seed = cfg.seed };
-    const size_t nl = 3 * m->parts;
-    float *full = malloc(nl * m->leaf_len * sizeof(float)), *part = malloc(nl * m->leaf_len * sizeof(float));
+    const size_t nl = 3 * R;
+    float *full = malloc(nl * m->info.leaf_len * sizeof(float)), *part = malloc(nl * m->info.leaf_len * sizeof(float));
     double fl[9], pl[9];
-    par_engine e;
-    ls_parallel par = make_par(&e, m, 2, 0, 0);
-    grad_run(m, params, &b, &par, full, fl);
+    sched e;
+    make_sched(&e, m, 2, 0, 0);
+    grad_run(m, R, params, &b, &e, full, fl);
     b.batch = 2;
-    grad_run(m, params, &b, &par, part, pl);
-    assert_memory_equal(full, part, 2 * m->parts * m->leaf_len * sizeof(float));
-    assert_memory_equal(fl, pl, 2 * m->parts * sizeof(double));
-    /* more than the configured batch is refused */
+    grad_run(m, R, params, &b, &e, part, pl);
+    assert_memory_equal(full, part, 2 * R * m->info.leaf_len * sizeof(float));
+    assert_memory_equal(fl, pl, 2 * R * sizeof(double));
+    /* more than the configured batch is refused (by prepare, which builds
+     * the batch's start states) */
     b.batch = 4;
-    float *lp[12];
-    double ll[12];
-    for (size_t i = 0; i < 12; i++)
-        lp[i] = full;
     ls_err err = { { 0 } };
-    assert_int_equal(m->batch_grad(m, params, &b, lp, ll, &par, &err), LS_EINVAL);
+    assert_int_equal(m->desc->prepare(m->self, params, &b, &err), LS_EINVAL);
     assert_true(err.msg[0] != 0);
-    free_par(&e);
+    /* and afterwards a good batch gives the same bits again */
+    b.batch = 2;
+    memset(part, 0x33, nl * m->info.leaf_len * sizeof(float));
+    grad_run(m, R, params, &b, &e, part, pl);
+    assert_memory_equal(full, part, 2 * R * m->info.leaf_len * sizeof(float));
+    assert_memory_equal(fl, pl, 2 * R * sizeof(double));
+    free_sched(&e);
     free(full);
     free(part);
     free(params);
@@ -580,17 +642,24 @@ static void test_shape_and_wiring(void **state)
     assert_int_equal(config_defaults(&cfg, "checkerboard", NULL, &err), LS_OK);
     ls_model *m = make_model(&cfg);
     /* reference/difflogic.md: 224 perception + 2816 update gates */
-    assert_int_equal(m->n_params, 3040 * 16);
-    assert_int_equal(m->leaf_len, 3040 * 4);
-    assert_int_equal(m->finish_units, 3040);
-    assert_int_equal(m->parts, 8);
-    assert_int_equal(m->mean_loss, 0);
-    assert_null(m->leaf);
-    assert_null(m->eval);
+    assert_int_equal(m->info.n_params, 3040 * 16);
+    assert_int_equal(m->info.leaf_len, 3040 * 4);
+    assert_int_equal(m->info.finish_units, 3040);
+    /* 2 samples x 8 parts, 2·20 − 1 phases; no test split to evaluate */
+    assert_int_equal(m->info.leaves, 16);
+    assert_int_equal(m->info.units, 16);
+    assert_int_equal(m->info.phases, 39);
+    assert_int_equal(m->info.mean_loss, 0);
+    assert_int_equal(m->info.eval_chunk, 0);
+    assert_true(m->info.scratch_bytes > 0);
+    assert_non_null(m->desc->phase);
+    assert_non_null(m->desc->leaf);
+    assert_non_null(m->desc->metrics);
+    assert_null(m->desc->eval);
     assert_string_equal(m->name, "logic-ca");
-    float *params = malloc(m->n_params * sizeof *params);
-    m->init(m, params, cfg.seed);
-    for (size_t i = 0; i < m->n_params; i++)
+    float *params = malloc(m->info.n_params * sizeof *params);
+    m->desc->init(m->self, params, cfg.seed);
+    for (size_t i = 0; i < m->info.n_params; i++)
         assert_true(params[i] == (i % 16 == 3 ? 10.0f : 0.0f));
     logic_ca_hard *h;
     assert_int_equal(logic_ca_hard_create(&h, m, params, NULL), LS_OK);
@@ -654,36 +723,52 @@ static void test_shape_and_wiring(void **state)
     model_destroy(m2);
 
     /* residual 0: Gaussian logits at their address */
-    cfg.residual = 0;
+    set_key(&cfg, "residual", "0");
     ls_model *m3 = make_model(&cfg);
-    m3->init(m3, params, 99);
-    for (size_t i = 0; i < m3->n_params; i += 997)
+    m3->desc->init(m3->self, params, 99);
+    for (size_t i = 0; i < m3->info.n_params; i += 997)
         assert_true(params[i] == rng_normalf(99, RNG_INIT, 0, i, 0));
     model_destroy(m3);
     free(params);
     model_destroy(m);
 }
 
+/* model_create refuses cfg with LS_EINVAL naming `what` (NULL: any message);
+ * check != 0: the model's check, run by config_validate, refuses it too. */
+static void refused(const ls_config *cfg, const char *what, int check)
+{
+    ls_model *m = (ls_model *)1;
+    ls_err err = { { 0 } };
+    assert_int_equal(model_create(&m, cfg, NULL, &err), LS_EINVAL);
+    assert_null(m);
+    assert_true(err.msg[0] != 0);
+    if (what != NULL && strstr(err.msg, what) == NULL)
+        fail_msg("model_create: '%s' does not name %s", err.msg, what);
+    if (check) {
+        ls_err e2 = { { 0 } };
+        assert_int_equal(config_validate(cfg, &e2), LS_EINVAL);
+        assert_string_equal(e2.msg, err.msg);
+    }
+}
+
 static void test_bad_configs(void **state)
 {
     (void)state;
-    ls_model *m = (ls_model *)1;
-    ls_err err = { { 0 } };
     ls_config cfg = small_cfg("checkerboard", 2, 2, "4,2", "8,4,2", 4, 3, 0, 0, 1, 2);
-    assert_int_equal(logic_ca_create(&m, &cfg, &err), LS_EINVAL);   /* kernel layer 1 must be 8 */
-    assert_null(m);
-    assert_non_null(strstr(err.msg, "perception"));
+    refused(&cfg, "perception", 1);   /* kernel layer 1 must be 8 */
     cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "4,2", 4, 3, 0, 0, 1, 2);   /* 10 -> 4: unique can't */
-    assert_int_equal(logic_ca_create(&m, &cfg, &err), LS_EINVAL);
-    assert_non_null(strstr(err.msg, "layers"));
+    refused(&cfg, "layers", 0);
     cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "8,4,3", 4, 3, 0, 0, 1, 2);   /* last != channels */
-    assert_int_equal(logic_ca_create(&m, &cfg, &err), LS_EINVAL);
+    refused(&cfg, NULL, 1);
     cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "8,4,2", 4, 3, 0, 0, 5, 2);   /* 5 parts, 4 rows */
-    assert_int_equal(logic_ca_create(&m, &cfg, &err), LS_EINVAL);
-    assert_non_null(strstr(err.msg, "parts"));
+    refused(&cfg, "parts", 1);
     cfg = small_cfg("gol", 1, 4, "8,4,2,1", "8,4,2,1", 4, 1, 1, 0, 1, 2);   /* gol is 3x3 */
-    assert_int_equal(logic_ca_create(&m, &cfg, &err), LS_EINVAL);
-    assert_non_null(strstr(err.msg, "grid"));
+    refused(&cfg, "grid", 1);
+    /* and the good one of these shapes is taken */
+    cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "8,4,2", 4, 3, 0, 0, 4, 2);
+    ls_err err = { { 0 } };
+    assert_int_equal(config_validate(&cfg, &err), LS_OK);
+    model_destroy(make_model(&cfg));
 }
 
 /* ---- tasks ---- */
@@ -785,8 +870,8 @@ static void test_hard_matches_reference(void **state)
         for (int masked = 0; masked <= 1; masked++) {
             ls_config cfg = small_cfg("checkerboard", 3, 3, "8,4,2", "12,6,3", 8, 3, periodic, 0, 2, 1);
             ls_model *m = make_model(&cfg);
-            float *params = malloc(m->n_params * sizeof *params);
-            for (size_t i = 0; i < m->n_params; i++)
+            float *params = malloc(m->info.n_params * sizeof *params);
+            for (size_t i = 0; i < m->info.n_params; i++)
                 params[i] = unit();
             logic_ca_hard *h;
             assert_int_equal(logic_ca_hard_create(&h, m, params, NULL), LS_OK);
@@ -933,7 +1018,7 @@ static void test_hand_built_life(void **state)
     }
     ls_config cfg = small_cfg("gol", 1, 1, "8", "9x6,5,3,2,1", 3, 1, 1, 0, 1, 20);
     ls_model *m = make_model(&cfg);
-    float *params = calloc(m->n_params, sizeof *params);
+    float *params = calloc(m->info.n_params, sizeof *params);
     logic_ca_hard *h;
     assert_int_equal(logic_ca_hard_create(&h, m, params, NULL), LS_OK);
     assert_int_equal(h->layer[1].in, 9);
@@ -979,17 +1064,17 @@ static void test_metrics(void **state)
     for (int async = 0; async <= 1; async++) {
         ls_config cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "8,4,2", 8, 5, 0, async, 2, 2);
         ls_model *m = make_model(&cfg);
-        float *params = calloc(m->n_params, sizeof *params);
+        float *params = calloc(m->info.n_params, sizeof *params);
         /* every gate FALSE (logit 0 highest): channel 0 becomes 0 wherever
          * a cell fired at least once and keeps its start value elsewhere
          * (sync: every cell fires), computed here from the evaluation
          * addresses of logic_ca.h: grids 0..15 on 8×8 for 5 steps, grid 16
          * on 64×64 for 80 steps. Sync: half of the 2×2 squares' cells. */
-        for (size_t g = 0; g < m->n_params / 16; g++)
+        for (size_t g = 0; g < m->info.n_params / 16; g++)
             params[g * 16] = 1.0f;
         ls_metric met[LS_MAX_METRICS];
         size_t n = 0;
-        assert_int_equal(m->metrics(m, params, NULL, NULL, met, &n, NULL), LS_OK);
+        assert_int_equal(m->desc->metrics(m->self, params, NULL, met, &n, NULL), LS_OK);
         assert_int_equal(n, 2);
         assert_string_equal(met[0].name, "hard_acc");
         assert_string_equal(met[1].name, "hard_acc_64");
@@ -1014,11 +1099,11 @@ static void test_metrics(void **state)
         assert_true(met[0].value == want[0]);
         assert_true(met[1].value == want[1]);
         /* random ops: deterministic figures */
-        for (size_t i = 0; i < m->n_params; i++)
+        for (size_t i = 0; i < m->info.n_params; i++)
             params[i] = unit();
         ls_metric again[LS_MAX_METRICS];
-        assert_int_equal(m->metrics(m, params, NULL, NULL, met, &n, NULL), LS_OK);
-        assert_int_equal(m->metrics(m, params, NULL, NULL, again, &n, NULL), LS_OK);
+        assert_int_equal(m->desc->metrics(m->self, params, NULL, met, &n, NULL), LS_OK);
+        assert_int_equal(m->desc->metrics(m->self, params, NULL, again, &n, NULL), LS_OK);
         assert_true(met[0].value == again[0].value && met[1].value == again[1].value);
         free(params);
         model_destroy(m);
@@ -1034,17 +1119,18 @@ static void test_soft_equals_hard_when_sharp(void **state)
     for (int async = 0; async <= 1; async++) {
         ls_config cfg = small_cfg("checkerboard", 2, 2, "8,4,2", "8,4,2", 6, 4, async, async, 3, 2);
         ls_model *m = make_model(&cfg);
-        float *params = calloc(m->n_params, sizeof *params);
-        for (size_t g = 0; g < m->n_params / 16; g++)
+        const size_t R = key_int(&cfg, "parts");
+        float *params = calloc(m->info.n_params, sizeof *params);
+        for (size_t g = 0; g < m->info.n_params / 16; g++)
             params[g * 16 + next_u32() % 16] = 40.0f;
         ls_batch b = { .batch = 2, .step = 17, .seed = cfg.seed };
-        const size_t nl = 2 * m->parts;
-        float *leaves = malloc(nl * m->leaf_len * sizeof(float));
+        const size_t nl = 2 * R;
+        float *leaves = malloc(nl * m->info.leaf_len * sizeof(float));
         double losses[6];
-        par_engine e;
-        ls_parallel par = make_par(&e, m, 2, 0, 0);
-        grad_run(m, params, &b, &par, leaves, losses);
-        free_par(&e);
+        sched e;
+        make_sched(&e, m, 2, 0, 0);
+        grad_run(m, R, params, &b, &e, leaves, losses);
+        free_sched(&e);
         logic_ca_hard *h;
         assert_int_equal(logic_ca_hard_create(&h, m, params, NULL), LS_OK);
         const size_t C = 2, G = 6, N = 36, T = 4;
@@ -1057,13 +1143,14 @@ static void test_soft_equals_hard_when_sharp(void **state)
             for (size_t u = 0; u < T; u++)
                 for (size_t n = 0; n < N; n++)
                     masks[u * N + n] = !async || rng_uniformf(cfg.seed, RNG_CA_MASK, 17, s, u * N + n) < 0.6f;
-            assert_int_equal(logic_ca_hard_rollout(h, frames, G, G, T, cfg.periodic, masks, NULL), LS_OK);
+            assert_int_equal(logic_ca_hard_rollout(h, frames, G, G, T, (int)ls_config_int(&cfg, "periodic"), masks,
+                                                   NULL), LS_OK);
             size_t wrong = 0;
             for (size_t n = 0; n < N; n++)
                 wrong += frames[T * C * N + n] != test_checker(n % G, n / G);
             double loss = 0;
-            for (size_t r = 0; r < m->parts; r++)
-                loss += losses[s * m->parts + r];
+            for (size_t r = 0; r < R; r++)
+                loss += losses[s * R + r];
             assert_true(fabs(loss - (double)wrong) < 1e-3);
         }
         logic_ca_hard_destroy(h);
@@ -1074,7 +1161,7 @@ static void test_soft_equals_hard_when_sharp(void **state)
 }
 
 /* Timing (printed, not checked; the machine may be busy): one
- * checkerboard-sync training step's batch_grad at the notebook's size, on 1
+ * checkerboard-sync training step's phases and leaves at the notebook's size, on 1
  * and 2 threads, and a Game of Life one. */
 static double now(void)
 {
@@ -1091,29 +1178,30 @@ static void test_timing(void **state)
         ls_config cfg;
         assert_int_equal(config_defaults(&cfg, tasks[k], NULL, NULL), LS_OK);
         ls_model *m = make_model(&cfg);
+        const size_t R = key_int(&cfg, "parts");
         ls_dataset *d = NULL;
         assert_int_equal(logic_ca_make_data(&cfg, &d, NULL), LS_OK);
-        float *params = malloc(m->n_params * sizeof *params);
-        m->init(m, params, cfg.seed);
+        float *params = malloc(m->info.n_params * sizeof *params);
+        m->desc->init(m->self, params, cfg.seed);
         uint32_t ids[20];
         for (size_t i = 0; i < 20; i++)
             ids[i] = (uint32_t)(i * 37 % 512);
-        const size_t nl = cfg.batch * m->parts;
-        float *leaves = malloc(nl * m->leaf_len * sizeof(float));
+        const size_t nl = cfg.batch * R;
+        float *leaves = malloc(nl * m->info.leaf_len * sizeof(float));
         double *losses = malloc(nl * sizeof *losses);
         for (int threads = 1; threads <= 2; threads++) {
-            par_engine e;
-            ls_parallel par = make_par(&e, m, threads, 0, 0);
+            sched e;
+            make_sched(&e, m, threads, 0, 0);
             ls_batch b = { .data = d, .ids = d ? ids : NULL, .batch = cfg.batch, .step = 1, .seed = cfg.seed };
             const int reps = k == 0 ? 3 : 100;
-            grad_run(m, params, &b, &par, leaves, losses);
+            grad_run(m, R, params, &b, &e, leaves, losses);
             const double t0 = now();
             for (int i = 0; i < reps; i++)
-                grad_run(m, params, &b, &par, leaves, losses);
+                grad_run(m, R, params, &b, &e, leaves, losses);
             const double t1 = now();
-            printf("    %s: %.3f ms per batch_grad at %d thread(s) (%s)\n", tasks[k], 1e3 * (t1 - t0) / reps,
+            printf("    %s: %.3f ms per step's phases and leaves at %d thread(s) (%s)\n", tasks[k], 1e3 * (t1 - t0) / reps,
                    threads, logic_simd_name());
-            free_par(&e);
+            free_sched(&e);
         }
         free(leaves);
         free(losses);

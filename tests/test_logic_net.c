@@ -76,19 +76,40 @@ static void small_free(small_set *s)
     free(s->y);
 }
 
+static void set_key(ls_config *cfg, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void set_key(ls_config *cfg, const char *key, const char *fmt, ...)
+{
+    char v[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(v, sizeof v, fmt, ap);
+    va_end(ap);
+    ls_err err = { { 0 } };
+    const ls_status st = config_set(cfg, key, v, 0, &err);
+    if (st != LS_OK)
+        fail_msg("config_set %s=%s: %s", key, v, err.msg);
+}
+
 static void small_config(ls_config *cfg, const size_t *layers, size_t n_layers, size_t bits, float tau,
                          float residual, const char *wiring, uint64_t seed)
 {
     ls_err err;
     assert_int_equal(config_defaults(cfg, "teacher", "logic", &err), LS_OK);
+    char list[256];
+    size_t at = 0;
     for (size_t l = 0; l < n_layers; l++)
-        cfg->layers[l] = layers[l];
-    cfg->n_layers = n_layers;
-    cfg->bits = bits;
-    cfg->tau = tau;
-    cfg->residual = residual;
-    snprintf(cfg->wiring, sizeof cfg->wiring, "%s", wiring);
+        at += (size_t)snprintf(list + at, sizeof list - at, "%s%zu", l ? "," : "", layers[l]);
+    set_key(cfg, "layers", "%s", list);
+    set_key(cfg, "bits", "%zu", bits);
+    set_key(cfg, "tau", "%a", (double)tau);
+    set_key(cfg, "residual", "%a", (double)residual);
+    set_key(cfg, "wiring", "%s", wiring);
     cfg->seed = seed;
+    const size_t *got;
+    assert_int_equal(ls_config_list(cfg, "layers", &got), n_layers);
+    assert_memory_equal(got, layers, n_layers * sizeof *layers);
+    assert_true(ls_config_float(cfg, "tau") == tau && ls_config_float(cfg, "residual") == residual);
 }
 
 /* ---- The double-precision reference (written from logic_net.h). ---- */
@@ -102,18 +123,21 @@ typedef struct {
 static void ref_make(ref_net *r, const ls_config *cfg, size_t dim, size_t classes)
 {
     memset(r, 0, sizeof *r);
-    r->n_layers = cfg->n_layers;
+    const size_t *layers;
+    r->n_layers = ls_config_list(cfg, "layers", &layers);
+    assert_true(r->n_layers >= 1 && r->n_layers <= 8);
     r->dim = dim;
-    r->bits = cfg->bits;
-    r->in0 = dim * cfg->bits;
+    r->bits = (size_t)ls_config_int(cfg, "bits");
+    r->in0 = dim * r->bits;
     r->classes = classes;
-    r->tau = (double)cfg->tau;
+    r->tau = (double)ls_config_float(cfg, "tau");
+    const char *wiring = ls_config_str(cfg, "wiring");
     size_t in = r->in0;
     for (size_t l = 0; l < r->n_layers; l++) {
-        r->width[l] = cfg->layers[l];
+        r->width[l] = layers[l];
         r->a[l] = malloc(r->width[l] * sizeof(uint32_t));
         r->b[l] = malloc(r->width[l] * sizeof(uint32_t));
-        if (strcmp(cfg->wiring, "unique") == 0)
+        if (strcmp(wiring, "unique") == 0)
             assert_int_equal(logic_wire_unique(r->a[l], r->b[l], in, r->width[l], cfg->seed, l, NULL), LS_OK);
         else
             assert_int_equal(logic_wire_random(r->a[l], r->b[l], in, r->width[l], cfg->seed, l, NULL), LS_OK);
@@ -233,39 +257,64 @@ typedef struct {
     void *scratch;
 } inst;
 
-static void inst_make(inst *in, const ls_config *cfg, const ls_dataset *d, size_t max_leaf)
+static void inst_prepare(inst *in)
 {
+    ls_err err = { { 0 } };
+    assert_int_equal(in->m->desc->prepare(in->m->self, in->params, NULL, &err), LS_OK);
+}
+
+/* The model of cfg with leaves of max_leaf samples (the leaf key; the
+ * config's batch must hold at least that many). */
+static void inst_make(inst *in, const ls_config *cfg_in, const ls_dataset *d, size_t max_leaf)
+{
+    ls_config cfg = *cfg_in;
+    set_key(&cfg, "leaf", "%zu", max_leaf);
+    if (cfg.batch < max_leaf)
+        cfg.batch = max_leaf;
     ls_err err;
     err.msg[0] = 0;
-    const ls_status st = logic_net_create(&in->m, cfg, d, max_leaf, &err);
+    const ls_status st = model_create(&in->m, &cfg, d, &err);
     if (st != LS_OK)
-        fail_msg("logic_net_create: %s", err.msg);
+        fail_msg("model_create: %s", err.msg);
     assert_string_equal(in->m->name, "logic");
-    assert_int_equal(in->m->parts, 0);
-    assert_null(in->m->batch_grad);
-    assert_null(in->m->metrics);
-    in->params = xalloc(in->m->n_params * sizeof(float));
-    in->buf = xalloc(in->m->leaf_len * sizeof(float));
-    in->grad = xalloc(in->m->n_params * sizeof(float));
-    in->scratch = xalloc(in->m->scratch_bytes);
-    memset(in->scratch, 0, in->m->scratch_bytes);
-    in->m->init(in->m, in->params, cfg->seed);
-    in->m->prepare(in->m, in->params);
+    assert_ptr_equal(in->m->desc, &logic_model);
+    /* a leaf model: no phases; leaves of max_leaf samples */
+    assert_int_equal(in->m->info.phases, 0);
+    assert_null(in->m->desc->phase);
+    assert_null(in->m->desc->metrics);
+    assert_non_null(in->m->desc->eval);
+    assert_int_equal(in->m->info.leaves, (cfg.batch + max_leaf - 1) / max_leaf);
+    assert_int_equal(in->m->info.mean_loss, 1);
+    in->params = xalloc(in->m->info.n_params * sizeof(float));
+    in->buf = xalloc(in->m->info.leaf_len * sizeof(float));
+    in->grad = xalloc(in->m->info.n_params * sizeof(float));
+    in->scratch = xalloc(in->m->info.scratch_bytes);
+    memset(in->scratch, 0, in->m->info.scratch_bytes);
+    in->m->desc->init(in->m->self, in->params, cfg.seed);
+    inst_prepare(in);
 }
 
 static void inst_free(inst *in)
 {
-    in->m->destroy(in->m);
+    model_destroy(in->m);
     free(in->params);
     free(in->buf);
     free(in->grad);
     free(in->scratch);
 }
 
+/* Leaf `leaf` of a batch of `count` samples ids (slots [leaf·L, ...)). */
+static double run_leaf_of(inst *in, const ls_dataset *d, const uint32_t *ids, size_t count, size_t leaf, float *buf,
+                          int mode)
+{
+    const ls_batch b = { d, ids, count, 1, 0 };
+    return in->m->desc->leaf(in->m->self, in->params, &b, leaf, buf, mode, in->scratch);
+}
+
+/* The leaf of exactly these count (<= max_leaf) samples. */
 static double run_leaf(inst *in, const ls_dataset *d, const uint32_t *ids, size_t count, float *buf, int mode)
 {
-    const ls_leaf leaf = { d, ids, count, 1, 0, 0 };
-    return in->m->leaf(in->m, in->params, &leaf, buf, mode, in->scratch);
+    return run_leaf_of(in, d, ids, count, 0, buf, mode);
 }
 
 /* ---- Tests. ---- */
@@ -286,17 +335,17 @@ static void check_gradient(const char *wiring, float residual)
     inst in;
     inst_make(&in, &cfg, &s.d, 4);
     if (residual > 0.0f)   /* move away from the init so every gate has gradient */
-        for (size_t i = 0; i < in.m->n_params; i++)
+        for (size_t i = 0; i < in.m->info.n_params; i++)
             in.params[i] = in.params[i] * 0.3f + (unit() - 0.5f);
-    in.m->prepare(in.m, in.params);
+    inst_prepare(&in);
     const uint32_t ids[8] = { 3, 0, 7, 12, 5, 5, 15, 9 };
-    const double l0 = run_leaf(&in, &s.d, ids, 4, in.buf, 0);
-    const double l1 = run_leaf(&in, &s.d, ids + 4, 4, in.buf, 1);
-    in.m->finish(in.m, in.buf, 8, in.grad, 0, in.m->finish_units);
+    const double l0 = run_leaf_of(&in, &s.d, ids, 8, 0, in.buf, LS_LEAF_WRITE);
+    const double l1 = run_leaf_of(&in, &s.d, ids, 8, 1, in.buf, LS_LEAF_ADD);
+    in.m->desc->finish(in.m->self, in.buf, 8, in.grad, 0, in.m->info.finish_units);
 
     ref_net r;
     ref_make(&r, &cfg, 4, 2);
-    const size_t np = in.m->n_params;
+    const size_t np = in.m->info.n_params;
     double *z = calloc(np, sizeof(double)), *fd = calloc(np, sizeof(double));
     assert_non_null(z);
     assert_non_null(fd);
@@ -342,8 +391,9 @@ static void test_gradient_unique_wiring(void **state)
     check_gradient("unique", 2.0f);
 }
 
-/* TREE_ADD: buf = buf + (the leaf summed on its own), bit for bit. Leaves of
- * a padded size (5 of max 7) and a full one. */
+/* LS_LEAF_ADD: buf = buf + (the leaf summed on its own), bit for bit. Leaves
+ * of a padded size (5 of max 7) and a full one. And leaf i of a batch is the
+ * leaf of its slots [7i, min(7i + 7, B)). */
 static void test_leaf_add_mode(void **state)
 {
     (void)state;
@@ -354,20 +404,30 @@ static void test_leaf_add_mode(void **state)
     small_config(&cfg, layers, 3, 2, 3.0f, 0.0f, "random", 9);
     inst in;
     inst_make(&in, &cfg, &s.d, 7);
-    const size_t len = in.m->leaf_len;
+    const size_t len = in.m->info.leaf_len;
     float *w = xalloc(len * sizeof(float)), *acc = xalloc(len * sizeof(float));
     const uint32_t ids[7] = { 1, 30, 2, 2, 39, 17, 8 };
     for (size_t count = 5; count <= 7; count += 2) {
-        const double lw = run_leaf(&in, &s.d, ids, count, w, 0);
+        const double lw = run_leaf(&in, &s.d, ids, count, w, LS_LEAF_WRITE);
         for (size_t i = 0; i < len; i++)
             acc[i] = unit() * 4.0f - 2.0f;
         float *want = xalloc(len * sizeof(float));
         for (size_t i = 0; i < len; i++)
             want[i] = acc[i] + w[i];
-        const double la = run_leaf(&in, &s.d, ids, count, acc, 1);
+        const double la = run_leaf(&in, &s.d, ids, count, acc, LS_LEAF_ADD);
         assert_memory_equal(acc, want, len * sizeof(float));
         assert_memory_equal(&lw, &la, sizeof lw);
         free(want);
+    }
+    uint32_t bids[19];
+    for (size_t i = 0; i < 19; i++)
+        bids[i] = (uint32_t)(next_u32() % 40);
+    for (size_t l = 0; l < 3; l++) {
+        const size_t first = 7 * l, count = l < 2 ? 7 : 5;
+        const double lb = run_leaf_of(&in, &s.d, bids, 19, l, acc, LS_LEAF_WRITE);
+        const double lw = run_leaf(&in, &s.d, bids + first, count, w, LS_LEAF_WRITE);
+        assert_memory_equal(acc, w, len * sizeof(float));
+        assert_memory_equal(&lb, &lw, sizeof lb);
     }
     free(w);
     free(acc);
@@ -389,32 +449,32 @@ static void test_determinism(void **state)
     inst a, b;
     inst_make(&a, &cfg, &s.d, 19);
     inst_make(&b, &cfg, &s.d, 19);
-    assert_memory_equal(a.params, b.params, a.m->n_params * sizeof(float));
+    assert_memory_equal(a.params, b.params, a.m->info.n_params * sizeof(float));
     uint32_t ids[19];
     for (size_t i = 0; i < 19; i++)
         ids[i] = (uint32_t)(next_u32() % 64);
-    const size_t len = a.m->leaf_len;
-    const double la = run_leaf(&a, &s.d, ids, 19, a.buf, 0);
+    const size_t len = a.m->info.leaf_len;
+    const double la = run_leaf(&a, &s.d, ids, 19, a.buf, LS_LEAF_WRITE);
     for (int path = 0; path < 3; path++) {
         const int prev = logic_set_simd(path);
-        memset(b.scratch, path == 1 ? 0xff : 0x7f, b.m->scratch_bytes);   /* NaNs / huge floats */
+        memset(b.scratch, path == 1 ? 0xff : 0x7f, b.m->info.scratch_bytes);   /* NaNs / huge floats */
         memset(b.buf, 0xff, len * sizeof(float));
-        const double lb = run_leaf(&b, &s.d, ids, 19, b.buf, 0);
+        const double lb = run_leaf(&b, &s.d, ids, 19, b.buf, LS_LEAF_WRITE);
         assert_memory_equal(a.buf, b.buf, len * sizeof(float));
         assert_memory_equal(&la, &lb, sizeof la);
         logic_set_simd(prev);
     }
     /* finish in two ranges equals finish in one */
-    a.m->finish(a.m, a.buf, 19, a.grad, 0, a.m->finish_units);
-    b.m->finish(b.m, a.buf, 19, b.grad, 0, 50);
-    b.m->finish(b.m, a.buf, 19, b.grad, 50, b.m->finish_units);
-    assert_memory_equal(a.grad, b.grad, a.m->n_params * sizeof(float));
+    a.m->desc->finish(a.m->self, a.buf, 19, a.grad, 0, a.m->info.finish_units);
+    b.m->desc->finish(b.m->self, a.buf, 19, b.grad, 0, 50);
+    b.m->desc->finish(b.m->self, a.buf, 19, b.grad, 50, b.m->info.finish_units);
+    assert_memory_equal(a.grad, b.grad, a.m->info.n_params * sizeof(float));
     /* another seed: another init and wiring */
     ls_config cfg2 = cfg;
     cfg2.seed = 78;
     inst c;
     inst_make(&c, &cfg2, &s.d, 19);
-    assert_true(memcmp(a.params, c.params, a.m->n_params * sizeof(float)) != 0);
+    assert_true(memcmp(a.params, c.params, a.m->info.n_params * sizeof(float)) != 0);
     inst_free(&a);
     inst_free(&b);
     inst_free(&c);
@@ -433,13 +493,13 @@ static void test_init(void **state)
     small_config(&cfg, layers, 2, 2, 1.0f, 10.0f, "random", 3);
     inst in;
     inst_make(&in, &cfg, &s.d, 4);
-    assert_int_equal(in.m->n_params, 10 * 16);
-    assert_int_equal(in.m->leaf_len, 10 * 4);
-    assert_int_equal(in.m->finish_units, 10);
-    for (size_t i = 0; i < in.m->n_params; i++)
+    assert_int_equal(in.m->info.n_params, 10 * 16);
+    assert_int_equal(in.m->info.leaf_len, 10 * 4);
+    assert_int_equal(in.m->info.finish_units, 10);
+    for (size_t i = 0; i < in.m->info.n_params; i++)
         assert_true(in.params[i] == (i % 16 == 3 ? 10.0f : 0.0f));
     inst_free(&in);
-    cfg.residual = 0.0f;
+    set_key(&cfg, "residual", "0");
     inst_make(&in, &cfg, &s.d, 4);
     for (size_t g = 0; g < 10; g++)
         for (size_t j = 0; j < 16; j++) {
@@ -467,20 +527,20 @@ static void check_eval(const ls_dataset *d, const ls_config *cfg, size_t dim)
         total += ok[i];
     }
     for (size_t i = 0; i < n; i += 7)
-        assert_int_equal(in.m->eval(in.m, in.params, d, i, 1, in.scratch), ok[i]);
+        assert_int_equal(in.m->desc->eval(in.m->self, in.params, d, i, 1, in.scratch), ok[i]);
     size_t first = 0;
     while (first < n) {
-        size_t count = 1 + next_u32() % (in.m->eval_chunk < 300 ? in.m->eval_chunk : 300);
+        size_t count = 1 + next_u32() % (in.m->info.eval_chunk < 300 ? in.m->info.eval_chunk : 300);
         if (count > n - first)
             count = n - first;
         size_t want = 0;
         for (size_t i = first; i < first + count; i++)
             want += ok[i];
-        assert_int_equal(in.m->eval(in.m, in.params, d, first, count, in.scratch), want);
+        assert_int_equal(in.m->desc->eval(in.m->self, in.params, d, first, count, in.scratch), want);
         first += count;
     }
-    if (n <= in.m->eval_chunk)
-        assert_int_equal(in.m->eval(in.m, in.params, d, 0, n, in.scratch), total);
+    if (n <= in.m->info.eval_chunk)
+        assert_int_equal(in.m->desc->eval(in.m->self, in.params, d, 0, n, in.scratch), total);
     /* not vacuous: some right, some wrong */
     assert_true(total > 0 && total < n);
     free(ok);
@@ -509,7 +569,7 @@ static void test_eval_teacher(void **state)
     ls_config cfg;
     assert_int_equal(config_defaults(&cfg, "teacher", "logic", &err), LS_OK);
     check_eval(d, &cfg, d->train.dim);
-    snprintf(cfg.wiring, sizeof cfg.wiring, "unique");
+    set_key(&cfg, "wiring", "unique");
     check_eval(d, &cfg, d->train.dim);
     dataset_destroy(d);
 }
@@ -531,13 +591,13 @@ static void test_descent_lowers_loss(void **state)
         ids[i] = (uint32_t)(i * 61 % d->train.n);
     double first = 0.0, last = 0.0;
     for (int step = 0; step < 20; step++) {
-        in.m->prepare(in.m, in.params);
-        const double loss = run_leaf(&in, d, ids, 32, in.buf, 0);
+        inst_prepare(&in);
+        const double loss = run_leaf(&in, d, ids, 32, in.buf, LS_LEAF_WRITE);
         if (step == 0)
             first = loss;
         last = loss;
-        in.m->finish(in.m, in.buf, 32, in.grad, 0, in.m->finish_units);
-        for (size_t i = 0; i < in.m->n_params; i++)
+        in.m->desc->finish(in.m->self, in.buf, 32, in.grad, 0, in.m->info.finish_units);
+        for (size_t i = 0; i < in.m->info.n_params; i++)
             in.params[i] = in.params[i] - 100.0f * in.grad[i];
     }
     print_message("descent: loss %g -> %g\n", first, last);
@@ -557,17 +617,21 @@ static void test_refused_shapes(void **state)
     const size_t bad_head[] = { 32, 16 };   /* 16 gates, 3 classes */
     small_config(&cfg, bad_head, 2, 3, 1.0f, 0.0f, "random", 1);
     err.msg[0] = 0;
-    assert_int_equal(logic_net_create(&m, &cfg, &s.d, 4, &err), LS_EINVAL);
+    assert_int_equal(model_create(&m, &cfg, &s.d, &err), LS_EINVAL);
     assert_null(m);
     assert_non_null(strstr(err.msg, "multiple"));
     const size_t narrow[] = { 9, 6 };       /* unique: 24 inputs need >= 12 gates */
     small_config(&cfg, narrow, 2, 3, 1.0f, 0.0f, "unique", 1);
-    assert_int_equal(logic_net_create(&m, &cfg, &s.d, 4, &err), LS_EINVAL);
+    assert_int_equal(model_create(&m, &cfg, &s.d, &err), LS_EINVAL);
     assert_null(m);
     small_config(&cfg, narrow, 2, 3, 1.0f, 0.0f, "random", 1);
-    assert_int_equal(logic_net_create(&m, &cfg, &s.d, 4, &err), LS_OK);
-    m->destroy(m);
-    assert_int_equal(logic_net_create(&m, &cfg, NULL, 4, &err), LS_EINVAL);
+    assert_int_equal(model_create(&m, &cfg, &s.d, &err), LS_OK);
+    model_destroy(m);
+    m = (ls_model *)1;
+    err.msg[0] = 0;
+    assert_int_equal(model_create(&m, &cfg, NULL, &err), LS_EINVAL);   /* it needs a data set */
+    assert_null(m);
+    assert_true(err.msg[0] != 0);
     small_free(&s);
 }
 

@@ -9,7 +9,7 @@
 #include <pthread.h>
 #include <string.h>
 
-#include "../engine/pool.h"
+#include "../reduce/pool.h"
 
 typedef struct {
     int calls[POOL_MAX_THREADS];

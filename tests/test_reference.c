@@ -1,8 +1,9 @@
 /* test_reference.c — a deliberately simple sequential trainer, written apart
- * from the engine: it uses only the model's leaf and finish functions and
- * the optimiser step — no pool, no reduce/ — computes every leaf into its own
- * buffer and sums them with its own recursive tree, straight from the
- * definition in DESIGN.md §2.2. The engine at any thread count must produce
+ * from the engine: it uses only the model's descriptor (init, prepare, the
+ * phases one after the other, leaf, finish) and the optimiser step — no
+ * pool, no reduce/ — computes every leaf into its own buffer and sums them
+ * with its own recursive tree, straight from the definition in DESIGN.md
+ * §2.2 (and include/lockstep.h). The engine at any thread count must produce
  * the same parameters at every step, bit for bit. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -50,48 +51,61 @@ static float *ref_tree(const leaves *lv, size_t l, size_t n, double *loss)
     return out;
 }
 
-/* Trains `steps` steps; params_out[s] receives θ_s (s = 0..steps), losses[s-1] the loss. */
+/* Trains `steps` steps; params_out[s] receives θ_s (s = 0..steps), losses[s-1] the loss.
+ * d is NULL for a task whose samples the model generates. */
 static void reference_run(ls_config cfg, const ls_dataset *d, int steps, float **params_out, double *losses)
 {
-    cfg.data_hash = d->hash;
-    size_t B = cfg.batch, L = cfg.leaf < B ? cfg.leaf : B, n_leaves = (B + L - 1) / L;
+    cfg.data_hash = d != NULL ? d->hash : 0;
+    const size_t B = cfg.batch;
     ls_model *m;
-    assert_int_equal(model_create(&m, &cfg, d, L, NULL), LS_OK);
+    assert_int_equal(model_create(&m, &cfg, d, NULL), LS_OK);
+    const ls_model_info *info = &m->info;
+    const size_t n_leaves = info->leaves;
+    if (info->phases == 0) {
+        /* a leaf model: leaves of L samples, the last one short */
+        const size_t leaf = (size_t)ls_config_int(&cfg, "leaf"), L = leaf < B ? leaf : B;
+        assert_true(L > 0);
+        assert_int_equal(n_leaves, (B + L - 1) / L);
+    }
     optim *opt;
-    assert_int_equal(optim_create(&opt, &cfg, m->n_params, NULL), LS_OK);
-    float *theta = malloc(m->n_params * sizeof(float));
-    float *grad = malloc(m->n_params * sizeof(float));
-    void *scratch = aligned_alloc(64, (m->scratch_bytes + 63) / 64 * 64);
-    uint32_t *perm = malloc(d->train.n * sizeof(uint32_t));
-    uint32_t *ids = malloc(B * sizeof(uint32_t));
-    leaves lv = { m->leaf_len, malloc(n_leaves * sizeof(float *)), malloc(n_leaves * sizeof(double)) };
+    assert_int_equal(optim_create(&opt, &cfg, info->n_params, NULL), LS_OK);
+    float *theta = malloc(info->n_params * sizeof(float));
+    float *grad = malloc(info->n_params * sizeof(float));
+    void *scratch = aligned_alloc(64, (info->scratch_bytes + 63) / 64 * 64 + 64);
+    uint32_t *perm = d != NULL ? malloc(d->train.n * sizeof(uint32_t)) : NULL;
+    uint32_t *ids = d != NULL ? malloc(B * sizeof(uint32_t)) : NULL;
+    leaves lv = { info->leaf_len, malloc(n_leaves * sizeof(float *)), malloc(n_leaves * sizeof(double)) };
     for (size_t i = 0; i < n_leaves; i++)
-        lv.leaf[i] = malloc(m->leaf_len * sizeof(float));
+        lv.leaf[i] = malloc(info->leaf_len * sizeof(float));
 
-    m->init(m, theta, cfg.seed);
-    memcpy(params_out[0], theta, m->n_params * sizeof(float));
+    m->desc->init(m->self, theta, cfg.seed);
+    memcpy(params_out[0], theta, info->n_params * sizeof(float));
     for (int t = 1; t <= steps; t++) {
         /* Data order, DESIGN.md §2.4: slot j takes stream position (t-1)·B + j. */
-        for (size_t j = 0; j < B; j++) {
+        for (size_t j = 0; d != NULL && j < B; j++) {
             uint64_t q = (uint64_t)(t - 1) * B + j;
             rng_permutation(perm, d->train.n, cfg.seed, RNG_EPOCH_PERM, q / d->train.n);
             ids[j] = perm[q % d->train.n];
         }
-        m->prepare(m, theta);
-        for (size_t l = 0; l < n_leaves; l++) {
-            size_t first = l * L, count = B - first < L ? B - first : L;
-            ls_leaf leaf = { d, ids + first, count, t, first, cfg.seed };
-            lv.loss[l] = m->leaf(m, theta, &leaf, lv.leaf[l], 0, scratch);
-        }
+        const ls_batch batch = { d, ids, B, t, cfg.seed };
+        ls_err err = { { 0 } };
+        if (m->desc->prepare != NULL)
+            assert_int_equal(m->desc->prepare(m->self, theta, &batch, &err), LS_OK);
+        /* the phases one after the other, their units in order, one scratch */
+        for (size_t ph = 0; ph < info->phases; ph++)
+            for (size_t u = 0; u < info->units; u++)
+                m->desc->phase(m->self, theta, &batch, ph, u, scratch);
+        for (size_t l = 0; l < n_leaves; l++)
+            lv.loss[l] = m->desc->leaf(m->self, theta, &batch, l, lv.leaf[l], LS_LEAF_WRITE, scratch);
         double loss;
         float *sum = ref_tree(&lv, 0, n_leaves, &loss);
-        if (m->mean_loss)
+        if (info->mean_loss)
             loss = loss / (double)B;
         losses[t - 1] = loss;
-        m->finish(m, sum, B, grad, 0, m->finish_units);
+        m->desc->finish(m->self, sum, B, grad, 0, info->finish_units);
         optim_begin_step(opt);
-        optim_update(opt, theta, grad, 0, m->n_params);
-        memcpy(params_out[t], theta, m->n_params * sizeof(float));
+        optim_update(opt, theta, grad, 0, info->n_params);
+        memcpy(params_out[t], theta, info->n_params * sizeof(float));
         free(sum);
     }
     for (size_t i = 0; i < n_leaves; i++)
@@ -107,19 +121,25 @@ static void reference_run(ls_config cfg, const ls_dataset *d, int steps, float *
     model_destroy(m);
 }
 
-static void compare_with_engine(const char *task, const ls_dataset *d, const char *batch, const char *leaf,
-                                const char *opt, int steps)
+/* settings: NULL-terminated key, value pairs over the defaults of task and model. */
+static void compare_with_engine(const char *task, const char *model, const ls_dataset *d, const char *const *settings,
+                                int steps)
 {
     ls_config cfg;
-    assert_int_equal(config_defaults(&cfg, task, NULL, NULL), LS_OK);
-    assert_int_equal(config_set(&cfg, "batch", batch, 0, NULL), LS_OK);
-    assert_int_equal(config_set(&cfg, "leaf", leaf, 0, NULL), LS_OK);
-    assert_int_equal(config_set(&cfg, "optimizer", opt, 0, NULL), LS_OK);
-    if (strcmp(task, "fashion-mnist") == 0)
-        assert_int_equal(config_set(&cfg, "hidden", "32,16", 0, NULL), LS_OK);
+    ls_err err = { { 0 } };
+    assert_int_equal(config_defaults(&cfg, task, model, &err), LS_OK);
+    char what[256];
+    size_t at = (size_t)snprintf(what, sizeof what, "%s/%s", task, cfg.model);
+    for (size_t i = 0; settings[i] != NULL; i += 2) {
+        if (config_set(&cfg, settings[i], settings[i + 1], 0, &err) != LS_OK)
+            fail_msg("config_set %s=%s: %s", settings[i], settings[i + 1], err.msg);
+        if (at < sizeof what)
+            at += (size_t)snprintf(what + at, sizeof what - at, " %s %s", settings[i], settings[i + 1]);
+    }
     ls_config probe = cfg;
     trainer *t;
-    assert_int_equal(trainer_create(&t, &probe, 1, d, NULL), LS_OK);
+    if (trainer_create(&t, &probe, 1, d, &err) != LS_OK)
+        fail_msg("%s: %s", what, err.msg);
     size_t n = trainer_n_params(t);
     trainer_destroy(t);
 
@@ -132,7 +152,6 @@ static void compare_with_engine(const char *task, const ls_dataset *d, const cha
     int threads[] = { 1, 3, 8 };
     for (size_t ti = 0; ti < 3; ti++) {
         ls_config c = cfg;
-        ls_err err;
         assert_int_equal(trainer_create(&t, &c, threads[ti], d, &err), LS_OK);
         assert_memory_equal(trainer_params(t), ref[0], n * sizeof(float));
         for (int s = 1; s <= steps; s++) {
@@ -140,41 +159,68 @@ static void compare_with_engine(const char *task, const ls_dataset *d, const cha
             assert_int_equal(trainer_step(t, &loss, &err), LS_OK);
             if (memcmp(&loss, &losses[s - 1], sizeof loss) != 0 ||
                 memcmp(trainer_params(t), ref[s], n * sizeof(float)) != 0)
-                fail_msg("%s batch %s leaf %s %s: engine at %d threads differs from the reference at step %d",
-                         task, batch, leaf, opt, threads[ti], s);
+                fail_msg("%s: engine at %d threads differs from the reference at step %d", what, threads[ti], s);
         }
         trainer_destroy(t);
     }
-    printf("%s batch %s leaf %s %s: engine (threads 1,3,8) == simple reference for %d steps\n", task, batch, leaf,
-           opt, steps);
+    printf("%s: engine (threads 1,3,8) == simple reference for %d steps\n", what, steps);
     for (int s = 0; s <= steps; s++)
         free(ref[s]);
     free(ref);
     free(losses);
 }
 
+#define SET(...) ((const char *const[]){ __VA_ARGS__, NULL })
+
 static void test_teacher(void **state)
 {
     (void)state;
     ls_dataset *d;
     assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
-    compare_with_engine("teacher", d, "20", "4", "adamw", 6);
-    compare_with_engine("teacher", d, "37", "1", "sgd", 6);
-    compare_with_engine("teacher", d, "5", "8", "adamw", 6);
+    compare_with_engine("teacher", NULL, d, SET("batch", "20", "leaf", "4", "optimizer", "adamw"), 6);
+    compare_with_engine("teacher", NULL, d, SET("batch", "37", "leaf", "1", "optimizer", "sgd"), 6);
+    compare_with_engine("teacher", NULL, d, SET("batch", "5", "leaf", "8", "optimizer", "adamw"), 6);
     /* Many steps at a large batch: crosses epoch boundaries (2048 samples). */
-    compare_with_engine("teacher", d, "300", "16", "adamw", 15);
+    compare_with_engine("teacher", NULL, d, SET("batch", "300", "leaf", "16", "optimizer", "adamw"), 15);
+    /* the logic model on the same data */
+    compare_with_engine("teacher", "logic", d, SET("batch", "23", "leaf", "5", "layers", "64x3,40", "optimizer", "adamw"),
+                        5);
     dataset_destroy(d);
 }
 
 static void test_fashion(void **state)
 {
     (void)state;
+    ls_config cfg;
+    ls_err err = { { 0 } };
+    assert_int_equal(config_defaults(&cfg, "fashion-mnist", NULL, &err), LS_OK);
     ls_dataset *d;
-    ls_err err;
-    assert_int_equal(dataset_load_fashion(&d, trainer_data_dir(), &err), LS_OK);
-    compare_with_engine("fashion-mnist", d, "64", "8", "adamw", 4);
-    compare_with_engine("fashion-mnist", d, "13", "4", "sgd", 4);
+    if (trainer_load_data(&cfg, &d, &err) != LS_OK)
+        fail_msg("fashion-mnist: %s", err.msg);
+    compare_with_engine("fashion-mnist", NULL, d,
+                        SET("batch", "64", "leaf", "8", "optimizer", "adamw", "hidden", "32,16"), 4);
+    compare_with_engine("fashion-mnist", NULL, d,
+                        SET("batch", "13", "leaf", "4", "optimizer", "sgd", "hidden", "32,16"), 4);
     dataset_destroy(d);
+}
+
+/* The logic CA: its phases run one after the other in the reference. */
+static void test_ca(void **state)
+{
+    (void)state;
+    ls_config cfg;
+    ls_err err = { { 0 } };
+    assert_int_equal(config_defaults(&cfg, "gol", NULL, &err), LS_OK);
+    ls_dataset *d;
+    assert_int_equal(trainer_load_data(&cfg, &d, &err), LS_OK);
+    compare_with_engine("gol", NULL, d, SET("ca_steps", "2", "parts", "3"), 4);
+    dataset_destroy(d);
+    compare_with_engine("checkerboard", NULL, NULL,
+                        SET("grid", "8", "ca_steps", "4", "parts", "3", "layers", "256,128,64,32,16,8", "batch", "3"), 3);
+    compare_with_engine("checkerboard", NULL, NULL,
+                        SET("async", "1", "grid", "6", "ca_steps", "5", "parts", "2", "layers", "256,128,64,32,16,8", "batch",
+                            "2"),
+                        3);
 }
 
 int main(void)
@@ -182,6 +228,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_teacher),
         cmocka_unit_test(test_fashion),
+        cmocka_unit_test(test_ca),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }

@@ -1,7 +1,9 @@
 /* test_train.c — the contract on whole training runs: the trajectory hash of
  * a config does not depend on the thread count, for many batch and leaf
  * sizes, on the synthetic task and on Fashion-MNIST; and the unordered foil
- * does depend on it (so these checks can fail). */
+ * does depend on it (so these checks can fail); and the golden files of
+ * golden/: their canonical config texts parse and print back byte for byte,
+ * and the engine reproduces every step's bits. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -12,7 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <dirent.h>
+
 #include "../engine/train.h"
+#include "../record/golden.h"
 #include "../record/hash.h"
 
 static const int THREADS[] = { 1, 2, 3, 4, 7, 8, 16 };
@@ -200,6 +205,16 @@ static void test_unordered_differs(void **state)
     for (size_t ti = 1; ti < N_THREADS; ti++)
         assert_true(run(cfg, THREADS[ti], 3, d).traj == tree1.traj);
     dataset_destroy(d);
+    /* The foil runs for the logic CA too (leaves after phases), with work on
+     * several workers. */
+    ls_config ca;
+    assert_int_equal(config_defaults(&ca, "gol", NULL, NULL), LS_OK);
+    assert_int_equal(config_set(&ca, "reduce", "unordered", 0, NULL), LS_OK);
+    for (int threads = 1; threads <= 3; threads += 2) {
+        outcome o = run(ca, threads, 3, NULL);
+        assert_int_equal(o.st, LS_OK);
+        assert_int_equal(o.busy, threads);
+    }
 }
 
 /* Every config key that can change θ changes the trajectory. */
@@ -293,10 +308,107 @@ static void test_bad_config(void **state)
     assert_string_equal(a, b);
 }
 
+/* Every golden file: the canonical text is unchanged for its config (the
+ * text printed back from the parsed config equals the file's byte for byte,
+ * as does the text after a defaults + config_set rebuild from its keys), and
+ * every step gives the recorded loss bits, parameter and trajectory hashes
+ * at 1 and 3 threads. */
+static void test_golden_files(void **state)
+{
+    (void)state;
+    const char *root = getenv("LOCKSTEP_ROOT");
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/golden", root != NULL ? root : ".");
+    DIR *dh = opendir(dir);
+    if (dh == NULL)
+        fail_msg("cannot open %s (set LOCKSTEP_ROOT to the repository)", dir);
+    int files = 0;
+    size_t steps_checked = 0;
+    struct dirent *de;
+    while ((de = readdir(dh)) != NULL) {
+        const size_t nl = strlen(de->d_name);
+        if (nl < 8 || strcmp(de->d_name + nl - 7, ".golden") != 0)
+            continue;
+        char path[8192];
+        snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+        golden_file g;
+        ls_err err = { { 0 } };
+        if (golden_read(path, &g, &err) != LS_OK)
+            fail_msg("%s", err.msg);
+        ls_config cfg;
+        if (config_parse_text(&cfg, g.config_text, path, &err) != LS_OK)
+            fail_msg("%s: %s", path, err.msg);
+        char text[CONFIG_TEXT_MAX];
+        config_text(&cfg, text, sizeof text);
+        if (strcmp(text, g.config_text) != 0)
+            fail_msg("%s: the canonical text changed:\n--- file\n%s--- now\n%s", path, g.config_text, text);
+        /* the same config built as the command line does: defaults, then every key */
+        ls_config built;
+        assert_int_equal(config_defaults(&built, cfg.task, cfg.model, &err), LS_OK);
+        char *lines = strdup(g.config_text);
+        for (char *line = strtok(lines, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+            char *eq = strchr(line, '=');
+            assert_non_null(eq);
+            *eq = '\0';
+            if (strcmp(line, "task") == 0 || strcmp(line, "model") == 0)
+                continue;
+            if (config_set(&built, line, eq + 1, 0, &err) != LS_OK)
+                fail_msg("%s: %s", path, err.msg);
+        }
+        free(lines);
+        char text2[CONFIG_TEXT_MAX];
+        config_text(&built, text2, sizeof text2);
+        assert_string_equal(text2, g.config_text);
+
+        ls_dataset *data = NULL;
+        if (trainer_load_data(&cfg, &data, &err) != LS_OK)
+            fail_msg("%s: %s", path, err.msg);
+        const int threads[] = { 1, 3 };
+        for (size_t ti = 0; ti < 2; ti++) {
+            ls_config c = cfg;
+            trainer *t;
+            if (trainer_create(&t, &c, threads[ti], data, &err) != LS_OK)
+                fail_msg("%s: %s", path, err.msg);
+            uint64_t ph = hash_params(trainer_params(t), trainer_n_params(t));
+            uint64_t traj = hash_traj0(g.config_text, ph);
+            if (ph != g.steps[0].param_hash || traj != g.steps[0].traj_hash)
+                fail_msg("%s: step 0 at %d threads: param_hash %016llx traj %016llx, the file has %016llx %016llx", path,
+                         threads[ti], (unsigned long long)ph, (unsigned long long)traj,
+                         (unsigned long long)g.steps[0].param_hash, (unsigned long long)g.steps[0].traj_hash);
+            for (size_t s = 1; s < g.n_steps; s++) {
+                double loss;
+                if (trainer_step(t, &loss, &err) != LS_OK)
+                    fail_msg("%s: step %zu: %s", path, s, err.msg);
+                ph = hash_params(trainer_params(t), trainer_n_params(t));
+                traj = hash_traj_next(traj, ph, loss);
+                const ls_step *w = &g.steps[s];
+                if (hash_loss_bits(loss) != w->loss_bits || ph != w->param_hash || traj != w->traj_hash)
+                    fail_msg("%s: step %zu at %d threads: loss bits %016llx param_hash %016llx traj %016llx, the "
+                             "file has %016llx %016llx %016llx",
+                             path, s, threads[ti], (unsigned long long)hash_loss_bits(loss), (unsigned long long)ph,
+                             (unsigned long long)traj, (unsigned long long)w->loss_bits,
+                             (unsigned long long)w->param_hash, (unsigned long long)w->traj_hash);
+                steps_checked++;
+            }
+            trainer_destroy(t);
+        }
+        dataset_destroy(data);
+        golden_free(&g);
+        files++;
+    }
+    closedir(dh);
+    assert_true(files >= 8);
+    printf("golden: %d files: canonical texts unchanged, every step identical at 1 and 3 threads (%zu steps)\n",
+           files, steps_checked);
+}
+
 int main(void)
 {
     ls_err err;
-    if (dataset_load_fashion(&fashion, trainer_data_dir(), &err) != LS_OK) {
+    ls_config fc;
+    /* the task's own loader: $LOCKSTEP_DATA_DIR or the Debian package's files */
+    if (config_defaults(&fc, "fashion-mnist", NULL, &err) != LS_OK || trainer_load_data(&fc, &fashion, &err) != LS_OK ||
+        fashion == NULL) {
         fprintf(stderr, "test_train: %s\n", err.msg);
         return 1;
     }
@@ -310,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_optimisers),
         cmocka_unit_test(test_divergence),
         cmocka_unit_test(test_bad_config),
+        cmocka_unit_test(test_golden_files),
     };
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     dataset_destroy(fashion);

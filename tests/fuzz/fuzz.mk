@@ -38,14 +38,16 @@ FUZZ_LIBS     := -lsqlite3 -lxxhash -lz -lm -pthread
 
 FUZZ_TARGETS  := idx golden config checkpoint
 FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
-# The library minus the compute kernels, which no parser reaches and which
-# take minutes to compile instrumented (dense.c alone: over ten). The archive
-# only contributes the objects a target needs; if a parser starts to need one
-# of these, the link says so and it comes off this list.
-FUZZ_SKIP_SRC ?= engine/dense.c engine/mlp.c engine/logic.c engine/model.c engine/optim.c \
-                 engine/train.c reduce/tree.c
-FUZZ_LIB_SRC  := $(filter-out $(FUZZ_SKIP_SRC),$(wildcard engine/*.c reduce/*.c record/*.c))
+# The compute kernels, which no parser reaches, are compiled without the
+# sanitizers and coverage: instrumented they take minutes (dense.c alone:
+# over ten). They are still linked, since the config parser reaches the
+# model registry and the registry every model (and a model its kernels).
+# The arithmetic flags stay the project's.
+FUZZ_PLAIN_SRC ?= engine/dense.c engine/mlp.c engine/logic.c engine/model.c engine/optim.c \
+                  engine/train.c reduce/tree.c
+FUZZ_LIB_SRC  := $(filter-out $(FUZZ_PLAIN_SRC),$(wildcard base/*.c engine/*.c reduce/*.c record/*.c))
 FUZZ_LIB_OBJ  := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
+FUZZ_PLAIN_OBJ := $(FUZZ_PLAIN_SRC:%.c=$(FUZZ_BUILD)/plain/%.o)
 FUZZ_LIB      := $(FUZZ_BUILD)/liblockstep-fuzz.a
 FUZZ_CLI_OBJ  := $(FUZZ_BUILD)/obj/tools/cli.o
 FUZZ_MAIN_OBJ := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/obj/$(FUZZ_DIR)/fuzz_%.o)
@@ -68,7 +70,24 @@ $(FUZZ_BUILD)/obj/$(FUZZ_DIR)/fuzz_%.o: $(FUZZ_DIR)/fuzz_%.c
 	@echo "FUZZ-CC $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -c $< -o $@
 
-$(FUZZ_LIB): $(FUZZ_LIB_OBJ)
+# The build facts engine/session.c (and tools/) read: this build's compiler
+# and flags, written once per fuzz build folder.
+$(FUZZ_BUILD)/buildinfo.h:
+	@mkdir -p $(dir $@)
+	@{ echo '#define LS_BUILD_CC "'"$$($(FUZZ_CC) --version | head -n1 | tr -d '"\\')"'"'; \
+	   echo '#define LS_BUILD_CFLAGS "'"$$(echo $(FUZZ_CFLAGS) | tr -d '"\\')"'"'; \
+	   echo '#define LS_BUILD_GIT "'"$$(git rev-parse --short=12 HEAD 2>/dev/null || true)-fuzz"'"'; \
+	 } > $@
+$(FUZZ_BUILD)/obj/engine/session.o $(FUZZ_CLI_OBJ): $(FUZZ_BUILD)/buildinfo.h
+$(FUZZ_BUILD)/obj/engine/session.o $(FUZZ_CLI_OBJ): FUZZ_CFLAGS += -I$(FUZZ_BUILD)
+
+# The kernels: plain objects (see FUZZ_PLAIN_SRC).
+$(FUZZ_BUILD)/plain/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "FUZZ-CC (plain) $<"
+	@$(FUZZ_CC) -g -O1 $(FUZZ_PINNED) $(FUZZ_WARN) -pthread -MMD -MP -c $< -o $@
+
+$(FUZZ_LIB): $(FUZZ_LIB_OBJ) $(FUZZ_PLAIN_OBJ)
 	@rm -f $@
 	@ar rcs $@ $^
 
@@ -119,4 +138,4 @@ fuzz-ci: fuzz-build
 fuzz-clean:
 	rm -rf $(FUZZ_BUILD)
 
--include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_CLI_OBJ:.o=.d) $(FUZZ_MAIN_OBJ:.o=.d)
+-include $(FUZZ_LIB_OBJ:.o=.d) $(FUZZ_PLAIN_OBJ:.o=.d) $(FUZZ_CLI_OBJ:.o=.d) $(FUZZ_MAIN_OBJ:.o=.d)

@@ -289,6 +289,28 @@ static inline int fr_config_text(const uint8_t *data, size_t size, char *why)
     return r;
 }
 
+/* 1 when some registered model or task (not only cfg's) declares key
+ * ('-' read as '_'): a config flag cli_parse knows, even where it does not
+ * apply. */
+static inline int fr_key_anywhere(const char *key)
+{
+    char name[64];
+    size_t n = strlen(key);
+    if (n >= sizeof name)
+        return 0;
+    for (size_t i = 0; i <= n; i++)
+        name[i] = key[i] == '-' ? '_' : key[i];
+    for (size_t i = 0; ls_model_at(i) != NULL; i++)
+        for (size_t k = 0; k < ls_model_at(i)->n_keys; k++)
+            if (strcmp(ls_model_at(i)->keys[k].name, name) == 0)
+                return 1;
+    for (size_t i = 0; ls_task_at(i) != NULL; i++)
+        for (size_t k = 0; k < ls_task_at(i)->n_keys; k++)
+            if (strcmp(ls_task_at(i)->keys[k].name, name) == 0)
+                return 1;
+    return 0;
+}
+
 /* The NUL-separated pieces as command-line flags, applied the way
  * tools/cli.c does for the config keys: defaults from the last --task and
  * --model ("--task X" or "--task=X"; teacher when none), then config_set for
@@ -338,12 +360,13 @@ static inline int fr_config_pairs(const uint8_t *data, size_t size, char *why)
             value = "";
         }
         memset(&e, 0, sizeof e);
-        int known = config_has_key(s + 2);
+        const int known = config_has_key(&cfg, s + 2);
         st = config_set(&cfg, s + 2, value, 1, &e);
         r = fr_status("config_set", st, &e, allowed, 1, why);
         if (r == 0 && !known && st == LS_OK)
             r = fr_fail(why, "config_set accepted '%s', which config_has_key does not know", s + 2);
-        if (st != LS_OK && known)
+        /* a key of another model or task is a config flag cli_parse refuses */
+        if (st != LS_OK && (known || fr_key_anywhere(s + 2)))
             all_ok = 0;
     }
     if (r == 0) {
