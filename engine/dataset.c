@@ -572,6 +572,14 @@ uint8_t *ls_dataset_y(ls_dataset *d, int test)
 
 ls_status ls_dataset_seal(ls_dataset *d, ls_err *err)
 {
+    /* A label out of range would surface as a NaN loss at step 1; name it here. */
+    for (int test = 0; test < 2; test++) {
+        const ls_split *sp = test ? &d->test : &d->train;
+        for (size_t i = 0; i < sp->n; i++)
+            if (sp->y[i] >= d->n_classes)
+                return ls_fail(err, LS_EINVAL, "data set %s: %s label %zu is %u, not below the %zu classes", d->name,
+                               test ? "test" : "train", i, (unsigned)sp->y[i], d->n_classes);
+    }
     XXH3_state_t *hs = XXH3_createState();
     if (hs == NULL)
         return ls_fail(err, LS_ENOMEM, "data set %s: out of memory", d->name);

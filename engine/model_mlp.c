@@ -144,6 +144,13 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
     a->x_bytes = round_up(max_leaf * a->dim * sizeof(float));
     a->y_bytes = round_up(max_leaf);
     const size_t np = mlp_n_params(a->net);
+    /* Multiply-adds of the forward pass, the weight gradient and the input
+     * gradient (none into the first layer's input), two operations each. */
+    double flops = 0;
+    for (size_t l = 0; l + 1 < n; l++) {
+        const double mm = (double)sizes[l] * (double)sizes[l + 1];
+        flops += 2 * mm + 2 * mm + (l > 0 ? 2 * mm : 0);
+    }
     *info = (ls_model_info){
         .n_params = np,
         .leaf_len = np,
@@ -152,6 +159,7 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
         .scratch_bytes = a->x_bytes + a->y_bytes + round_up(mlp_scratch_bytes(a->net)),
         .eval_chunk = 1024,
         .mean_loss = 1,
+        .flops_per_sample = flops,
     };
     *self = a;
     return LS_OK;

@@ -431,6 +431,7 @@ ls_status ls_session_open(ls_session **out, const ls_config *cfg_in, const ls_se
     char text[CONFIG_TEXT_MAX];
     config_text(&cfg, text, sizeof text);
     s->st.config_hash = config_hash(&cfg);
+    s->st.flops_per_sample = trainer_model(s->t)->info.flops_per_sample;
     s->st.param_hash = hash_params(trainer_params(s->t), trainer_n_params(s->t));
     s->st.traj_hash = hash_traj0(text, s->st.param_hash);
     if (s->db != NULL) {

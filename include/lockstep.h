@@ -184,8 +184,9 @@ typedef struct ls_dataset {
 } ls_dataset;
 
 /* A data set of float features, zeroed, for a task's loader to fill through
- * ls_dataset_x / ls_dataset_y; then ls_dataset_seal computes its identity:
- * XXH3_64bits over train x (binary32 LE), train y, test x, test y. */
+ * ls_dataset_x / ls_dataset_y; then ls_dataset_seal checks every label is
+ * below n_classes (LS_EINVAL naming the first that is not) and computes the
+ * identity: XXH3_64bits over train x (binary32 LE), train y, test x, test y. */
 ls_status ls_dataset_create(ls_dataset **out, const char *name, size_t n_classes, size_t dim, size_t n_train,
                             size_t n_test, ls_err *err);
 float *ls_dataset_x(ls_dataset *d, int test);
@@ -227,6 +228,7 @@ typedef struct {
     size_t scratch_bytes;     /* per worker, 64-byte aligned, for phases, leaves and eval */
     size_t eval_chunk;        /* most test samples one eval call takes (0: no eval) */
     int mean_loss;            /* 1: train on the batch mean (sums divided by B after the tree) */
+    double flops_per_sample;  /* floating-point operations of one sample's step, for benchmarks; 0: unknown */
 } ls_model_info;
 
 /* One evaluation figure, recorded under its name. */
@@ -339,6 +341,7 @@ struct ls_session_state {
     int64_t checkpoints;        /* checkpoints written by this session */
     int threads;
     int busy_workers;           /* workers that computed leaves or units in the last step */
+    double flops_per_sample;    /* the model's count (ls_model_info), 0 when it gives none */
     double train_seconds;       /* inside the engine's steps */
     double hash_seconds;        /* hashing parameters and trajectory */
     double record_seconds;      /* writing the record */

@@ -224,25 +224,6 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-/* Multiply-adds per sample of the MLP: forward, weight gradient, input gradient
- * (not for the first layer). */
-static double mlp_flops_per_sample(const ls_config *cfg, const ls_dataset *d)
-{
-    size_t sizes[LS_LIST_MAX + 2], n = 0;
-    sizes[n++] = d->train.dim;
-    const size_t *hidden;
-    const size_t n_hidden = ls_config_list(cfg, "hidden", &hidden);
-    for (size_t i = 0; i < n_hidden && n < LS_LIST_MAX + 1; i++)
-        sizes[n++] = hidden[i];
-    sizes[n++] = d->n_classes;
-    double f = 0;
-    for (size_t l = 0; l + 1 < n; l++) {
-        double mm = (double)sizes[l] * (double)sizes[l + 1];
-        f += 2 * mm + 2 * mm + (l > 0 ? 2 * mm : 0);
-    }
-    return f;
-}
-
 int cmd_bench(int argc, char **argv)
 {
     cli_args a;
@@ -279,7 +260,7 @@ int cmd_bench(int argc, char **argv)
         dataset_destroy(data);
         return EXIT_USAGE;
     }
-    double flops = strcmp(a.cfg.model, "mlp") == 0 ? mlp_flops_per_sample(&a.cfg, data) : 0;
+    double flops = 0;   /* the model's own count, from the first run */
     printf("bench: model %s, task %s, batch %zu, leaf %zu, %lld steps x %d reps, simd %s\n", a.cfg.model,
            a.cfg.task, a.cfg.batch, (size_t)ls_config_int(&a.cfg, "leaf"), (long long)a.steps, a.reps, dense_simd_name());
     printf("%-8s %-12s %-12s %-8s %-10s %-8s %-10s %-16s %s\n", "threads", "tree smp/s", "unord smp/s", "speedup",
@@ -315,6 +296,7 @@ int cmd_bench(int argc, char **argv)
                 }
                 if (mode == 0) {
                     tree_sps[i][rep] = r.samples_per_second;
+                    flops = r.flops_per_sample;
                     rec[i][rep] = r.record_seconds / (double)r.steps_done;
                     hash[i][rep] = r.hash_seconds / (double)r.steps_done;
                     step_time[i][rep] = r.train_seconds / (double)r.steps_done;

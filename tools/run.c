@@ -127,6 +127,7 @@ static ls_status run_drive(ls_session *s, const run_opts *o, run_result *r, ls_e
     r->hash_seconds = st.hash_seconds;
     r->record_seconds = st.record_seconds;
     r->busy_workers = st.busy_workers;
+    r->flops_per_sample = st.flops_per_sample;
     r->checkpoints = st.checkpoints;
     r->resumed_from = st.resumed_from;
     r->recomputed = st.replayed;

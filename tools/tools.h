@@ -91,6 +91,7 @@ typedef struct {
     double hash_seconds;        /* wall time hashing parameters and trajectory */
     double record_seconds;      /* wall time writing the SQLite record (steps and end) */
     double samples_per_second;
+    double flops_per_sample;    /* the model's count (0: it gives none) */
     double test_acc;            /* the first evaluation figure; -1 when not evaluated */
     ls_metric metrics[LS_MAX_METRICS];   /* every figure of the last evaluation */
     size_t n_metrics;
