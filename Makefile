@@ -1,4 +1,4 @@
-# lockstep — build, test, demo, bench and checks.  `make help` lists targets.
+# lockstep — build, test, demo, bench, install and checks.  `make help` lists targets.
 #
 # The flags that keep the arithmetic order fixed (DESIGN.md §2.3) are not
 # optional: -std=c11 -ffp-contract=off, never fast-math. They are in
@@ -10,6 +10,8 @@ OPT     ?= -O2 -g
 CFLAGS  ?=
 WERROR  ?= -Werror
 LDFLAGS ?=
+PREFIX  ?= /usr/local
+DESTDIR ?=
 
 # Flags that would let the compiler reorder or fuse floating point.
 BANNED := -ffast-math -Ofast -ffp-contract=fast -ffp-contract=on -fassociative-math \
@@ -20,42 +22,82 @@ $(foreach f,$(BANNED),$(if $(filter $(f),$(CC) $(OPT) $(CFLAGS)),\
 LS_PINNED := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -ffp-contract=off -fno-fast-math -fno-math-errno -fopenmp-simd
 WARN      := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes \
              -Wmissing-prototypes -Wpointer-arith -Wformat=2 $(WERROR)
-ALL_CFLAGS = $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) -pthread -MMD -MP
+# PIC and INC_BUILD are set per target below (library objects, build facts).
+ALL_CFLAGS = $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) $(PIC) -Iinclude $(INC_BUILD) -pthread -MMD -MP
 LIBS      := -lsqlite3 -lxxhash -lpng -lz -lm -pthread
+# What the library itself needs (libpng is the tools' alone: cmd_render.c).
+# lockstep.pc.in's Requires.private and Libs.private say the same.
+LIB_LIBS  := $(filter-out -lpng,$(LIBS))
 
-LIB_SRC  := $(wildcard engine/*.c reduce/*.c record/*.c)
+# The version is written once, in the public header; the file names, the
+# soname and lockstep.pc take it from there. ('.' stands for the '#' that a
+# makefile line cannot hold portably.)
+ls_version_part = $(shell sed -n 's/^.define LS_VERSION_$(1)[[:space:]][[:space:]]*\([0-9][0-9]*\).*/\1/p' include/lockstep.h)
+VERSION_MAJOR := $(call ls_version_part,MAJOR)
+VERSION_MINOR := $(call ls_version_part,MINOR)
+VERSION_PATCH := $(call ls_version_part,PATCH)
+VERSION       := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
+$(if $(and $(VERSION_MAJOR),$(VERSION_MINOR),$(VERSION_PATCH)),,\
+  $(error include/lockstep.h: LS_VERSION_MAJOR/MINOR/PATCH not found))
+
+LIB_SRC  := $(wildcard base/*.c engine/*.c reduce/*.c record/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TOOL_SRC := $(wildcard tools/*.c)
 TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_COMMON_SRC := $(filter-out tests/test_%.c,$(wildcard tests/*.c))
 TEST_COMMON_OBJ := $(TEST_COMMON_SRC:%.c=$(BUILD)/obj/%.o)
+# Tests written in shell: run_tests.sh runs every executable $(BUILD)/tests/test_*.
+TEST_SH  := $(wildcard tests/test_*.sh)
+TEST_SH_BIN := $(TEST_SH:tests/%.sh=$(BUILD)/tests/%)
 LIB      := $(BUILD)/liblockstep.a
+SONAME   := liblockstep.so.$(VERSION_MAJOR)
+SO       := $(BUILD)/liblockstep.so.$(VERSION)
+SO_LINKS := $(BUILD)/$(SONAME) $(BUILD)/liblockstep.so
 BIN      := $(BUILD)/lockstep
+EXAMPLE_SRC := $(wildcard examples/*.c)
+EXAMPLE_BIN := $(EXAMPLE_SRC:examples/%.c=$(BUILD)/examples/%)
+
+# Where `make install` puts things: $(DESTDIR)$(PREFIX)/...
+bindir       = $(PREFIX)/bin
+libdir       = $(PREFIX)/lib
+includedir   = $(PREFIX)/include
+mandir       = $(PREFIX)/share/man
+pkgconfigdir = $(libdir)/pkgconfig
+# Every file and symlink install writes, and exactly what uninstall removes.
+INSTALLED = $(bindir)/lockstep $(libdir)/liblockstep.a $(libdir)/liblockstep.so.$(VERSION) \
+            $(libdir)/$(SONAME) $(libdir)/liblockstep.so $(includedir)/lockstep.h \
+            $(pkgconfigdir)/lockstep.pc $(mandir)/man1/lockstep.1
 
 DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-dev \
-            dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev
+            dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config
 
 .PHONY: all deps build test demo bench golden-check golden-update help clean \
-        check-builds check-asan check-tsan
+        check-builds check-asan check-tsan check-layers install uninstall examples
 .DEFAULT_GOAL := all
 
-all: $(BIN) $(TEST_BIN)
+all: $(BIN) $(LIB) $(SO) $(SO_LINKS) $(TEST_BIN) $(TEST_SH_BIN)
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get, as root)"
-	@echo "make               build $(BIN) and the tests"
+	@echo "make               build $(BIN), $(LIB), $(SO) and the tests"
 	@echo "make test          deps + build + every test; ends with 'N passed, N failed'"
 	@echo "make demo          deps + build + train Fashion-MNIST at 1 thread and every core, verify"
 	@echo "make bench         throughput per thread count, tree vs unordered"
 	@echo "make golden-check  re-run every golden file at several thread counts"
+	@echo "make check-layers  every #include \"...\" goes to its own folder or a lower layer"
 	@echo "make check-builds  gcc -O0/-O2/-O3 -march=native, clang -O2/-O3 -march=native, SIMD off: golden files identical"
 	@echo "make check-asan    the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer"
 	@echo "make check-tsan    the whole test suite under ThreadSanitizer"
 	@echo "make fuzz          libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS=60 each; fuzz-ci: 20 s each"
+	@echo "make examples      build examples/*.c against this build into $(BUILD)/examples/"
+	@echo "make install       lockstep, liblockstep.a/.so, lockstep.h, lockstep.pc, the man page into"
+	@echo "                   \$$(DESTDIR)\$$(PREFIX) (PREFIX=$(PREFIX))"
+	@echo "make uninstall     remove exactly those files (same PREFIX and DESTDIR)"
 	@echo "make clean         remove $(BUILD)/"
-	@echo "variables: CC=clang  OPT='-O3'  BUILD=build-x  WERROR="
+	@echo "variables: CC=clang  OPT='-O3'  BUILD=build-x  WERROR=  PREFIX=/usr  DESTDIR=/tmp/stage"
 
 # Installs only what is missing, so it is a no-op (and needs no root) on a ready machine.
 deps:
@@ -68,16 +110,64 @@ deps:
 	  apt-get update -q && apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
-build: $(BIN) $(TEST_BIN)
+build: $(BIN) $(LIB) $(SO) $(SO_LINKS) $(TEST_BIN) $(TEST_SH_BIN)
+
+# Before the first compile in a build folder: is there a compiler, and are
+# the headers of the libraries there? Without them a machine would stop at a
+# compiler error deep in some file; this says in one line what to do. The
+# stamp makes it a one-time cost per build folder.
+DEP_HEADERS_LIB  := sqlite3.h:libsqlite3-dev xxhash.h:libxxhash-dev png.h:libpng-dev zlib.h:zlib1g-dev
+DEP_HEADERS_TEST := cmocka.h:libcmocka-dev
+define check_headers
+	@command -v $(firstword $(CC)) >/dev/null 2>&1 || \
+	  { echo "lockstep: no C compiler '$(CC)' (Debian package build-essential): run 'make deps' as root" >&2; exit 2; }
+	@for hp in $(1); do h=$${hp%%:*}; p=$${hp#*:}; \
+	  echo "#include <$$h>" | $(CC) $(CFLAGS) -E -x c - >/dev/null 2>&1 || \
+	  { echo "lockstep: missing <$$h> (Debian package $$p): run 'make deps' as root" >&2; exit 2; }; \
+	done
+	@mkdir -p $(dir $@) && touch $@
+endef
+$(BUILD)/deps-lib.ok:
+	$(call check_headers,$(DEP_HEADERS_LIB))
+$(BUILD)/deps-test.ok:
+	$(call check_headers,$(DEP_HEADERS_TEST))
+$(LIB_OBJ) $(TOOL_OBJ) $(TEST_OBJ) $(TEST_COMMON_OBJ): | $(BUILD)/deps-lib.ok
+$(TEST_OBJ) $(TEST_COMMON_OBJ): | $(BUILD)/deps-test.ok
 
 $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "CC $<"
 	@$(CC) $(ALL_CFLAGS) -c $< -o $@
 
+# Library objects go into the static and the shared library alike, so all are
+# position-independent. -fno-semantic-interposition keeps calls inside the
+# library inlinable as in a non-PIC build: the .so exports only ls_*, so
+# nothing in it is meant to be interposed.
+$(BUILD)/obj/base/%.o $(BUILD)/obj/engine/%.o $(BUILD)/obj/reduce/%.o $(BUILD)/obj/record/%.o: \
+    PIC := -fPIC -fno-semantic-interposition
+
 $(LIB): $(LIB_OBJ)
 	@rm -f $@
 	@ar rcs $@ $^
+
+# The shared library exports the public API (ls_*) and nothing else: the
+# internal modules can change without breaking programs linked to it.
+$(BUILD)/liblockstep.map:
+	@mkdir -p $(BUILD)
+	@printf '{\n  global: ls_*;\n  local: *;\n};\n' > $@
+
+# --no-undefined: the .so names every library it needs, so a program links it
+# alone. Not with sanitizers: clang leaves their run-time to the program.
+comma   := ,
+SO_DEFS := $(if $(filter -fsanitize=%,$(OPT) $(CFLAGS)),,-Wl$(comma)--no-undefined)
+$(SO): $(LIB_OBJ) $(BUILD)/liblockstep.map
+	@echo "LD $@"
+	@$(CC) $(OPT) $(CFLAGS) $(LDFLAGS) -shared -Wl,-soname,$(SONAME) $(SO_DEFS) \
+	    -Wl,--version-script=$(BUILD)/liblockstep.map -o $@ $(LIB_OBJ) $(LIB_LIBS)
+$(BUILD)/$(SONAME): $(SO)
+	@ln -sf $(notdir $<) $@
+$(BUILD)/liblockstep.so: $(BUILD)/$(SONAME)
+	@ln -sf $(notdir $<) $@
 
 # Build facts recorded with every run: compiler, flags, git commit.
 $(BUILD)/buildinfo.h: FORCE
@@ -88,10 +178,12 @@ $(BUILD)/buildinfo.h: FORCE
 	 } > $@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 FORCE:
 
-$(BUILD)/obj/tools/%.o: tools/%.c $(BUILD)/buildinfo.h
-	@mkdir -p $(dir $@)
-	@echo "CC $<"
-	@$(CC) $(ALL_CFLAGS) -I$(BUILD) -c $< -o $@
+# The files that read the build facts: the tools, and engine/session.c, which
+# records them with every run. (A rule for an object nobody asks for is
+# inert, so this one is harmless in a tree without that file.)
+$(TOOL_OBJ) $(BUILD)/obj/engine/session.o: $(BUILD)/buildinfo.h
+$(BUILD)/obj/tools/%.o: INC_BUILD := -I$(BUILD)
+$(BUILD)/obj/engine/session.o: INC_BUILD := -I$(BUILD)
 
 $(BIN): $(TOOL_OBJ) $(LIB)
 	@echo "LD $@"
@@ -102,12 +194,76 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_COMMON_OBJ) $(LIB)
 	@echo "LD $@"
 	@$(CC) $(OPT) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON_OBJ) $(LIB) -lcmocka $(LIBS)
 
+# A shell test becomes an executable that runs tests/T.sh with this build's
+# settings, so that the make it calls (make install) rebuilds nothing and
+# what it compiles carries the same sanitizers as the library.
+shq = '$(subst ','\'',$(1))'
+$(TEST_SH_BIN): $(BUILD)/tests/%: tests/%.sh FORCE
+	@mkdir -p $(dir $@)
+	@{ echo '#!/bin/sh'; \
+	   echo '# Generated by the Makefile: runs $< for build folder $(BUILD).'; \
+	   echo ': "$${LOCKSTEP_ROOT:=$(CURDIR)}"'; \
+	   echo ': "$${BUILD:=$(BUILD)}"'; \
+	   echo 'export LOCKSTEP_ROOT BUILD'; \
+	   echo $(call shq,export LS_TEST_CC=$(call shq,$(CC))); \
+	   echo $(call shq,export LS_TEST_OPT=$(call shq,$(OPT))); \
+	   echo $(call shq,export LS_TEST_CFLAGS=$(call shq,$(CFLAGS))); \
+	   echo $(call shq,export LS_TEST_LDFLAGS=$(call shq,$(LDFLAGS))); \
+	   echo $(call shq,export LS_TEST_SANITIZE=$(call shq,$(filter -fsanitize=% -fno-sanitize%,$(OPT) $(CFLAGS)))); \
+	   echo 'exec sh "$$LOCKSTEP_ROOT/$<" "$$@"'; \
+	 } > $@.tmp; chmod 755 $@.tmp; if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
+# The examples, built against this build (no install needed): the public
+# header from include/, the static library.
+examples: $(EXAMPLE_BIN)
+$(BUILD)/examples/%: examples/%.c include/lockstep.h $(LIB) | $(BUILD)/deps-lib.ok
+	@mkdir -p $(dir $@)
+	@echo "CC $<"
+	@$(CC) $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) -Iinclude $(LDFLAGS) -o $@ $< $(LIB) $(LIBS)
+
 # Objects of the shared test helpers are not intermediate files to delete.
 .SECONDARY: $(TEST_COMMON_OBJ)
 
 test: deps
 	@$(MAKE) --no-print-directory build
 	@BUILD=$(BUILD) sh tests/run_tests.sh
+
+check-layers:
+	@sh tools/check_layers.sh
+
+# lockstep.pc names folders under the prefix as ${prefix}/..., so that
+# pkg-config --define-variable=prefix=... can move them all.
+pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+
+install: $(BIN) $(LIB) $(SO) include/lockstep.h lockstep.pc.in doc/lockstep.1
+	@echo "install into $(DESTDIR)$(PREFIX)"
+	@install -d "$(DESTDIR)$(bindir)" "$(DESTDIR)$(libdir)" "$(DESTDIR)$(includedir)" \
+	    "$(DESTDIR)$(pkgconfigdir)" "$(DESTDIR)$(mandir)/man1"
+	@install -m 755 $(BIN) "$(DESTDIR)$(bindir)/lockstep"
+	@install -m 644 $(LIB) "$(DESTDIR)$(libdir)/liblockstep.a"
+	@install -m 755 $(SO) "$(DESTDIR)$(libdir)/liblockstep.so.$(VERSION)"
+	@ln -sf liblockstep.so.$(VERSION) "$(DESTDIR)$(libdir)/$(SONAME)"
+	@ln -sf $(SONAME) "$(DESTDIR)$(libdir)/liblockstep.so"
+	@install -m 644 include/lockstep.h "$(DESTDIR)$(includedir)/lockstep.h"
+	@sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(call pc_dir,$(libdir))|g' \
+	    -e 's|@INCLUDEDIR@|$(call pc_dir,$(includedir))|g' \
+	    -e 's|@VERSION@|$(VERSION)|g' lockstep.pc.in > "$(DESTDIR)$(pkgconfigdir)/lockstep.pc.tmp"
+	@chmod 644 "$(DESTDIR)$(pkgconfigdir)/lockstep.pc.tmp"
+	@mv "$(DESTDIR)$(pkgconfigdir)/lockstep.pc.tmp" "$(DESTDIR)$(pkgconfigdir)/lockstep.pc"
+	@# The page's footer names the version being installed, from the header.
+	@sed 's/^\(.TH .*"lockstep \)[0-9][0-9.]*"/\1$(VERSION)"/' doc/lockstep.1 \
+	    > "$(DESTDIR)$(mandir)/man1/lockstep.1.tmp"
+	@chmod 644 "$(DESTDIR)$(mandir)/man1/lockstep.1.tmp"
+	@mv "$(DESTDIR)$(mandir)/man1/lockstep.1.tmp" "$(DESTDIR)$(mandir)/man1/lockstep.1"
+	@# Into the live system as root: refresh the loader's cache for the new .so.
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+
+# Files and symlinks only; folders stay (they may hold others' files).
+uninstall:
+	@for f in $(INSTALLED); do \
+	  if [ -e "$(DESTDIR)$$f" ] || [ -L "$(DESTDIR)$$f" ]; then echo "rm $(DESTDIR)$$f"; rm -f "$(DESTDIR)$$f"; fi; \
+	done
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 demo: deps
 	@$(MAKE) --no-print-directory $(BIN)
@@ -144,6 +300,6 @@ check-tsan: deps
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-check-* build-fuzz
 
--include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_BIN:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.d)
+-include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TEST_COMMON_OBJ:.o=.d)
 
 include tests/fuzz/fuzz.mk

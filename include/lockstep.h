@@ -32,8 +32,10 @@
  *   - the record's schema version (LS_RECORD_SCHEMA, SQLite user_version);
  *   - the golden file format (LS_GOLDEN_FORMAT, "# lockstep golden v1");
  *   - the numbers of ls_status.
- * May still change before 1.0: every other declaration here (functions may
- * be added; struct layouts change only with LS_VERSION_MAJOR/MINOR).
+ * May still change before 1.0: every other declaration here. Functions may
+ * be added in any release; a struct layout or a signature changes only with
+ * a new LS_VERSION_MINOR, and until 1.0 the soname stays liblockstep.so.0,
+ * so a program is rebuilt against each new minor version.
  *
  * Threads: a session is driven by one thread at a time; several sessions may
  * live in one process. Register models and tasks before opening sessions.

@@ -5,7 +5,10 @@
 # "[  SKIPPED ]"; a program that fails without naming a failed case (a crash,
 # an abort) counts one failure more.
 BUILD=${BUILD:-build}
-export LOCKSTEP_BIN="$PWD/$BUILD/lockstep"
+case $BUILD in
+    /*) export LOCKSTEP_BIN="$BUILD/lockstep" ;;
+    *) export LOCKSTEP_BIN="$PWD/$BUILD/lockstep" ;;
+esac
 export LOCKSTEP_ROOT="$PWD"
 passed=0
 failed=0
