@@ -979,8 +979,10 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
     ca->coefmem = alloc_aligned(gates * (LOGIC_OPS + 4) * sizeof(float));
     const size_t plane = C * N;
     ca->leaf_stride = round16(gates * 4);
-    const size_t batch_floats = (T + 1) * B * plane + B * N + 2 * B * 9 * plane + 2 * B * plane +
-                                B * R * ca->leaf_stride + 2 * B * R;   /* the leaf losses as doubles */
+    /* The rollout arrays, then (from a 64-byte boundary) the leaves and
+     * their losses as doubles. */
+    const size_t rollout_floats = round16((T + 1) * B * plane + B * N + 2 * B * 9 * plane + 2 * B * plane);
+    const size_t batch_floats = rollout_floats + B * R * ca->leaf_stride + 2 * B * R;
     ca->batchmem = alloc_aligned(batch_floats * sizeof(float));
     if (ca->wires == NULL || ca->tables == NULL || ca->coefmem == NULL || ca->batchmem == NULL) {
         ca_destroy(ca);
@@ -1024,10 +1026,8 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
     ca->down = bm;
     bm += B * plane;
     ca->dstate = bm;
-    bm += B * plane;
-    ca->leaf_store = bm;
-    bm += B * R * ca->leaf_stride;
-    ca->leaf_loss = (double *)(void *)bm;   /* 8-byte aligned: every block above is a multiple of 16 floats */
+    ca->leaf_store = (float *)ca->batchmem + rollout_floats;
+    ca->leaf_loss = (double *)(void *)(ca->leaf_store + B * R * ca->leaf_stride);   /* 64-byte aligned */
     memset(ca->batchmem, 0, batch_floats * sizeof(float));
 
     /* Scratch plan for the largest part. */
