@@ -349,18 +349,19 @@ static int word_in(const char *list, const char *word)
     return 0;
 }
 
-/* "mlp or logic" from "mlp logic". */
-static void or_list(const char *list, char *out, size_t cap)
+/* A task and a model go together when either descriptor names the other. */
+static int pairs(const ls_task_desc *t, const ls_model_desc *m)
+{
+    return word_in(t->models, m->name) || word_in(m->tasks, t->name);
+}
+
+void config_task_models(const ls_task_desc *t, const char *sep, char *out, size_t cap)
 {
     size_t at = 0;
     out[0] = '\0';
-    for (const char *c = list; *c;) {
-        size_t w = strcspn(c, " ");
-        at = append(out, cap, at, "%s%.*s", at ? " or " : "", (int)w, c);
-        c += w;
-        while (*c == ' ')
-            c++;
-    }
+    for (size_t i = 0; ls_model_at(i) != NULL; i++)
+        if (pairs(t, ls_model_at(i)))
+            at = append(out, cap, at, "%s%s", at ? sep : "", ls_model_at(i)->name);
 }
 
 /* Apply "key=value" lines (descriptor settings) through config_set. */
@@ -417,8 +418,8 @@ ls_status config_defaults(ls_config *cfg, const char *task, const char *model, l
         names_of(1, names, sizeof names);
         return ls_fail(err, LS_EINVAL, "--model: unknown model '%s' (choices: %s)", model ? model : "", names);
     }
-    if (!word_in(t->models, m->name)) {
-        or_list(t->models, names, sizeof names);
+    if (!pairs(t, m)) {
+        config_task_models(t, " or ", names, sizeof names);
         return ls_fail(err, LS_EINVAL, "--model: model '%s' does not train task '%s' (it takes %s)", m->name, t->name,
                        names);
     }
@@ -542,9 +543,9 @@ ls_status config_validate(const ls_config *cfg, ls_err *err)
     const ls_model_desc *m = cfg->model_desc;
     if (t == NULL || m == NULL)
         return ls_fail(err, LS_EINVAL, "task: the config names no task and model");
-    if (!word_in(t->models, m->name)) {
+    if (!pairs(t, m)) {
         char names[256];
-        or_list(t->models, names, sizeof names);
+        config_task_models(t, " or ", names, sizeof names);
         return ls_fail(err, LS_EINVAL, "model: '%s' does not train task '%s' (it takes %s)", m->name, t->name, names);
     }
     if (cfg->batch == 0)

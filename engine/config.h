@@ -92,6 +92,10 @@ ls_status config_parse_text(ls_config *cfg, const char *text, const char *what, 
  * those of cfg's model and task. */
 size_t config_help(const ls_config *cfg, char *buf, size_t len);
 
+/* The models that train task t (either descriptor naming the other), in
+ * registry order, joined by sep: "mlp or logic". */
+void config_task_models(const ls_task_desc *t, const char *sep, char *out, size_t cap);
+
 /* Steps a run of cfg's task takes when none are asked for. */
 int64_t config_default_steps(const ls_config *cfg);
 

@@ -246,6 +246,8 @@ typedef struct {
 typedef struct ls_model_desc {
     const char *name;         /* [a-z0-9-], at most 15 characters */
     const char *summary;      /* one line for --help */
+    const char *tasks;        /* space-separated tasks it trains besides those whose
+                                 descriptors name it (NULL: none) */
     const ls_key *keys;
     size_t n_keys;
 
@@ -287,7 +289,8 @@ typedef struct {
 typedef struct ls_task_desc {
     const char *name;         /* [a-z0-9-], at most 15 characters */
     const char *summary;      /* one line for --help */
-    const char *models;       /* space-separated models that train it */
+    const char *models;       /* space-separated models that train it, the default first
+                                 (a model may also name the task: ls_model_desc.tasks) */
     int64_t default_steps;
     const ls_key *keys;       /* the task's own keys (may be none) */
     size_t n_keys;

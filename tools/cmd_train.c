@@ -13,11 +13,13 @@
 static void print_config_help(const ls_config *cfg)
 {
     char buf[8192];
-    fputs("tasks (--task; the first model listed is the default):\n", stdout);
+    fputs("tasks (--task):\n", stdout);
     for (size_t i = 0; ls_task_at(i) != NULL; i++) {
         const ls_task_desc *t = ls_task_at(i);
-        printf("  %-16s %s; models: %s; %lld steps by default\n", t->name, t->summary ? t->summary : "", t->models,
-               (long long)t->default_steps);
+        char models[256];
+        config_task_models(t, ", ", models, sizeof models);
+        printf("  %-16s %s\n  %-16s models %s (default %s); %lld steps by default\n", t->name,
+               t->summary ? t->summary : "", "", models, config_default_model(t->name), (long long)t->default_steps);
     }
     fputs("models (--model):\n", stdout);
     for (size_t i = 0; ls_model_at(i) != NULL; i++)
