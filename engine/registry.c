@@ -11,7 +11,7 @@
 #include "config.h"
 
 /* The built-in models and tasks: one line each. */
-#define BUILTIN_MODELS(X) X(mlp_model) X(logic_model) X(logic_ca_model)
+#define BUILTIN_MODELS(X) X(mlp_model) X(logic_model) X(logic_ca_model) X(linear_model)
 #define BUILTIN_TASKS(X) X(fashion_mnist_task) X(teacher_task) X(gol_task) X(checkerboard_task)
 
 #define DECLARE_MODEL(d) extern const ls_model_desc d;
