@@ -1,0 +1,186 @@
+/* test_linear.c — the `linear` model (engine/model_linear.c): its leaf
+ * gradient against a double-precision softmax regression written here from
+ * the formula (libm exp and log), the leaf modes bit for bit, and training
+ * at 1, 2, 3 and 8 threads to one trajectory. */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "../engine/config.h"
+#include "../engine/dataset.h"
+#include "../engine/model.h"
+#include "../engine/train.h"
+#include "../record/hash.h"
+
+typedef struct {
+    ls_config cfg;
+    ls_dataset *data;
+    ls_model *m;
+    float *params;
+    void *scratch;
+} fixture;
+
+static void make(fixture *f, const char *batch, const char *leaf)
+{
+    ls_err err;
+    assert_int_equal(dataset_make_teacher(&f->data, &err), LS_OK);
+    assert_int_equal(config_defaults(&f->cfg, "teacher", "linear", &err), LS_OK);
+    assert_int_equal(config_set(&f->cfg, "batch", batch, 0, &err), LS_OK);
+    assert_int_equal(config_set(&f->cfg, "leaf", leaf, 0, &err), LS_OK);
+    if (model_create(&f->m, &f->cfg, f->data, &err) != LS_OK)
+        fail_msg("model_create: %s", err.msg);
+    f->params = malloc(f->m->info.n_params * sizeof(float));
+    f->m->desc->init(f->m->self, f->params, 7);
+    /* Away from the init's small values so every class matters. */
+    for (size_t i = 0; i < f->m->info.n_params; i++)
+        f->params[i] += (float)((int)(i * 37 % 11) - 5) / 8.0f;
+    f->scratch = aligned_alloc(64, (f->m->info.scratch_bytes + 63) / 64 * 64);
+}
+
+static void unmake(fixture *f)
+{
+    free(f->scratch);
+    free(f->params);
+    model_destroy(f->m);
+    dataset_destroy(f->data);
+}
+
+/* The reference: summed loss and gradient of samples ids[0..n) in double. */
+static double reference(const ls_dataset *d, const float *params, const uint32_t *ids, size_t n, double *grad)
+{
+    const size_t D = d->train.dim, K = d->n_classes;
+    memset(grad, 0, (D * K + K) * sizeof *grad);
+    double loss = 0;
+    for (size_t s = 0; s < n; s++) {
+        const float *x = d->train.xf + (size_t)ids[s] * D;
+        const unsigned y = d->train.y[ids[s]];
+        double z[16] = { 0 }, p[16] = { 0 }, S = 0, m = -INFINITY;
+        for (size_t k = 0; k < K; k++) {
+            z[k] = params[D * K + k];
+            for (size_t i = 0; i < D; i++)
+                z[k] += (double)x[i] * params[i * K + k];
+            m = fmax(m, z[k]);
+        }
+        for (size_t k = 0; k < K; k++)
+            S += p[k] = exp(z[k] - m);
+        loss += log(S) - (z[y] - m);
+        for (size_t k = 0; k < K; k++) {
+            const double dz = p[k] / S - (k == y);
+            for (size_t i = 0; i < D; i++)
+                grad[i * K + k] += (double)x[i] * dz;
+            grad[D * K + k] += dz;
+        }
+    }
+    return loss;
+}
+
+static void test_gradient(void **state)
+{
+    (void)state;
+    fixture f;
+    make(&f, "12", "5");
+    uint32_t ids[12];
+    for (uint32_t i = 0; i < 12; i++)
+        ids[i] = i * 97 % 2048;
+    ls_batch b = { f.data, ids, 12, 1, 7 };
+    const size_t np = f.m->info.n_params;
+    assert_int_equal(f.m->info.leaves, 3);
+    float *buf = malloc(np * sizeof *buf);
+    double *want = malloc(np * sizeof *want);
+    for (size_t leaf = 0; leaf < 3; leaf++) {
+        const size_t first = leaf * 5, n = leaf == 2 ? 2 : 5;
+        const double loss = f.m->desc->leaf(f.m->self, f.params, &b, leaf, buf, LS_LEAF_WRITE, f.scratch);
+        const double ref = reference(f.data, f.params, ids + first, n, want);
+        assert_true(fabs(loss - ref) <= 1e-5 * fabs(ref) + 1e-6);
+        double worst = 0;
+        for (size_t i = 0; i < np; i++)
+            worst = fmax(worst, fabs((double)buf[i] - want[i]));
+        if (worst > 1e-5)
+            fail_msg("leaf %zu: gradient differs from the double reference by %g", leaf, worst);
+    }
+    free(want);
+    free(buf);
+    unmake(&f);
+}
+
+/* ADD mode: buf + (the leaf alone), element by element, bit for bit. */
+static void test_leaf_modes(void **state)
+{
+    (void)state;
+    fixture f;
+    make(&f, "9", "4");
+    uint32_t ids[9];
+    for (uint32_t i = 0; i < 9; i++)
+        ids[i] = 2047 - i * 13;
+    ls_batch b = { f.data, ids, 9, 1, 7 };
+    const size_t np = f.m->info.n_params;
+    float *alone = malloc(np * sizeof *alone), *base = malloc(np * sizeof *base);
+    float *added = malloc(np * sizeof *added), *want = malloc(np * sizeof *want);
+    for (size_t i = 0; i < np; i++)
+        base[i] = (float)i / 3.0f - 7.0f;
+    const double l1 = f.m->desc->leaf(f.m->self, f.params, &b, 1, alone, LS_LEAF_WRITE, f.scratch);
+    memcpy(added, base, np * sizeof *added);
+    const double l2 = f.m->desc->leaf(f.m->self, f.params, &b, 1, added, LS_LEAF_ADD, f.scratch);
+    for (size_t i = 0; i < np; i++)
+        want[i] = base[i] + alone[i];
+    assert_memory_equal(added, want, np * sizeof *want);
+    assert_memory_equal(&l1, &l2, sizeof l1);
+    free(alone);
+    free(base);
+    free(added);
+    free(want);
+    unmake(&f);
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    static const int threads[] = { 1, 2, 3, 8 };
+    uint64_t first = 0;
+    ls_dataset *d;
+    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    for (size_t i = 0; i < 4; i++) {
+        ls_config cfg;
+        ls_err err;
+        assert_int_equal(config_defaults(&cfg, "teacher", "linear", &err), LS_OK);
+        assert_int_equal(config_set(&cfg, "batch", "37", 0, &err), LS_OK);
+        assert_int_equal(config_set(&cfg, "leaf", "3", 0, &err), LS_OK);
+        trainer *t;
+        if (trainer_create(&t, &cfg, threads[i], d, &err) != LS_OK)
+            fail_msg("trainer_create: %s", err.msg);
+        char text[CONFIG_TEXT_MAX];
+        config_text(&cfg, text, sizeof text);
+        uint64_t traj = hash_traj0(text, hash_params(trainer_params(t), trainer_n_params(t)));
+        for (int s = 0; s < 20; s++) {
+            double loss;
+            assert_int_equal(trainer_step(t, &loss, &err), LS_OK);
+            traj = hash_traj_next(traj, hash_params(trainer_params(t), trainer_n_params(t)), loss);
+        }
+        int busy = 0;
+        for (int w = 0; w < threads[i]; w++)
+            busy += trainer_worker_leaves(t)[w] > 0;
+        if (threads[i] > 1)
+            assert_true(busy >= 2);
+        if (i == 0)
+            first = traj;
+        assert_true(traj == first);
+        trainer_destroy(t);
+    }
+    dataset_destroy(d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_gradient),
+        cmocka_unit_test(test_leaf_modes),
+        cmocka_unit_test(test_threads),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
+}
