@@ -322,7 +322,7 @@ static int applies(const ls_config *cfg, const ls_key *k)
 
 const char *config_default_model(const char *task)
 {
-    static char first[16];
+    static _Thread_local char first[16];   /* per thread: sessions may open in parallel */
     const ls_task_desc *t = ls_task_find(task);
     if (t == NULL || t->models == NULL)
         return NULL;

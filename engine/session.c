@@ -440,7 +440,7 @@ ls_status ls_session_open(ls_session **out, const ls_config *cfg_in, const ls_se
         read_cpu_model(cpu, sizeof cpu);
         snprintf(cflags, sizeof cflags, "%s; simd %s", LS_BUILD_CFLAGS, dense_simd_name());
         runlog_run_info info = {
-            .name = opts->name, .model = cfg.model, .task = cfg.task, .config_text = text,
+            .name = opts != NULL ? opts->name : NULL, .model = cfg.model, .task = cfg.task, .config_text = text,
             .config_hash = s->st.config_hash, .engine_version = "lockstep " LS_VERSION_STRING,
             .compiler = LS_BUILD_CC, .cflags = cflags, .host = host, .cpu = cpu,
             .git_commit = LS_BUILD_GIT[0] ? LS_BUILD_GIT : NULL, .threads = s->st.threads,

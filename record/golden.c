@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #define GOLDEN_MAGIC "# lockstep golden v1"
+_Static_assert(LS_GOLDEN_FORMAT == 1, "the golden format in include/lockstep.h is the one this file reads and writes");
 #define GOLDEN_VERSION_PREFIX "# lockstep golden v"
 #define GOLDEN_CONFIG "# config"
 #define GOLDEN_STEPS "# steps: step loss_bits loss param_hash traj_hash"

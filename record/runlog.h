@@ -22,7 +22,7 @@
 #include "hash.h"
 
 #define RUNLOG_APPLICATION_ID 0x4c4b5354  /* "LKST" */
-#define RUNLOG_SCHEMA_VERSION 1
+#define RUNLOG_SCHEMA_VERSION LS_RECORD_SCHEMA   /* frozen: see include/lockstep.h */
 
 typedef struct runlog runlog;
 
