@@ -474,7 +474,7 @@ static ls_status check_net(const flat_circuit *f, trainer *t, const ls_dataset *
 
 typedef struct {
     const runlog_run *run;
-    const run_restored *info;
+    const ls_session_state *info;
     const ls_config *cfg;
     const flat_circuit *f;
     int ca;
@@ -511,7 +511,7 @@ static void write_header(FILE *o, const export_ctx *x, const char *lead)
             (unsigned long long)x->info->config_hash, (unsigned long long)x->info->traj_hash,
             (unsigned long long)x->info->param_hash);
     fprintf(o, "%sexported by %s; the record was recomputed from step %lld to %lld and matched\n", lead,
-            LS_ENGINE_VERSION, (long long)x->info->from_checkpoint, (long long)x->info->step);
+            LS_ENGINE_VERSION, (long long)x->info->resumed_from, (long long)x->info->step);
     fprintf(o, "%sactive gates: %zu of %zu (%zu of them wires, inverters or constants); dead gates are left out\n",
             lead, x->f->active, x->f->n_gates, x->f->trivial);
     if (x->slot != NULL)
@@ -1148,7 +1148,7 @@ int cmd_export(int argc, char **argv)
     run_install_signals();
     ls_session *session = NULL;
     trainer *t = NULL;
-    run_restored info;
+    ls_session_state info;
     logic_ca_hard *h = NULL;
     ls_dataset *data = NULL;
     flat_circuit f;
@@ -1157,7 +1157,7 @@ int cmd_export(int argc, char **argv)
     snprintf(run_id, sizeof run_id, "%lld", (long long)run.id);
     st = run_restore(a.db, run_id, a.threads[0], a.progress, &session, &info, &err);
     t = session != NULL ? session_trainer(session) : NULL;
-    int bad_input = st != LS_OK && info.bad_input;
+    int bad_input = st != LS_OK && st != LS_EMISMATCH;
     ls_config cfg;
     if (st == LS_OK) {
         cfg = *trainer_config(t);
@@ -1201,7 +1201,7 @@ int cmd_export(int argc, char **argv)
         fprintf(say, "export: run %lld '%s' at step %lld (recomputed %lld recorded steps from step %lld: "
                 "identical), %s: %zu active gates of %zu (%zu of them wires, inverters or constants)%s%s\n",
                 (long long)run.id, run.name, (long long)info.step, (long long)info.replayed,
-                (long long)info.from_checkpoint, netlist ? "netlist" : "C", f.active, f.n_gates, f.trivial,
+                (long long)info.resumed_from, netlist ? "netlist" : "C", f.active, f.n_gates, f.trivial,
                 out.to_stdout ? "" : ", wrote ", out.to_stdout ? "" : out_path);
     }
     flat_free(&f);

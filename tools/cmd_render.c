@@ -360,13 +360,13 @@ int cmd_render(int argc, char **argv)
     run_install_signals();
     ls_session *session = NULL;
     trainer *t = NULL;
-    run_restored info;
+    ls_session_state info;
     logic_ca_hard *h = NULL;
     char run_id[32];
     snprintf(run_id, sizeof run_id, "%lld", (long long)run.id);
     st = run_restore(a.db, run_id, a.threads[0], a.progress, &session, &info, &err);
     t = session != NULL ? session_trainer(session) : NULL;
-    int bad_input = st != LS_OK && info.bad_input;
+    int bad_input = st != LS_OK && st != LS_EMISMATCH;
     if (st == LS_OK)
         st = logic_ca_hard_create(&h, trainer_model(t), trainer_params(t), &err);
     if (st == LS_OK)

@@ -197,9 +197,8 @@ ls_status run_resume(const run_opts *o, const char *run, run_result *r, ls_err *
 }
 
 ls_status run_restore(const char *db_path, const char *run, int threads, int progress, ls_session **out,
-                      run_restored *info, ls_err *err)
+                      ls_session_state *info, ls_err *err)
 {
-    *out = NULL;
     memset(info, 0, sizeof *info);
     run_opts o = { .threads = threads, .progress = progress };
     run_result r;
@@ -207,17 +206,7 @@ ls_status run_restore(const char *db_path, const char *run, int threads, int pro
     run_watch w = { &o, &r, run_now(), 0, 1, 0 };
     ls_session_opts so = session_opts(&o, &w);
     ls_status st = ls_session_reopen(out, db_path, run, LS_REOPEN_RESTORE, &so, err);
-    info->bad_input = st != LS_OK && st != LS_EMISMATCH;
-    if (st != LS_OK)
-        return st;
-    ls_session_state ss;
-    ls_session_state_get(*out, &ss);
-    info->step = ss.step;
-    info->from_checkpoint = ss.resumed_from;
-    info->replayed = ss.replayed;
-    info->config_hash = ss.config_hash;
-    info->param_hash = ss.param_hash;
-    info->traj_hash = ss.traj_hash;
-    snprintf(info->checkpoint_path, sizeof info->checkpoint_path, "%s", ss.checkpoint_path);
-    return LS_OK;
+    if (st == LS_OK)
+        ls_session_state_get(*out, info);
+    return st;
 }

@@ -113,18 +113,11 @@ const char *run_format_metrics(const run_result *r, char *buf, size_t len);
 /* o->db_path, o->threads, o->steps, o->checkpoint_*, o->progress are used. */
 ls_status run_resume(const run_opts *o, const char *run, run_result *r, ls_err *err);
 
-typedef struct {
-    int64_t step;               /* the run's last recorded step: where the session is */
-    int64_t from_checkpoint;    /* step of the checkpoint loaded, 0 when none */
-    int64_t replayed;           /* recorded steps recomputed and found identical */
-    uint64_t config_hash, param_hash, traj_hash;   /* at `step`, equal to the record's */
-    char checkpoint_path[4096]; /* "" when none */
-    int bad_input;
-} run_restored;
-/* *out (ls_session_close it) is NULL on error; info->bad_input tells a bad
- * run/config/checkpoint from a mismatch with the record. */
+/* *out (ls_session_close it) is NULL on error; then LS_EMISMATCH means the
+ * recomputation disagrees with the record, anything else is bad input.
+ * info: where the session stands (step, checkpoint, steps replayed, hashes). */
 ls_status run_restore(const char *db_path, const char *run, int threads, int progress, ls_session **out,
-                      run_restored *info, ls_err *err);
+                      ls_session_state *info, ls_err *err);
 
 /* Set by the SIGINT/SIGTERM handler; the driver stops between steps. */
 extern volatile int run_interrupted;
