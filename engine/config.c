@@ -46,6 +46,7 @@ static const engine_key ENGINE[] = {
       FIELD(weight_decay) },
 };
 #define N_ENGINE (sizeof ENGINE / sizeof ENGINE[0])
+_Static_assert(sizeof ENGINE / sizeof ENGINE[0] <= 32 && CONFIG_MAX_KEYS <= 32, "a set mask has a bit per key");
 
 /* A key of a config: the engine's (slot = its index in ENGINE), the
  * model's or the task's (slot = its index in the descriptor's table). */
@@ -453,6 +454,9 @@ ls_status config_defaults(ls_config *cfg, const char *task, const char *model, l
         if (strcmp(d->model, "*") == 0 || strcmp(d->model, m->name) == 0)
             if ((st = apply_settings(cfg, d->settings, t->name, err)) != LS_OK)
                 return st;
+    /* Defaults are not choices: only what is set from here on is checked
+     * for use. */
+    cfg->set_engine = cfg->set_model = cfg->set_task = 0;
     return LS_OK;
 }
 
@@ -534,6 +538,29 @@ ls_status config_set(ls_config *cfg, const char *key, const char *value, int fla
         (st = apply_settings(cfg, t->switch_settings, t->name, err)) != LS_OK)
         return st;
     store(cfg, &r, &v);
+    uint32_t *mask = r.owner == OWNER_ENGINE ? &cfg->set_engine : r.owner == OWNER_MODEL ? &cfg->set_model
+                                                                                        : &cfg->set_task;
+    *mask |= UINT32_C(1) << r.slot;
+    return LS_OK;
+}
+
+/* A key that was set but does not apply would be silently left out of the
+ * canonical text: the run would not be what was asked for. */
+static ls_status check_unused(const ls_config *cfg, ls_err *err)
+{
+    for (int owner = OWNER_ENGINE; owner <= OWNER_TASK; owner++) {
+        const uint32_t mask = owner == OWNER_ENGINE ? cfg->set_engine
+                            : owner == OWNER_MODEL  ? cfg->set_model : cfg->set_task;
+        for (size_t i = 0; i < 32; i++) {
+            if (!(mask >> i & 1))
+                continue;
+            const ls_key *k = owner == OWNER_ENGINE ? &ENGINE[i].key
+                            : owner == OWNER_MODEL  ? &cfg->model_desc->keys[i] : &cfg->task_desc->keys[i];
+            if (!applies(cfg, k))
+                return ls_fail(err, LS_EINVAL, "%s: set, but this run does not use it (it applies only with %s%s)",
+                               k->name, k->only_if, strchr(k->only_if, '=') ? "" : "=1");
+        }
+    }
     return LS_OK;
 }
 
@@ -553,6 +580,9 @@ ls_status config_validate(const ls_config *cfg, ls_err *err)
     if (cfg->format != CONFIG_FORMAT)
         return ls_fail(err, LS_EINVAL, "format: %d is not supported (this engine writes %d)", cfg->format,
                        CONFIG_FORMAT);
+    ls_status st = check_unused(cfg, err);
+    if (st != LS_OK)
+        return st;
     return m->check != NULL ? m->check(cfg, err) : LS_OK;
 }
 

@@ -55,6 +55,9 @@ struct ls_config {
     /* The model's and the task's keys, in descriptor order. */
     config_value mv[CONFIG_MAX_KEYS];
     config_value tv[CONFIG_MAX_KEYS];
+    /* Keys set after the defaults (bit = slot), so validation can refuse one
+     * the run does not use (--beta1 with sgd) instead of dropping it. */
+    uint32_t set_engine, set_model, set_task;
 };
 
 /* The task's default model (NULL for an unknown task). */
@@ -76,8 +79,8 @@ int config_key_is_switch(const ls_config *cfg, const char *key);
 /* 1 when key is data_hash or format: set by the engine, not by a flag. */
 int config_key_is_internal(const char *key);
 
-/* Cross-field checks (pairing, format, then the model's own check);
- * LS_EINVAL naming the field. */
+/* Cross-field checks (pairing, format, a key set that the run does not use,
+ * then the model's own check); LS_EINVAL naming the field. */
 ls_status config_validate(const ls_config *cfg, ls_err *err);
 
 /* The canonical text; returns its full length (written up to len - 1). */

@@ -76,7 +76,8 @@ static ls_config small_cfg(const char *task, size_t C, size_t K, const char *per
     set_key(&cfg, "grid", "%zu", grid);
     set_key(&cfg, "ca_steps", "%zu", steps);
     set_key(&cfg, "periodic", "%d", periodic);
-    set_key(&cfg, "fire_rate", "0.6");
+    if (async)   /* a key only while async: setting it otherwise is refused */
+        set_key(&cfg, "fire_rate", "0.6");
     set_key(&cfg, "parts", "%zu", parts);
     cfg.batch = batch;
     cfg.seed = 11;

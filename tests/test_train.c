@@ -299,6 +299,27 @@ static void test_bad_config(void **state)
     assert_int_equal(config_set(&c, "nokey", "1", 1, &err), LS_EINVAL);
     trainer *t;
     assert_int_equal(trainer_create(&t, &c, 0, NULL, &err), LS_EINVAL);
+    /* A key set but not used by the run is refused, whatever the order of
+     * the settings, rather than dropped from the config. */
+    ls_config u;
+    assert_int_equal(config_defaults(&u, "teacher", NULL, &err), LS_OK);
+    assert_int_equal(config_validate(&u, &err), LS_OK);   /* defaults are not choices */
+    assert_int_equal(config_set(&u, "beta1", "0.5", 1, &err), LS_OK);
+    assert_int_equal(config_set(&u, "optimizer", "sgd", 1, &err), LS_OK);
+    assert_int_equal(config_validate(&u, &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "beta1"));
+    assert_int_equal(config_set(&u, "optimizer", "adamw", 1, &err), LS_OK);
+    assert_int_equal(config_validate(&u, &err), LS_OK);
+    assert_int_equal(config_defaults(&u, "checkerboard", NULL, &err), LS_OK);
+    assert_int_equal(config_set(&u, "fire_rate", "0.5", 1, &err), LS_OK);
+    assert_int_equal(config_validate(&u, &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "fire_rate"));
+    assert_int_equal(config_set(&u, "async", "1", 1, &err), LS_OK);
+    assert_int_equal(config_validate(&u, &err), LS_OK);
+    /* A key of another model names its owner. */
+    assert_int_equal(config_defaults(&u, "teacher", "logic", &err), LS_OK);
+    assert_int_equal(config_set(&u, "hidden", "8", 1, &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "model mlp"));
     /* The canonical text parses back to the same text. */
     char a[CONFIG_TEXT_MAX], b[CONFIG_TEXT_MAX];
     config_text(&c, a, sizeof a);
