@@ -10,15 +10,35 @@
  *
  * Checkpoints (with a database and checkpoint_every > 0): after every step t
  * with t % checkpoint_every == 0 the session commits the step rows up to t,
- * writes <checkpoint_dir>/run-<id>-step-<t>.ckpt (record/checkpoint.h),
+ * writes <checkpoint_dir>/<db16>-run-<id>-step-<t>.ckpt (record/checkpoint.h;
+ * <db16>: the first 16 hex digits of the database's identity, runlog.h),
  * registers it, then deletes the files and registrations of that run's older
  * checkpoints except the newest SESSION_KEEP_CHECKPOINTS. Writing,
  * registering, then deleting, in that order, means a crash at any moment
  * leaves the newest registered checkpoint intact.
+ *
+ * A registration is a path, and a path proves nothing about the file there
+ * now: directories are shared, databases are copied, files are replaced.
+ * So a file is deleted, or replaced by a new checkpoint of the same name,
+ * only when its header names this database (its identity now, not an
+ * ancestor's: a copy never deletes its original's files) and this run and
+ * step (session_owns). Anything else — another database's file, a version-1
+ * file (it names nobody), an unreadable one — is left where it is; its
+ * registration may go. A new checkpoint whose name is taken by a file that
+ * is not ours goes to "<name>.<k>.ckpt" instead.
+ *
+ * Reopening (resume or restore) tries the registered checkpoints newest
+ * first and takes the first that is sound, this database's (or an
+ * ancestor's) for this run, registered with its state hash, and whose
+ * parameters hash as the record has them at its step; with none, it starts
+ * from step 0 and recomputes every recorded step. Each one passed over is
+ * said in the session's note (ls_session_state.checkpoint_note). A checkpoint file
+ * never refuses a run: only the record and the recomputation can.
  */
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +70,8 @@ struct ls_session {
     char ckpt_dir[PATH_MAX];
     ls_step *recorded;          /* rows 0..last_recorded, index = step (reopened runs) */
     int64_t last_recorded;      /* -1: nothing recorded yet */
+    char note[1024];            /* reopened: checkpoints passed over, and what was used instead */
+    int how;                    /* reopened: LS_REOPEN_RESUME or LS_REOPEN_RESTORE */
 };
 
 static double now_seconds(void)
@@ -209,9 +231,27 @@ static ls_status checkpoint_dir(const char *dir, const char *db_path, char *out,
 
 /* ---- checkpoints -------------------------------------------------------------------- */
 
+/* Whether the file at path is one this session's database wrote for this
+ * run at this step: its header (read, not trusted by its name) says so,
+ * with the database's current identity. */
+static int session_owns(const ls_session *s, const char *path, int64_t step)
+{
+    ckpt_info h;
+    const runlog_identity *id;
+    if (runlog_get_identity(s->db, 1, &id, NULL) != LS_OK)
+        return 0;
+    if (ckpt_read_head(path, &h, NULL) != LS_OK || !h.has_owner)
+        return 0;
+    return memcmp(h.owner.db_id, id->id, CKPT_DBID_BYTES) == 0 && h.owner.run_id == s->st.run_id && h.step == step;
+}
+
 /* Deletes the run's checkpoints older than the newest SESSION_KEEP_CHECKPOINTS:
  * file first, then registration, so a crash in between leaves a row whose
- * file is gone — harmless, as it is never the newest, and retried next time. */
+ * file is gone — harmless, as it is never the newest, and retried next time.
+ * Only files this database wrote for this run are deleted (session_owns);
+ * the registration of any other goes, the file stays. A file that cannot be
+ * deleted keeps its registration, to be tried again; it costs disk, not
+ * the run, so it is no error. */
 static ls_status prune_checkpoints(ls_session *s, ls_err *err)
 {
     runlog_ckpt *ck;
@@ -222,16 +262,15 @@ static ls_status prune_checkpoints(ls_session *s, ls_err *err)
     const size_t keep = SESSION_KEEP_CHECKPOINTS;
     for (size_t i = 0; n > keep && i < n - keep && st == LS_OK; i++) {
         /* Never delete a file a kept registration names, nor the rows of a
-         * kept step (registrations are deleted by step). */
-        int shared_path = 0, shared_step = 0;
-        for (size_t j = n - keep; j < n; j++) {
+         * kept step at the same path. */
+        int shared_path = 0;
+        for (size_t j = n - keep; j < n; j++)
             shared_path |= strcmp(ck[i].path, ck[j].path) == 0;
-            shared_step |= ck[i].step == ck[j].step;
-        }
-        if (!shared_path && unlink(ck[i].path) != 0 && errno != ENOENT)
-            st = ls_fail(err, LS_EIO, "%s: cannot delete an old checkpoint: %s", ck[i].path, strerror(errno));
-        if (st == LS_OK && !shared_step)
-            st = runlog_checkpoint_delete(s->db, s->st.run_id, ck[i].step, err);
+        int gone = 1;
+        if (!shared_path && session_owns(s, ck[i].path, ck[i].step))
+            gone = unlink(ck[i].path) == 0 || errno == ENOENT;
+        if (gone && !shared_path)
+            st = runlog_checkpoint_delete(s->db, s->st.run_id, ck[i].step, ck[i].path, err);
     }
     runlog_checkpoints_free(ck, n);
     return st;
@@ -252,16 +291,38 @@ ls_status ls_session_checkpoint(ls_session *s, ls_err *err)
     if (st != LS_OK)
         return st;
     const int64_t step = s->st.step;
-    char path[PATH_MAX + 64];
-    int w = snprintf(path, sizeof path, "%s/run-%lld-step-%lld.ckpt", s->ckpt_dir, (long long)s->st.run_id,
-                     (long long)step);
-    if (w < 0 || (size_t)w >= sizeof path)
-        return ls_fail(err, LS_EINVAL, "%s: checkpoint path too long", s->ckpt_dir);
+    const runlog_identity *id;
+    if ((st = runlog_get_identity(s->db, 1, &id, err)) != LS_OK)
+        return st;
+    char path[PATH_MAX + 96];
+    /* The name is ours by construction (identity, run, step), but the file
+     * at it may not be: one that is not ours is never replaced. */
+    int k;
+    for (k = 1; k <= 9; k++) {
+        char alt[8] = "";
+        if (k > 1)
+            snprintf(alt, sizeof alt, ".%d", k);
+        int w = snprintf(path, sizeof path, "%s/%.16s-run-%lld-step-%lld%s.ckpt", s->ckpt_dir, id->hex,
+                         (long long)s->st.run_id, (long long)step, alt);
+        if (w < 0 || (size_t)w >= sizeof path)
+            return ls_fail(err, LS_EINVAL, "%s: checkpoint path too long", s->ckpt_dir);
+        struct stat sb;
+        if (lstat(path, &sb) != 0 && errno == ENOENT)
+            break;
+        if (session_owns(s, path, step))
+            break;
+    }
+    if (k > 9)
+        return ls_fail(err, LS_EEXIST, "%s: every name for the checkpoint of step %lld is taken by a file this "
+                       "database did not write", path, (long long)step);
     size_t ob;
     void *os = trainer_optim_state(s->t, &ob);
     uint64_t sh;
-    if ((st = ckpt_save(path, s->st.config_hash, step, trainer_params(s->t), trainer_n_params(s->t), os, ob, &sh,
-                        err)) != LS_OK)
+    ckpt_owner owner;
+    memcpy(owner.db_id, id->id, CKPT_DBID_BYTES);
+    owner.run_id = s->st.run_id;
+    if ((st = ckpt_save_owned(path, &owner, s->st.config_hash, step, trainer_params(s->t), trainer_n_params(s->t),
+                              os, ob, &sh, err)) != LS_OK)
         return st;
     if ((st = runlog_checkpoint(s->db, s->st.run_id, step, path, sh, err)) != LS_OK)
         return st;
@@ -463,6 +524,8 @@ fail:
     return st;
 }
 
+static ls_status reopen_checkpoint(ls_session *s, const runlog_run *run, ls_err *err);
+
 /* Everything that can be checked before the run is claimed: the config, the
  * trainer, the step rows and the newest checkpoint at or before the last
  * step row (a newer registration can only be one a live writer made after
@@ -473,7 +536,7 @@ static ls_status reopen_prepare(ls_session *s, const runlog_run *run, ls_err *er
 {
     ls_status st;
     ls_config cfg;
-    char what[160];
+    char what[64 + RUNLOG_NAME_BYTES];
     snprintf(what, sizeof what, "run %lld '%s'", (long long)run->id, run->name);
     if ((st = config_parse_text(&cfg, run->config_text, what, err)) != LS_OK)
         return st;
@@ -505,48 +568,158 @@ static ls_status reopen_prepare(ls_session *s, const runlog_run *run, ls_err *er
                        (unsigned long long)s->st.traj_hash, (unsigned long long)s->recorded[0].param_hash,
                        (unsigned long long)s->recorded[0].traj_hash);
 
+    return reopen_checkpoint(s, run, err);
+}
+
+/* Appends one part to the note ("; " between parts), cut (with "...")
+ * when it is full. */
+static void note_add(ls_session *s, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+static void note_add(ls_session *s, const char *fmt, ...)
+{
+    size_t used = strlen(s->note), cap = sizeof s->note;
+    if (used > 0 && used + 3 < cap) {
+        memcpy(s->note + used, "; ", 3);
+        used += 2;
+    }
+    if (used + 1 >= cap)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int w = vsnprintf(s->note + used, cap - used, fmt, ap);
+    va_end(ap);
+    if (w >= 0 && (size_t)w >= cap - used)
+        memcpy(s->note + cap - 4, "...", 4);
+}
+
+/* The reason in an error line about path: the line without its "path: ". */
+static const char *reason_of(const ls_err *e, const char *path)
+{
+    size_t n = strlen(path);
+    if (strncmp(e->msg, path, n) == 0 && e->msg[n] == ':' && e->msg[n + 1] == ' ')
+        return e->msg + n + 2;
+    return e->msg[0] ? e->msg : "unknown";
+}
+
+/* Checks registered checkpoint k against the file, the database and the
+ * record; on success θ and the optimiser state are in params/opt. Any
+ * failure is a reason in why (LS_ENOMEM alone is returned as an error). */
+static ls_status try_checkpoint(ls_session *s, const runlog_run *run, const runlog_ckpt *k, float *params, void *opt,
+                                size_t n, size_t ob, ls_err *why)
+{
+    /* This database's identity and its ancestors': a copy loads the
+     * checkpoints it inherited (loading is harmless; deleting is not). A
+     * restore only reads: the identity as stored will do. */
+    const runlog_identity *id;
+    ls_status st = runlog_get_identity(s->db, s->how == LS_REOPEN_RESUME, &id, why);
+    if (st != LS_OK)
+        return st == LS_ENOMEM ? st : LS_EFORMAT;
+    unsigned char ids[(1 + RUNLOG_MAX_ANCESTORS) * CKPT_DBID_BYTES];
+    size_t n_ids = 0;
+    static const unsigned char nobody[CKPT_DBID_BYTES];
+    if (memcmp(id->id, nobody, CKPT_DBID_BYTES) != 0)   /* none stored: only ancestors (none) */
+        memcpy(ids + CKPT_DBID_BYTES * n_ids++, id->id, CKPT_DBID_BYTES);
+    for (size_t i = 0; i < id->n_ancestors; i++)
+        memcpy(ids + CKPT_DBID_BYTES * n_ids++, id->ancestors[i], CKPT_DBID_BYTES);
+    if (n_ids == 0)
+        memset(ids, 0xff, CKPT_DBID_BYTES);   /* named in messages only: matches no file written here */
+    ckpt_expect want = { s->st.config_hash, n, ob, ids, n_ids, run->id };
+    ckpt_info info;
+    st = ckpt_load_checked(k->path, &want, params, opt, &info, why);
+    if (st == LS_ENOMEM)
+        return st;
+    if (st != LS_OK)
+        return LS_EFORMAT;
+    /* A version-1 file names no owner: the registered state hash below is
+     * all that ties it to this run. */
+    if (info.step != k->step)
+        return ls_fail(why, LS_EFORMAT, "%s: holds step %lld but is registered as step %lld", k->path,
+                       (long long)info.step, (long long)k->step);
+    if (info.state_hash != k->state_hash)
+        return ls_fail(why, LS_EFORMAT, "%s: state hash %016llx differs from the %016llx registered for it",
+                       k->path, (unsigned long long)info.state_hash, (unsigned long long)k->state_hash);
+    const uint64_t ph = hash_params(params, n);
+    const ls_step *rec = &s->recorded[info.step];
+    if (ph != rec->param_hash)
+        return ls_fail(why, LS_EMISMATCH, "%s: its parameters hash to %016llx, the record has %016llx at step %lld",
+                       k->path, (unsigned long long)ph, (unsigned long long)rec->param_hash, (long long)info.step);
+    return LS_OK;
+}
+
+/* The newest usable registered checkpoint at or before the last step row,
+ * loaded into the trainer; none: the trainer stays at step 0. */
+static ls_status reopen_checkpoint(ls_session *s, const runlog_run *run, ls_err *err)
+{
     runlog_ckpt *ck;
     size_t n_ck;
-    if ((st = runlog_checkpoints(s->db, run->id, &ck, &n_ck, err)) != LS_OK)
+    ls_status st = runlog_checkpoints(s->db, run->id, &ck, &n_ck, err);
+    if (st != LS_OK)
         return st;
     size_t use = n_ck;
     while (use > 0 && ck[use - 1].step > s->last_recorded)
         use--;
-    if (use > 0) {
-        const runlog_ckpt *k = &ck[use - 1];
-        snprintf(s->st.checkpoint_path, sizeof s->st.checkpoint_path, "%s", k->path);
-        size_t ob;
-        void *os = trainer_optim_state(s->t, &ob);
-        int64_t step = -1;
-        uint64_t sh = 0;
-        st = ckpt_load_hash(k->path, s->st.config_hash, n, ob, &step, trainer_params_mut(s->t), os, &sh, err);
-        /* A checkpoint of another config or shape is a bad file, not a run
-         * that failed to reproduce its record. */
-        if (st == LS_EMISMATCH)
-            st = LS_EFORMAT;
-        if (st == LS_OK && step != k->step)
-            st = ls_fail(err, LS_EFORMAT, "%s: holds step %lld but is registered as step %lld", k->path,
-                         (long long)step, (long long)k->step);
-        if (st == LS_OK && sh != k->state_hash)
-            st = ls_fail(err, LS_EFORMAT, "%s: state hash %016llx differs from the %016llx registered for it",
-                         k->path, (unsigned long long)sh, (unsigned long long)k->state_hash);
+    if (use == 0) {
         runlog_checkpoints_free(ck, n_ck);
-        if (st != LS_OK)
-            return st;
+        return LS_OK;
+    }
+    const size_t n = trainer_n_params(s->t);
+    size_t ob;
+    void *os = trainer_optim_state(s->t, &ob);
+    /* Loaded aside first, so a file that fails a later check leaves θ_0 and
+     * the optimiser's initial state untouched. */
+    float *params = malloc(n * sizeof(float) + ob + 1);
+    if (params == NULL) {
+        runlog_checkpoints_free(ck, n_ck);
+        return ls_fail(err, LS_ENOMEM, "run %lld: out of memory for a checkpoint", (long long)run->id);
+    }
+    unsigned char *opt = (unsigned char *)(params + n);
+    const runlog_ckpt *used = NULL;
+    int passed_over = 0;
+    for (size_t i = use; i-- > 0 && used == NULL;) {
+        if (i + 1 < use && strcmp(ck[i].path, ck[i + 1].path) == 0 && ck[i].step == ck[i + 1].step)
+            continue;   /* the same registration twice (a step checkpointed again) */
+        ls_err why;
+        why.msg[0] = 0;
+        st = try_checkpoint(s, run, &ck[i], params, opt, n, ob, &why);
+        if (st == LS_ENOMEM) {
+            *err = why;
+            break;
+        }
+        if (st == LS_OK) {
+            used = &ck[i];
+        } else {
+            note_add(s, "checkpoint %s unusable (%s)", ck[i].path, reason_of(&why, ck[i].path));
+            passed_over = 1;
+        }
+    }
+    if (st == LS_ENOMEM) {
+        free(params);
+        runlog_checkpoints_free(ck, n_ck);
+        return st;
+    }
+    if (used != NULL) {
+        memcpy(trainer_params_mut(s->t), params, n * sizeof(float));
+        if (ob > 0)
+            memcpy(os, opt, ob);
+        const int64_t step = used->step;
         trainer_set_steps_done(s->t, step);
-        s->st.param_hash = hash_params(trainer_params(s->t), n);
-        const ls_step *want = &s->recorded[step];
-        if (s->st.param_hash != want->param_hash)
-            return ls_fail(err, LS_EMISMATCH, "step %lld: the parameters in %s hash to %016llx, the record has "
-                           "%016llx", (long long)step, s->st.checkpoint_path, (unsigned long long)s->st.param_hash,
-                           (unsigned long long)want->param_hash);
-        s->st.traj_hash = want->traj_hash;
+        s->st.param_hash = s->recorded[step].param_hash;
+        s->st.traj_hash = s->recorded[step].traj_hash;
         s->st.resumed_from = step;
         s->st.step = step;
-        s->st.loss = want->has_loss ? hash_bits_to_double(want->loss_bits) : 0;
-    } else {
-        runlog_checkpoints_free(ck, n_ck);
+        s->st.loss = s->recorded[step].has_loss ? hash_bits_to_double(s->recorded[step].loss_bits) : 0;
+        snprintf(s->st.checkpoint_path, sizeof s->st.checkpoint_path, "%s", used->path);
+        if (passed_over)
+            note_add(s, "%s from %s (step %lld)", s->how == LS_REOPEN_RESTORE ? "restored" : "resumed", used->path,
+                     (long long)step);
+    } else if (passed_over) {
+        note_add(s, "%s from step 0", s->how == LS_REOPEN_RESTORE ? "restored" : "resumed");
     }
+    free(params);
+    runlog_checkpoints_free(ck, n_ck);
     return LS_OK;
 }
 
@@ -574,9 +747,24 @@ static ls_status reopen_resume(ls_session *s, const runlog_run *run, ls_err *err
         return ls_fail(err, LS_EINVAL, "run %lld '%s' has no recorded step count: give --steps", (long long)run->id,
                        run->name);
     s->ckpt_every = s->opts.checkpoint_every > 0 ? s->opts.checkpoint_every : run->checkpoint_every;
-    if (s->ckpt_every > 0 && s->ckpt_dir[0] == '\0' &&
-        (st = checkpoint_dir(run->checkpoint_dir, s->db_path, s->ckpt_dir, sizeof s->ckpt_dir, err)) != LS_OK)
-        return st;
+    if (s->ckpt_every > 0 && s->ckpt_dir[0] == '\0') {
+        /* The run's own directory gone bad (now a file, no permission) does
+         * not stop the run: it continues without checkpoints, and says so. A
+         * directory the caller names, or the default, is the caller's to fix. */
+        ls_err why;
+        why.msg[0] = 0;
+        st = checkpoint_dir(run->checkpoint_dir, s->db_path, s->ckpt_dir, sizeof s->ckpt_dir, &why);
+        if (st != LS_OK && run->checkpoint_dir == NULL) {
+            *err = why;
+            return st;
+        }
+        if (st != LS_OK) {
+            note_add(s, "checkpoint directory %s unusable (%s); resuming without checkpoints", run->checkpoint_dir,
+                     reason_of(&why, run->checkpoint_dir));
+            s->ckpt_every = 0;
+            s->ckpt_dir[0] = '\0';
+        }
+    }
     if ((st = reopen_prepare(s, run, err)) != LS_OK)
         return st;
     if ((st = runlog_run_resume(s->db, run->id, s->st.target, s->ckpt_every, s->ckpt_every > 0 ? s->ckpt_dir : NULL,
@@ -623,6 +811,7 @@ ls_status ls_session_reopen(ls_session **out, const char *db, const char *run_na
     ls_status st = session_new(&s, &o, err);
     if (st != LS_OK)
         return st;
+    s->how = how;
     if ((st = runlog_open(&s->db, s->db_path, err)) != LS_OK) {
         session_free(s);
         return st;
@@ -667,6 +856,7 @@ ls_status ls_session_close(ls_session *s, ls_status how, ls_err *err)
 void ls_session_state_get(const ls_session *s, ls_session_state *out)
 {
     *out = s->st;
+    snprintf(out->checkpoint_note, sizeof out->checkpoint_note, "%s", s->note);
 }
 
 const ls_config *ls_session_config(const ls_session *s)

@@ -11,7 +11,9 @@
  * Parsing never trusts the header: every size is checked against the length
  * of the buffer with overflow-safe arithmetic before any pointer is formed,
  * and the checksum is verified before anything is copied out. ckpt_parse is
- * the entry point the fuzz targets call.
+ * the entry point the fuzz targets call; ckpt_parse_any is the same code
+ * with version 1 admitted too (its header is version 2's without the owner,
+ * so one parser reads both, the header size telling where the payload is).
  */
 #include "checkpoint.h"
 
@@ -87,9 +89,9 @@ static int64_t bits_i64(uint64_t u)
 }
 
 /* Image size in uint64 arithmetic; 0 when it overflows 64 bits. */
-static uint64_t image_bytes_u64(uint64_t n_params, uint64_t opt_bytes)
+static uint64_t image_bytes_u64(uint64_t header, uint64_t n_params, uint64_t opt_bytes)
 {
-    const uint64_t fixed = CKPT_HEADER_BYTES + CKPT_TRAILER_BYTES;
+    const uint64_t fixed = header + CKPT_TRAILER_BYTES;
     if (n_params > (UINT64_MAX - fixed) / 4)
         return 0;
     uint64_t s = fixed + 4 * n_params;
@@ -100,7 +102,7 @@ static uint64_t image_bytes_u64(uint64_t n_params, uint64_t opt_bytes)
 
 size_t ckpt_image_bytes(size_t n_params, size_t opt_bytes)
 {
-    uint64_t s = image_bytes_u64((uint64_t)n_params, (uint64_t)opt_bytes);
+    uint64_t s = image_bytes_u64(CKPT_HEADER_BYTES, (uint64_t)n_params, (uint64_t)opt_bytes);
     if (s == 0 || s > (uint64_t)SIZE_MAX)
         return 0;
     return (size_t)s;
@@ -108,8 +110,9 @@ size_t ckpt_image_bytes(size_t n_params, size_t opt_bytes)
 
 /* ---- encode / parse ------------------------------------------------------------ */
 
-ls_status ckpt_encode(unsigned char *buf, size_t cap, uint64_t config_hash, int64_t step, const float *params,
-                      size_t n_params, const void *opt_state, size_t opt_bytes, uint64_t *state_hash, ls_err *err)
+ls_status ckpt_encode_owned(unsigned char *buf, size_t cap, const ckpt_owner *owner, uint64_t config_hash,
+                            int64_t step, const float *params, size_t n_params, const void *opt_state,
+                            size_t opt_bytes, uint64_t *state_hash, ls_err *err)
 {
     size_t len = ckpt_image_bytes(n_params, opt_bytes);
     if (len == 0)
@@ -126,6 +129,11 @@ ls_status ckpt_encode(unsigned char *buf, size_t cap, uint64_t config_hash, int6
     put_u64(buf + 24, i64_bits(step));
     put_u64(buf + 32, (uint64_t)n_params);
     put_u64(buf + 40, (uint64_t)opt_bytes);
+    static const ckpt_owner nobody;
+    if (owner == NULL)
+        owner = &nobody;
+    memcpy(buf + 48, owner->db_id, CKPT_DBID_BYTES);
+    put_u64(buf + 64, i64_bits(owner->run_id));
     unsigned char *p = buf + CKPT_HEADER_BYTES;
     for (size_t i = 0; i < n_params; i++) {
         uint32_t u;
@@ -143,53 +151,107 @@ ls_status ckpt_encode(unsigned char *buf, size_t cap, uint64_t config_hash, int6
     return LS_OK;
 }
 
-ls_status ckpt_parse(const unsigned char *buf, size_t len, const char *what, ckpt_view *out, ls_err *err)
+ls_status ckpt_encode(unsigned char *buf, size_t cap, uint64_t config_hash, int64_t step, const float *params,
+                      size_t n_params, const void *opt_state, size_t opt_bytes, uint64_t *state_hash, ls_err *err)
+{
+    return ckpt_encode_owned(buf, cap, NULL, config_hash, step, params, n_params, opt_state, opt_bytes, state_hash,
+                             err);
+}
+
+/* Header size of a version this lockstep reads; 0 for any other. */
+static uint32_t header_of(uint32_t version)
+{
+    return version == 1 ? CKPT_V1_HEADER_BYTES : version == 2 ? CKPT_HEADER_BYTES : 0;
+}
+
+/* The fixed header of either version, up to and including the owner:
+ * magic, version, header size. Needs len >= the version's header. */
+static ls_status parse_head(const unsigned char *buf, size_t len, const char *what, uint32_t min_version,
+                            ckpt_view *out, ls_err *err)
+{
+    size_t m = len < CKPT_MAGIC_BYTES ? len : CKPT_MAGIC_BYTES;
+    if (memcmp(buf != NULL ? buf : (const unsigned char *)"", CKPT_MAGIC, m) != 0)
+        return ls_fail(err, LS_EFORMAT, "%s: not a lockstep checkpoint (bad magic)", what);
+    const size_t v1_fixed = CKPT_V1_HEADER_BYTES;
+    if (len < v1_fixed)
+        return ls_fail(err, LS_EFORMAT, "%s: truncated: %zu bytes, a checkpoint header has at least %zu", what,
+                       len, v1_fixed);
+    uint32_t version = get_u32(buf + 8);
+    if (version < min_version || header_of(version) == 0) {
+        if (min_version == CKPT_VERSION)
+            return ls_fail(err, LS_EFORMAT, "%s: checkpoint version %u is not supported (this lockstep reads %d)",
+                           what, version, CKPT_VERSION);
+        return ls_fail(err, LS_EFORMAT, "%s: checkpoint version %u is not supported (this lockstep reads %u to %d)",
+                       what, version, min_version, CKPT_VERSION);
+    }
+    uint32_t header = get_u32(buf + 12);
+    if (header != header_of(version))
+        return ls_fail(err, LS_EFORMAT, "%s: header size %u, version %u has %u", what, header, version,
+                       header_of(version));
+    if (len < header)
+        return ls_fail(err, LS_EFORMAT, "%s: truncated: %zu bytes, a version %u header has %u", what, len, version,
+                       header);
+    int64_t step = bits_i64(get_u64(buf + 24));
+    out->version = version;
+    out->header_bytes = header;
+    out->config_hash = get_u64(buf + 16);
+    out->step = step;
+    out->n_params = get_u64(buf + 32);
+    out->opt_bytes = get_u64(buf + 40);
+    out->has_owner = version >= 2;
+    if (out->has_owner) {
+        memcpy(out->owner.db_id, buf + 48, CKPT_DBID_BYTES);
+        out->owner.run_id = bits_i64(get_u64(buf + 64));
+    }
+    return LS_OK;
+}
+
+static ls_status parse_image(const unsigned char *buf, size_t len, const char *what, uint32_t min_version,
+                             ckpt_view *out, ls_err *err)
 {
     if (what == NULL)
         what = "checkpoint";
     memset(out, 0, sizeof *out);
     if (buf == NULL)
         len = 0;
-    size_t m = len < CKPT_MAGIC_BYTES ? len : CKPT_MAGIC_BYTES;
-    if (memcmp(buf != NULL ? buf : (const unsigned char *)"", CKPT_MAGIC, m) != 0)
-        return ls_fail(err, LS_EFORMAT, "%s: not a lockstep checkpoint (bad magic)", what);
-    const size_t fixed = CKPT_HEADER_BYTES + CKPT_TRAILER_BYTES;
-    if (len < fixed)
-        return ls_fail(err, LS_EFORMAT, "%s: truncated: %zu bytes, a checkpoint has at least %zu", what, len, fixed);
-    uint32_t version = get_u32(buf + 8);
-    if (version != CKPT_VERSION)
-        return ls_fail(err, LS_EFORMAT, "%s: checkpoint version %u is not supported (this lockstep reads %d)", what,
-                       version, CKPT_VERSION);
-    uint32_t header = get_u32(buf + 12);
-    if (header != CKPT_HEADER_BYTES)
-        return ls_fail(err, LS_EFORMAT, "%s: header size %u, version %d has %d", what, header, CKPT_VERSION,
-                       CKPT_HEADER_BYTES);
-    uint64_t n_params = get_u64(buf + 32), opt_bytes = get_u64(buf + 40);
-    uint64_t want = image_bytes_u64(n_params, opt_bytes);
+    ckpt_view h;
+    memset(&h, 0, sizeof h);
+    ls_status st = parse_head(buf, len, what, min_version, &h, err);
+    if (st != LS_OK)
+        return st;
+    if (len < (size_t)h.header_bytes + CKPT_TRAILER_BYTES)
+        return ls_fail(err, LS_EFORMAT, "%s: truncated: %zu bytes, a version %u checkpoint has at least %zu", what,
+                       len, h.version, (size_t)h.header_bytes + CKPT_TRAILER_BYTES);
+    uint64_t want = image_bytes_u64(h.header_bytes, h.n_params, h.opt_bytes);
     if (want == 0)
         return ls_fail(err, LS_EFORMAT, "%s: impossible sizes (%llu parameters, %llu state bytes)", what,
-                       (unsigned long long)n_params, (unsigned long long)opt_bytes);
+                       (unsigned long long)h.n_params, (unsigned long long)h.opt_bytes);
     if (want != (uint64_t)len)
         return ls_fail(err, LS_EFORMAT, "%s: %s: %zu bytes, the header (%llu parameters, %llu state bytes) says %llu",
                        what, (uint64_t)len < want ? "truncated" : "trailing bytes", len,
-                       (unsigned long long)n_params, (unsigned long long)opt_bytes, (unsigned long long)want);
+                       (unsigned long long)h.n_params, (unsigned long long)h.opt_bytes, (unsigned long long)want);
     uint64_t stored = get_u64(buf + len - CKPT_TRAILER_BYTES);
     uint64_t actual = hash_bytes(buf, len - CKPT_TRAILER_BYTES);
     if (stored != actual)
         return ls_fail(err, LS_EFORMAT, "%s: checksum mismatch (stored %016llx, contents hash to %016llx): "
                        "the file is damaged", what, (unsigned long long)stored, (unsigned long long)actual);
-    int64_t step = bits_i64(get_u64(buf + 24));
-    if (step < 0)
-        return ls_fail(err, LS_EFORMAT, "%s: step %lld is negative", what, (long long)step);
-    out->version = version;
-    out->config_hash = get_u64(buf + 16);
-    out->step = step;
-    out->n_params = n_params;
-    out->opt_bytes = opt_bytes;
-    out->params = buf + CKPT_HEADER_BYTES;
-    out->opt_state = out->params + 4 * n_params;
+    if (h.step < 0)
+        return ls_fail(err, LS_EFORMAT, "%s: step %lld is negative", what, (long long)h.step);
+    *out = h;
+    out->params = buf + h.header_bytes;
+    out->opt_state = out->params + 4 * h.n_params;
     out->checksum = stored;
     return LS_OK;
+}
+
+ls_status ckpt_parse(const unsigned char *buf, size_t len, const char *what, ckpt_view *out, ls_err *err)
+{
+    return parse_image(buf, len, what, CKPT_VERSION, out, err);
+}
+
+ls_status ckpt_parse_any(const unsigned char *buf, size_t len, const char *what, ckpt_view *out, ls_err *err)
+{
+    return parse_image(buf, len, what, 1, out, err);
 }
 
 /* ---- files ------------------------------------------------------------------------ */
@@ -244,8 +306,9 @@ static int sync_dir_of(const char *path)
     return rc;
 }
 
-ls_status ckpt_save(const char *path, uint64_t config_hash, int64_t step, const float *params, size_t n_params,
-                    const void *opt_state, size_t opt_bytes, uint64_t *state_hash, ls_err *err)
+ls_status ckpt_save_owned(const char *path, const ckpt_owner *owner, uint64_t config_hash, int64_t step,
+                          const float *params, size_t n_params, const void *opt_state, size_t opt_bytes,
+                          uint64_t *state_hash, ls_err *err)
 {
     if (path == NULL || path[0] == 0)
         return ls_fail(err, LS_EINVAL, "checkpoint: empty file name");
@@ -265,7 +328,8 @@ ls_status ckpt_save(const char *path, uint64_t config_hash, int64_t step, const 
     memcpy(tmp + plen, ".tmp", 5);
     unsigned char *image = (unsigned char *)tmp + plen + 5;
     uint64_t sum;
-    if ((st = ckpt_encode(image, len, config_hash, step, params, n_params, opt_state, opt_bytes, &sum, err)) != LS_OK) {
+    if ((st = ckpt_encode_owned(image, len, owner, config_hash, step, params, n_params, opt_state, opt_bytes, &sum,
+                                err)) != LS_OK) {
         free(tmp);
         return st;
     }
@@ -311,6 +375,12 @@ ls_status ckpt_save(const char *path, uint64_t config_hash, int64_t step, const 
     if (state_hash != NULL)
         *state_hash = sum;
     return LS_OK;
+}
+
+ls_status ckpt_save(const char *path, uint64_t config_hash, int64_t step, const float *params, size_t n_params,
+                    const void *opt_state, size_t opt_bytes, uint64_t *state_hash, ls_err *err)
+{
+    return ckpt_save_owned(path, NULL, config_hash, step, params, n_params, opt_state, opt_bytes, state_hash, err);
 }
 
 /* Reads a whole regular file into a malloc'ed buffer. */
@@ -375,8 +445,14 @@ static ls_status read_whole(const char *path, unsigned char **buf, size_t *len, 
     return LS_OK;
 }
 
-ls_status ckpt_load_hash(const char *path, uint64_t config_hash, size_t n_params, size_t opt_bytes, int64_t *step,
-                         float *params, void *opt_state, uint64_t *state_hash, ls_err *err)
+static void hex16(const unsigned char *id, char *out)
+{
+    for (int i = 0; i < CKPT_DBID_BYTES; i++)
+        snprintf(out + 2 * i, 3, "%02x", id[i]);
+}
+
+ls_status ckpt_load_checked(const char *path, const ckpt_expect *want, float *params, void *opt_state,
+                            ckpt_info *info, ls_err *err)
 {
     if (path == NULL || path[0] == 0)
         return ls_fail(err, LS_EINVAL, "checkpoint: empty file name");
@@ -388,26 +464,45 @@ ls_status ckpt_load_hash(const char *path, uint64_t config_hash, size_t n_params
     if ((st = read_whole(path, &buf, &len, err)) != LS_OK)
         return st;
     ckpt_view v;
-    st = ckpt_parse(buf, len, path, &v, err);
-    if (st == LS_OK && v.config_hash != config_hash)
+    st = ckpt_parse_any(buf, len, path, &v, err);
+    if (st == LS_OK && v.has_owner && want->db_ids != NULL) {
+        int known = 0;
+        for (size_t i = 0; i < want->n_db_ids && !known; i++)
+            known = memcmp(v.owner.db_id, want->db_ids + i * CKPT_DBID_BYTES, CKPT_DBID_BYTES) == 0;
+        char a[2 * CKPT_DBID_BYTES + 1], b[2 * CKPT_DBID_BYTES + 1];
+        hex16(v.owner.db_id, a);
+        hex16(want->db_ids, b);
+        if (!known)
+            st = ls_fail(err, LS_EMISMATCH, "%s: written for another database (%.16s, run %lld); this one is %.16s",
+                         path, a, (long long)v.owner.run_id, b);
+        else if (v.owner.run_id != want->run_id)
+            st = ls_fail(err, LS_EMISMATCH, "%s: written for run %lld, not run %lld", path,
+                         (long long)v.owner.run_id, (long long)want->run_id);
+    }
+    if (st == LS_OK && v.config_hash != want->config_hash)
         st = ls_fail(err, LS_EMISMATCH, "%s: checkpoint of config %016llx, the run's config is %016llx", path,
-                     (unsigned long long)v.config_hash, (unsigned long long)config_hash);
-    if (st == LS_OK && v.n_params != (uint64_t)n_params)
+                     (unsigned long long)v.config_hash, (unsigned long long)want->config_hash);
+    if (st == LS_OK && v.n_params != (uint64_t)want->n_params)
         st = ls_fail(err, LS_EMISMATCH, "%s: checkpoint has %llu parameters, the model has %zu", path,
-                     (unsigned long long)v.n_params, n_params);
-    if (st == LS_OK && v.opt_bytes != (uint64_t)opt_bytes)
+                     (unsigned long long)v.n_params, want->n_params);
+    if (st == LS_OK && v.opt_bytes != (uint64_t)want->opt_bytes)
         st = ls_fail(err, LS_EMISMATCH, "%s: checkpoint has %llu bytes of optimiser state, the optimiser has %zu",
-                     path, (unsigned long long)v.opt_bytes, opt_bytes);
+                     path, (unsigned long long)v.opt_bytes, want->opt_bytes);
     if (st == LS_OK) {
-        for (size_t i = 0; i < n_params; i++) {
+        for (size_t i = 0; i < want->n_params; i++) {
             uint32_t u = get_u32(v.params + 4 * i);
             memcpy(&params[i], &u, sizeof u);
         }
-        if (opt_bytes > 0)
-            memcpy(opt_state, v.opt_state, opt_bytes);
-        *step = v.step;
-        if (state_hash != NULL)
-            *state_hash = v.checksum;
+        if (want->opt_bytes > 0)
+            memcpy(opt_state, v.opt_state, want->opt_bytes);
+        if (info != NULL) {
+            memset(info, 0, sizeof *info);
+            info->version = v.version;
+            info->has_owner = v.has_owner;
+            info->owner = v.owner;
+            info->step = v.step;
+            info->state_hash = v.checksum;
+        }
     }
     free(buf);
     return st;
@@ -416,5 +511,54 @@ ls_status ckpt_load_hash(const char *path, uint64_t config_hash, size_t n_params
 ls_status ckpt_load(const char *path, uint64_t config_hash, size_t n_params, size_t opt_bytes, int64_t *step,
                     float *params, void *opt_state, ls_err *err)
 {
-    return ckpt_load_hash(path, config_hash, n_params, opt_bytes, step, params, opt_state, NULL, err);
+    ckpt_expect want = { config_hash, n_params, opt_bytes, NULL, 0, 0 };
+    ckpt_info info;
+    ls_status st = ckpt_load_checked(path, &want, params, opt_state, &info, err);
+    if (st == LS_OK)
+        *step = info.step;
+    return st;
+}
+
+ls_status ckpt_read_head(const char *path, ckpt_info *info, ls_err *err)
+{
+    memset(info, 0, sizeof *info);
+    if (path == NULL || path[0] == 0)
+        return ls_fail(err, LS_EINVAL, "checkpoint: empty file name");
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0) {
+        if (errno == ENOENT)
+            return ls_fail(err, LS_ENOTFOUND, "%s: no such checkpoint file", path);
+        return ls_fail(err, LS_EIO, "%s: cannot open: %s", path, strerror(errno));
+    }
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return ls_fail(err, LS_EIO, "%s: not a regular file", path);
+    }
+    unsigned char head[CKPT_HEADER_BYTES];
+    size_t got = 0;
+    while (got < sizeof head) {
+        ssize_t k = read(fd, head + got, sizeof head - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k < 0) {
+            int e = errno;
+            close(fd);
+            return ls_fail(err, LS_EIO, "%s: cannot read: %s", path, strerror(e));
+        }
+        if (k == 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fd);
+    ckpt_view v;
+    memset(&v, 0, sizeof v);
+    ls_status st = parse_head(head, got, path, 1, &v, err);
+    if (st != LS_OK)
+        return st;
+    info->version = v.version;
+    info->has_owner = v.has_owner;
+    info->owner = v.owner;
+    info->step = v.step;
+    return LS_OK;
 }

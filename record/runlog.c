@@ -18,6 +18,19 @@
  * of /proc/PID/stat) and the boot id. A reader that finds "running" reports
  * "interrupted" when that process is gone; it never rewrites the row.
  *
+ * Identity (runlog.h): one row in `identity`, checked against the file's
+ * device and inode when a writer first asks for it (runlog_identity), not at
+ * open: a reader (show, export) must leave a copied file as it is. The check
+ * is a read; only a database without an identity, or a copy, takes the
+ * write lock, and it decides again under the lock, so processes writing a
+ * new copy at once agree on one identity.
+ * Device and inode, not the path: a path can be reused by another file and
+ * one file can have several paths, but two files that exist at once never
+ * share both numbers. A file whose numbers change without being copied (a
+ * move across file systems, a file system that renumbers) only gets a new
+ * identity too: its old checkpoints stay loadable (an ancestor's) and are
+ * no longer deleted by it — a leak, never a loss.
+ *
  * Errors: every SQLite failure is LS_EDB with "PATH: what: sqlite message";
  * nothing here prints.
  */
@@ -31,6 +44,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -52,6 +66,8 @@ struct runlog {
     void *commit_hook_ctx;
     size_t n_buf;              /* rows buffered in buf, not yet committed */
     rl_row buf[RUNLOG_BATCH];
+    runlog_identity ident;     /* see runlog_identity */
+    int ident_state;           /* 0: not looked at, 1: read as stored, 2: this file's, made if needed */
     char path[];               /* the file as given, for messages */
 };
 
@@ -125,6 +141,22 @@ static const char rl_schema[] =
     "  equal INTEGER NOT NULL,\n"
     "  first_diff_step INTEGER,\n"
     "  detail TEXT,\n"
+    "  created TEXT NOT NULL\n"
+    ") STRICT;\n";
+
+/* Added to schema version 1 without changing it: created with a new
+ * database, and on the first open of one made before it. `one` keeps it to
+ * a single row; dev and ino are those of the file the identity was given
+ * to; ancestors are earlier identities of this file's lineage, newest first,
+ * space-separated hex. */
+static const char rl_identity_schema[] =
+    "CREATE TABLE IF NOT EXISTS identity(\n"
+    "  one INTEGER PRIMARY KEY CHECK(one = 1),\n"
+    "  id TEXT NOT NULL,\n"
+    "  dev INTEGER NOT NULL,\n"
+    "  ino INTEGER NOT NULL,\n"
+    "  path TEXT,\n"
+    "  ancestors TEXT NOT NULL DEFAULT '',\n"
     "  created TEXT NOT NULL\n"
     ") STRICT;\n";
 
@@ -458,6 +490,218 @@ static ls_status rl_pragma(runlog *r, const char *sql, ls_err *err)
     return rc == SQLITE_OK ? LS_OK : rl_dberr(r, sql, err);
 }
 
+/* ---- identity ---------------------------------------------------------------- */
+
+static int rl_hexval(int c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* 32 lowercase hex digits at s into id; 0 on success. */
+static int rl_unhex(const char *s, unsigned char *id)
+{
+    for (int i = 0; i < RUNLOG_ID_BYTES; i++) {
+        int hi = rl_hexval((unsigned char)s[2 * i]), lo = hi < 0 ? -1 : rl_hexval((unsigned char)s[2 * i + 1]);
+        if (hi < 0 || lo < 0)
+            return -1;
+        id[i] = (unsigned char)(hi * 16 + lo);
+    }
+    return 0;
+}
+
+static void rl_tohex(const unsigned char *id, char *out)
+{
+    for (int i = 0; i < RUNLOG_ID_BYTES; i++)
+        snprintf(out + 2 * i, 3, "%02x", id[i]);
+}
+
+/* 128 bits from the kernel's generator: getrandom, else /dev/urandom. An
+ * all-zero draw (nobody's identity, record/checkpoint.h) is drawn again. */
+static int rl_random_id(unsigned char *id)
+{
+    for (int tries = 0; tries < 4; tries++) {
+        size_t got = 0;
+        while (got < RUNLOG_ID_BYTES) {
+            ssize_t k = getrandom(id + got, RUNLOG_ID_BYTES - got, 0);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k <= 0)
+                break;
+            got += (size_t)k;
+        }
+        if (got < RUNLOG_ID_BYTES) {
+            int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+            if (fd < 0)
+                return -1;
+            got = 0;
+            while (got < RUNLOG_ID_BYTES) {
+                ssize_t k = read(fd, id + got, RUNLOG_ID_BYTES - got);
+                if (k < 0 && errno == EINTR)
+                    continue;
+                if (k <= 0)
+                    break;
+                got += (size_t)k;
+            }
+            close(fd);
+            if (got < RUNLOG_ID_BYTES)
+                return -1;
+        }
+        for (int i = 0; i < RUNLOG_ID_BYTES; i++)
+            if (id[i] != 0)
+                return 0;
+    }
+    return -1;
+}
+
+/* Reads the identity row into r->ident when it belongs to this file
+ * (dev, ino): 1; 0 when there is none or it is another file's (*old_hex,
+ * *old_anc: the row's id and ancestors, "" when none); <0 on a database
+ * error other than a missing table. */
+static int rl_identity_read(runlog *r, int any_file, uint64_t dev, uint64_t ino, char *old_hex, size_t hex_cap,
+                            char *old_anc, size_t anc_cap)
+{
+    old_hex[0] = 0;
+    old_anc[0] = 0;
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(r->db, "SELECT id, dev, ino, ancestors FROM identity WHERE one = 1", -1, &st, NULL) !=
+        SQLITE_OK)
+        return 0;   /* no table yet: a database made before identities */
+    int rc = sqlite3_step(st), found = 0;
+    if (rc == SQLITE_ROW) {
+        const char *id = (const char *)sqlite3_column_text(st, 0);
+        const char *anc = (const char *)sqlite3_column_text(st, 3);
+        rl_copy(old_hex, hex_cap, (const unsigned char *)id);
+        rl_copy(old_anc, anc_cap, (const unsigned char *)anc);
+        int good = id != NULL && strlen(id) == 2 * RUNLOG_ID_BYTES && rl_unhex(id, r->ident.id) == 0;
+        if (!good)
+            old_hex[0] = 0;   /* unreadable: not an ancestor worth keeping */
+        if (good && (any_file || (rl_u64(sqlite3_column_int64(st, 1)) == dev &&
+                                  rl_u64(sqlite3_column_int64(st, 2)) == ino))) {
+            found = 1;
+            rl_copy(r->ident.hex, sizeof r->ident.hex, (const unsigned char *)id);
+            r->ident.n_ancestors = 0;
+            const char *p = anc != NULL ? anc : "";
+            while (*p && r->ident.n_ancestors < RUNLOG_MAX_ANCESTORS) {
+                while (*p == ' ')
+                    p++;
+                size_t n = strcspn(p, " ");
+                if (n == 2 * RUNLOG_ID_BYTES && rl_unhex(p, r->ident.ancestors[r->ident.n_ancestors]) == 0)
+                    r->ident.n_ancestors++;
+                p += n;
+            }
+        }
+    } else if (rc != SQLITE_DONE) {
+        found = -1;
+    }
+    sqlite3_finalize(st);
+    return found;
+}
+
+static ls_status rl_identity(runlog *r, ls_err *err)
+{
+    struct stat sb;
+    if (stat(r->path, &sb) != 0)
+        return ls_fail(err, LS_EIO, "%s: %s", r->path, strerror(errno));
+    const uint64_t dev = (uint64_t)sb.st_dev, ino = (uint64_t)sb.st_ino;
+    char old_hex[2 * RUNLOG_ID_BYTES + 1], old_anc[RUNLOG_MAX_ANCESTORS * (2 * RUNLOG_ID_BYTES + 1) + 1];
+    int found = rl_identity_read(r, 0, dev, ino, old_hex, sizeof old_hex, old_anc, sizeof old_anc);
+    if (found == 1)
+        return LS_OK;
+    /* None, or another file's: decide again under the write lock. */
+    ls_status st = rl_begin(r, "giving the database an identity", err);
+    if (st != LS_OK)
+        return st;
+    if (sqlite3_exec(r->db, rl_identity_schema, NULL, NULL, NULL) != SQLITE_OK) {
+        st = rl_dberr(r, "giving the database an identity", err);
+        rl_rollback(r);
+        return st;
+    }
+    found = rl_identity_read(r, 0, dev, ino, old_hex, sizeof old_hex, old_anc, sizeof old_anc);
+    if (found == 1) {
+        rl_rollback(r);   /* another process did it first; the table existed or is kept by it */
+        return LS_OK;
+    }
+    if (found < 0) {
+        st = rl_dberr(r, "reading the database identity", err);
+        rl_rollback(r);
+        return st;
+    }
+    unsigned char id[RUNLOG_ID_BYTES];
+    if (rl_random_id(id) != 0) {
+        rl_rollback(r);
+        return ls_fail(err, LS_EIO, "%s: no random bytes for the database identity (getrandom, /dev/urandom)",
+                       r->path);
+    }
+    memset(&r->ident, 0, sizeof r->ident);
+    memcpy(r->ident.id, id, sizeof id);
+    rl_tohex(id, r->ident.hex);
+    /* The copied identity first, then its own ancestors, as many as fit. */
+    char anc[sizeof old_anc];
+    anc[0] = 0;
+    size_t an = 0;
+    const char *p = old_anc;
+    if (old_hex[0] != 0) {
+        rl_unhex(old_hex, r->ident.ancestors[r->ident.n_ancestors++]);
+        an += (size_t)snprintf(anc + an, sizeof anc - an, "%s", old_hex);
+    }
+    while (*p && r->ident.n_ancestors < RUNLOG_MAX_ANCESTORS) {
+        while (*p == ' ')
+            p++;
+        size_t n = strcspn(p, " ");
+        if (n == 2 * RUNLOG_ID_BYTES && rl_unhex(p, r->ident.ancestors[r->ident.n_ancestors]) == 0) {
+            r->ident.n_ancestors++;
+            an += (size_t)snprintf(anc + an, sizeof anc - an, "%s%.*s", an ? " " : "", (int)n, p);
+        }
+        p += n;
+    }
+    sqlite3_stmt *q;
+    st = rl_prepare(r, "INSERT OR REPLACE INTO identity(one, id, dev, ino, path, ancestors, created)"
+                       " VALUES(1, ?1, ?2, ?3, ?4, ?5, " RL_NOW ")", &q, "giving the database an identity", err);
+    if (st == LS_OK) {
+        sqlite3_bind_text(q, 1, r->ident.hex, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_int64(q, 2, rl_i64(dev));
+        sqlite3_bind_int64(q, 3, rl_i64(ino));
+        sqlite3_bind_text(q, 4, r->path, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(q, 5, anc, -1, SQLITE_TRANSIENT);
+        if (sqlite3_step(q) != SQLITE_DONE)
+            st = rl_dberr(r, "giving the database an identity", err);
+        sqlite3_finalize(q);
+    }
+    if (st != LS_OK) {
+        rl_rollback(r);
+        return st;
+    }
+    return rl_commit(r, "giving the database an identity", err);
+}
+
+ls_status runlog_get_identity(runlog *r, int for_writing, const runlog_identity **out, ls_err *err)
+{
+    *out = &r->ident;
+    if (r->ident_state == 2 || (r->ident_state == 1 && !for_writing))
+        return LS_OK;
+    if (for_writing) {
+        memset(&r->ident, 0, sizeof r->ident);
+        ls_status st = rl_identity(r, err);
+        if (st != LS_OK) {
+            memset(&r->ident, 0, sizeof r->ident);
+            r->ident_state = 0;
+            return st;
+        }
+        r->ident_state = 2;
+        return LS_OK;
+    }
+    /* Read only: what is stored, whichever file it was given to. */
+    memset(&r->ident, 0, sizeof r->ident);
+    char old_hex[2 * RUNLOG_ID_BYTES + 1], old_anc[RUNLOG_MAX_ANCESTORS * (2 * RUNLOG_ID_BYTES + 1) + 1];
+    int found = rl_identity_read(r, 1, 0, 0, old_hex, sizeof old_hex, old_anc, sizeof old_anc);
+    if (found < 0)
+        return rl_dberr(r, "reading the database identity", err);
+    if (found == 0)
+        memset(&r->ident, 0, sizeof r->ident);
+    r->ident_state = 1;
+    return LS_OK;
+}
+
 ls_status runlog_open(runlog **out, const char *path, ls_err *err)
 {
     *out = NULL;
@@ -537,18 +781,122 @@ static int rl_all_digits(const char *s)
     return 1;
 }
 
+/* ---- run names ---------------------------------------------------------------- */
+
+/* The next code point of s (UTF-8, strict: shortest form, no surrogates,
+ * at most U+10FFFF) and its length in *len; -1 (and *len = 1) when the
+ * bytes at s are not one. */
+static long rl_utf8_next(const unsigned char *s, size_t *len)
+{
+    unsigned c = s[0];
+    *len = 1;
+    if (c < 0x80)
+        return (long)c;
+    size_t n;
+    unsigned long cp, min;
+    if (c >= 0xc2 && c <= 0xdf) {
+        n = 2; cp = c & 0x1f; min = 0x80;
+    } else if (c >= 0xe0 && c <= 0xef) {
+        n = 3; cp = c & 0x0f; min = 0x800;
+    } else if (c >= 0xf0 && c <= 0xf4) {
+        n = 4; cp = c & 0x07; min = 0x10000;
+    } else {
+        return -1;
+    }
+    for (size_t i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return -1;
+        cp = (cp << 6) | (s[i] & 0x3fu);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return -1;
+    *len = n;
+    return (long)cp;
+}
+
+/* Code points a name may not hold (runlog.h): controls, and the invisible
+ * ones that reorder or break a line when printed. */
+static int rl_name_forbidden(long cp)
+{
+    return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == 0x200e || cp == 0x200f ||
+           cp == 0x2028 || cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+/* The name for an error line: printable ASCII as is (backslash and quote
+ * escaped), every other byte of a refused name as \xNN, valid non-ASCII
+ * characters as is unless forbidden (\u{NNNN}); at most cap - 1 bytes,
+ * "..." when cut. */
+static void rl_escape_name(const char *name, char *out, size_t cap)
+{
+    const unsigned char *p = (const unsigned char *)name;
+    size_t o = 0;
+    while (*p) {
+        char piece[16];
+        size_t len;
+        long cp = rl_utf8_next(p, &len);
+        if (cp < 0)
+            snprintf(piece, sizeof piece, "\\x%02x", p[0]);
+        else if (cp == '\\' || cp == '\'')
+            snprintf(piece, sizeof piece, "\\%c", (char)cp);
+        else if (rl_name_forbidden(cp))
+            snprintf(piece, sizeof piece, cp < 0x80 ? "\\x%02lx" : "\\u{%04lx}", (unsigned long)cp);
+        else {
+            memcpy(piece, p, len);
+            piece[len] = 0;
+        }
+        size_t pl = strlen(piece);
+        if (o + pl + 4 > cap) {
+            snprintf(out + o, cap - o, "...");
+            return;
+        }
+        memcpy(out + o, piece, pl);
+        o += pl;
+        p += len;
+    }
+    out[o] = 0;
+}
+
+ls_status runlog_check_name(const char *name, ls_err *err)
+{
+    if (name == NULL || name[0] == 0)
+        return ls_fail(err, LS_EINVAL, "run name is empty");
+    char shown[200];
+    rl_escape_name(name, shown, sizeof shown);
+    if (name[0] == '-')
+        return ls_fail(err, LS_EINVAL, "run name '%s' starts with '-': it would read as a flag", shown);
+    if (rl_all_digits(name))
+        return ls_fail(err, LS_EINVAL, "run name '%s' is all digits: it would read as a run id", shown);
+    const unsigned char *p = (const unsigned char *)name;
+    size_t chars = 0;
+    while (*p) {
+        size_t len;
+        long cp = rl_utf8_next(p, &len);
+        chars++;
+        if (cp < 0)
+            return ls_fail(err, LS_EINVAL, "run name '%s' is not valid UTF-8 (byte 0x%02x at byte %zu)", shown,
+                           p[0], (size_t)(p - (const unsigned char *)name) + 1);
+        if (rl_name_forbidden(cp))
+            return ls_fail(err, LS_EINVAL, "run name '%s' has a control or invisible character (U+%04lX) at "
+                           "character %zu: names must print as themselves", shown, (unsigned long)cp, chars);
+        p += len;
+    }
+    if (chars > RUNLOG_NAME_MAX)
+        return ls_fail(err, LS_EINVAL, "run name '%s' is %zu characters long; at most %d are allowed", shown,
+                       chars, RUNLOG_NAME_MAX);
+    return LS_OK;
+}
+
 ls_status runlog_run_begin(runlog *r, const runlog_run_info *info, int64_t *run_id, ls_err *err)
 {
     const char *name = info->name;
     int auto_name = name == NULL || name[0] == 0;
     if (info->config_text == NULL)
         return ls_fail(err, LS_EINVAL, "run config text is missing");
-    if (!auto_name && rl_all_digits(name))
-        return ls_fail(err, LS_EINVAL, "run name '%s' is all digits: it would read as a run id",
-                       name);
-    if (!auto_name && strlen(name) >= sizeof(((runlog_run *)0)->name))
-        return ls_fail(err, LS_EINVAL, "run name '%.40s...' is longer than %zu bytes", name,
-                       sizeof(((runlog_run *)0)->name) - 1);
+    if (!auto_name) {
+        ls_status ns = runlog_check_name(name, err);
+        if (ns != LS_OK)
+            return ns;
+    }
 
     char boot[64];
     rl_boot_id(boot, sizeof boot);
@@ -600,7 +948,7 @@ ls_status runlog_run_begin(runlog *r, const runlog_run_info *info, int64_t *run_
     if (sqlite3_step(st) != SQLITE_DONE) {
         if ((sqlite3_extended_errcode(r->db)) == SQLITE_CONSTRAINT_UNIQUE)
             s = ls_fail(err, LS_EEXIST, "run name '%s' is already used in %s",
-                        auto_name ? "" : name, r->path);
+                        auto_name ? "" : name, r->path);   /* checked above: prints as itself */
         else
             s = rl_dberr(r, "starting a run", err);
         sqlite3_finalize(st);
@@ -779,15 +1127,16 @@ ls_status runlog_checkpoint(runlog *r, int64_t run_id, int64_t step, const char 
     return rl_write_one(r, st, "recording a checkpoint", err);
 }
 
-ls_status runlog_checkpoint_delete(runlog *r, int64_t run_id, int64_t step, ls_err *err)
+ls_status runlog_checkpoint_delete(runlog *r, int64_t run_id, int64_t step, const char *path, ls_err *err)
 {
     sqlite3_stmt *st;
-    ls_status s = rl_prepare(r, "DELETE FROM checkpoints WHERE run = ?1 AND step = ?2", &st,
-                             "forgetting a checkpoint", err);
+    ls_status s = rl_prepare(r, "DELETE FROM checkpoints WHERE run = ?1 AND step = ?2 AND (?3 IS NULL OR path = ?3)",
+                             &st, "forgetting a checkpoint", err);
     if (s != LS_OK)
         return s;
     sqlite3_bind_int64(st, 1, run_id);
     sqlite3_bind_int64(st, 2, step);
+    rl_bind_text_or_null(st, 3, path);
     return rl_write_one(r, st, "forgetting a checkpoint", err);
 }
 

@@ -9,6 +9,17 @@
  * keeps the pid, the process start time and the boot id of its writer, and a
  * reader that finds "running" checks them.
  *
+ * Identity: every database has 128 random bits of its own (table
+ * `identity`, one row, made by the first writer that needs it — a session
+ * recording a run — in a new or an older database), kept with the device
+ * and inode of the file it was given to. A file written under another
+ * device/inode is a copy (cp, a backup, a restore): that writer gives it a
+ * new identity, and the old one becomes an ancestor. Readers never write it. Checkpoint files carry the identity (record/checkpoint.h), so
+ * a copy loads its original's checkpoints but never deletes them, and two
+ * databases sharing a checkpoint directory never touch each other's files.
+ * The schema version does not change: the table is created IF NOT EXISTS,
+ * and readers that do not know it ignore it.
+ *
  * Knows nothing of threads or models. Not safe to share one handle between
  * threads; several processes may write one file at once.
  */
@@ -32,6 +43,24 @@ typedef struct runlog runlog;
 ls_status runlog_open(runlog **out, const char *path, ls_err *err);
 void runlog_close(runlog *r);     /* flushes buffered steps; accepts NULL */
 
+#define RUNLOG_ID_BYTES 16         /* = CKPT_DBID_BYTES */
+#define RUNLOG_MAX_ANCESTORS 16    /* identities remembered from before copies */
+
+/* A database's identity. */
+typedef struct {
+    unsigned char id[RUNLOG_ID_BYTES];    /* never all zero */
+    char hex[2 * RUNLOG_ID_BYTES + 1];    /* id in lowercase hex */
+    size_t n_ancestors;                   /* newest first */
+    unsigned char ancestors[RUNLOG_MAX_ANCESTORS][RUNLOG_ID_BYTES];
+} runlog_identity;
+/* for_writing: the identity this file writes and deletes checkpoints
+ * under, made now (one write transaction) when the database has none or is
+ * a copy; no random bytes (no getrandom, no /dev/urandom) is LS_EIO.
+ * Otherwise: what is stored, read only, whichever file it was given to (all
+ * zero, no ancestors, when there is none) — enough to decide what may be
+ * loaded, never what may be deleted. *out lives as long as the handle. */
+ls_status runlog_get_identity(runlog *r, int for_writing, const runlog_identity **out, ls_err *err);
+
 typedef struct {
     const char *name;          /* unique; NULL or "" → "run-<id>" */
     const char *model, *task;
@@ -45,9 +74,28 @@ typedef struct {
     const char *checkpoint_dir;  /* where checkpoints go; may be NULL */
 } runlog_run_info;
 
+/* Run names. A name is given by a person and read back on command lines
+ * and in listings, so it must print as itself and parse as a name:
+ *   - valid UTF-8 (no overlong forms, no surrogates, nothing above U+10FFFF);
+ *   - printable: no C0 control (U+0000..U+001F, so no tab or newline), no
+ *     DEL (U+007F), no C1 control (U+0080..U+009F), and none of the
+ *     invisible characters that reorder or break a line on display (U+200E,
+ *     U+200F, U+2028, U+2029, U+202A..U+202E, U+2066..U+2069);
+ *   - not starting with '-' (it would read as a flag);
+ *   - not all digits (it would read as a run id);
+ *   - 1 to RUNLOG_NAME_MAX characters (code points, not bytes).
+ * An empty or NULL name asks for "run-<id>". Names already in a database
+ * are read back as stored, whatever they are. */
+#define RUNLOG_NAME_MAX 100
+#define RUNLOG_NAME_BYTES (4 * RUNLOG_NAME_MAX + 1)   /* room for the longest allowed name */
+
+/* LS_OK for an allowed name (rule above), else LS_EINVAL with one line
+ * naming the problem and the name, escaped so that it prints safely. */
+ls_status runlog_check_name(const char *name, ls_err *err);
+
 /* Inserts a run with status "running" and this process's liveness data.
- * A name already used → LS_EEXIST naming it; an all-digit name (it would read
- * as a run id) or one of 128 bytes or more → LS_EINVAL. */
+ * A name already used → LS_EEXIST naming it; a name the rule above refuses
+ * → LS_EINVAL (runlog_check_name's line). */
 ls_status runlog_run_begin(runlog *r, const runlog_run_info *info, int64_t *run_id, ls_err *err);
 
 /* Buffers one step row (committed every RUNLOG_BATCH rows, at flush and at end). */
@@ -73,7 +121,7 @@ ls_status runlog_run_resume(runlog *r, int64_t run_id, int64_t target_steps, int
 
 typedef struct {
     int64_t id;
-    char name[128];
+    char name[RUNLOG_NAME_BYTES];
     char model[32], task[32];
     char status[16];           /* as stored, or "interrupted" when its process is gone */
     char started[32], ended[32];
@@ -123,9 +171,9 @@ ls_status runlog_verdict(runlog *r, const char *kind, int64_t run_a, int64_t run
  * checkpoint at step t always has the rows 0..t behind it. */
 ls_status runlog_checkpoint(runlog *r, int64_t run_id, int64_t step, const char *path,
                             uint64_t state_hash, ls_err *err);
-/* Removes the registration(s) of a run's checkpoint at a step (the file is
- * the caller's business). */
-ls_status runlog_checkpoint_delete(runlog *r, int64_t run_id, int64_t step, ls_err *err);
+/* Removes the registration(s) of a run's checkpoint at a step, only those
+ * of that path when path is not NULL (the file is the caller's business). */
+ls_status runlog_checkpoint_delete(runlog *r, int64_t run_id, int64_t step, const char *path, ls_err *err);
 
 typedef struct {
     int64_t step;

@@ -10,7 +10,11 @@
  * against uninterrupted runs: a checkpoint written at one thread and loaded
  * at 3 and 8, at several steps, across an epoch boundary, with AdamW and SGD;
  * and two foils (a resume that forgets the optimiser state or the step)
- * must differ, so the comparison can fail.
+ * must differ, so the comparison can fail. Owners: a version-2 file names
+ * its database and run, and a load that lists the accepted identities
+ * refuses another database's or another run's file; version-1 files (no
+ * owner) still load; ckpt_read_head reads whose a file is from its header
+ * alone, and says nothing is a checkpoint that is not.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -113,28 +117,43 @@ static uint64_t rd_le64(const unsigned char *p)
     return v;
 }
 
-/* The image DESIGN/checkpoint.h describe, built byte by byte. */
-static unsigned char *hand_image(uint64_t cfg, int64_t step, const float *p, size_t n, const unsigned char *opt,
-                                 size_t ob, size_t *len)
+/* The image checkpoint.h describes, built byte by byte: version 2 with the
+ * owner (db_id: 16 bytes, NULL for nobody's all zero; run), or version 1
+ * (no owner, a 48-byte header). */
+static unsigned char *hand_image_v(int version, const unsigned char *db_id, int64_t run, uint64_t cfg, int64_t step,
+                                   const float *p, size_t n, const unsigned char *opt, size_t ob, size_t *len)
 {
-    *len = 48 + 4 * n + ob + 8;
+    const size_t h = version == 1 ? 48 : 72;
+    *len = h + 4 * n + ob + 8;
     unsigned char *b = calloc(1, *len);
     assert_non_null(b);
     memcpy(b, "LKSTCKPT", 8);
-    le(b + 8, 1, 4);
-    le(b + 12, 48, 4);
+    le(b + 8, (uint64_t)version, 4);
+    le(b + 12, h, 4);
     le(b + 16, cfg, 8);
     le(b + 24, (uint64_t)step, 8);
     le(b + 32, n, 8);
     le(b + 40, ob, 8);
+    if (version >= 2) {
+        if (db_id != NULL)
+            memcpy(b + 48, db_id, 16);
+        le(b + 64, (uint64_t)run, 8);
+    }
     for (size_t i = 0; i < n; i++) {
         uint32_t u;
         memcpy(&u, &p[i], 4);
-        le(b + 48 + 4 * i, u, 4);
+        le(b + h + 4 * i, u, 4);
     }
-    memcpy(b + 48 + 4 * n, opt, ob);
+    if (ob > 0)
+        memcpy(b + h + 4 * n, opt, ob);
     le(b + *len - 8, XXH3_64bits(b, *len - 8), 8);
     return b;
+}
+
+static unsigned char *hand_image(uint64_t cfg, int64_t step, const float *p, size_t n, const unsigned char *opt,
+                                 size_t ob, size_t *len)
+{
+    return hand_image_v(2, NULL, 0, cfg, step, p, n, opt, ob, len);
 }
 
 /* Makes a modified image consistent again: a new checksum over its bytes. */
@@ -197,25 +216,30 @@ static void test_roundtrip_and_format(void **state)
     /* The parsed view points at the right bytes. */
     ckpt_view v;
     assert_int_equal(ckpt_parse(file, len, "x", &v, &err), LS_OK);
-    assert_int_equal(v.version, 1);
+    assert_int_equal(v.version, 2);
+    assert_int_equal(v.header_bytes, 72);
     assert_true(v.config_hash == CFG);
     assert_int_equal(v.step, 1234);
     assert_int_equal(v.n_params, NP);
     assert_int_equal(v.opt_bytes, OB);
-    assert_ptr_equal(v.params, file + 48);
-    assert_ptr_equal(v.opt_state, file + 48 + 4 * NP);
+    assert_true(v.has_owner);
+    assert_int_equal(v.owner.run_id, 0);
+    assert_ptr_equal(v.params, file + 72);
+    assert_ptr_equal(v.opt_state, file + 72 + 4 * NP);
     assert_true(v.checksum == sh);
 
     /* Load: exact bits back, and the temporary file is gone. */
     float q[NP];
     unsigned char o[OB];
     int64_t step = -1;
-    uint64_t lh = 0;
-    assert_int_equal(ckpt_load_hash(path, CFG, NP, OB, &step, q, o, &lh, &err), LS_OK);
-    assert_int_equal(step, 1234);
+    ckpt_expect want = { CFG, NP, OB, NULL, 0, 0 };
+    ckpt_info info;
+    assert_int_equal(ckpt_load_checked(path, &want, q, o, &info, &err), LS_OK);
+    assert_int_equal(info.step, 1234);
+    assert_int_equal(info.version, 2);
     assert_memory_equal(q, P, sizeof q);
     assert_memory_equal(o, O, OB);
-    assert_true(lh == sh);
+    assert_true(info.state_hash == sh);
     memset(q, 0, sizeof q);
     assert_int_equal(ckpt_load(path, CFG, NP, OB, &step, q, o, &err), LS_OK);
     assert_memory_equal(q, P, sizeof q);
@@ -361,20 +385,29 @@ static void test_magic_version_header(void **state)
     assert_non_null(strstr(err.msg, "magic"));
     memcpy(img, "LKSTCKPT", 8);
 
-    le(img + 8, 2, 4);
+    le(img + 8, 3, 4);
     reseal(img, len);
     assert_int_equal(ckpt_parse(img, len, "m", &v, &err), LS_EFORMAT);
-    assert_non_null(strstr(err.msg, "version 2"));
+    assert_non_null(strstr(err.msg, "version 3"));
+    assert_int_equal(ckpt_parse_any(img, len, "m", &v, &err), LS_EFORMAT);
     le(img + 8, 0, 4);
     reseal(img, len);
     assert_int_equal(ckpt_parse(img, len, "m", &v, &err), LS_EFORMAT);
+    /* Version 1 in a version-2 layout: its header size is 48. */
     le(img + 8, 1, 4);
+    reseal(img, len);
+    assert_int_equal(ckpt_parse_any(img, len, "m", &v, &err), LS_EFORMAT);
+    assert_non_null(strstr(err.msg, "header"));
+    le(img + 8, 2, 4);
 
     le(img + 12, 56, 4);
     reseal(img, len);
     assert_int_equal(ckpt_parse(img, len, "m", &v, &err), LS_EFORMAT);
     assert_non_null(strstr(err.msg, "header"));
     le(img + 12, 48, 4);
+    reseal(img, len);
+    assert_int_equal(ckpt_parse(img, len, "m", &v, &err), LS_EFORMAT);
+    le(img + 12, 72, 4);
 
     /* Sizes that would overflow or point past the end. */
     le(img + 32, UINT64_MAX / 2, 8);
@@ -644,6 +677,120 @@ static void test_resume_trainer(void **state)
     dataset_destroy(d);
 }
 
+
+/* ---- owners and version 1 ------------------------------------------------------------ */
+
+static void test_owner_and_v1(void **state)
+{
+    (void)state;
+    fill_state();
+    ls_err err = { "" };
+    const unsigned char mine[16] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 };
+    unsigned char other[16], ancestor[16];
+    memcpy(other, mine, 16);
+    other[15] ^= 0x80;
+    memset(ancestor, 0x5a, 16);
+    ckpt_owner me;
+    memcpy(me.db_id, mine, 16);
+    me.run_id = 7;
+
+    /* Written with an owner: byte for byte the hand-made version-2 image. */
+    char path[256];
+    tmp_path(path, sizeof path, "own.ckpt");
+    uint64_t sh;
+    assert_int_equal(ckpt_save_owned(path, &me, CFG, 40, P, NP, O, OB, &sh, &err), LS_OK);
+    size_t len, hlen;
+    unsigned char *file = read_all(path, &len);
+    unsigned char *hand = hand_image_v(2, mine, 7, CFG, 40, P, NP, O, OB, &hlen);
+    assert_int_equal(len, hlen);
+    assert_memory_equal(file, hand, len);
+    ckpt_view v;
+    assert_int_equal(ckpt_parse(file, len, "own", &v, &err), LS_OK);
+    assert_true(v.has_owner);
+    assert_memory_equal(v.owner.db_id, mine, 16);
+    assert_int_equal(v.owner.run_id, 7);
+    unsigned char *enc = malloc(len);
+    assert_non_null(enc);
+    assert_int_equal(ckpt_encode_owned(enc, len, &v.owner, v.config_hash, v.step, P, NP, O, OB, NULL, &err), LS_OK);
+    assert_memory_equal(enc, file, len);
+    free(enc);
+
+    /* Loads accept the listed identities (here: an ancestor, then ours) and the run. */
+    float q[NP];
+    unsigned char o[OB];
+    int64_t step;
+    unsigned char ids[32];
+    memcpy(ids, ancestor, 16);
+    memcpy(ids + 16, mine, 16);
+    ckpt_expect want = { CFG, NP, OB, ids, 2, 7 };
+    ckpt_info info;
+    assert_int_equal(ckpt_load_checked(path, &want, q, o, &info, &err), LS_OK);
+    assert_int_equal(info.step, 40);
+    assert_true(info.state_hash == sh);
+    assert_memory_equal(q, P, sizeof q);
+    /* Another database: refused, naming the file and "another database"; nothing written. */
+    memcpy(ids + 16, other, 16);
+    poison(q, o, &step);
+    assert_int_equal(ckpt_load_checked(path, &want, q, o, NULL, &err), LS_EMISMATCH);
+    assert_non_null(strstr(err.msg, path));
+    assert_non_null(strstr(err.msg, "another database"));
+    expect_untouched(q, o, step);
+    /* Another run of the same database. */
+    memcpy(ids + 16, mine, 16);
+    want.run_id = 8;
+    assert_int_equal(ckpt_load_checked(path, &want, q, o, NULL, &err), LS_EMISMATCH);
+    assert_non_null(strstr(err.msg, "run 7"));
+    expect_untouched(q, o, step);
+    /* The header alone says whose it is. */
+    assert_int_equal(ckpt_read_head(path, &info, &err), LS_OK);
+    assert_int_equal(info.version, 2);
+    assert_true(info.has_owner);
+    assert_memory_equal(info.owner.db_id, mine, 16);
+    assert_int_equal(info.owner.run_id, 7);
+    assert_int_equal(info.step, 40);
+
+    /* Version 1: refused by the strict parser, read by ckpt_parse_any and
+     * the loaders (no owner to check), and its header says no owner. */
+    unsigned char *v1 = hand_image_v(1, NULL, 0, CFG, 12, P, NP, O, OB, &hlen);
+    assert_int_equal(ckpt_parse(v1, hlen, "v1", &v, &err), LS_EFORMAT);
+    assert_non_null(strstr(err.msg, "version 1"));
+    assert_int_equal(ckpt_parse_any(v1, hlen, "v1", &v, &err), LS_OK);
+    assert_int_equal(v.version, 1);
+    assert_int_equal(v.header_bytes, 48);
+    assert_false(v.has_owner);
+    assert_ptr_equal(v.params, v1 + 48);
+    char p1[256];
+    tmp_path(p1, sizeof p1, "v1.ckpt");
+    write_all(p1, v1, hlen);
+    want.run_id = 7;
+    assert_int_equal(ckpt_load_checked(p1, &want, q, o, &info, &err), LS_OK);
+    assert_int_equal(info.version, 1);
+    assert_false(info.has_owner);
+    assert_int_equal(info.step, 12);
+    assert_memory_equal(q, P, sizeof q);
+    assert_memory_equal(o, O, OB);
+    assert_int_equal(ckpt_read_head(p1, &info, &err), LS_OK);
+    assert_false(info.has_owner);
+    /* Truncated v1 files are refused at every length. */
+    for (size_t k = 0; k < hlen; k++)
+        assert_int_equal(ckpt_parse_any(v1, k, "v1", &v, &err), LS_EFORMAT);
+
+    /* Headers that are not checkpoint headers. */
+    char g[256];
+    tmp_path(g, sizeof g, "garbage.ckpt");
+    write_all(g, (const unsigned char *)"this is not a checkpoint\n", 25);
+    assert_int_equal(ckpt_read_head(g, &info, &err), LS_EFORMAT);
+    assert_non_null(strstr(err.msg, g));
+    write_all(g, file, 60);   /* a version-2 header cut short */
+    assert_int_equal(ckpt_read_head(g, &info, &err), LS_EFORMAT);
+    assert_int_equal(ckpt_read_head(g_dir, &info, &err), LS_EIO);
+    tmp_path(g, sizeof g, "none.ckpt");
+    assert_int_equal(ckpt_read_head(g, &info, &err), LS_ENOTFOUND);
+    free(v1);
+    free(file);
+    free(hand);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -654,6 +801,7 @@ int main(void)
         cmocka_unit_test(test_mismatches),
         cmocka_unit_test(test_crash_hook),
         cmocka_unit_test(test_resume_trainer),
+        cmocka_unit_test(test_owner_and_v1),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown) ? 1 : 0;
 }

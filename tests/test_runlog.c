@@ -6,6 +6,12 @@
  * liveness with a child process that dies mid-run, and concurrent writers in
  * forked processes. Raw sqlite3 calls are the independent path: they build
  * foreign files and look at the stored rows behind the module's back.
+ * Run names: a table of allowed and refused names (leading '-', controls,
+ * DEL, C1, bidi controls, invalid UTF-8, 100 and 101 multi-byte characters,
+ * all digits), each refusal one line naming the problem with the name
+ * escaped, and the earlier rows intact. The database identity: made with a
+ * database, kept on reopening, given to an older database without one, and
+ * replaced (the old one an ancestor) when the file is a copy.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -899,7 +905,14 @@ static void test_checkpoint_rows(void **state)
         assert_true(ck[i].state_hash == UINT64_C(0x8000000000000001) + (uint64_t)ck[i].step);
     }
     runlog_checkpoints_free(ck, n);
-    assert_int_equal(runlog_checkpoint_delete(r, a, 20, &err), LS_OK);
+    /* By path: another path at that step stays. */
+    assert_int_equal(runlog_checkpoint(r, a, 20, "/ck/a-20.2", 5, &err), LS_OK);
+    assert_int_equal(runlog_checkpoint_delete(r, a, 20, "/ck/a-20.2", &err), LS_OK);
+    assert_int_equal(runlog_checkpoints(r, a, &ck, &n, &err), LS_OK);
+    assert_int_equal(n, 3);
+    assert_string_equal(ck[1].path, "/ck/a-20");
+    runlog_checkpoints_free(ck, n);
+    assert_int_equal(runlog_checkpoint_delete(r, a, 20, NULL, &err), LS_OK);
     assert_int_equal(runlog_checkpoints(r, a, &ck, &n, &err), LS_OK);
     assert_int_equal(n, 2);
     assert_int_equal(ck[0].step, 10);
@@ -960,6 +973,251 @@ static void test_commit_hook(void **state)
     runlog_close(r);
 }
 
+
+/* ---- run names: the rule of runlog.h ---------------------------------------------- */
+
+/* n copies of the UTF-8 character c. */
+static char *repeat(const char *c, size_t n)
+{
+    size_t l = strlen(c);
+    char *s = malloc(l * n + 1);
+    assert_non_null(s);
+    for (size_t i = 0; i < n; i++)
+        memcpy(s + i * l, c, l);
+    s[l * n] = 0;
+    return s;
+}
+
+static void test_name_rule(void **state)
+{
+    (void)state;
+    char path[256];
+    db_path(path, sizeof path, "namerule.db");
+    runlog *r = open_ok(path);
+    begin_ok(r, "first");
+    char *e100 = repeat("\xc3\xa9", 100), *e101 = repeat("\xc3\xa9", 101);   /* é: 2 bytes */
+    char *k100 = repeat("\xe6\xbc\xa2", 100);                                 /* 漢: 3 bytes */
+    char *m100 = repeat("\xf0\x9f\x98\x80", 100), *m101 = repeat("\xf0\x9f\x98\x80", 101);   /* 4 bytes */
+    static char a101[102];
+    memset(a101, 'a', 101);
+    static const char *const say_ctl = "control or invisible character";
+    const struct {
+        const char *name;
+        ls_status want;
+        const char *says;      /* in the message (NULL: accepted) */
+        const char *shown;     /* the name as the message must show it */
+    } rows[] = {
+        { "-x", LS_EINVAL, "starts with '-'", "'-x'" },
+        { "--threads", LS_EINVAL, "starts with '-'", "'--threads'" },
+        { "a\nb", LS_EINVAL, say_ctl, "'a\\x0ab'" },
+        { "a\n2  fake  done", LS_EINVAL, "U+000A", "\\x0a" },
+        { "esc\x1b[31mred", LS_EINVAL, "U+001B", "'esc\\x1b[31mred'" },
+        { "tab\there", LS_EINVAL, "U+0009", "'tab\\x09here'" },
+        { "del\x7f", LS_EINVAL, "U+007F", "'del\\x7f'" },
+        { "c1\xc2\x9b", LS_EINVAL, "U+009B", "'c1\\u{009b}'" },
+        { "rlo\xe2\x80\xae" "evil", LS_EINVAL, "U+202E", "\\u{202e}" },
+        { "ls\xe2\x80\xa8x", LS_EINVAL, "U+2028", "\\u{2028}" },
+        { "bad\xff", LS_EINVAL, "not valid UTF-8", "'bad\\xff'" },
+        { "over\xc0\xaf", LS_EINVAL, "not valid UTF-8", "\\xc0" },
+        { "cut\xe6\xbc", LS_EINVAL, "not valid UTF-8", "'cut\\xe6\\xbc'" },
+        { "sur\xed\xa0\x80", LS_EINVAL, "not valid UTF-8", "\\xed" },
+        { "123", LS_EINVAL, "all digits", "'123'" },
+        { "0", LS_EINVAL, "all digits", "'0'" },
+        { e101, LS_EINVAL, "101 characters", NULL },
+        { m101, LS_EINVAL, "101 characters", NULL },
+        { a101, LS_EINVAL, "101 characters", NULL },
+        { "first", LS_EEXIST, "already used", "'first'" },
+        { e100, LS_OK, NULL, NULL },
+        { k100, LS_OK, NULL, NULL },
+        { m100, LS_OK, NULL, NULL },
+        { "x-1", LS_OK, NULL, NULL },
+        { "with space", LS_OK, NULL, NULL },
+        { "12a", LS_OK, NULL, NULL },
+        { "caf\xc3\xa9 \xe6\xbc\xa2\xe5\xad\x97", LS_OK, NULL, NULL },
+    };
+    long long runs_before = 1;
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        runlog_run_info info = make_info(rows[i].name);
+        ls_err err = {{0}};
+        int64_t id = -7;
+        ls_status st = runlog_run_begin(r, &info, &id, &err);
+        if (st != rows[i].want)
+            fail_msg("name row %zu: status %d, want %d (%s)", i, (int)st, (int)rows[i].want, err.msg);
+        if (st == LS_OK) {
+            runs_before++;
+            runlog_run run;
+            assert_int_equal(runlog_get_run(r, id, &run, &err), LS_OK);
+            assert_string_equal(run.name, rows[i].name);   /* read back whole */
+            runlog_run_free(&run);
+            int64_t f = -1;
+            assert_int_equal(runlog_find(r, rows[i].name, &f, &err), LS_OK);
+            assert_int_equal(f, id);
+            assert_int_equal(runlog_check_name(rows[i].name, &err), LS_OK);
+            continue;
+        }
+        assert_int_equal(id, -7);
+        if (strstr(err.msg, rows[i].says) == NULL)
+            fail_msg("name row %zu: '%s' does not say '%s'", i, err.msg, rows[i].says);
+        if (rows[i].shown != NULL && strstr(err.msg, rows[i].shown) == NULL)
+            fail_msg("name row %zu: '%s' does not show the name as %s", i, err.msg, rows[i].shown);
+        /* One printable line: no byte below 0x20, no DEL, no C1 in UTF-8. */
+        for (const unsigned char *p = (const unsigned char *)err.msg; *p; p++)
+            if (*p < 0x20 || *p == 0x7f || (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f))
+                fail_msg("name row %zu: the message has byte 0x%02x: %s", i, *p, err.msg);
+        assert_int_equal(raw_count(path, "SELECT count(*) FROM runs", 0), runs_before);
+    }
+    assert_int_equal(raw_count(path, "SELECT count(*) FROM runs WHERE name = 'first' AND id = 1", 0), 1);
+    free(e100);
+    free(e101);
+    free(k100);
+    free(m100);
+    free(m101);
+    runlog_close(r);
+}
+
+/* ---- the database identity ---------------------------------------------------------- */
+
+static void raw_text(const char *path, const char *sql, char *out, size_t cap)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    out[0] = 0;
+    assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL)
+        snprintf(out, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+}
+
+static void copy_bytes(const char *from, const char *to)
+{
+    FILE *a = fopen(from, "rb"), *b = fopen(to, "wb");
+    assert_non_null(a);
+    assert_non_null(b);
+    char buf[4096];
+    size_t k;
+    while ((k = fread(buf, 1, sizeof buf, a)) > 0)
+        assert_int_equal(fwrite(buf, 1, k, b), k);
+    fclose(a);
+    assert_int_equal(fclose(b), 0);
+}
+
+/* The identity a writer gets (made now when needed). */
+static const runlog_identity *ident_w(runlog *r)
+{
+    const runlog_identity *id;
+    ls_err err = {{0}};
+    if (runlog_get_identity(r, 1, &id, &err) != LS_OK)
+        fail_msg("runlog_get_identity: %s", err.msg);
+    return id;
+}
+
+static unsigned char *file_bytes(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    unsigned char *b = malloc(1 << 20);
+    assert_non_null(b);
+    *len = fread(b, 1, 1 << 20, f);
+    fclose(f);
+    return b;
+}
+
+static void test_identity(void **state)
+{
+    (void)state;
+    char path[256], copy[256], copy2[256];
+    db_path(path, sizeof path, "ident.db");
+    db_path(copy, sizeof copy, "ident-copy.db");
+    db_path(copy2, sizeof copy2, "ident-copy2.db");
+    runlog *r = open_ok(path);
+    const runlog_identity *id = ident_w(r);
+    char first[64];
+    unsigned char first_id[RUNLOG_ID_BYTES];
+    snprintf(first, sizeof first, "%s", id->hex);
+    memcpy(first_id, id->id, sizeof first_id);
+    assert_int_equal(strlen(first), 32);
+    assert_int_equal(id->n_ancestors, 0);
+    int zero = 1;
+    for (int i = 0; i < RUNLOG_ID_BYTES; i++)
+        zero &= id->id[i] == 0;
+    assert_false(zero);
+    int64_t a = begin_ok(r, "a");
+    runlog_close(r);
+    char stored[64];
+    raw_text(path, "SELECT id FROM identity", stored, sizeof stored);
+    assert_string_equal(stored, first);
+    /* Reopened: the same identity; the schema version is unchanged. */
+    r = open_ok(path);
+    assert_string_equal(ident_w(r)->hex, first);
+    runlog_close(r);
+    assert_int_equal(raw_count(path, "PRAGMA user_version", 0), RUNLOG_SCHEMA_VERSION);
+    assert_int_equal(raw_count(path, "SELECT count(*) FROM identity", 0), 1);
+
+    /* A copy: opened and read, it is left byte for byte as it was, and its
+     * stored identity (the original's) reads back; a writer then gives it a
+     * new one, the original's its ancestor; a copy of the copy remembers
+     * both; the original keeps its own. */
+    copy_bytes(path, copy);
+    size_t l0, l1;
+    unsigned char *b0 = file_bytes(copy, &l0);
+    r = open_ok(copy);
+    const runlog_identity *ro;
+    ls_err rerr = {{0}};
+    assert_int_equal(runlog_get_identity(r, 0, &ro, &rerr), LS_OK);
+    assert_string_equal(ro->hex, first);
+    runlog_run ro_run;
+    assert_int_equal(runlog_get_run(r, a, &ro_run, &rerr), LS_OK);
+    runlog_run_free(&ro_run);
+    runlog_close(r);
+    unsigned char *b1 = file_bytes(copy, &l1);
+    assert_int_equal(l0, l1);
+    assert_memory_equal(b0, b1, l0);
+    free(b0);
+    free(b1);
+    r = open_ok(copy);
+    char second[64];
+    snprintf(second, sizeof second, "%s", ident_w(r)->hex);
+    assert_true(strcmp(second, first) != 0);
+    assert_int_equal(ident_w(r)->n_ancestors, 1);
+    assert_memory_equal(ident_w(r)->ancestors[0], first_id, RUNLOG_ID_BYTES);
+    runlog_run run;
+    ls_err err = {{0}};
+    assert_int_equal(runlog_get_run(r, a, &run, &err), LS_OK);   /* the record itself is the same */
+    assert_string_equal(run.name, "a");
+    runlog_run_free(&run);
+    runlog_close(r);
+    r = open_ok(copy);
+    assert_string_equal(ident_w(r)->hex, second);
+    runlog_close(r);
+    copy_bytes(copy, copy2);
+    r = open_ok(copy2);
+    assert_int_equal(ident_w(r)->n_ancestors, 2);
+    runlog_close(r);
+    char anc[128], want[128];
+    raw_text(copy2, "SELECT ancestors FROM identity", anc, sizeof anc);
+    snprintf(want, sizeof want, "%s %s", second, first);
+    assert_string_equal(anc, want);
+    r = open_ok(path);
+    assert_string_equal(ident_w(r)->hex, first);
+    runlog_close(r);
+
+    /* A database made before identities (no table): readable (a reader
+     * sees no identity), and given one by a writer. */
+    raw_exec(copy, "DROP TABLE identity");
+    r = open_ok(copy);
+    assert_int_equal(runlog_get_identity(r, 0, &ro, &rerr), LS_OK);
+    assert_int_equal(ro->n_ancestors, 0);
+    assert_string_equal(ro->hex, "");
+    assert_int_equal(strlen(ident_w(r)->hex), 32);
+    assert_int_equal(ident_w(r)->n_ancestors, 0);
+    assert_int_equal(runlog_get_run(r, a, &run, &err), LS_OK);
+    runlog_run_free(&run);
+    runlog_close(r);
+    assert_int_equal(raw_count(copy, "SELECT count(*) FROM identity", 0), 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -973,6 +1231,8 @@ int main(void)
         cmocka_unit_test(test_run_resume),
         cmocka_unit_test(test_checkpoint_rows),
         cmocka_unit_test(test_commit_hook),
+        cmocka_unit_test(test_name_rule),
+        cmocka_unit_test(test_identity),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown) ? 1 : 0;
 }

@@ -5,7 +5,17 @@
  * parameter hashes, memcmp of θ) with the uninterrupted run at 1 thread; a
  * record edited by hand must make resume and restore fail at that step.
  * Also: the registry (built-ins present, bad registrations refused) and the
- * config (canonical text of a built-in, accessors). */
+ * config (canonical text of a built-in, accessors).
+ *
+ * Checkpoints that cannot be trusted by their path: two databases sharing
+ * one checkpoint directory, both checkpointing and pruning; a copied
+ * database resuming (it loads its original's checkpoints and deletes none);
+ * the newest checkpoint deleted, truncated, replaced by another database's
+ * file, replaced by garbage, with parameters that do not hash as recorded,
+ * or rewritten as a version-1 file. Each time resume (and restore) falls
+ * back to an older checkpoint or to step 0, says so in the note, finishes
+ * on the uninterrupted trajectory, and every checkpoint file of every other
+ * database or run is still there, byte for byte. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -13,12 +23,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cmocka.h>
 #include <sqlite3.h>
+#include <xxhash.h>
 
 #include "../include/lockstep.h"
+
 
 static const int THREADS[] = { 1, 2, 3, 8 };
 #define N_THREADS (sizeof THREADS / sizeof THREADS[0])
@@ -326,6 +339,432 @@ static void test_registry(void **state)
     assert_string_equal(ls_version(), LS_VERSION_STRING);
 }
 
+
+/* ---- checkpoints that cannot be trusted by their path ------------------------------ */
+
+static unsigned char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t cap = 1 << 16, n = 0;
+    unsigned char *b = malloc(cap);
+    assert_non_null(b);
+    size_t k;
+    while ((k = fread(b + n, 1, cap - n, f)) > 0) {
+        n += k;
+        if (n == cap) {
+            cap *= 2;
+            b = realloc(b, cap);
+            assert_non_null(b);
+        }
+    }
+    fclose(f);
+    *len = n;
+    return b;
+}
+
+static void spit(const char *path, const void *b, size_t n)
+{
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(b, 1, n, f), n);
+    assert_int_equal(fclose(f), 0);
+}
+
+static void copy_file(const char *from, const char *to)
+{
+    size_t n;
+    unsigned char *b = slurp(from, &n);
+    if (b == NULL)
+        fail_msg("%s: cannot read", from);
+    spit(to, b, n);
+    free(b);
+}
+
+static int file_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+static void sql_exec(const char *path, const char *sql)
+{
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    char *msg = NULL;
+    if (sqlite3_exec(h, sql, NULL, NULL, &msg) != SQLITE_OK)
+        fail_msg("%s: %s", sql, msg ? msg : "?");
+    sqlite3_close(h);
+}
+
+/* Up to max rows of the first text column of sql (?1 = p when not NULL). */
+static size_t sql_texts(const char *path, const char *sql, const char *p, char out[][512], size_t max)
+{
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(path, &h), SQLITE_OK);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(h, sql, -1, &st, NULL) != SQLITE_OK)
+        fail_msg("%s: %s", sql, sqlite3_errmsg(h));
+    if (p != NULL)
+        sqlite3_bind_text(st, 1, p, -1, SQLITE_TRANSIENT);
+    size_t n = 0;
+    while (n < max && sqlite3_step(st) == SQLITE_ROW) {
+        const unsigned char *t = sqlite3_column_text(st, 0);
+        snprintf(out[n++], 512, "%s", t ? (const char *)t : "");
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+    return n;
+}
+
+static void db_identity(const char *path, char *out)
+{
+    char rows[1][512];
+    assert_int_equal(sql_texts(path, "SELECT id FROM identity", NULL, rows, 1), 1);
+    assert_int_equal(strlen(rows[0]), 32);
+    snprintf(out, 33, "%s", rows[0]);
+}
+
+/* Every checkpoint file seen so far, with its bytes: each must survive. */
+#define MAX_KEPT 64
+static struct {
+    char path[512];
+    unsigned char *bytes;
+    size_t len;
+} kept[MAX_KEPT];
+static size_t n_kept;
+
+static void keep_file(const char *path)
+{
+    for (size_t i = 0; i < n_kept; i++)
+        if (strcmp(kept[i].path, path) == 0)
+            return;
+    assert_true(n_kept < MAX_KEPT);
+    snprintf(kept[n_kept].path, sizeof kept[n_kept].path, "%s", path);
+    kept[n_kept].bytes = slurp(path, &kept[n_kept].len);
+    if (kept[n_kept].bytes == NULL)
+        fail_msg("%s: registered, but no such file", path);
+    n_kept++;
+}
+
+/* The registered checkpoints of every run of database path join the kept set. */
+static void keep_registered(const char *path)
+{
+    char rows[32][512];
+    size_t n = sql_texts(path, "SELECT path FROM checkpoints ORDER BY run, step", NULL, rows, 32);
+    for (size_t i = 0; i < n; i++)
+        keep_file(rows[i]);
+}
+
+static void expect_kept(const char *why)
+{
+    for (size_t i = 0; i < n_kept; i++) {
+        size_t len;
+        unsigned char *b = slurp(kept[i].path, &len);
+        if (b == NULL)
+            fail_msg("%s: %s was deleted", why, kept[i].path);
+        if (len != kept[i].len || memcmp(b, kept[i].bytes, len) != 0)
+            fail_msg("%s: %s was changed", why, kept[i].path);
+        free(b);
+    }
+}
+
+static void forget_kept(void)
+{
+    for (size_t i = 0; i < n_kept; i++)
+        free(kept[i].bytes);
+    n_kept = 0;
+}
+
+/* Opens a new run and stops it (as interrupted) after `stop_at` steps. */
+static void start_run(const char *dbpath, const char *ckdir, const char *name, int64_t every, int64_t stop_at)
+{
+    ls_config *cfg = teacher_config();
+    ls_session_opts o = { .threads = 2, .db = dbpath, .name = name, .steps = STEPS, .checkpoint_every = every,
+                          .checkpoint_dir = ckdir };
+    ls_session *s;
+    ls_err err;
+    ls_status st = ls_session_open(&s, cfg, &o, &err);
+    if (st != LS_OK)
+        fail_err("open", st, &err);
+    for (int64_t i = 0; i < stop_at; i++)
+        if ((st = ls_session_step(s, NULL, &err)) != LS_OK)
+            fail_err("step", st, &err);
+    assert_int_equal(ls_session_close(s, stop_at < STEPS ? LS_EINTR : LS_OK, &err), LS_OK);
+    ls_config_destroy(cfg);
+}
+
+/* Restores (checking the note), then resumes run `name` to the end: it
+ * must start from `from`, say `note_has` (NULL: say nothing), and end on
+ * the reference trajectory, verified from the record. */
+static void finish_run(const char *dbpath, const char *name, int64_t from, const char *note_has, const char *note_has2)
+{
+    ls_session *s;
+    ls_err err;
+    ls_status st;
+    ls_session_state mid, end;
+    for (int how = LS_REOPEN_RESTORE; how >= LS_REOPEN_RESUME; how--) {
+        ls_session_opts r = { .threads = 3 };
+        if ((st = ls_session_reopen(&s, dbpath, name, how, &r, &err)) != LS_OK)
+            fail_err(how == LS_REOPEN_RESUME ? "resume" : "restore", st, &err);
+        ls_session_state_get(s, &mid);
+        const char *note = mid.checkpoint_note;
+        if (how == LS_REOPEN_RESTORE) {
+            assert_int_equal(mid.resumed_from, from);
+            ls_session_close(s, LS_OK, &err);
+            continue;
+        }
+        assert_int_equal(mid.resumed_from, from);
+        if (note_has == NULL) {
+            assert_string_equal(note, "");
+        } else {
+            if (strstr(note, note_has) == NULL || (note_has2 != NULL && strstr(note, note_has2) == NULL))
+                fail_msg("note '%s' does not say '%s' and '%s'", note, note_has, note_has2 ? note_has2 : "");
+            if (strstr(note, "unusable") == NULL)
+                fail_msg("note '%s' does not say a checkpoint was unusable", note);
+            printf("note: %s\n", note);
+            char want[64];
+            if (from == 0)
+                snprintf(want, sizeof want, "resumed from step 0");
+            else
+                snprintf(want, sizeof want, "(step %lld)", (long long)from);
+            if (strstr(note, want) == NULL)
+                fail_msg("note '%s' does not say '%s'", note, want);
+        }
+        if ((st = ls_session_train(s, 0, 0, NULL, NULL, NULL, &err)) != LS_OK)
+            fail_err("train", st, &err);
+        ls_session_state_get(s, &end);
+        assert_true(end.traj_hash == ref.traj_hash);
+        size_t n;
+        const float *p = ls_session_params(s, &n);
+        assert_int_equal(n, ref_n);
+        assert_memory_equal(p, ref_params, n * sizeof(float));
+        assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
+    }
+    /* The record proves it against the reference run (another database:
+     * compared by the trajectory of the last row). */
+    char rows[1][512];
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT printf('%%016x', traj_hash) FROM steps WHERE run = (SELECT id FROM runs WHERE "
+             "name = ?1) AND step = %d", STEPS);
+    assert_int_equal(sql_texts(dbpath, sql, name, rows, 1), 1);
+    char want[32];
+    snprintf(want, sizeof want, "%016llx", (unsigned long long)ref.traj_hash);
+    assert_string_equal(rows[0], want);
+}
+
+/* Two databases, one checkpoint directory: both checkpoint every 4 steps
+ * and prune; each keeps its own two files, and neither touches the other's. */
+static void test_shared_checkpoint_dir(void **state)
+{
+    (void)state;
+    char a[192], b[192], ck[192];
+    snprintf(a, sizeof a, "%s/shared-a.db", dir);
+    snprintf(b, sizeof b, "%s/shared-b.db", dir);
+    snprintf(ck, sizeof ck, "%s/shared-ck", dir);
+    /* Same run ids (1 in both), same config, same steps: the old names collided. */
+    start_run(a, ck, "x", 4, 13);
+    keep_registered(a);
+    start_run(b, ck, "x", 4, STEPS);
+    keep_registered(b);
+    expect_kept("b after a");
+    char rows[8][512];
+    assert_int_equal(sql_texts(a, "SELECT path FROM checkpoints", NULL, rows, 8), 2);
+    assert_int_equal(sql_texts(b, "SELECT path FROM checkpoints", NULL, rows, 8), 2);
+    char ida[33], idb[33];
+    db_identity(a, ida);
+    db_identity(b, idb);
+    assert_true(strcmp(ida, idb) != 0);
+    /* Each database's files carry its identity in their names. */
+    assert_int_equal(sql_texts(b, "SELECT path FROM checkpoints WHERE instr(path, ?1) = 0", NULL, rows, 8), 0);
+    char like[64];
+    snprintf(like, sizeof like, "%.16s-run-1-step-", ida);
+    assert_int_equal(sql_texts(a, "SELECT path FROM checkpoints WHERE instr(path, ?1) > 0", like, rows, 8), 2);
+    /* a resumes (from its own step 12), checkpoints and prunes beside b's files. */
+    forget_kept();
+    keep_registered(b);
+    finish_run(a, "x", 12, NULL, NULL);
+    expect_kept("a resumed beside b");
+    keep_registered(a);
+    /* b's run again from its last checkpoint, beyond: prunes again. */
+    ls_session *s;
+    ls_err err;
+    ls_session_opts r = { .threads = 1, .steps = STEPS + 8 };
+    assert_int_equal(ls_session_reopen(&s, b, "x", LS_REOPEN_RESUME, &r, &err), LS_OK);
+    assert_int_equal(ls_session_train(s, 0, 0, NULL, NULL, NULL, &err), LS_OK);
+    assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
+    assert_int_equal(sql_texts(a, "SELECT path FROM checkpoints", NULL, rows, 8), 2);
+    for (size_t i = 0; i < 2; i++)
+        assert_true(file_exists(rows[i]));
+    forget_kept();
+    keep_registered(a);
+    expect_kept("b pruned again");
+    forget_kept();
+}
+
+/* A copied database gets its own identity on first open; resuming in the
+ * copy loads the original's checkpoints and deletes none of them. */
+static void test_copied_database(void **state)
+{
+    (void)state;
+    char orig[192], copy[192];
+    snprintf(orig, sizeof orig, "%s/orig.db", dir);
+    snprintf(copy, sizeof copy, "%s/copy.db", dir);
+    start_run(orig, NULL, "c", 4, 13);
+    char id0[33];
+    db_identity(orig, id0);
+    keep_registered(orig);
+    assert_int_equal(n_kept, 2);
+    copy_file(orig, copy);
+    /* The copy resumes from the original's checkpoint at step 12 (its
+     * ancestor's), writes its own into the same directory, prunes. */
+    finish_run(copy, "c", 12, NULL, NULL);
+    expect_kept("the copy resumed");
+    char idc[33], rows[8][512];
+    db_identity(copy, idc);
+    assert_true(strcmp(idc, id0) != 0);
+    assert_int_equal(sql_texts(copy, "SELECT ancestors FROM identity", NULL, rows, 1), 1);
+    assert_string_equal(rows[0], id0);
+    db_identity(orig, idc);
+    assert_string_equal(idc, id0);   /* the original keeps its identity */
+    /* The original resumes too, from its own files, and ends the same. */
+    finish_run(orig, "c", 12, NULL, NULL);
+    forget_kept();
+}
+
+enum { DMG_DELETE, DMG_TRUNCATE, DMG_FOREIGN, DMG_GARBAGE, DMG_PARAMS, DMG_V1, DMG_BOTH, DMG_OTHER_RUN };
+
+/* The same run in another database (made once): its checkpoint at step 16
+ * is a sound file of the same config and step, of another database. */
+static char foreign_db[192];
+
+static void damage(const char *dbpath, const char *name, int how, char *newest, char *older)
+{
+    char rows[4][512];
+    assert_int_equal(sql_texts(dbpath, "SELECT path FROM checkpoints WHERE run = (SELECT id FROM runs WHERE name = "
+                               "?1) ORDER BY step", name, rows, 4), 2);
+    snprintf(older, 512, "%s", rows[0]);
+    snprintf(newest, 512, "%s", rows[1]);
+    size_t len;
+    unsigned char *b = slurp(newest, &len);
+    assert_non_null(b);
+    char sql[1024];
+    switch (how) {
+    case DMG_DELETE:
+        assert_int_equal(unlink(newest), 0);
+        break;
+    case DMG_TRUNCATE:
+        spit(newest, b, len / 2);
+        break;
+    case DMG_FOREIGN: {
+        char f[1][512];
+        assert_int_equal(sql_texts(foreign_db, "SELECT path FROM checkpoints WHERE step = 16", NULL, f, 1), 1);
+        copy_file(f[0], newest);
+        break;
+    }
+    case DMG_GARBAGE:
+        spit(newest, "this is not a checkpoint\n", 25);
+        break;
+    case DMG_PARAMS: {
+        /* A parameter changed, checksum and registration made good: only the
+         * record's parameter hash at step 16 can tell. */
+        b[72 + 4 * 3 + 3] ^= 0x40;
+        uint64_t h = XXH3_64bits(b, len - 8);
+        for (int i = 0; i < 8; i++)
+            b[len - 8 + i] = (unsigned char)(h >> (8 * i));
+        spit(newest, b, len);
+        snprintf(sql, sizeof sql, "UPDATE checkpoints SET state_hash = %lld WHERE path = '%s'", (long long)h, newest);
+        sql_exec(dbpath, sql);
+        break;
+    }
+    case DMG_V1: {
+        /* The same state as a version-1 file (as an older lockstep wrote it),
+         * registered with its state hash: it loads, and is never deleted. */
+        unsigned char *v1 = malloc(len - 24);
+        assert_non_null(v1);
+        memcpy(v1, b, 48);
+        v1[8] = 1;
+        v1[12] = 48;
+        memcpy(v1 + 48, b + 72, len - 72 - 8);
+        uint64_t h = XXH3_64bits(v1, len - 24 - 8);
+        for (int i = 0; i < 8; i++)
+            v1[len - 24 - 8 + i] = (unsigned char)(h >> (8 * i));
+        spit(newest, v1, len - 24);
+        free(v1);
+        snprintf(sql, sizeof sql, "UPDATE checkpoints SET state_hash = %lld WHERE path = '%s'", (long long)h, newest);
+        sql_exec(dbpath, sql);
+        break;
+    }
+    case DMG_BOTH:
+        spit(newest, "garbage", 7);
+        assert_int_equal(unlink(older), 0);
+        break;
+    case DMG_OTHER_RUN: {
+        /* Run "ref-ck" of this database at step 16: same config, another run. */
+        char f[1][512];
+        assert_int_equal(sql_texts(dbpath, "SELECT path FROM checkpoints WHERE step = 16 AND run = (SELECT id FROM "
+                                   "runs WHERE name = 'ref-ck')", NULL, f, 1), 1);
+        copy_file(f[0], newest);
+        break;
+    }
+    }
+    free(b);
+}
+
+static void test_unusable_newest_checkpoint(void **state)
+{
+    (void)state;
+    snprintf(foreign_db, sizeof foreign_db, "%s/foreign.db", dir);
+    char dbpath[192];
+    snprintf(dbpath, sizeof dbpath, "%s/damaged.db", dir);
+    start_run(foreign_db, NULL, "f", 8, 17);
+    start_run(dbpath, NULL, "ref-ck", 8, 17);   /* another run of this database, same config */
+    static const struct {
+        const char *label;
+        int how;
+        int64_t from;
+        const char *says, *says2;
+    } rows[] = {
+        { "deleted", DMG_DELETE, 8, "no such checkpoint file", NULL },
+        { "truncated", DMG_TRUNCATE, 8, "truncated", NULL },
+        { "another database's", DMG_FOREIGN, 8, "written for another database", NULL },
+        { "garbage", DMG_GARBAGE, 8, "bad magic", NULL },
+        { "parameters not as recorded", DMG_PARAMS, 8, "the record has", "at step 16" },
+        { "version 1, registered", DMG_V1, 16, NULL, NULL },
+        { "both unusable", DMG_BOTH, 0, "bad magic", "no such checkpoint file" },
+        { "another run's", DMG_OTHER_RUN, 8, "written for run", NULL },
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        char name[64], newest[512], older[512];
+        snprintf(name, sizeof name, "dmg-%zu", i);
+        start_run(dbpath, NULL, name, 8, 19);   /* checkpoints 8 and 16, rows to 19 */
+        damage(dbpath, name, rows[i].how, newest, older);
+        /* Every file now there must survive, but the damaged run's own
+         * version-2 files (which it may prune): the other database's, the
+         * other runs', the version-1 file and the foreign copy. */
+        keep_registered(foreign_db);
+        char others[32][512];
+        size_t n = sql_texts(dbpath, "SELECT path FROM checkpoints WHERE run <> (SELECT id FROM runs WHERE name = ?1)",
+                             name, others, 32);
+        for (size_t k = 0; k < n; k++)
+            keep_file(others[k]);
+        if (rows[i].how == DMG_FOREIGN || rows[i].how == DMG_GARBAGE || rows[i].how == DMG_V1 ||
+            rows[i].how == DMG_OTHER_RUN)
+            keep_file(newest);
+        finish_run(dbpath, name, rows[i].from, rows[i].says, rows[i].says2);
+        char why[96];
+        snprintf(why, sizeof why, "newest checkpoint %s", rows[i].label);
+        expect_kept(why);
+        forget_kept();
+        ls_verdict v;
+        ls_err err;
+        assert_int_equal(ls_verify(dbpath, "ref-ck", name, &v, &err), LS_OK);
+        assert_int_equal(v.steps, 18);   /* ref-ck stopped at 17 */
+        assert_true(v.equal);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -336,6 +775,9 @@ int main(void)
         cmocka_unit_test(test_resume_from_checkpoints),
         cmocka_unit_test(test_restore_finds_an_edited_row),
         cmocka_unit_test(test_bad_input),
+        cmocka_unit_test(test_shared_checkpoint_dir),
+        cmocka_unit_test(test_copied_database),
+        cmocka_unit_test(test_unusable_newest_checkpoint),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     free(ref_params);

@@ -400,23 +400,27 @@ static inline int fr_checkpoint1(const unsigned char *buf, size_t len, char *why
     ckpt_view v;
     ls_err e;
     memset(&e, 0, sizeof e);
-    ls_status st = ckpt_parse(buf, len, "fuzz.ckpt", &v, &e);
-    if (fr_status("ckpt_parse", st, &e, allowed, 2, why))
+    /* Both versions through the reader resume uses; the current one must
+     * also re-encode to the same bytes. */
+    ls_status st = ckpt_parse_any(buf, len, "fuzz.ckpt", &v, &e);
+    if (fr_status("ckpt_parse_any", st, &e, allowed, 2, why))
         return 1;
     if (st != LS_OK)
         return 0;
     /* Sizes as the parser saw them; 128-bit so no overflow hides here. */
-    unsigned __int128 want = (unsigned __int128)CKPT_HEADER_BYTES + (unsigned __int128)v.n_params * 4u +
+    unsigned __int128 want = (unsigned __int128)v.header_bytes + (unsigned __int128)v.n_params * 4u +
                              v.opt_bytes + CKPT_TRAILER_BYTES;
     if (want != len)
         return fr_fail(why, "ckpt_parse accepted %zu bytes for %llu parameters and %llu state bytes", len,
                        (unsigned long long)v.n_params, (unsigned long long)v.opt_bytes);
-    if (v.version != CKPT_VERSION || v.step < 0 || v.params != buf + CKPT_HEADER_BYTES ||
+    if ((v.version != CKPT_VERSION && v.version != 1) || v.step < 0 || v.params != buf + v.header_bytes ||
         v.opt_state != v.params + 4 * v.n_params)
         return fr_fail(why, "ckpt_parse: view does not match the layout (version %u, step %lld)",
                        (unsigned)v.version, (long long)v.step);
     if (v.checksum != fr_le64(buf + len - 8) || v.checksum != hash_bytes(buf, len - 8))
         return fr_fail(why, "ckpt_parse accepted a checksum that is not XXH3 of the contents");
+    if (v.version != CKPT_VERSION)
+        return 0;   /* version 1 is read, never written again */
     size_t n = (size_t)v.n_params, ob = (size_t)v.opt_bytes;
     float *params = malloc(4 * n + 1);   /* + 1: never a zero-byte (maybe NULL) block */
     unsigned char *img = malloc(len);
@@ -428,7 +432,8 @@ static inline int fr_checkpoint1(const unsigned char *buf, size_t len, char *why
     memcpy(params, v.params, 4 * n);   /* little-endian host: see checkpoint.h */
     uint64_t sh = 0;
     memset(&e, 0, sizeof e);
-    st = ckpt_encode(img, len, v.config_hash, v.step, params, n, ob > 0 ? v.opt_state : buf, ob, &sh, &e);
+    st = ckpt_encode_owned(img, len, v.has_owner ? &v.owner : NULL, v.config_hash, v.step, params, n,
+                           ob > 0 ? v.opt_state : buf, ob, &sh, &e);
     int r = 0;
     if (st != LS_OK)
         r = fr_fail(why, "ckpt_encode refused what ckpt_parse accepted: %s", e.msg);
