@@ -274,6 +274,24 @@ double mlp_leaf(const mlp *m, const float *params, const float *x, const uint8_t
     return loss;
 }
 
+void mlp_logits(const mlp *m, const float *params, const float *x, size_t count, float *logits, void *scratch)
+{
+    forward(m, params, x, count, scratch);
+    memcpy(logits, scratch_at(scratch, m->act_off[m->n_layers - 1]), count * m->sizes[m->n_layers] * sizeof(float));
+}
+
+size_t mlp_tensor(const mlp *m, size_t l, int bias, size_t shape[2])
+{
+    shape[0] = bias ? m->sizes[l + 1] : m->sizes[l];
+    shape[1] = m->sizes[l + 1];
+    return bias ? m->b_off[l] : m->w_off[l];
+}
+
+size_t mlp_layers(const mlp *m)
+{
+    return m->n_layers;
+}
+
 void mlp_predict(const mlp *m, const float *params, const float *x, size_t count,
                  uint8_t *pred, void *scratch)
 {

@@ -30,6 +30,7 @@
 
 typedef struct {
     size_t dim, classes, max_leaf, n_params;
+    ls_tensor tensors[2];     /* W [dim][classes], b [classes] */
 } linear;
 
 static void lin_init(const void *self, float *params, uint64_t seed)
@@ -121,6 +122,15 @@ static size_t lin_eval(const void *self, const float *params, const ls_dataset *
     return correct;
 }
 
+static void lin_scores(const void *self, const float *params, const float *x, size_t count, float *out,
+                       void *scratch)
+{
+    const linear *l = self;
+    float *dz = scratch;   /* lin_sample's gradient, not needed here */
+    for (size_t s = 0; s < count; s++)
+        lin_sample(l, params, x + s * l->dim, 0, out + s * l->classes, dz);
+}
+
 static void lin_destroy(void *self)
 {
     free(self);
@@ -142,6 +152,8 @@ static ls_status lin_create(void **self, ls_model_info *info, const ls_config *c
     l->classes = data->n_classes;
     l->max_leaf = model_leaf_size((size_t)ls_config_int(cfg, "leaf"), cfg->batch);
     l->n_params = l->dim * l->classes + l->classes;
+    l->tensors[0] = (ls_tensor){ "W", 0, 2, { l->dim, l->classes } };
+    l->tensors[1] = (ls_tensor){ "b", l->dim * l->classes, 1, { l->classes } };
     *info = (ls_model_info){
         .n_params = l->n_params,
         .leaf_len = l->n_params,
@@ -151,6 +163,10 @@ static ls_status lin_create(void **self, ls_model_info *info, const ls_config *c
         .eval_chunk = 1024,
         .mean_loss = 1,
         .flops_per_sample = 6.0 * (double)(l->dim * l->classes),
+        .tensors = l->tensors,
+        .n_tensors = 2,
+        .inputs = l->dim,
+        .outputs = l->classes,
     };
     *self = l;
     return LS_OK;
@@ -172,4 +188,5 @@ const ls_model_desc linear_model = {
     .leaf = lin_leaf,
     .finish = lin_finish,
     .eval = lin_eval,
+    .scores = lin_scores,
 };

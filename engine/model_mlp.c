@@ -6,6 +6,7 @@
  * scratch to mlp_leaf. The task trains on the batch mean: finish divides the
  * tree sum by B, once (one float division per element).
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -24,9 +25,11 @@ static size_t round_up(size_t n)
 
 typedef struct {
     mlp *net;
-    size_t dim;
+    size_t dim, classes;
     size_t max_leaf;
     size_t x_bytes, y_bytes;  /* gather area at the front of the scratch */
+    ls_tensor tensors[2 * MLP_MAX_LAYERS];
+    char names[2 * MLP_MAX_LAYERS][8];   /* "W1", "b1", ... */
 } mlp_model_t;
 
 static void mm_init(const void *self, float *params, uint64_t seed)
@@ -97,6 +100,19 @@ static size_t mm_eval(const void *self, const float *params, const ls_dataset *d
     return correct;
 }
 
+static void mm_scores(const void *self, const float *params, const float *x, size_t count, float *out,
+                      void *scratch)
+{
+    const mlp_model_t *a = self;
+    const size_t classes = a->classes;
+    for (size_t done = 0; done < count;) {
+        const size_t n = count - done < a->max_leaf ? count - done : a->max_leaf;
+        mlp_logits(a->net, params, x + done * a->dim, n, out + done * classes,
+                   (char *)scratch + a->x_bytes + a->y_bytes);
+        done += n;
+    }
+}
+
 static void mm_destroy(void *self)
 {
     mlp_model_t *a = self;
@@ -140,10 +156,19 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
         return st;
     }
     a->dim = data->train.dim;
+    a->classes = data->n_classes;
     a->max_leaf = max_leaf;
     a->x_bytes = round_up(max_leaf * a->dim * sizeof(float));
     a->y_bytes = round_up(max_leaf);
     const size_t np = mlp_n_params(a->net);
+    for (size_t l = 0; l < n - 1; l++)
+        for (int bias = 0; bias < 2; bias++) {
+            ls_tensor *t = &a->tensors[2 * l + (size_t)bias];
+            snprintf(a->names[2 * l + (size_t)bias], sizeof a->names[0], "%c%zu", bias ? 'b' : 'W', l + 1);
+            t->name = a->names[2 * l + (size_t)bias];
+            t->offset = mlp_tensor(a->net, l, bias, t->shape);
+            t->ndim = bias ? 1 : 2;
+        }
     /* Multiply-adds of the forward pass, the weight gradient and the input
      * gradient (none into the first layer's input), two operations each. */
     double flops = 0;
@@ -160,6 +185,10 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
         .eval_chunk = 1024,
         .mean_loss = 1,
         .flops_per_sample = flops,
+        .tensors = a->tensors,
+        .n_tensors = 2 * (n - 1),
+        .inputs = a->dim,
+        .outputs = data->n_classes,
     };
     *self = a;
     return LS_OK;
@@ -183,4 +212,5 @@ const ls_model_desc mlp_model = {
     .leaf = mm_leaf,
     .finish = mm_finish,
     .eval = mm_eval,
+    .scores = mm_scores,
 };

@@ -216,6 +216,15 @@ typedef struct {
     uint64_t seed;
 } ls_batch;
 
+/* A named part of θ, for exporting weights: floats [offset, offset +
+ * product of shape), row-major. */
+typedef struct {
+    const char *name;         /* "W1", "b1", ... */
+    size_t offset;
+    size_t ndim;
+    size_t shape[4];
+} ls_tensor;
+
 /* What a model instance needs from the engine, filled by create. A step runs
  * `phases` phases of `units` work units each (units of a phase in parallel,
  * a barrier between phases), then computes `leaves` leaves, which the tree
@@ -231,6 +240,10 @@ typedef struct {
     size_t eval_chunk;        /* most test samples one eval call takes (0: no eval) */
     int mean_loss;            /* 1: train on the batch mean (sums divided by B after the tree) */
     double flops_per_sample;  /* floating-point operations of one sample's step, for benchmarks; 0: unknown */
+    const ls_tensor *tensors; /* θ as named tensors in order, covering [0, n_params) (owned by the
+                                 instance); NULL: one tensor "params" */
+    size_t n_tensors;
+    size_t inputs, outputs;   /* scores: features per sample in, scores per sample out (0: none) */
 } ls_model_info;
 
 /* One evaluation figure, recorded under its name. */
@@ -272,6 +285,10 @@ typedef struct ls_model_desc {
     /* Optional: correct predictions on test samples [first, first + count). */
     size_t (*eval)(const void *self, const float *params, const ls_dataset *data, size_t first, size_t count,
                    void *scratch);
+    /* Optional: scores (class logits, or what the model predicts) of count
+     * samples x [count][inputs] into out [count][outputs]; the predicted
+     * class is the highest score, the lowest index on ties. */
+    void (*scores)(const void *self, const float *params, const float *x, size_t count, float *out, void *scratch);
     /* Optional: figures of the current parameters instead of test_acc. */
     ls_status (*metrics)(void *self, const float *params, const ls_dataset *data, ls_metric *out, size_t *n_out,
                          ls_err *err);
@@ -352,6 +369,8 @@ struct ls_session_state {
     double record_seconds;      /* writing the record */
     int done_already;           /* reopened to resume a run that was done: nothing to do */
     char checkpoint_path[4096]; /* reopened: the checkpoint loaded, "" when none */
+    char checkpoint_note[1024]; /* reopened: checkpoints passed over (missing, damaged, another
+                                   database's) and what was used instead; "" when none was */
 };
 
 /* A new run of cfg (copied): validates it, checks the floating-point
