@@ -50,7 +50,7 @@ _Static_assert(sizeof ENGINE / sizeof ENGINE[0] <= 32 && CONFIG_MAX_KEYS <= 32, 
 
 /* A key of a config: the engine's (slot = its index in ENGINE), the
  * model's or the task's (slot = its index in the descriptor's table). */
-enum { OWNER_ENGINE, OWNER_MODEL, OWNER_TASK };
+enum { OWNER_ENGINE, OWNER_MODEL, OWNER_TASK, OWNER_SOURCE };
 typedef struct {
     const ls_key *k;
     int owner;
@@ -95,6 +95,10 @@ static int lookup(const ls_config *cfg, const char *key, keyref *r)
         *r = (keyref){ &cfg->task_desc->keys[slot], OWNER_TASK, slot };
         return 1;
     }
+    if (cfg->task_desc != NULL && find_in(cfg->task_desc->sources, cfg->task_desc->n_sources, name, &slot)) {
+        *r = (keyref){ &cfg->task_desc->sources[slot], OWNER_SOURCE, slot };
+        return 1;
+    }
     return 0;
 }
 
@@ -102,6 +106,11 @@ static int lookup(const ls_config *cfg, const char *key, keyref *r)
 
 static void load(const ls_config *cfg, const keyref *r, config_value *v)
 {
+    if (r->owner == OWNER_SOURCE) {
+        memset(v, 0, sizeof *v);
+        snprintf(v->s, sizeof v->s, "%s", cfg->src[r->slot]);
+        return;
+    }
     if (r->owner == OWNER_MODEL) {
         *v = cfg->mv[r->slot];
         return;
@@ -525,6 +534,15 @@ ls_status config_set(ls_config *cfg, const char *key, const char *value, int fla
                            value, now);
         return LS_OK;
     }
+    if (r.owner == OWNER_SOURCE) {
+        /* Where the data are: any non-empty text that fits, one line. */
+        size_t n = strlen(value);
+        if (n == 0 || n >= LS_SOURCE_MAX || strchr(value, '\n') != NULL)
+            return ls_fail(err, LS_EINVAL, "%s%s: needs a value of 1 to %d characters on one line", dash, shown,
+                           LS_SOURCE_MAX - 1);
+        memcpy(cfg->src[r.slot], value, n + 1);
+        return LS_OK;
+    }
     config_value v;
     load(cfg, &r, &v);
     int was_on = r.k->type == LS_KEY_SWITCH && v.u == 1;
@@ -689,7 +707,7 @@ ls_status config_parse_text(ls_config *cfg, const char *text, const char *what, 
 
 size_t config_help(const ls_config *cfg, char *buf, size_t len)
 {
-    keyref keys[N_ENGINE + 2 * CONFIG_MAX_KEYS];
+    keyref keys[N_ENGINE + 2 * CONFIG_MAX_KEYS + LS_MAX_SOURCES];
     size_t n = 0, at = 0;
     if (len > 0)
         buf[0] = '\0';
@@ -699,6 +717,8 @@ size_t config_help(const ls_config *cfg, char *buf, size_t len)
         keys[n++] = (keyref){ &cfg->model_desc->keys[i], OWNER_MODEL, i };
     for (size_t i = 0; i < cfg->task_desc->n_keys; i++)
         keys[n++] = (keyref){ &cfg->task_desc->keys[i], OWNER_TASK, i };
+    for (size_t i = 0; i < cfg->task_desc->n_sources; i++)
+        keys[n++] = (keyref){ &cfg->task_desc->sources[i], OWNER_SOURCE, i };
     qsort(keys, n, sizeof *keys, by_name);
     for (size_t i = 0; i < n; i++) {
         const ls_key *k = keys[i].k;
@@ -709,6 +729,11 @@ size_t config_help(const ls_config *cfg, char *buf, size_t len)
         for (char *p = flag; *p; p++)
             if (*p == '_')
                 *p = '-';
+        if (keys[i].owner == OWNER_SOURCE) {
+            at = append(buf, len, at, "  %-16s %s (where the data are: recorded with the run, not part of its "
+                        "config)\n", flag, k->help);
+            continue;
+        }
         config_value v;
         load(cfg, &keys[i], &v);
         size_t vl = format_value(k, &v, value, sizeof value, 0);
@@ -765,6 +790,23 @@ ls_status config_check_keys(const char *owner, const ls_key *keys, size_t n, ls_
             return ls_fail(err, LS_EINVAL, "%s: key '%s' has no help line", owner, k->name);
     }
     return LS_OK;
+}
+
+size_t config_source_text(const ls_config *cfg, char *buf, size_t len)
+{
+    size_t at = 0;
+    if (len > 0)
+        buf[0] = '\0';
+    for (size_t i = 0; cfg->task_desc != NULL && i < cfg->task_desc->n_sources; i++)
+        if (cfg->src[i][0] != '\0')
+            at = append(buf, len, at, "%s=%s\n", cfg->task_desc->sources[i].name, cfg->src[i]);
+    return at;
+}
+
+const char *ls_config_source(const ls_config *cfg, const char *key)
+{
+    keyref r;
+    return lookup(cfg, key, &r) && r.owner == OWNER_SOURCE ? cfg->src[r.slot] : "";
 }
 
 /* ---- the public config ------------------------------------------------------ */

@@ -58,6 +58,9 @@ struct ls_config {
     /* Keys set after the defaults (bit = slot), so validation can refuse one
      * the run does not use (--beta1 with sgd) instead of dropping it. */
     uint32_t set_engine, set_model, set_task;
+    /* The task's sources (where its data are), in descriptor order: not
+     * part of the canonical text. */
+    char src[LS_MAX_SOURCES][LS_SOURCE_MAX];
 };
 
 /* The task's default model (NULL for an unknown task). */
@@ -98,6 +101,10 @@ size_t config_help(const ls_config *cfg, char *buf, size_t len);
 /* The models that train task t (either descriptor naming the other), in
  * registry order, joined by sep: "mlp or logic". */
 void config_task_models(const ls_task_desc *t, const char *sep, char *out, size_t cap);
+
+/* The sources as "key=value" lines ("" when the task has none given);
+ * returns the full length. config_set takes such lines back. */
+size_t config_source_text(const ls_config *cfg, char *buf, size_t len);
 
 /* Steps a run of cfg's task takes when none are asked for. */
 int64_t config_default_steps(const ls_config *cfg);

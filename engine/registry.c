@@ -12,7 +12,7 @@
 
 /* The built-in models and tasks: one line each. */
 #define BUILTIN_MODELS(X) X(mlp_model) X(logic_model) X(logic_ca_model) X(linear_model)
-#define BUILTIN_TASKS(X) X(fashion_mnist_task) X(teacher_task) X(gol_task) X(checkerboard_task)
+#define BUILTIN_TASKS(X) X(fashion_mnist_task) X(teacher_task) X(gol_task) X(checkerboard_task) X(arrays_task)
 
 #define DECLARE_MODEL(d) extern const ls_model_desc d;
 #define DECLARE_TASK(d) extern const ls_task_desc d;
@@ -108,6 +108,10 @@ ls_status ls_register_task(const ls_task_desc *d, ls_err *err)
     if ((d->switch_key == NULL) != (d->switch_settings == NULL))
         return ls_fail(err, LS_EINVAL, "task %s: switch_key and switch_settings go together", d->name);
     if ((st = config_check_keys(d->name, d->keys, d->n_keys, err)) != LS_OK)
+        return st;
+    if (d->n_sources > LS_MAX_SOURCES)
+        return ls_fail(err, LS_EINVAL, "task %s: %zu sources (at most %d)", d->name, d->n_sources, LS_MAX_SOURCES);
+    if ((st = config_check_keys(d->name, d->sources, d->n_sources, err)) != LS_OK)
         return st;
     pthread_mutex_lock(&lock);
     if (ls_task_find(d->name) != NULL)

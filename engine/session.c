@@ -500,13 +500,15 @@ ls_status ls_session_open(ls_session **out, const ls_config *cfg_in, const ls_se
         gethostname(host, sizeof host - 1);
         read_cpu_model(cpu, sizeof cpu);
         snprintf(cflags, sizeof cflags, "%s; simd %s", LS_BUILD_CFLAGS, dense_simd_name());
+        char sources[LS_MAX_SOURCES * (LS_SOURCE_MAX + 40)];
+        config_source_text(&cfg, sources, sizeof sources);
         runlog_run_info info = {
             .name = opts != NULL ? opts->name : NULL, .model = cfg.model, .task = cfg.task, .config_text = text,
             .config_hash = s->st.config_hash, .engine_version = "lockstep " LS_VERSION_STRING,
             .compiler = LS_BUILD_CC, .cflags = cflags, .host = host, .cpu = cpu,
             .git_commit = LS_BUILD_GIT[0] ? LS_BUILD_GIT : NULL, .threads = s->st.threads,
             .reduce = cfg.reduce, .target_steps = s->st.target, .checkpoint_every = s->ckpt_every,
-            .checkpoint_dir = s->ckpt_every > 0 ? s->ckpt_dir : NULL,
+            .checkpoint_dir = s->ckpt_every > 0 ? s->ckpt_dir : NULL, .source_text = sources,
         };
         if ((st = runlog_run_begin(s->db, &info, &s->st.run_id, err)) != LS_OK)
             goto fail;
@@ -545,6 +547,22 @@ static ls_status reopen_prepare(ls_session *s, const runlog_run *run, ls_err *er
     if (strcmp(text, run->config_text) != 0 || config_hash(&cfg) != run->config_hash)
         return ls_fail(err, LS_EFORMAT, "%s: the recorded config does not read back to the same canonical text "
                        "and hash (recorded by another lockstep version?)", what);
+    /* Where the data were: the same files again (their identity is checked
+     * against the config's data_hash when they load). */
+    for (const char *p = run->source_text; p != NULL && *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t ll = eol ? (size_t)(eol - p) : strlen(p);
+        char line[LS_SOURCE_MAX + 64];
+        const char *eq = memchr(p, '=', ll);
+        if (ll >= sizeof line || eq == NULL)
+            return ls_fail(err, LS_EFORMAT, "%s: a recorded source line is malformed", what);
+        memcpy(line, p, ll);
+        line[ll] = '\0';
+        line[eq - p] = '\0';
+        if ((st = config_set(&cfg, line, line + (eq - p) + 1, 0, err)) != LS_OK)
+            return LS_EFORMAT;
+        p += ll + (eol ? 1 : 0);
+    }
     if ((st = trainer_create(&s->t, &cfg, s->st.threads, s->opts.data, err)) != LS_OK)
         return st;
     s->st.config_hash = config_hash(&cfg);

@@ -164,6 +164,10 @@ uint64_t ls_config_u64(const ls_config *cfg, const char *key);
 float ls_config_float(const ls_config *cfg, const char *key);
 const char *ls_config_str(const ls_config *cfg, const char *key);
 size_t ls_config_list(const ls_config *cfg, const char *key, const size_t **values);
+/* The value of a task's source key ("" when not given). */
+#define LS_MAX_SOURCES 4
+#define LS_SOURCE_MAX 4096
+const char *ls_config_source(const ls_config *cfg, const char *key);
 
 /* ---- data ---------------------------------------------------------------- */
 
@@ -312,6 +316,12 @@ typedef struct ls_task_desc {
     const ls_key *keys;       /* the task's own keys (may be none) */
     size_t n_keys;
     const ls_task_defaults *defaults;   /* terminated by a NULL model; may be NULL */
+    /* Where the data are (LS_KEY_TEXT keys, e.g. file paths; at most
+     * LS_MAX_SOURCES): set like config keys (--train-x FILE), read by load
+     * with ls_config_source, recorded with the run so it can be reopened,
+     * but not part of the config: the data's identity (data_hash) is. */
+    const ls_key *sources;
+    size_t n_sources;
     /* A variant: when switch_key turns on, switch_settings apply first. */
     const char *switch_key;
     const char *switch_settings;

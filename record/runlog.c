@@ -149,6 +149,16 @@ static const char rl_schema[] =
  * a single row; dev and ino are those of the file the identity was given
  * to; ancestors are earlier identities of this file's lineage, newest first,
  * space-separated hex. */
+/* Where a run's data are (a task's sources, "key=value" lines): kept with
+ * the run so it can be reopened, apart from the config (not part of it).
+ * Created when a run first has sources; a database without the table reads
+ * as runs without sources. */
+static const char rl_sources_schema[] =
+    "CREATE TABLE IF NOT EXISTS run_sources(\n"
+    "  run INTEGER PRIMARY KEY REFERENCES runs(id),\n"
+    "  text TEXT NOT NULL\n"
+    ") STRICT;\n";
+
 static const char rl_identity_schema[] =
     "CREATE TABLE IF NOT EXISTS identity(\n"
     "  one INTEGER PRIMARY KEY CHECK(one = 1),\n"
@@ -958,6 +968,24 @@ ls_status runlog_run_begin(runlog *r, const runlog_run_info *info, int64_t *run_
     sqlite3_finalize(st);
     int64_t id = (int64_t)sqlite3_last_insert_rowid(r->db);
 
+    if (info->source_text != NULL && info->source_text[0] != '\0') {
+        if (sqlite3_exec(r->db, rl_sources_schema, NULL, NULL, NULL) != SQLITE_OK ||
+            rl_prepare(r, "INSERT INTO run_sources(run, text) VALUES(?1, ?2)", &st, "recording a run's sources",
+                       err) != LS_OK) {
+            s = rl_dberr(r, "recording a run's sources", err);
+            rl_rollback(r);
+            return s;
+        }
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, info->source_text, -1, SQLITE_TRANSIENT);
+        int rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE) {
+            s = rl_dberr(r, "recording a run's sources", err);
+            rl_rollback(r);
+            return s;
+        }
+    }
     if (auto_name) {
         /* "run-<id>", or "run-<id>.2", ... when a person already chose that name. */
         s = rl_prepare(r, "UPDATE runs SET name = ?1 WHERE id = ?2", &st, "naming a run", err);
@@ -1342,6 +1370,24 @@ ls_status runlog_get_run(runlog *r, int64_t run_id, runlog_run *out, ls_err *err
     else
         s = rl_dberr(r, "reading a run", err);
     sqlite3_finalize(st);
+    if (s != LS_OK)
+        return s;
+    /* Its sources, when the database has the table and the run has a row. */
+    if (sqlite3_prepare_v2(r->db, "SELECT text FROM run_sources WHERE run = ?1", -1, &st, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(st, 1, run_id);
+        if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL) {
+            const char *text = (const char *)sqlite3_column_text(st, 0);
+            size_t n = strlen(text);
+            out->source_text = malloc(n + 1);
+            if (out->source_text == NULL)
+                s = ls_fail(err, LS_ENOMEM, "reading a run: out of memory");
+            else
+                memcpy(out->source_text, text, n + 1);
+        }
+        sqlite3_finalize(st);
+    }
+    if (s != LS_OK)
+        runlog_run_free(out);
     return s;
 }
 
@@ -1353,6 +1399,8 @@ void runlog_run_free(runlog_run *run)
     run->config_text = NULL;
     free(run->checkpoint_dir);
     run->checkpoint_dir = NULL;
+    free(run->source_text);
+    run->source_text = NULL;
 }
 
 /* Grows a malloc'ed array geometrically; 0 on failure (the old block stays). */

@@ -72,6 +72,7 @@ typedef struct {
     int64_t target_steps;      /* steps requested; 0: not recorded */
     int64_t checkpoint_every;  /* 0: no checkpoints */
     const char *checkpoint_dir;  /* where checkpoints go; may be NULL */
+    const char *source_text;   /* where the data are ("key=value" lines, table run_sources); may be NULL */
 } runlog_run_info;
 
 /* Run names. A name is given by a person and read back on command lines
@@ -136,6 +137,7 @@ typedef struct {
     int64_t checkpoint_every;  /* 0 when none */
     char *checkpoint_dir;      /* malloc'ed or NULL; free with runlog_run_free */
     char *config_text;         /* malloc'ed; free with runlog_run_free */
+    char *source_text;         /* malloc'ed or NULL: where the data are (runlog_run_info) */
 } runlog_run;
 
 /* Every read below first flushes this handle's buffered steps, so a handle

@@ -1,0 +1,212 @@
+/* test_arrays.c — the `arrays` task: .npy files written by numpy itself
+ * (Debian's python3-numpy) in several dtypes and byte orders train at 1, 2,
+ * 3 and 8 threads to one trajectory; the same data in another dtype or byte
+ * order is the same data set; a run reopens from its recorded sources; a
+ * changed file is noticed; malformed inputs are refused naming the file. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../include/lockstep.h"
+
+#define PYTHON "/usr/bin/python3"
+
+static char dir[64], db[128];
+
+static void py(const char *code)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "cd '%s' && " PYTHON " - <<'EOF'\nimport numpy as np\n%s\nEOF", dir, code);
+    if (system(cmd) != 0)
+        fail_msg("numpy failed (is python3-numpy installed? make deps)");
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    snprintf(dir, sizeof dir, "/tmp/lockstep-arrays-XXXXXX");
+    if (mkdtemp(dir) == NULL)
+        return -1;
+    snprintf(db, sizeof db, "%s/runs.db", dir);
+    /* Three classes from a fixed linear rule on 12 features in [0, 1). */
+    py("r = np.random.default_rng(7)\n"
+       "x = r.random((600, 3, 4), dtype=np.float32)\n"
+       "y = np.argmax(x.reshape(600, 12) @ r.standard_normal((12, 3)), axis=1)\n"
+       "np.save('x32.npy', x); np.save('y64.npy', y.astype(np.int64))\n"
+       "np.save('x64be.npy', x.astype('>f8')); np.save('y32be.npy', y.astype('>i4'))\n"
+       "np.save('xt.npy', x[:100]); np.save('yt.npy', y[:100].astype(np.uint8))\n"
+       "xb = (x * 255).astype(np.uint8)\n"
+       "np.save('x8.npy', xb); np.save('y16.npy', y.astype(np.int16))\n"
+       "from numpy.lib import format as F\n"
+       "with open('x8v2.npy', 'wb') as f: F.write_array(f, xb, version=(2, 0))\n"
+       "np.save('ybad.npy', np.where(np.arange(600) == 17, 300, y))\n"
+       "np.save('yneg.npy', np.where(np.arange(600) == 5, -1, y))\n"
+       "np.save('yf.npy', y.astype(np.float32))\n"
+       "np.save('yshort.npy', y[:599])\n"
+       "np.save('xf.npy', np.asfortranarray(x.reshape(600, 12)))\n"
+       "np.save('xobj.npy', np.array([None] * 600, dtype=object), allow_pickle=True)\n"
+       "np.save('xi32.npy', x.astype(np.int32))\n"
+       "np.save('y2d.npy', y.reshape(600, 1))\n"
+       "open('trunc.npy', 'wb').write(open('x32.npy', 'rb').read()[:-4])\n"
+       "open('notnpy.npy', 'wb').write(b'just text\\n' * 20)\n");
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    return system(cmd) == 0 ? 0 : -1;
+}
+
+static ls_config *arrays(const char *x, const char *y, const char *tx, const char *ty)
+{
+    ls_config *cfg;
+    ls_err err;
+    assert_int_equal(ls_config_create(&cfg, "arrays", NULL, &err), LS_OK);
+    const char *keys[] = { "train_x", "train_y", "test_x", "test_y" }, *files[] = { x, y, tx, ty };
+    for (int i = 0; i < 4; i++) {
+        if (files[i] == NULL)
+            continue;
+        char path[192];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        assert_int_equal(ls_config_set(cfg, keys[i], path, &err), LS_OK);
+    }
+    assert_int_equal(ls_config_set(cfg, "batch", "50", &err), LS_OK);
+    assert_int_equal(ls_config_set(cfg, "leaf", "7", &err), LS_OK);
+    return cfg;
+}
+
+static uint64_t last_param_hash;
+
+/* Train 30 steps; returns the trajectory (θ_30's hash in last_param_hash),
+ * and test_acc in *acc (-1: none). */
+static uint64_t train(const ls_config *cfg, int threads, const char *name, double *acc)
+{
+    ls_session_opts o = { .threads = threads, .db = name ? db : NULL, .name = name, .steps = 30 };
+    ls_session *s;
+    ls_err err;
+    ls_status st = ls_session_open(&s, cfg, &o, &err);
+    if (st != LS_OK)
+        fail_msg("open: %s", err.msg);
+    ls_metric m[LS_MAX_METRICS];
+    size_t n = 0;
+    if ((st = ls_session_train(s, 0, 0, NULL, m, &n, &err)) != LS_OK)
+        fail_msg("train: %s", err.msg);
+    ls_session_state ss;
+    ls_session_state_get(s, &ss);
+    assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
+    *acc = n > 0 ? m[0].value : -1;
+    last_param_hash = ss.param_hash;
+    return ss.traj_hash;
+}
+
+static void test_threads_and_dtypes(void **state)
+{
+    (void)state;
+    static const int threads[] = { 1, 2, 3, 8 };
+    ls_config *cfg = arrays("x32.npy", "y64.npy", "xt.npy", "yt.npy");
+    double acc, acc1 = 0;
+    uint64_t first = 0;
+    for (int i = 0; i < 4; i++) {
+        char name[32];
+        snprintf(name, sizeof name, "a-t%d", threads[i]);
+        uint64_t t = train(cfg, threads[i], name, &acc);
+        if (i == 0) {
+            first = t;
+            acc1 = acc;
+        }
+        assert_true(t == first);
+        assert_memory_equal(&acc, &acc1, sizeof acc);
+    }
+    assert_true(acc1 > 0.5);   /* it learns the rule */
+    const uint64_t theta = last_param_hash;
+    ls_config_destroy(cfg);
+    /* The same values big-endian in float64 and int32: the features round
+     * to the same binary32 values and the labels are equal, but the files'
+     * bytes differ, so it is another data set (another data_hash). */
+    cfg = arrays("x64be.npy", "y32be.npy", "xt.npy", "yt.npy");
+    uint64_t be = train(cfg, 2, NULL, &acc);
+    assert_true(be != first);
+    assert_true(last_param_hash == theta);   /* ... yet the same values train the same θ, bit for bit */
+    ls_config_destroy(cfg);
+    /* uint8 features, int16 labels; a version 2.0 file of the same array
+     * trains to the same run but for its identity. */
+    cfg = arrays("x8.npy", "y16.npy", NULL, NULL);
+    uint64_t u8 = train(cfg, 3, NULL, &acc);
+    assert_true(acc == -1);   /* no test split: no figure */
+    const uint64_t theta8 = last_param_hash;
+    assert_true(theta8 != theta);
+    ls_config_destroy(cfg);
+    cfg = arrays("x8v2.npy", "y16.npy", NULL, NULL);
+    uint64_t u8v2 = train(cfg, 8, NULL, &acc);
+    assert_true(u8v2 != u8);
+    assert_true(last_param_hash == theta8);
+    ls_config_destroy(cfg);
+}
+
+static void test_reopen_and_changed_data(void **state)
+{
+    (void)state;
+    ls_session *s;
+    ls_err err;
+    ls_session_opts o = { .threads = 2 };
+    /* The run reopens from the sources it recorded: no paths given. */
+    assert_int_equal(ls_session_reopen(&s, db, "a-t1", LS_REOPEN_RESTORE, &o, &err), LS_OK);
+    ls_session_state ss;
+    ls_session_state_get(s, &ss);
+    assert_int_equal(ss.step, 30);
+    ls_session_close(s, LS_OK, &err);
+    /* A changed test file: the data's identity no longer matches. */
+    py("y = np.load('yt.npy'); y[0] = (y[0] + 1) % 3; np.save('yt.npy', y)");
+    assert_int_equal(ls_session_reopen(&s, db, "a-t1", LS_REOPEN_RESTORE, &o, &err), LS_EMISMATCH);
+    assert_non_null(strstr(err.msg, "data_hash"));
+}
+
+static void refused(const char *x, const char *y, const char *file, const char *what)
+{
+    ls_config *cfg = arrays(x, y, NULL, NULL);
+    ls_session *s;
+    ls_err err = { { 0 } };
+    ls_session_opts o = { .threads = 1 };
+    ls_status st = ls_session_open(&s, cfg, &o, &err);
+    assert_true(st == LS_EFORMAT || st == LS_EIO);
+    if (strstr(err.msg, file) == NULL || strstr(err.msg, what) == NULL)
+        fail_msg("'%s' does not name %s and '%s'", err.msg, file, what);
+    ls_config_destroy(cfg);
+}
+
+static void test_bad_files(void **state)
+{
+    (void)state;
+    refused("x32.npy", "ybad.npy", "ybad.npy", "label 17");
+    refused("x32.npy", "yneg.npy", "yneg.npy", "label 5");
+    refused("x32.npy", "yf.npy", "yf.npy", "integer");
+    refused("x32.npy", "yshort.npy", "yshort.npy", "599 labels");
+    refused("xf.npy", "y64.npy", "xf.npy", "fortran_order");
+    refused("xobj.npy", "y64.npy", "xobj.npy", "dtype");
+    refused("xi32.npy", "y64.npy", "xi32.npy", "float32, float64 or uint8");
+    refused("x32.npy", "y2d.npy", "y2d.npy", "shape");
+    refused("trunc.npy", "y64.npy", "trunc.npy", "truncated");
+    refused("notnpy.npy", "y64.npy", "notnpy.npy", "magic");
+    refused("missing.npy", "y64.npy", "missing.npy", "No such file");
+    refused(".", "y64.npy", "/.", "regular");
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_threads_and_dtypes),
+        cmocka_unit_test(test_reopen_and_changed_data),
+        cmocka_unit_test(test_bad_files),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown) ? 1 : 0;
+}
