@@ -388,7 +388,7 @@ static ls_status read_whole(const char *path, unsigned char **buf, size_t *len, 
 {
     *buf = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO must be refused, not waited on */
     if (fd < 0) {
         if (errno == ENOENT)
             return ls_fail(err, LS_ENOTFOUND, "%s: no such checkpoint file", path);
@@ -524,7 +524,7 @@ ls_status ckpt_read_head(const char *path, ckpt_info *info, ls_err *err)
     memset(info, 0, sizeof *info);
     if (path == NULL || path[0] == 0)
         return ls_fail(err, LS_EINVAL, "checkpoint: empty file name");
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
     if (fd < 0) {
         if (errno == ENOENT)
             return ls_fail(err, LS_ENOTFOUND, "%s: no such checkpoint file", path);

@@ -8,8 +8,11 @@
  *
  * Rules beyond the header comment of golden.h, each chosen for strictness:
  *   - every line, the last one included, ends in '\n' (a missing final
- *     newline is refused: it is how a cut-off file looks);
- *   - lines hold printable ASCII only (0x20..0x7e): no NUL, tab or CR;
+ *     newline is refused: it is how a cut-off file looks); "\r\n" counts as
+ *     '\n', because a checkout or an editor on Windows turns one into the
+ *     other and the rows still mean the same (golden_write writes '\n');
+ *   - lines hold printable ASCII only (0x20..0x7e): no NUL, tab, nor a CR
+ *     anywhere but just before the '\n';
  *   - config lines are key=value with key [a-z0-9_]+ and the keys in strictly
  *     increasing byte order (the canonical config is sorted, keys are unique);
  *     the value may be any printable text, empty included;
@@ -29,6 +32,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define GOLDEN_MAGIC "# lockstep golden v1"
@@ -236,6 +240,9 @@ static ls_status parse_pass(const char *text, size_t len, const char *what, ls_s
         const char *s = text + pos;
         const char *nl = memchr(s, '\n', len - pos);
         size_t n = nl != NULL ? (size_t)(nl - s) : len - pos;
+        const size_t advance = n + 1;
+        if (n > 0 && s[n - 1] == '\r')
+            n--;   /* a CRLF line end; a cut-off last line then says so below */
 
         if (sect == SECT_MAGIC) {
             if (!line_is(s, n, GOLDEN_MAGIC)) {
@@ -290,7 +297,7 @@ static ls_status parse_pass(const char *text, size_t len, const char *what, ls_s
             break;
         }
         }
-        pos += n + 1;
+        pos += advance;
     }
     if (sect != SECT_ROWS)
         return golden_fail(err, LS_EFORMAT, what, line + 1, "unexpected end of file: expected '%s'",
@@ -338,9 +345,30 @@ ls_status golden_parse(const char *text, size_t len, const char *what, golden_fi
 ls_status golden_read(const char *path, golden_file *out, ls_err *err)
 {
     memset(out, 0, sizeof *out);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
+    /* Opened without blocking and looked at before reading: a FIFO would
+     * wait forever for a writer, a directory or a device is no golden file. */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return ls_fail(err, LS_EIO, "%s: %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0) {
+        int e = errno;
+        close(fd);
+        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(e));
+    }
+    if (!S_ISREG(sb.st_mode)) {
+        close(fd);
+        return ls_fail(err, LS_EIO, "%s: is %s, not a regular file", path,
+                       S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO"
+                       : S_ISSOCK(sb.st_mode) ? "a socket" : "a device");
+    }
+    int flags = fcntl(fd, F_GETFL);
+    FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    if (f == NULL) {
+        int e = errno;
+        close(fd);
+        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(e));
+    }
     size_t cap = 4096, len = 0;
     char *buf = malloc(cap);
     ls_status st = LS_OK;

@@ -9,8 +9,9 @@
  *     1 3ff0000000000000 1 8899aabbccddeeff 0123456789abcdef
  *
  * Hashes and loss bits are 16 lowercase hex digits; the loss is "%.17g". The
- * steps are 0, 1, 2, ... without gaps. The format is versioned: a reader
- * refuses a version it does not know.
+ * steps are 0, 1, 2, ... without gaps. Lines end in '\n'; the reader also
+ * takes "\r\n" (a file that went through a Windows checkout). The format is
+ * versioned: a reader refuses a version it does not know.
  */
 #ifndef LS_GOLDEN_H
 #define LS_GOLDEN_H
@@ -20,6 +21,11 @@
 
 #include "../include/lockstep.h"
 #include "hash.h"
+
+/* A golden file pins seconds of training, checked at four thread counts by
+ * every test run: the command line refuses to make or run one of more steps
+ * (the parser itself takes any number, as the format has no limit). */
+#define GOLDEN_MAX_STEPS 10000
 
 typedef struct {
     char *config_text;   /* the canonical config lines, each ending in '\n' */
@@ -31,6 +37,8 @@ typedef struct {
 /* Parse text of len bytes. Anything malformed is LS_EFORMAT naming the line
  * number and what is wrong ("what" names the source, e.g. the file path). */
 ls_status golden_parse(const char *text, size_t len, const char *what, golden_file *out, ls_err *err);
+/* golden_parse of the file at path; a path that is not a regular file (a
+ * FIFO, a directory, a device) is LS_EIO naming it, found without blocking. */
 ls_status golden_read(const char *path, golden_file *out, ls_err *err);
 void golden_free(golden_file *g);   /* accepts a zeroed or freed struct */
 

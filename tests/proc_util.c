@@ -174,7 +174,8 @@ void proc_describe(const char *name, const char *const *args, char *buf, size_t 
         at += (size_t)snprintf(buf + at, len - at, " %s", args[i][0] ? args[i] : "''");
 }
 
-void proc_start(proc_child *p, const char *cwd, char **env, const proc_opts *opt, const char *const *argv)
+static void start_to(proc_child *p, const char *cwd, char **env, const proc_opts *opt, int stdout_to,
+                     const char *const *argv)
 {
     static const proc_opts dflt = { PROC_SIG_DEFAULT, 0, 0, 0 };
     if (opt == NULL)
@@ -207,6 +208,14 @@ void proc_start(proc_child *p, const char *cwd, char **env, const proc_opts *opt
         close(pe[0]);
         close(po[1]);
         close(pe[1]);
+        if (stdout_to == PROC_STDOUT_FULL) {
+            int full = open("/dev/full", O_WRONLY);
+            if (full < 0 || dup2(full, 1) < 0)
+                _exit(127);
+            close(full);
+        } else if (stdout_to == PROC_STDOUT_CLOSED) {
+            close(1);
+        }
         /* Root writes through file modes, so read-only cases run as someone else. */
         if (opt->as_nobody && geteuid() == 0) {
             if (setgroups(0, NULL) != 0 || setgid(PROC_NOBODY) != 0 || setuid(PROC_NOBODY) != 0)
@@ -230,8 +239,19 @@ void proc_start(proc_child *p, const char *cwd, char **env, const proc_opts *opt
     p->err_fd = pe[0];
 }
 
+void proc_start(proc_child *p, const char *cwd, char **env, const proc_opts *opt, const char *const *argv)
+{
+    start_to(p, cwd, env, opt, PROC_STDOUT_PIPE, argv);
+}
+
 void proc_start_bin(proc_child *p, const char *cwd, char **env, const proc_opts *opt, const char *bin,
                     const char *const *args)
+{
+    proc_start_bin_to(p, cwd, env, opt, PROC_STDOUT_PIPE, bin, args);
+}
+
+void proc_start_bin_to(proc_child *p, const char *cwd, char **env, const proc_opts *opt, int stdout_to,
+                       const char *bin, const char *const *args)
 {
     size_t n = 0;
     while (args[n] != NULL)
@@ -243,7 +263,7 @@ void proc_start_bin(proc_child *p, const char *cwd, char **env, const proc_opts 
     av[0] = opt != NULL && opt->as_nobody && geteuid() == 0 ? proc_nobody_bin(bin) : bin;
     for (size_t i = 0; i < n; i++)
         av[i + 1] = args[i];
-    proc_start(p, cwd, env, opt, av);
+    start_to(p, cwd, env, opt, stdout_to, av);
     free(av);
 }
 

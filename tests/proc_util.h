@@ -111,6 +111,18 @@ void proc_start(proc_child *p, const char *cwd, char **env, const proc_opts *opt
 void proc_start_bin(proc_child *p, const char *cwd, char **env, const proc_opts *opt, const char *bin,
                     const char *const *args);
 
+/* Where the child's stdout goes (proc_start_bin_to). */
+enum {
+    PROC_STDOUT_PIPE = 0,    /* a pipe the runner reads (r->out), as proc_start_bin */
+    PROC_STDOUT_FULL = 1,    /* /dev/full: every write fails with ENOSPC */
+    PROC_STDOUT_CLOSED = 2,  /* descriptor 1 closed */
+};
+
+/* proc_start_bin with the child's stdout sent where stdout_to says; with
+ * anything but PROC_STDOUT_PIPE, r->out of proc_finish stays empty. */
+void proc_start_bin_to(proc_child *p, const char *cwd, char **env, const proc_opts *opt, int stdout_to,
+                       const char *bin, const char *const *args);
+
 /* Reads both pipes to EOF (killing the child after deadline_s seconds and
  * setting r->timed_out), then reaps it into r->code and r->sig. */
 void proc_finish(proc_child *p, proc_res *r, double deadline_s);

@@ -12,18 +12,29 @@
  * snapshotted — every runs, steps (with the loss bits), evals, checkpoints and
  * verdicts row, the schema, user_version and application_id — and the bad
  * command runs. A row passes when the command
- *   - exits with status exactly 2 (not a signal, not a timeout),
+ *   - exits with status exactly 2 (not a signal, not a timeout), or 1 for the
+ *     rows marked F_EXIT1 (runs with nothing in common are not equal),
  *   - writes exactly one line to stderr, ending in '\n', naming the file,
- *     flag or value (the row's substrings),
+ *     flag or value (the row's substrings; @GOODCKPT, @CKDIR and @CKPT stand
+ *     for paths known only at run time, in argv too),
+ *   - with F_FATE, says on that line what the record holds of the run that
+ *     failed, and says it truly (checked against the database),
  *   - claims no success on stdout,
  *   - leaves the snapshot identical (every earlier row intact) and no new runs
  *     row (no partial run), and PRAGMA integrity_check says ok,
- *   - leaves the row's `keep` file byte for byte, with no -wal/-shm/-journal
+ *   - leaves every registered checkpoint file byte for byte (XXH3 before and
+ *     after),
+ *   - leaves the row's `keep` file byte for byte (for a database, F_KEEP_DB:
+ *     the same file, its bytes SQLite's business) and the same file (device
+ *     and inode: a rename over it is caught), with no -wal/-shm/-journal
  *     beside it, and does not create the row's `absent` path.
+ * Some rows send the child's stdout to /dev/full or close it (F_STDOUT_*).
  * A failing row is printed with its name, command, captures and reason; the
  * case fails at the end naming every failed row. The closing line is
- * "badinput: N/N rows exit 2 with one line, record intact". With
- * BADINPUT_VERBOSE set, every passing row prints its name and stderr line.
+ * "badinput: N/N rows exit 2 (or 1 where not equal) with one line, record
+ * intact, P pending"; a pending row (F_PENDING) is a known defect outside
+ * tools/, run only with BADINPUT_PENDING set. With BADINPUT_VERBOSE set,
+ * every passing row prints its name and stderr line.
  *
  * The process runner (fresh child, stdin /dev/null, pipes, deadline) is
  * tests/proc_util.c, with what some rows need in the child before exec
@@ -187,7 +198,8 @@ static char **make_env(const char *set)
  * SIGINT, SIGTERM, SIGXFSZ and SIGPIPE at their defaults (exec would keep an
  * ignored disposition), so what the program does with them is its own doing;
  * opt (may be NULL) adds an RLIMIT_FSIZE or the drop to PROC_NOBODY. */
-static void cli_run(proc_res *r, const char *cwd, char **env, const proc_opts *opt, const char *const *argv)
+static void cli_run_to(proc_res *r, const char *cwd, char **env, const proc_opts *opt, int stdout_to,
+                       const char *const *argv)
 {
     proc_opts o = { PROC_SIG_ALL, 0, 0, 0 };
     if (opt != NULL) {
@@ -196,8 +208,17 @@ static void cli_run(proc_res *r, const char *cwd, char **env, const proc_opts *o
     }
     proc_child p;
     proc_describe("lockstep", argv, r->cmd, sizeof r->cmd);
-    proc_start_bin(&p, cwd, env, &o, g_bin, argv);
+    if (stdout_to == PROC_STDOUT_FULL)
+        strncat(r->cmd, " >/dev/full", sizeof r->cmd - strlen(r->cmd) - 1);
+    else if (stdout_to == PROC_STDOUT_CLOSED)
+        strncat(r->cmd, " >&-", sizeof r->cmd - strlen(r->cmd) - 1);
+    proc_start_bin_to(&p, cwd, env, &o, stdout_to, g_bin, argv);
     proc_finish(&p, r, DEADLINE);
+}
+
+static void cli_run(proc_res *r, const char *cwd, char **env, const proc_opts *opt, const char *const *argv)
+{
+    cli_run_to(r, cwd, env, opt, PROC_STDOUT_PIPE, argv);
 }
 
 /* A setup command that must succeed (exit 0). */
@@ -397,7 +418,16 @@ enum {
     S_RO_DIR,       /* ro/: a directory of mode 0555 owned by root; the command runs as 65534 */
     S_RO_FILE,      /* rec.db mode 0444 owned by root, its directory 0755; runs as 65534 */
     S_RO_FILE_OPEN, /* rec.db mode 0444 owned by root, its directory 01777; runs as 65534 */
-    S_FSIZE,        /* the child runs with RLIMIT_FSIZE = fsize_kib KiB */
+    S_FSIZE,        /* the child runs with RLIMIT_FSIZE = fsize_kib KiB (any row with
+                     * fsize_kib > 0 gets the limit, whatever its setup) */
+    S_LINKS,        /* other names for the record's files: hard.db (a hard link to
+                     * rec.db), sym.db (a symbolic link to it), sym-wal (a symbolic link
+                     * to rec.db-wal, which exists only while a command has the database
+                     * open), runs.db (a hard link to rec.db: the default --db),
+                     * hard.ckpt and sym.ckpt (a hard and a symbolic link to the good
+                     * run's newest checkpoint), fifo.db (a FIFO) */
+    S_NOSTEPS,      /* two more runs: 2 'empty' without step rows, 3 'Z-t2' whose step
+                     * rows are the good run's moved to steps 100..120 */
 };
 
 enum {
@@ -408,6 +438,28 @@ enum {
                        * was committed is a run that failed and can be resumed), but never
                        * as 'done' nor with a gap in its steps; every earlier row is still
                        * compared, and everything else about the row still holds */
+    F_RESUMED_OK = 8, /* as F_NEW_RUN_OK for the newest earlier run (run B of S_CKPT),
+                       * which the disk filled up while it was being resumed: it may have
+                       * gained step rows (without a gap) but is not 'done' */
+    F_FATE = 16,      /* stderr must say what the record holds of the run that failed,
+                       * "run N: the record holds steps 0..K, status S" (or "no step
+                       * rows"), and be right: K the run's last step row, S its status
+                       * as `lockstep runs` shows it (a 'running' row of a dead process
+                       * is interrupted) */
+    F_EXIT1 = 32,     /* the command must exit 1 (not equal), not 2 */
+    F_STDOUT_FULL = 64,   /* the child's stdout is /dev/full */
+    F_STDOUT_CLOSED = 128, /* the child's stdout is closed */
+    F_PENDING = 512,  /* a known defect in a file this test's owner does not own: the row
+                       * is skipped (and counted as pending) unless BADINPUT_PENDING is set */
+    F_PASSED_OVER = 1024, /* not bad input any more: resume passes over the damaged newest
+                       * checkpoint of run B (engine/session.c), resumes from an older one
+                       * and says so. Exit 0, stdout names need[] (the checkpoint, why it
+                       * was unusable), stderr empty; B ends 'done' without a gap and every
+                       * earlier run is intact */
+    F_KEEP_DB = 256,  /* keep is a database: it must stay the same file (device and inode,
+                       * no -wal/-shm left), but its bytes may change through SQLite (a
+                       * copied database is given its own identity on first open); the
+                       * snapshot says whether the record did */
 };
 
 typedef struct {
@@ -481,13 +533,16 @@ static const bad_row BAD[] = {
       { "equiv", "--task", "fashion-mnist", "--hidden", "32", "--steps", "2", "--threads", "1,2", DB },
       { "corrupt-gz/" IMG }, NULL, NULL, 0, 0 },
     /* -- checkpoints (resume of run B, interrupted) -- */
-    { "checkpoint of another config", S_CKPT, "other-config", { RESUME_B }, { "@CKPT", "config" }, NULL, NULL, 0,
-      0 },
-    { "checkpoint of another version", S_CKPT, "other-version", { RESUME_B }, { "@CKPT", "version" }, NULL, NULL,
-      0, 0 },
-    { "truncated checkpoint", S_CKPT, "truncated", { RESUME_B }, { "@CKPT" }, NULL, NULL, 0, 0 },
-    { "checkpoint that is a text file", S_CKPT, "garbage", { RESUME_B }, { "@CKPT" }, NULL, NULL, 0, 0 },
-    { "checkpoint of another step", S_CKPT, "wrong-step", { RESUME_B }, { "@CKPT", "15" }, NULL, NULL, 0, 0 },
+    { "checkpoint of another config", S_CKPT, "other-config", { RESUME_B }, { "@CKPT", "unusable", "run 1" }, NULL,
+      NULL, F_PASSED_OVER, 0 },
+    { "checkpoint of another version", S_CKPT, "other-version", { RESUME_B }, { "@CKPT", "unusable", "version" },
+      NULL, NULL, F_PASSED_OVER, 0 },
+    { "truncated checkpoint", S_CKPT, "truncated", { RESUME_B }, { "@CKPT", "unusable" }, NULL, NULL,
+      F_PASSED_OVER, 0 },
+    { "checkpoint that is a text file", S_CKPT, "garbage", { RESUME_B }, { "@CKPT", "unusable" }, NULL, NULL,
+      F_PASSED_OVER, 0 },
+    { "checkpoint of another step", S_CKPT, "wrong-step", { RESUME_B }, { "@CKPT", "unusable", "15" }, NULL, NULL,
+      F_PASSED_OVER, 0 },
     { "resume --steps below the record", S_PLAIN, NULL, { "resume", "good", DB, "--steps", "10" },
       { "--steps", "10" }, NULL, NULL, 0, 0 },
     { "resume of an unknown run", S_PLAIN, NULL, { "resume", "nosuch", DB }, { "nosuch" }, NULL, NULL, 0, 0 },
@@ -527,31 +582,19 @@ static const bad_row BAD[] = {
       0 },
     { "--db a read-only file in an open dir (uid 65534)", S_RO_FILE_OPEN, NULL, { T, "--name", "x" }, { "rec.db" },
       "rec.db", NULL, 0, 0 },
-    /* BUG: every subcommand dies of SIGXFSZ (signal 25, no message, shell status 153)
-     * instead of exiting 2 with one line. SIGXFSZ is ignored only by
-     * run_install_signals() (tools/run.c), which cmd_train (tools/cmd_train.c:80),
-     * cmd_equiv, cmd_resume (tools/cmd_resume.c:64) call AFTER cli_open_db, and
-     * runs/show/verify never call: opening the WAL database grows rec.db-shm to
-     * 32 KiB, past the 16 KiB limit, before the signal is ignored. Expected: SIGXFSZ
-     * ignored first thing in main (tools/lockstep.c), so the write fails with EFBIG,
-     * exit 2, "rec.db: ... disk I/O error" (one line), nothing recorded. */
+    /* Opening the WAL database grows rec.db-shm past 16 KiB: SIGXFSZ is ignored
+     * first thing in main, so the write fails with EFBIG and the one line says so. */
     { "disk full before the run starts (RLIMIT_FSIZE 16 KiB)", S_FSIZE, NULL, { T, "--name", "full" },
       { "rec.db" }, NULL, NULL, 0, 16 },
-    /* BUG: two lines on stderr. tools/cmd_train.c:89-91 prints a second line after
-     * the error, "lockstep train: run 2 recorded as failed after 254 steps in
-     * rec.db", and here that line is also false: the status update failed on the
-     * full disk too (tools/run.c run_finish ignores runlog_run_end's error when the
-     * run already failed), so the runs row still says 'running'. Expected: one line
-     * (the error; what became of the run may be said on the same line, truthfully). */
+    /* The one line says what the record holds after the failed commit (the
+     * steps the engine buffered never reached it), read back from the database. */
     { "disk full mid-run (RLIMIT_FSIZE 64 KiB)", S_FSIZE, NULL,
       { "train", "--task", "teacher", "--steps", "3000", DB, "--threads", "1", "--name", "full" }, { "rec.db" },
-      NULL, NULL, F_NEW_RUN_OK, 64 },
-    /* BUG: two lines on stderr (the same second line, tools/cmd_train.c:89-91:
-     * "run 2 recorded as failed after 5 steps in rec.db"; true here). Expected: one. */
+      NULL, NULL, F_NEW_RUN_OK | F_FATE, 64 },
     { "disk full writing a checkpoint (RLIMIT_FSIZE 64 KiB)", S_FSIZE, NULL,
       { "train", "--task", "teacher", "--hidden", "512", "--steps", "40", "--checkpoint-every", "5", DB,
         "--threads", "1", "--name", "full" }, { "run-2-step-5.ckpt" }, NULL, "rec.db.ckpt/run-2-step-5.ckpt.tmp",
-      F_NEW_RUN_OK, 64 },
+      F_NEW_RUN_OK | F_FATE, 64 },
     /* -- names and run ids -- */
     { "a name already used", S_PLAIN, NULL, { T, "--name", "good" }, { "good" }, NULL, NULL, 0, 0 },
     { "a name that is a number", S_PLAIN, NULL, { T, "--name", "7" }, { "--name", "7" }, NULL, NULL, 0, 0 },
@@ -581,6 +624,154 @@ static const bad_row BAD[] = {
     { "bench --batch 0", S_PLAIN, NULL, { "bench", "--task", "teacher", "--steps", "5", "--threads", "1",
       "--batch", "0" }, { "--batch", "0" }, NULL, NULL, 0, 0 },
     { "unknown command", S_PLAIN, NULL, { "nosuchcmd", DB }, { "nosuchcmd" }, NULL, NULL, 0, 0 },
+
+    /* -- an output path that is a file of the record: refused before any work, naming both -- */
+    { "export -o the database itself", S_PLAIN, NULL, { "export", "good", "--circuit", DB, "-o", "rec.db" },
+      { "-o rec.db", "run database rec.db" }, "rec.db", NULL, F_EXPORT | F_KEEP_DB, 0 },
+    { "export -o ./rec.db", S_PLAIN, NULL, { "export", "good", "--circuit", DB, "-o", "./rec.db" },
+      { "./rec.db", "run database rec.db" }, "rec.db", NULL, F_EXPORT | F_KEEP_DB, 0 },
+    { "render -o dd/../rec.db", S_PLAIN, NULL, { "render", "good", "-o", "dd/../rec.db", DB },
+      { "dd/../rec.db", "run database rec.db" }, "rec.db", NULL, F_RENDER | F_KEEP_DB, 0 },
+    { "export -o rec.db, --db spelled ./dd/../rec.db", S_PLAIN, NULL,
+      { "export", "good", "--circuit", "--db", "./dd/../rec.db", "-o", "rec.db" },
+      { "-o rec.db", "./dd/../rec.db" }, "rec.db", NULL, F_EXPORT | F_KEEP_DB, 0 },
+    { "render -o a hard link to the database", S_LINKS, NULL, { "render", "good", "-o", "hard.db", DB },
+      { "hard.db", "run database rec.db" }, "hard.db", NULL, F_RENDER | F_KEEP_DB, 0 },
+    { "export -o a symbolic link to the database", S_LINKS, NULL,
+      { "export", "good", "--circuit", DB, "-o", "sym.db" }, { "sym.db", "rec.db" }, "rec.db", NULL, F_EXPORT | F_KEEP_DB, 0 },
+    { "render -o a symbolic link to the -wal", S_LINKS, NULL, { "render", "good", "-o", "sym-wal", DB },
+      { "sym-wal", "rec.db-wal" }, NULL, NULL, F_RENDER, 0 },
+    { "export -o rec.db-shm", S_PLAIN, NULL, { "export", "good", "--circuit", DB, "-o", "rec.db-shm" },
+      { "rec.db-shm", "rec.db" }, NULL, NULL, F_EXPORT, 0 },
+    { "render -o rec.db-journal (not there)", S_PLAIN, NULL, { "render", "good", "-o", "rec.db-journal", DB },
+      { "rec.db-journal", "rec.db" }, NULL, "rec.db-journal", F_RENDER, 0 },
+    { "export -o the good run's checkpoint", S_PLAIN, NULL, { "export", "good", "--circuit", DB, "-o", "@GOODCKPT" },
+      { "@GOODCKPT", "checkpoint at step 20" }, NULL, NULL, F_EXPORT, 0 },
+    { "render -o a hard link to a checkpoint", S_LINKS, NULL, { "render", "good", "-o", "hard.ckpt", DB },
+      { "hard.ckpt", "@GOODCKPT" }, "hard.ckpt", NULL, F_RENDER, 0 },
+    { "export -o a checkpoint file name in the checkpoint directory", S_PLAIN, NULL,
+      { "export", "good", "--circuit", DB, "-o", "@CKDIR/run-1-step-30.ckpt" },
+      { "run-1-step-30.ckpt", "checkpoint directory" }, NULL, NULL, F_EXPORT, 0 },
+    { "render -o the checkpoint directory", S_PLAIN, NULL, { "render", "good", "-o", "@CKDIR", DB },
+      { "@CKDIR", "checkpoint directory" }, NULL, NULL, F_RENDER, 0 },
+    { "render -o rec.db.ckpt (the default checkpoint directory, not there)", S_PLAIN, NULL,
+      { "render", "good", "-o", "rec.db.ckpt", DB }, { "rec.db.ckpt", "checkpoint directory" }, NULL,
+      "rec.db.ckpt", F_RENDER, 0 },
+    { "golden update runs.db (the default database)", S_LINKS, NULL,
+      { "golden", "update", "runs.db", "--task", "teacher", "--steps", "5" }, { "runs.db", "run database" },
+      "rec.db", NULL, F_KEEP_DB, 0 },
+    { "golden update runs.db-wal (not there)", S_LINKS, NULL,
+      { "golden", "update", "runs.db-wal", "--task", "teacher", "--steps", "5" }, { "runs.db-wal", "runs.db" },
+      "rec.db", "runs.db-wal", F_KEEP_DB, 0 },
+    { "golden update a symbolic link to the database", S_LINKS, NULL,
+      { "golden", "update", "sym.db", "--task", "teacher", "--steps", "5" }, { "sym.db", "run database runs.db" },
+      "rec.db", NULL, F_KEEP_DB, 0 },
+    { "golden update a symbolic link to a checkpoint", S_LINKS, NULL,
+      { "golden", "update", "sym.ckpt", "--task", "teacher", "--steps", "5" }, { "sym.ckpt", "checkpoint" },
+      "hard.ckpt", NULL, 0, 0 },
+    { "golden update another program's SQLite file", S_PLAIN, NULL,
+      { "golden", "update", "other.db", "--task", "teacher", "--steps", "5" }, { "other.db", "SQLite" },
+      "other.db", NULL, 0, 0 },
+    { "golden update over a file that is not a golden file", S_PLAIN, NULL,
+      { "golden", "update", "txt", "--task", "teacher", "--steps", "5" }, { "txt", "not a golden file" }, "txt",
+      NULL, 0, 0 },
+
+    /* -- every input checked before anything is recorded or written -- */
+    { "equiv with a repeated thread count and a name", S_PLAIN, NULL,
+      { "equiv", "--task", "teacher", "--steps", "5", "--threads", "1,1", "--name", "X", DB },
+      { "--threads", "1" }, NULL, NULL, 0, 0 },
+    { "equiv --threads 2,1,2", S_PLAIN, NULL,
+      { "equiv", "--task", "teacher", "--steps", "5", "--threads", "2,1,2", DB }, { "--threads", "2" }, NULL, NULL,
+      0, 0 },
+    { "equiv whose second name is taken", S_NOSTEPS, NULL,
+      { "equiv", "--task", "teacher", "--steps", "5", "--threads", "1,2", "--name", "Z", DB }, { "Z-t2" }, NULL,
+      NULL, 0, 0 },
+    { "golden update of two files, the second unparseable", S_GOLDEN, "garbage",
+      { "golden", "update", "G.golden", "garbage.golden" }, { "garbage.golden" }, "G.golden", NULL, 0, 0 },
+    { "golden check of two files, the second unparseable", S_GOLDEN, "garbage",
+      { "golden", "check", "G.golden", "garbage.golden" }, { "garbage.golden" }, "G.golden", NULL, 0, 0 },
+    { "golden update of a file and a missing one", S_GOLDEN, "garbage",
+      { "golden", "update", "G.golden", "nosuch.golden" }, { "nosuch.golden" }, "G.golden", "nosuch.golden", 0,
+      0 },
+
+    /* -- runs with nothing in common are not equal (exit 1, no verdict) -- */
+    { "verify against a run without step rows", S_NOSTEPS, NULL, { "verify", "good", "empty", DB },
+      { "run 2 has no step rows" }, NULL, NULL, F_EXIT1, 0 },
+    { "verify a run without step rows against itself", S_NOSTEPS, NULL, { "verify", "empty", "empty", DB },
+      { "no step rows" }, NULL, NULL, F_EXIT1, 0 },
+    { "verify runs with no step in common", S_NOSTEPS, NULL, { "verify", "good", "Z-t2", DB },
+      { "no step in common", "100..120" }, NULL, NULL, F_EXIT1, 0 },
+
+    /* -- a full disk mid-resume: the line says what the record holds -- */
+    { "disk full mid-resume (RLIMIT_FSIZE 160 KiB)", S_CKPT, "intact",
+      { "resume", "B", DB, "--threads", "1", "--steps", "3000", "--no-progress" }, { "rec.db" }, NULL, NULL,
+      F_RESUMED_OK | F_FATE, 160 },
+
+    /* -- CRLF golden files are read; what is wrong in one is named by its line -- */
+    { "CRLF golden with a bare CR inside a line", S_GOLDEN, "crlf-cr", { "golden", "check", "crlf-cr.golden" },
+      { "crlf-cr.golden", "line 3", "0x0d" }, "crlf-cr.golden", NULL, 0, 0 },
+    { "CRLF golden with a bad hash", S_GOLDEN, "crlf-bad-row", { "golden", "check", "crlf-bad-row.golden" },
+      { "crlf-bad-row.golden", "xyz" }, "crlf-bad-row.golden", NULL, 0, 0 },
+
+    /* -- output that cannot be written is a failure -- */
+    { "runs > /dev/full", S_PLAIN, NULL, { "runs", DB }, { "stdout" }, NULL, NULL, F_STDOUT_FULL, 0 },
+    { "show > /dev/full", S_PLAIN, NULL, { "show", "good", DB, "--steps" }, { "stdout" }, NULL, NULL,
+      F_STDOUT_FULL, 0 },
+    { "verify > /dev/full (no verdict stored)", S_PLAIN, NULL, { "verify", "good", "good", DB }, { "stdout" }, NULL,
+      NULL, F_STDOUT_FULL, 0 },
+    { "golden check > /dev/full", S_CI, NULL, { "golden", "check", "G.golden" }, { "stdout" }, "G.golden", NULL,
+      F_STDOUT_FULL, 0 },
+    { "runs with stdout closed", S_PLAIN, NULL, { "runs", DB }, { "stdout" }, NULL, NULL, F_STDOUT_CLOSED, 0 },
+    { "show with stdout closed", S_PLAIN, NULL, { "show", "good", DB }, { "stdout" }, NULL, NULL, F_STDOUT_CLOSED,
+      0 },
+    { "--version > /dev/full", S_PLAIN, NULL, { "--version" }, { "stdout" }, NULL, NULL, F_STDOUT_FULL, 0 },
+
+    /* -- not a regular file where a file is read: refused without blocking -- */
+    { "a FIFO as a data file", S_DATA, "fifo", { FM }, { "fifo/" IMG, "FIFO" }, NULL, NULL, 0, 0 },
+    { "a device as a data file", S_DATA, "dev", { FM }, { "dev/" IMG, "device" }, NULL, NULL, 0, 0 },
+    { "a directory as a data file", S_DATA, "dir", { FM }, { "dir/" IMG, "directory" }, NULL, NULL, 0, 0 },
+    { "a FIFO as a golden file", S_GOLDEN, "fifo", { "golden", "check", "fifo.golden" }, { "fifo.golden", "FIFO" },
+      NULL, NULL, 0, 0 },
+    { "a directory as a golden file", S_PLAIN, NULL, { "golden", "check", "dd" }, { "dd", "directory" }, NULL,
+      NULL, 0, 0 },
+    { "golden update over a FIFO", S_LINKS, NULL,
+      { "golden", "update", "fifo.db", "--task", "teacher", "--steps", "5" }, { "fifo.db", "FIFO" }, NULL, NULL,
+      0, 0 },
+    /* A FIFO is refused without waiting for a writer, and passed over like
+     * any unusable checkpoint. */
+    { "a FIFO as a checkpoint", S_CKPT, "fifo", { RESUME_B }, { "@CKPT", "unusable", "not a regular file" }, NULL,
+      NULL, F_PASSED_OVER, 0 },
+    { "resume --checkpoint-dir is a file", S_CKPT, "intact",
+      { "resume", "B", DB, "--threads", "1", "--steps", "30", "--checkpoint-every", "5", "--checkpoint-dir", "txt" },
+      { "txt" }, "txt", NULL, 0, 0 },
+    { "a FIFO as --db (runs)", S_LINKS, NULL, { "runs", "--db", "fifo.db" }, { "fifo.db", "FIFO" }, NULL, NULL, 0,
+      0 },
+    { "a FIFO as --db (train)", S_LINKS, NULL, { "train", "--task", "teacher", "--steps", "5", "--db", "fifo.db" },
+      { "fifo.db", "FIFO" }, NULL, NULL, 0, 0 },
+
+    /* -- values bounded where they are parsed -- */
+    { "golden update --steps 10000000", S_PLAIN, NULL,
+      { "golden", "update", "G2.golden", "--task", "teacher", "--steps", "10000000" }, { "--steps", "10000000" },
+      NULL, "G2.golden", 0, 0 },
+    { "golden update --steps 10001", S_PLAIN, NULL,
+      { "golden", "update", "G2.golden", "--task", "teacher", "--steps", "10001" }, { "--steps", "10000" }, NULL,
+      "G2.golden", 0, 0 },
+    { "golden check of a file of 10001 steps", S_GOLDEN, "long", { "golden", "check", "long.golden" },
+      { "long.golden", "10001 steps" }, "long.golden", NULL, 0, 0 },
+    { "bench --reps 65", S_PLAIN, NULL, { "bench", "--task", "teacher", "--steps", "5", "--threads", "1", "--reps",
+      "65" }, { "--reps", "65" }, NULL, NULL, 0, 0 },
+
+    /* -- "--" ends the flags: what follows is a name, even one that looks like a flag -- */
+    { "show -- -nosuch", S_PLAIN, NULL, { "show", DB, "--", "-nosuch" }, { "'-nosuch'" }, NULL, NULL, 0, 0 },
+    { "verify -- good -nosuch", S_PLAIN, NULL, { "verify", DB, "--", "good", "-nosuch" }, { "'-nosuch'" }, NULL,
+      NULL, 0, 0 },
+    { "golden check -- -missing.golden", S_PLAIN, NULL, { "golden", "check", "--", "-missing.golden" },
+      { "-missing.golden", "No such file" }, NULL, NULL, 0, 0 },
+    { "render -o x.png -- -nosuch", S_PLAIN, NULL, { "render", "-o", "x.png", DB, "--", "-nosuch" },
+      { "'-nosuch'" }, NULL, "x.png", F_RENDER, 0 },
+    { "export --circuit -- -nosuch", S_PLAIN, NULL, { "export", "--circuit", DB, "--", "-nosuch" },
+      { "'-nosuch'" }, NULL, NULL, F_EXPORT, 0 },
+    { "resume -- -nosuch", S_PLAIN, NULL, { "resume", DB, "--", "-nosuch" }, { "'-nosuch'" }, NULL, NULL, 0, 0 },
 };
 
 #undef DB
@@ -603,6 +794,7 @@ typedef struct {
     char good_ckpt[PATH_MAX];    /* the good run's newest checkpoint */
     char data[PATH_MAX];         /* data fixtures, one directory each */
     char golden[PATH_MAX];       /* a good golden file */
+    char good_ckdir[PATH_MAX];   /* the directory of good_ckpt (@CKDIR in a row) */
     int have_export, have_render;
 } shared;
 
@@ -736,6 +928,18 @@ static void prepare_data(void)
     fixture_path(dir, FASHION_FILES[1], p, sizeof p);
     write_idx_labels(p, three, 3);
     fixture_path(dir, FASHION_FILES[2], p, sizeof p);
+    /* Not regular files where the train images are: a FIFO nobody writes
+     * (an open that blocks would hang the row), a device that never ends,
+     * a directory. */
+    data_fixture(src, "fifo", dir, sizeof dir);
+    fixture_path(dir, FASHION_FILES[0], p, sizeof p);
+    assert_int_equal(mkfifo(p, 0644), 0);
+    data_fixture(src, "dev", dir, sizeof dir);
+    fixture_path(dir, FASHION_FILES[0], p, sizeof p);
+    assert_int_equal(symlink("/dev/zero", p), 0);
+    data_fixture(src, "dir", dir, sizeof dir);
+    fixture_path(dir, FASHION_FILES[0], p, sizeof p);
+    assert_int_equal(mkdir(p, 0755), 0);
 }
 
 static int help_ok(const char *cmd)
@@ -788,6 +992,9 @@ static void prepare_shared(void)
     db_text(p, "SELECT path FROM checkpoints WHERE run = 1 ORDER BY step DESC LIMIT 1", g.good_ckpt,
             sizeof g.good_ckpt);
     assert_true(g.good_ckpt[0] != '\0');
+    snprintf(g.good_ckdir, sizeof g.good_ckdir, "%s", g.good_ckpt);
+    assert_non_null(strrchr(g.good_ckdir, '/'));
+    *strrchr(g.good_ckdir, '/') = '\0';
 
     path_in(g.base, "data", g.data, sizeof g.data);
     assert_int_equal(mkdir(g.data, 0755), 0);
@@ -852,9 +1059,9 @@ static void setup_ckpt(row_ctx *x, const char *how)
         /* A sound checkpoint of run "good" (lr differs: another config hash). */
         copy_file(g.good_ckpt, x->ckpt);
     } else if (strcmp(how, "other-version") == 0) {
-        /* Version 2, checksum made good again and registered, so that the
-         * version is the only thing wrong with the file. */
-        b[8] = 2;
+        /* Version 99 (no reader knows it), checksum made good again and
+         * registered, so that the version is the only thing wrong with the file. */
+        b[8] = 99;
         b[9] = b[10] = b[11] = 0;
         uint64_t h = XXH3_64bits(b, len - 8);
         wr64(b + len - 8, h);
@@ -872,10 +1079,56 @@ static void setup_ckpt(row_ctx *x, const char *how)
     } else if (strcmp(how, "wrong-step") == 0) {
         /* B's own step-15 checkpoint, registered as step 20. */
         copy_file(older, x->ckpt);
+    } else if (strcmp(how, "fifo") == 0) {
+        unlink(x->ckpt);
+        assert_int_equal(mkfifo(x->ckpt, 0644), 0);
     } else {
         assert_string_equal(how, "intact");
     }
     free(b);
+}
+
+/* text[n] with every "\n" made "\r\n" (malloc'ed, NUL-terminated, length in *out_n). */
+static char *to_crlf(const char *text, size_t n, size_t *out_n)
+{
+    char *out = NULL;
+    size_t m = 0, cap = 0;
+    proc_append(&out, &m, &cap, "", 0);
+    for (size_t i = 0; i < n; i++)
+        proc_append(&out, &m, &cap, text[i] == '\n' ? "\r\n" : text + i, text[i] == '\n' ? 2 : 1);
+    *out_n = m;
+    return out;
+}
+
+/* Other names for the record's files (S_LINKS in the table). */
+static void setup_links(const row_ctx *x)
+{
+    char p[PATH_MAX];
+    path_in(x->dir, "hard.db", p, sizeof p);
+    assert_int_equal(link(x->db, p), 0);
+    path_in(x->dir, "runs.db", p, sizeof p);
+    assert_int_equal(link(x->db, p), 0);
+    path_in(x->dir, "sym.db", p, sizeof p);
+    assert_int_equal(symlink("rec.db", p), 0);
+    path_in(x->dir, "sym-wal", p, sizeof p);
+    assert_int_equal(symlink("rec.db-wal", p), 0);
+    path_in(x->dir, "hard.ckpt", p, sizeof p);
+    assert_int_equal(link(g.good_ckpt, p), 0);
+    path_in(x->dir, "sym.ckpt", p, sizeof p);
+    assert_int_equal(symlink(g.good_ckpt, p), 0);
+    path_in(x->dir, "fifo.db", p, sizeof p);
+    assert_int_equal(mkfifo(p, 0644), 0);
+}
+
+/* Run 2 'empty' (the good run's row, no step rows) and run 3 'Z-t2' (its
+ * step rows moved to steps 100..120): runs with nothing in common. */
+static void setup_nosteps(const row_ctx *x)
+{
+    db_exec(x->db, "CREATE TEMP TABLE r AS SELECT * FROM runs WHERE id = 1;"
+                   "UPDATE r SET id = 2, name = 'empty'; INSERT INTO runs SELECT * FROM r;"
+                   "UPDATE r SET id = 3, name = 'Z-t2'; INSERT INTO runs SELECT * FROM r;"
+                   "INSERT INTO steps(run, step, loss, loss_bits, param_hash, traj_hash, seconds) "
+                   "SELECT 3, step + 100, loss, loss_bits, param_hash, traj_hash, seconds FROM steps WHERE run = 1;");
 }
 
 /* arg.golden: a copy of the good golden file with one kind of damage. */
@@ -893,7 +1146,7 @@ static void setup_golden(const row_ctx *x, const char *how)
     } else if (strcmp(how, "v2") == 0) {
         src[19] = '2';   /* "# lockstep golden v2" */
         write_bytes(p, src, len);
-    } else if (strcmp(how, "bad-row") == 0) {
+    } else if (strcmp(how, "bad-row") == 0 || strcmp(how, "crlf-bad-row") == 0) {
         /* The param hash (4th token) of the row of step 3 becomes "xyz". */
         char *row = strstr(src, "\n3 ");
         assert_non_null(row);
@@ -910,6 +1163,43 @@ static void setup_golden(const row_ctx *x, const char *how)
         proc_append(&out, &n, &cap, src, (size_t)(a - src));
         proc_append(&out, &n, &cap, "xyz", 3);
         proc_append(&out, &n, &cap, e, strlen(e));
+        if (strcmp(how, "crlf-bad-row") == 0) {
+            char *crlf = to_crlf(out, n, &n);
+            free(out);
+            out = crlf;
+        }
+        write_bytes(p, out, n);
+        free(out);
+    } else if (strcmp(how, "crlf-cr") == 0) {
+        /* CRLF line ends, and a bare CR inside line 3 (the first config line). */
+        size_t n;
+        char *crlf = to_crlf(src, len, &n);
+        char *l3 = strchr(strchr(crlf, '\n') + 1, '\n') + 1;
+        char *out = NULL;
+        size_t m = 0, cap = 0;
+        proc_append(&out, &m, &cap, crlf, (size_t)(l3 - crlf) + 2);
+        proc_append(&out, &m, &cap, "\r", 1);
+        proc_append(&out, &m, &cap, l3 + 2, n - (size_t)(l3 + 2 - crlf));
+        write_bytes(p, out, m);
+        free(out);
+        free(crlf);
+    } else if (strcmp(how, "fifo") == 0) {
+        assert_int_equal(mkfifo(p, 0644), 0);
+    } else if (strcmp(how, "long") == 0) {
+        /* The good file's header and config, then 10002 sound rows (steps
+         * 0..10001): one step more than a golden file may hold. */
+        const char *steps_hdr = strstr(src, "# steps:");
+        assert_non_null(steps_hdr);
+        const char *rows = strchr(steps_hdr, '\n') + 1;
+        char *out = NULL;
+        size_t n = 0, cap = 0;
+        proc_append(&out, &n, &cap, src, (size_t)(rows - src));
+        for (int i = 0; i <= 10001; i++) {
+            char row[128];
+            int w = i == 0 ? snprintf(row, sizeof row, "0 - - 0000000000000000 0000000000000000\n")
+                           : snprintf(row, sizeof row, "%d 3ff0000000000000 1 0000000000000000 0000000000000000\n", i);
+            proc_append(&out, &n, &cap, row, (size_t)w);
+        }
         write_bytes(p, out, n);
         free(out);
     } else if (strcmp(how, "bad-config") == 0) {
@@ -969,7 +1259,15 @@ static void row_setup(row_ctx *x, const bad_row *row, size_t i)
         set = "CI=1";
         break;
     case S_GOLDEN:
+        path_in(x->dir, "G.golden", p, sizeof p);
+        copy_file(g.golden, p);
         setup_golden(x, row->arg);
+        break;
+    case S_LINKS:
+        setup_links(x);
+        break;
+    case S_NOSTEPS:
+        setup_nosteps(x);
         break;
     case S_CKPT:
         setup_ckpt(x, row->arg);
@@ -984,12 +1282,11 @@ static void row_setup(row_ctx *x, const bad_row *row, size_t i)
     case S_RO_FILE_OPEN:
         x->opt.as_nobody = 1;
         break;
-    case S_FSIZE:
-        x->opt.fsize = (rlim_t)row->fsize_kib * 1024;
-        break;
     default:
         break;
     }
+    if (row->fsize_kib > 0)
+        x->opt.fsize = (rlim_t)row->fsize_kib * 1024;
     x->env = make_env(set);
 }
 
@@ -1018,6 +1315,90 @@ static size_t count_char(const char *s, size_t n, char ch)
     return k;
 }
 
+/* A row's argument or needed text with its placeholders filled in:
+ * @GOODCKPT the good run's newest checkpoint, @CKDIR its directory, @CKPT
+ * (need only) the damaged checkpoint of S_CKPT. */
+static const char *subst(const row_ctx *x, const char *in, char *buf, size_t cap)
+{
+    if (strcmp(in, "@CKPT") == 0)
+        return x->ckpt;
+    if (strncmp(in, "@GOODCKPT", 9) == 0)
+        snprintf(buf, cap, "%s%s", g.good_ckpt, in + 9);
+    else if (strncmp(in, "@CKDIR", 6) == 0)
+        snprintf(buf, cap, "%s%s", g.good_ckdir, in + 6);
+    else
+        return in;
+    return buf;
+}
+
+/* Every registered checkpoint file of the runs with id <= bound, with the
+ * XXH3 of its bytes, one per line: equal before and after a row iff no
+ * checkpoint file was lost or changed. Looked at with lstat first, so a
+ * FIFO is never opened. */
+static char *ckpt_files(const char *db_path, int64_t bound)
+{
+    char why[256];
+    sqlite3 *db = db_open(db_path, why, sizeof why);
+    if (db == NULL)
+        fail_msg("%s", why);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT path FROM checkpoints WHERE run <= ?1 ORDER BY run, step, path",
+                                        -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_int64(st, 1, bound);
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    proc_append(&buf, &n, &cap, "", 0);
+    while (sqlite3_step(st) == SQLITE_ROW) {
+        const char *path = (const char *)sqlite3_column_text(st, 0);
+        char line[PATH_MAX + 64];
+        struct stat sb;
+        if (lstat(path, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+            snprintf(line, sizeof line, "%s missing or not a regular file\n", path);
+        } else {
+            size_t len;
+            char *b = proc_read_file(path, &len, 0);
+            snprintf(line, sizeof line, "%s %016llx\n", path,
+                     b != NULL ? (unsigned long long)XXH3_64bits(b, len) : 0ull);
+            free(b);
+        }
+        proc_append(&buf, &n, &cap, line, strlen(line));
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return buf;
+}
+
+/* F_FATE: the stderr line's "run N: the record holds steps 0..K, status S"
+ * (or "no step rows") against the record itself. */
+static void check_fate(const char *db, const char *err_text, char *why, size_t wl)
+{
+    long long id = -1, k = -2;
+    char status[16] = "";
+    for (const char *p = strstr(err_text, "run "); p != NULL && id < 0; p = strstr(p + 1, "run ")) {
+        int off = -1;
+        long long v;
+        if (sscanf(p, "run %lld: the record holds %n", &v, &off) == 1 && off > 0) {
+            const char *rest = p + off;
+            if (sscanf(rest, "steps 0..%lld, status %15[a-z]", &k, status) == 2 ||
+                (sscanf(rest, "no step rows, status %15[a-z]", status) == 1 && (k = -1) == -1))
+                id = v;
+        }
+    }
+    if (id < 0) {
+        snprintf(why, wl, "stderr does not say what the record holds ('run N: the record holds ...')");
+        return;
+    }
+    int64_t last = db_int(db, "SELECT coalesce(max(step), -1) FROM steps WHERE run = ?1", id);
+    char sql[128], truth[32];
+    snprintf(sql, sizeof sql, "SELECT status FROM runs WHERE id = %lld", id);
+    db_text(db, sql, truth, sizeof truth);
+    if (strcmp(truth, "running") == 0)
+        snprintf(truth, sizeof truth, "interrupted");   /* its process is gone */
+    if (last != k || strcmp(truth, status) != 0)
+        snprintf(why, wl, "stderr says run %lld holds steps up to %lld, status %s; the record has %lld, %s", id, k,
+                 status, (long long)last, truth);
+}
+
 /* Runs row i; 1 if it passed, else prints why and returns 0. */
 static int check_row(size_t i)
 {
@@ -1033,12 +1414,20 @@ static int check_row(size_t i)
         keep_before = proc_read_file(keep_path, &keep_len, 0);
         assert_non_null(keep_before);
     }
+    struct stat keep_sb;
+    if (keep_before != NULL)
+        assert_int_equal(stat(keep_path, &keep_sb), 0);
     if (row->absent != NULL)
         path_in(x.dir, row->absent, absent_path, sizeof absent_path);
     int64_t runs_before = db_int(x.db, "SELECT count(*) FROM runs", 0);
     int64_t max_before = db_int(x.db, "SELECT max(id) FROM runs", 0);
     assert_true(runs_before >= 1);
-    before = snapshot(x.db, INT64_MAX, why, sizeof why);
+    /* What must stay exactly as it was: every run, or with F_NEW_RUN_OK the
+     * runs before the command, or with F_RESUMED_OK those before the one resumed. */
+    const int64_t bound = (row->flags & (F_RESUMED_OK | F_PASSED_OVER)) ? max_before - 1
+                          : (row->flags & F_NEW_RUN_OK) ? max_before : INT64_MAX;
+    char *ckpts_before = ckpt_files(x.db, bound);
+    before = snapshot(x.db, (row->flags & (F_RESUMED_OK | F_PASSED_OVER)) ? bound : INT64_MAX, why, sizeof why);
     if (before == NULL)
         fail_msg("row '%s': snapshot before: %s", row->name, why);
     /* The keep file is read again after the snapshot: the snapshot must not
@@ -1052,8 +1441,18 @@ static int check_row(size_t i)
     }
     row_arm(&x, row);
 
+    const char *av[sizeof row->argv / sizeof row->argv[0]];
+    static char av_buf[sizeof row->argv / sizeof row->argv[0]][PATH_MAX];
+    size_t n_av = 0;
+    for (; row->argv[n_av] != NULL; n_av++)
+        av[n_av] = subst(&x, row->argv[n_av], av_buf[n_av], sizeof av_buf[n_av]);
+    av[n_av] = NULL;
+    const int stdout_to = (row->flags & F_STDOUT_FULL) ? PROC_STDOUT_FULL
+                          : (row->flags & F_STDOUT_CLOSED) ? PROC_STDOUT_CLOSED : PROC_STDOUT_PIPE;
+    const int passed_over = (row->flags & F_PASSED_OVER) != 0;
+    const int want = passed_over ? 0 : (row->flags & F_EXIT1) ? 1 : 2;
     proc_res r;
-    cli_run(&r, x.dir, x.env, &x.opt, row->argv);
+    cli_run_to(&r, x.dir, x.env, &x.opt, stdout_to, av);
     row_disarm(&x);
 
     if (r.timed_out)
@@ -1065,19 +1464,24 @@ static int check_row(size_t i)
     else if (r.code == 127 && x.opt.as_nobody && geteuid() == 0)
         snprintf(why, sizeof why, "exit 127, want 2: the child could not start (chdir, or exec of %s as uid %d)",
                  proc_nobody_bin(g_bin), PROC_NOBODY);
-    else if (r.code != 2)
-        snprintf(why, sizeof why, "exit %d, want 2", r.code);
-    else if (r.err_len == 0 || r.err[r.err_len - 1] != '\n' || count_char(r.err, r.err_len, '\n') != 1)
+    else if (r.code != want)
+        snprintf(why, sizeof why, "exit %d, want %d", r.code, want);
+    else if (passed_over && r.err_len != 0)
+        snprintf(why, sizeof why, "stderr is not empty");
+    else if (!passed_over && (r.err_len == 0 || r.err[r.err_len - 1] != '\n' || count_char(r.err, r.err_len, '\n') != 1))
         snprintf(why, sizeof why, "stderr is not exactly one line (%zu newlines)",
                  count_char(r.err, r.err_len, '\n'));
     else if (memchr(r.err, '\r', r.err_len) != NULL)
         snprintf(why, sizeof why, "stderr has a carriage return (a progress line)");
     for (int k = 0; k < 3 && row->need[k] != NULL && !why[0]; k++) {
-        const char *need = strcmp(row->need[k], "@CKPT") == 0 ? x.ckpt : row->need[k];
-        if (strstr(r.err, need) == NULL)
-            snprintf(why, sizeof why, "stderr does not name '%.300s'", need);
+        char buf[PATH_MAX];
+        const char *need = subst(&x, row->need[k], buf, sizeof buf);
+        if (strstr(passed_over ? r.out : r.err, need) == NULL)
+            snprintf(why, sizeof why, "%s does not name '%.300s'", passed_over ? "stdout" : "stderr", need);
     }
-    for (size_t w = 0; w < sizeof SUCCESS_WORDS / sizeof SUCCESS_WORDS[0] && !why[0]; w++)
+    if (!why[0] && (row->flags & F_FATE))
+        check_fate(x.db, r.err, why, sizeof why);
+    for (size_t w = 0; w < sizeof SUCCESS_WORDS / sizeof SUCCESS_WORDS[0] && !why[0] && !passed_over; w++)
         if (strstr(r.out, SUCCESS_WORDS[w]) != NULL)
             snprintf(why, sizeof why, "stdout claims success ('%s')", SUCCESS_WORDS[w]);
 
@@ -1101,10 +1505,23 @@ static int check_row(size_t i)
                         "WHERE run > ?1 GROUP BY run) WHERE n <> m + 1", max_before) != 0)
             snprintf(why2, sizeof why2, "the run cut short by the full disk has a gap in its step rows");
     }
+    if (!why2[0] && passed_over) {
+        if (db_int(x.db, "SELECT count(*) FROM runs WHERE id = ?1 AND status = 'done'", max_before) != 1)
+            snprintf(why2, sizeof why2, "run B is not done after the resume that passed over its checkpoint");
+        else if (db_int(x.db, "SELECT count(*) - max(step) - 1 FROM steps WHERE run = ?1", max_before) != 0)
+            snprintf(why2, sizeof why2, "run B has a gap in its step rows");
+    }
+    if (!why2[0] && (row->flags & F_RESUMED_OK)) {
+        if (db_int(x.db, "SELECT count(*) FROM runs WHERE id = ?1 AND status = 'done'", max_before) != 0)
+            snprintf(why2, sizeof why2, "the run cut short by the full disk is recorded as done");
+        else if (db_int(x.db, "SELECT count(*) - max(step) - 1 FROM steps WHERE run = ?1", max_before) != 0)
+            snprintf(why2, sizeof why2, "the run cut short by the full disk has a gap in its step rows");
+    }
     if (!why2[0]) {
         /* Before the command every run had id <= max_before, so the bounded
          * snapshot after it compares the earlier runs' rows on their own. */
-        char *after = snapshot(x.db, (row->flags & F_NEW_RUN_OK) ? max_before : INT64_MAX, why2, sizeof why2);
+        char *after = snapshot(x.db, (row->flags & (F_RESUMED_OK | F_PASSED_OVER)) ? bound
+                               : (row->flags & F_NEW_RUN_OK) ? max_before : INT64_MAX, why2, sizeof why2);
         if (after != NULL && strcmp(after, before) != 0) {
             /* Name the first line that differs. */
             const char *a = after, *b = before;
@@ -1123,11 +1540,21 @@ static int check_row(size_t i)
         if (strcmp(ic, "ok") != 0)
             snprintf(why2, sizeof why2, "integrity_check: %s", ic);
     }
+    if (!why2[0]) {
+        char *ckpts_after = ckpt_files(x.db, bound);
+        if (strcmp(ckpts_after, ckpts_before) != 0)
+            snprintf(why2, sizeof why2, "a checkpoint file was lost or changed: before '%.150s', after '%.150s'",
+                     ckpts_before, ckpts_after);
+        free(ckpts_after);
+    }
     if (!why2[0] && keep_before != NULL) {
         size_t len;
+        struct stat sb;
         char *after = proc_read_file(keep_path, &len, 0);
-        if (after == NULL || len != keep_len || memcmp(after, keep_before, len) != 0)
+        if (after == NULL || (!(row->flags & F_KEEP_DB) && (len != keep_len || memcmp(after, keep_before, len) != 0)))
             snprintf(why2, sizeof why2, "%s was modified", row->keep);
+        else if (stat(keep_path, &sb) != 0 || sb.st_ino != keep_sb.st_ino || sb.st_dev != keep_sb.st_dev)
+            snprintf(why2, sizeof why2, "%s was replaced (another file now has its name)", row->keep);
         free(after);
         static const char *const sfx[] = { "-wal", "-shm", "-journal" };
         for (size_t s = 0; s < 3 && !why2[0]; s++) {
@@ -1159,6 +1586,7 @@ static int check_row(size_t i)
                     r.out, r.err);
     proc_res_free(&r);
     free(before);
+    free(ckpts_before);
     free(keep_before);
     free(x.env);
     if (ok)
@@ -1183,7 +1611,7 @@ static void test_table_covers_the_issue(void **state)
         if (!seen)
             fail_msg("no row runs `lockstep %s`", cmds[c]);
     }
-    static const int setups[] = { S_DATA, S_GOLDEN, S_CI, S_CKPT, S_RO_DIR, S_RO_FILE, S_FSIZE };
+    static const int setups[] = { S_DATA, S_GOLDEN, S_CI, S_CKPT, S_RO_DIR, S_RO_FILE, S_FSIZE, S_LINKS, S_NOSTEPS };
     for (size_t s = 0; s < sizeof setups / sizeof setups[0]; s++) {
         int seen = 0;
         for (size_t i = 0; i < N_BAD; i++)
@@ -1209,11 +1637,18 @@ static void test_bad_inputs(void **state)
         printf("badinput: export rows skipped (`lockstep export --help` exits non-zero)\n");
     if (!g.have_render)
         printf("badinput: render rows skipped (`lockstep render --help` exits non-zero)\n");
-    size_t run = 0, passed = 0;
+    size_t run = 0, passed = 0, pending = 0;
     char failed[4096] = "";
+    const int run_pending = getenv("BADINPUT_PENDING") != NULL;
     for (size_t i = 0; i < N_BAD; i++) {
         if (((BAD[i].flags & F_EXPORT) && !g.have_export) || ((BAD[i].flags & F_RENDER) && !g.have_render))
             continue;
+        if ((BAD[i].flags & F_PENDING) && !run_pending) {
+            printf("badinput: row %zu '%s' pending (a known defect outside tools/; BADINPUT_PENDING=1 runs it)\n",
+                   i, BAD[i].name);
+            pending++;
+            continue;
+        }
         run++;
         if (check_row(i)) {
             passed++;
@@ -1222,7 +1657,8 @@ static void test_bad_inputs(void **state)
             snprintf(failed + at, sizeof failed - at, "%s'%s'", at ? ", " : "", BAD[i].name);
         }
     }
-    printf("badinput: %zu/%zu rows exit 2 with one line, record intact (%.1f s)\n", passed, run, proc_now() - t0);
+    printf("badinput: %zu/%zu rows exit 2 (or 1 where not equal) with one line, record intact, %zu pending "
+           "(%.1f s)\n", passed, run, pending, proc_now() - t0);
     if (passed != run)
         fail_msg("%zu of %zu bad-input rows failed: %s", run - passed, run, failed);
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
 #include <zlib.h>
@@ -347,6 +348,20 @@ static void test_fashion_bad_inputs(void **state)
     tmpset_create(&t);
     unlink(t.path[3]);
     expect_fail(&t, 3, LS_EIO, "No such file or directory");
+    tmpset_destroy(&t);
+
+    /* not a regular file: a FIFO nobody writes (a plain open would block
+     * forever), a directory, a device that never ends; refused at once */
+    tmpset_create(&t);
+    unlink(t.path[2]);
+    assert_int_equal(mkfifo(t.path[2], 0644), 0);
+    expect_fail(&t, 2, LS_EIO, "is a FIFO, not a regular file");
+    unlink(t.path[2]);
+    assert_int_equal(mkdir(t.path[2], 0755), 0);
+    expect_fail(&t, 2, LS_EIO, "is a directory, not a regular file");
+    rmdir(t.path[2]);
+    assert_int_equal(symlink("/dev/zero", t.path[2]), 0);
+    expect_fail(&t, 2, LS_EIO, "is a device, not a regular file");
     tmpset_destroy(&t);
 
     /* truncated gzip: the trailer, or half the stream, cut off */

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../record/golden.h"
@@ -230,6 +231,37 @@ static void test_parse_example(void **state)
     golden_free(&g);
 }
 
+/* A file that went through a Windows checkout: every "\n" made "\r\n", or
+ * only some of them. It parses to exactly the rows and config of the file
+ * with '\n' (golden.h: "\r\n" counts as '\n'). */
+static void test_crlf(void **state)
+{
+    (void)state;
+    const size_t len = sizeof EXAMPLE - 1;
+    golden_file want, g;
+    ls_err err = {{0}};
+    assert_int_equal(parse_exact(EXAMPLE, len, &want, &err), LS_OK);
+    for (int every = 1; every <= 3; every++) {
+        /* every: CRLF on every line (1), every other line (2), every third (3). */
+        char *crlf = malloc(2 * len + 1);
+        assert_non_null(crlf);
+        size_t n = 0;
+        int line = 0;
+        for (size_t i = 0; i < len; i++) {
+            if (EXAMPLE[i] == '\n' && line++ % every == 0)
+                crlf[n++] = '\r';
+            crlf[n++] = EXAMPLE[i];
+        }
+        assert_int_equal(parse_exact(crlf, n, &g, &err), LS_OK);
+        assert_string_equal(g.config_text, want.config_text);
+        assert_int_equal(g.n_steps, want.n_steps);
+        assert_memory_equal(g.steps, want.steps, want.n_steps * sizeof *want.steps);
+        golden_free(&g);
+        free(crlf);
+    }
+    golden_free(&want);
+}
+
 #define HDR "# lockstep golden v1\n# config\nbatch=20\n# steps: step loss_bits loss param_hash traj_hash\n"
 #define ROW0 "0 - - 1f2e3d4c5b6a7988 0011223344556677\n"
 #define ROW1 "1 3ff0000000000000 1 8899aabbccddeeff 0123456789abcdef\n"
@@ -256,7 +288,10 @@ static void test_malformed(void **state)
         {"# lockstep golden v1\n# config\nseed=1\nbatch=20\n", 4, "sorted"},
         {"# lockstep golden v1\n# config\nbatch=1\nbatch=2\n", 4, "unique"},
         {"# lockstep golden v1\n# config\n# steps: step loss\n", 3, "key=value"},
-        {"# lockstep golden v1\n# config\nbatch=20\r\n", 3, "byte 0x0d"},
+        {"# lockstep golden v1\n# config\nbatch=2\r0\n", 3, "byte 0x0d at column 8"},
+        {"# lockstep golden v1\n# config\nbatch=20\r\r\n", 3, "byte 0x0d at column 9"},
+        {"# lockstep golden v1\r\n# config\r\nbatch=20\r\n", 4, "unexpected end of file"},
+        {"\r\n", 1, "not a lockstep golden file"},
         {"# lockstep golden v1\n# config\nbat\0h=20\n", 3, "byte 0x00"},
         {HDR, 5, "no step rows"},
         {HDR "1 3ff0000000000000 1 8899aabbccddeeff 0123456789abcdef\n", 5, "expected 0"},
@@ -283,6 +318,7 @@ static void test_malformed(void **state)
         {HDR ROW0 "\n", 6, "fields"},
         {HDR ROW0 "# end\n", 6, "fields"},
         {HDR ROW0 ROW1 "2 3ff0000000000000 1 8899aabbccddeeff 0123456789abcdef", 7, "missing newline"},
+        {HDR ROW0 ROW1 "2 3ff0000000000000 1 8899aabbccddeeff 0123456789abcdef\r", 7, "missing newline"},
         {HDR ROW0 "1 3ff0000000000000 1.0000000000000000000000000000000000000000000000000000000000000000000000"
                   " 8899aabbccddeeff 0123456789abcdef\n", 6, "characters long"},
         {HDR ROW0 "1 3ff0000000000000 \xc3\xa9 8899aabbccddeeff 0123456789abcdef\n", 6, "byte 0xc3"},
@@ -459,6 +495,20 @@ static void test_save_read(void **state)
     assert_int_equal(golden_save(tmp, CONFIG, steps, 40, &err), LS_EIO);
     assert_non_null(strstr(err.msg, "no/such/dir.golden"));
 
+    /* Not a regular file: refused at once, naming it (a FIFO without a
+     * writer would block a plain open forever). */
+    char fifo[300];
+    snprintf(fifo, sizeof fifo, "%s/fifo.golden", dir);
+    assert_int_equal(mkfifo(fifo, 0644), 0);
+    assert_int_equal(golden_read(fifo, &g, &err), LS_EIO);
+    assert_non_null(strstr(err.msg, fifo));
+    assert_non_null(strstr(err.msg, "FIFO"));
+    unlink(fifo);
+    assert_int_equal(golden_read(dir, &g, &err), LS_EIO);
+    assert_non_null(strstr(err.msg, "directory"));
+    assert_int_equal(golden_read("/dev/null", &g, &err), LS_EIO);
+    assert_non_null(strstr(err.msg, "device"));
+
     unlink(path);
     rmdir(dir);
     free(steps);
@@ -470,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_format_known),
         cmocka_unit_test(test_parse_example),
+        cmocka_unit_test(test_crlf),
         cmocka_unit_test(test_malformed),
         cmocka_unit_test(test_prefixes_and_mutations),
         cmocka_unit_test(test_write_refuses),

@@ -2,6 +2,7 @@
 #include "tools.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -89,7 +90,7 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
      * own grid, rollout length and batch). */
     const char *task = "fashion-mnist", *model = NULL;
     int async = 0;
-    for (int i = 0; i < argc; i++) {
+    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++) {
         const char *s = argv[i];
         if (strncmp(s, "--task", 6) == 0 && (s[6] == '\0' || s[6] == '='))
             task = s[6] == '=' ? s + 7 : (i + 1 < argc ? argv[i + 1] : "");
@@ -105,8 +106,19 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
             return st;
     }
 
+    int only_positional = 0;   /* after "--": a name like "-odd" is a name */
     for (int i = 0; i < argc; i++) {
         char *s = argv[i];
+        if (!only_positional && strcmp(s, "--") == 0) {
+            only_positional = 1;
+            continue;
+        }
+        if (only_positional) {
+            if (a->n_positional >= max_positional)
+                return ls_fail(err, LS_EINVAL, "'%s': unexpected argument", s);
+            a->positional[a->n_positional++] = s;
+            continue;
+        }
         if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
             a->help = 1;
             continue;
@@ -175,7 +187,7 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
         } else if (strcmp(name, "--reps") == 0 && (accept & CLI_REPS)) {
             if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
                 return st;
-            if ((st = parse_int("--reps", v, 1, 1000, &n, err)) != LS_OK)
+            if ((st = parse_int("--reps", v, 1, CLI_MAX_REPS, &n, err)) != LS_OK)
                 return st;
             a->reps = (int)n;
         } else if ((accept & CLI_CONFIG) && config_has_key(&a->cfg, name + 2) &&
@@ -187,6 +199,9 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
                 return st;
             if ((st = config_set(&a->cfg, name + 2, v, 1, err)) != LS_OK)
                 return st;
+        } else if ((accept & CLI_CONFIG) && !config_key_is_internal(name + 2)) {
+            /* config_set says whose setting it is when another model or task has it. */
+            return config_set(&a->cfg, name + 2, "", 1, err);
         } else {
             return ls_fail(err, LS_EINVAL, "%s: unknown flag", name);
         }
@@ -196,13 +211,19 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
             a->steps = config_default_steps(&a->cfg);
         if ((st = config_validate(&a->cfg, err)) != LS_OK)
             return st;
+        /* A task's sources are recorded with the run so that resume and
+         * export find the data again from any directory: as absolute paths
+         * when they name existing files (others are left for the task to
+         * name in its error). */
+        for (size_t k = 0; a->cfg.task_desc != NULL && k < a->cfg.task_desc->n_sources; k++) {
+            char abs[PATH_MAX];
+            const char *v = a->cfg.src[k];
+            if (v[0] != '\0' && v[0] != '/' && realpath(v, abs) != NULL && strlen(abs) < sizeof a->cfg.src[k])
+                memcpy(a->cfg.src[k], abs, strlen(abs) + 1);
+        }
     }
     if (!isatty(STDERR_FILENO))
         a->progress = 0;
     return LS_OK;
 }
 
-ls_status cli_open_db(const char *path, runlog **db, ls_err *err)
-{
-    return runlog_open(db, path, err);
-}

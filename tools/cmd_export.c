@@ -74,7 +74,8 @@ int cli_open_run(const char *cmd, const char *db_path, const char *id_or_name, r
     return EXIT_OK;
 }
 
-ls_status cli_out_open(cli_out *o, const char *path, ls_err *err)
+ls_status cli_out_open(cli_out *o, const char *label, const char *path, const char *db_path, runlog *db,
+                       ls_err *err)
 {
     memset(o, 0, sizeof *o);
     if (path == NULL || strcmp(path, "-") == 0) {
@@ -82,25 +83,42 @@ ls_status cli_out_open(cli_out *o, const char *path, ls_err *err)
         o->to_stdout = 1;
         return LS_OK;
     }
+    ls_status st = cli_guard_output(label, path, db_path, db, err);
+    if (st != LS_OK)
+        return st;
     struct stat sb, lsb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return ls_fail(err, LS_EIO, "%s: is a directory", path);
-    /* A device, a pipe or a symbolic link is written in place: renaming a
-     * file over it would replace it (think of /dev/null). */
-    if ((stat(path, &sb) == 0 && !S_ISREG(sb.st_mode)) || (lstat(path, &lsb) == 0 && S_ISLNK(lsb.st_mode))) {
+    const int exists = stat(path, &sb) == 0;
+    if (exists && S_ISDIR(sb.st_mode))
+        return ls_fail(err, LS_EIO, "%s %s: is a directory", label, path);
+    /* A device or a pipe is written in place: renaming a file over it would
+     * replace it (think of /dev/null). So is a dangling symbolic link: the
+     * write creates the file it names, as the user asked. */
+    const int link = lstat(path, &lsb) == 0 && S_ISLNK(lsb.st_mode);
+    if ((exists && !S_ISREG(sb.st_mode)) || (link && !exists)) {
         if ((o->f = fopen(path, "wb")) == NULL)
-            return ls_fail(err, LS_EIO, "%s: cannot write: %s", path, strerror(errno));
+            return ls_fail(err, LS_EIO, "%s %s: cannot write: %s", label, path, strerror(errno));
         o->in_place = 1;
         snprintf(o->path, sizeof o->path, "%s", path);
         return LS_OK;
     }
-    int w = snprintf(o->path, sizeof o->path, "%s", path);
-    int wt = snprintf(o->tmp, sizeof o->tmp, "%s.tmp-XXXXXX", path);
+    /* A symbolic link keeps pointing where it did: the temporary file and
+     * the rename go to the file it points to, so a failed command never
+     * leaves a truncated file behind the link either. */
+    const char *target = path;
+    char *resolved = NULL;
+    if (link) {
+        if ((resolved = realpath(path, NULL)) == NULL)
+            return ls_fail(err, LS_EIO, "%s %s: cannot resolve the symbolic link: %s", label, path, strerror(errno));
+        target = resolved;
+    }
+    int w = snprintf(o->path, sizeof o->path, "%s", target);
+    int wt = snprintf(o->tmp, sizeof o->tmp, "%s.tmp-XXXXXX", target);
+    free(resolved);
     if (w < 0 || (size_t)w >= sizeof o->path || wt < 0 || (size_t)wt >= sizeof o->tmp)
-        return ls_fail(err, LS_EINVAL, "%.60s...: the path is too long", path);
+        return ls_fail(err, LS_EINVAL, "%s %.60s...: the path is too long", label, path);
     int fd = mkstemp(o->tmp);
     if (fd < 0)
-        return ls_fail(err, LS_EIO, "%s: cannot write: %s", path, strerror(errno));
+        return ls_fail(err, LS_EIO, "%s %s: cannot write: %s", label, path, strerror(errno));
     /* mkstemp makes the file 0600; give it what a plain fopen would. */
     mode_t mask = umask(0);
     umask(mask);
@@ -108,7 +126,7 @@ ls_status cli_out_open(cli_out *o, const char *path, ls_err *err)
         int e = errno;
         close(fd);
         unlink(o->tmp);
-        return ls_fail(err, LS_EIO, "%s: cannot write: %s", path, strerror(e));
+        return ls_fail(err, LS_EIO, "%s %s: cannot write: %s", label, path, strerror(e));
     }
     return LS_OK;
 }
@@ -1072,6 +1090,16 @@ static ls_status export_flags(int argc, char **argv, char **rest, int *n_rest, e
     ef->split = EXPORT_SPLIT_DEFAULT;
     for (int i = 0; i < argc; i++) {
         const char **out = &ef->out;
+        if (strcmp(argv[i], "--") == 0) {
+            /* The end of the flags: the rest (a run named "-x") goes to
+             * cli_parse with the "--", which treats it as positional. */
+            for (; i < argc; i++) {
+                if (*n_rest >= 64)
+                    return ls_fail(err, LS_EINVAL, "too many arguments");
+                rest[(*n_rest)++] = argv[i];
+            }
+            break;
+        }
         if (strcmp(argv[i], "--circuit") == 0) {
             ef->circuit = 1;
         } else if (strcmp(argv[i], "--netlist") == 0) {
@@ -1130,6 +1158,14 @@ int cmd_export(int argc, char **argv)
     int code = cli_open_run("export", a.db, a.positional[0], &db, &run);
     if (code != EXIT_OK)
         return code;
+    /* The output is checked against the record first of all: a path that
+     * would replace the database is refused whatever else is wrong. */
+    if ((st = cli_guard_output("-o", out_path, a.db, db, &err)) != LS_OK) {
+        cli_error("export", &err, st);
+        runlog_run_free(&run);
+        runlog_close(db);
+        return EXIT_USAGE;
+    }
     const int ca = strcmp(run.model, "logic-ca") == 0;
     if (!ca && strcmp(run.model, "logic") != 0) {
         fprintf(stderr, "lockstep export: run %lld '%s' (model %s) has no hard circuit (logic and "
@@ -1139,7 +1175,7 @@ int cmd_export(int argc, char **argv)
         return EXIT_USAGE;
     }
     cli_out out;
-    if ((st = cli_out_open(&out, out_path, &err)) != LS_OK) {
+    if ((st = cli_out_open(&out, "-o", out_path, a.db, db, &err)) != LS_OK) {
         cli_error("export", &err, st);
         runlog_run_free(&run);
         runlog_close(db);

@@ -1,9 +1,12 @@
 /* cmd_golden.c — `lockstep golden check|update`: reference runs pinned as text. */
 #include "tools.h"
 
+#include <errno.h>
 #include <glob.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "../engine/train.h"
 #include "../record/golden.h"
@@ -12,14 +15,18 @@ static const int CHECK_THREADS[] = { 1, 2, 3, 8 };
 
 static void golden_usage(void)
 {
-    puts("usage: lockstep golden check [FILE...]\n"
-         "       lockstep golden update [FILE...]\n"
-         "       lockstep golden update FILE --steps N [train flags]   (create FILE from flags)\n"
-         "check re-runs each golden file's config at 1, 2, 3 and 8 threads and compares every step\n"
-         "(loss bits, parameter hash, trajectory hash). Default files: golden/*.golden.\n"
-         "update rewrites files from their own config (refused when CI is set); every change to a\n"
-         "golden file needs a line in golden/CHANGES saying what changed and why.\n"
-         "exit status: 0 all match, 1 a file differs, 2 a file is missing or unparseable");
+    printf("usage: lockstep golden check [FILE...]\n"
+           "       lockstep golden update [FILE...]\n"
+           "       lockstep golden update FILE --steps N [train flags]   (create FILE from flags)\n"
+           "check re-runs each golden file's config at 1, 2, 3 and 8 threads and compares every step\n"
+           "(loss bits, parameter hash, trajectory hash). Default files: golden/*.golden.\n"
+           "update rewrites files from their own config (refused when CI is set); every change to a\n"
+           "golden file needs a line in golden/CHANGES saying what changed and why.\n"
+           "A golden file pins seconds of training: at most %d steps (--steps 1..%d). Every file is\n"
+           "read and checked before any is run or written; update never writes over a database, a\n"
+           "checkpoint or anything that is not a golden file. \"--\" ends the flags.\n"
+           "exit status: 0 all match, 1 a file differs, 2 a file is missing or unparseable,\n"
+           "130 interrupted\n", GOLDEN_MAX_STEPS, GOLDEN_MAX_STEPS);
 }
 
 /* Line number (1-based) of step row i in a golden file with this config. */
@@ -37,49 +44,82 @@ static int same_row(const ls_step *a, const ls_step *b)
            && a->param_hash == b->param_hash && a->traj_hash == b->traj_hash;
 }
 
-/* Returns an exit code: 0 match, 1 differ, 2 bad file. */
-static int check_one(const char *path)
+/* One golden file, read and parsed before anything runs. */
+typedef struct {
+    const char *path;
+    golden_file g;
+    ls_config cfg;
+} golden_job;
+
+/* Reads, parses and bounds path into *j (golden_free(&j->g) it); prints one
+ * line and returns 0 when it is unusable. */
+static int load_job(const char *path, golden_job *j)
 {
     ls_err err = { "" };
-    golden_file g = { 0 };
-    ls_status st = golden_read(path, &g, &err);
-    ls_config cfg;
+    memset(j, 0, sizeof *j);
+    j->path = path;
+    ls_status st = golden_read(path, &j->g, &err);
+    if (st == LS_OK && j->g.n_steps - 1 > GOLDEN_MAX_STEPS)
+        st = ls_fail(&err, LS_EINVAL, "%s: %zu steps; a golden file holds at most %d (seconds of training)", path,
+                     j->g.n_steps - 1, GOLDEN_MAX_STEPS);
     if (st == LS_OK)
-        st = config_parse_text(&cfg, g.config_text, path, &err);
+        st = config_parse_text(&j->cfg, j->g.config_text, path, &err);
     if (st != LS_OK) {
         cli_error("golden", &err, st);
-        golden_free(&g);
-        return EXIT_USAGE;
+        golden_free(&j->g);
+        return 0;
     }
+    return 1;
+}
+
+/* The one line for a run that stopped: interrupted (130) or failed. */
+static int run_failed(const char *path, ls_status st, const ls_err *err)
+{
+    if (st == LS_EINTR) {
+        fprintf(stderr, "lockstep golden: %s: interrupted\n", path);
+        return EXIT_INTERRUPTED;
+    }
+    cli_error("golden", err, st);
+    return cli_exit_code(st) == EXIT_DIFFER ? EXIT_DIFFER : EXIT_USAGE;
+}
+
+/* Returns an exit code: 0 match, 1 differ, 2 bad file, 130 interrupted. */
+static int check_one(golden_job *j)
+{
+    ls_err err = { "" };
+    const golden_file *g = &j->g;
+    const char *path = j->path;
     ls_dataset *data = NULL;
-    if ((st = trainer_load_data(&cfg, &data, &err)) != LS_OK) {
-        cli_error("golden", &err, st);
-        golden_free(&g);
+    ls_status st = trainer_load_data(&j->cfg, &data, &err);
+    if (st != LS_OK)
+        return run_failed(path, run_interrupted ? LS_EINTR : st, &err);
+    int64_t steps = (int64_t)g->n_steps - 1;
+    ls_step *rows = calloc(g->n_steps, sizeof *rows);
+    if (rows == NULL) {
+        dataset_destroy(data);
+        fprintf(stderr, "lockstep golden: %s: out of memory for %zu step rows\n", path, g->n_steps);
         return EXIT_USAGE;
     }
-    int64_t steps = (int64_t)g.n_steps - 1;
-    ls_step *rows = calloc(g.n_steps, sizeof *rows);
     int rc = EXIT_OK;
     char threads_done[64] = "";
     for (size_t ti = 0; ti < sizeof CHECK_THREADS / sizeof CHECK_THREADS[0] && rc == EXIT_OK; ti++) {
         int threads = CHECK_THREADS[ti];
-        run_opts o = { .cfg = cfg, .threads = threads, .steps = steps, .data = data, .rows = rows };
+        run_opts o = { .cfg = j->cfg, .threads = threads, .steps = steps, .data = data, .rows = rows };
         run_result r;
         st = run_train(&o, &r, &err);
         if (st != LS_OK && st != LS_EDIVERGED) {
-            cli_error("golden", &err, st);
-            rc = cli_exit_code(st) == EXIT_DIFFER ? EXIT_DIFFER : EXIT_USAGE;
+            rc = run_failed(path, st, &err);
             break;
         }
-        for (size_t i = 0; i < g.n_steps; i++) {
-            if (i > (size_t)r.steps_done || !same_row(&rows[i], &g.steps[i])) {
+        for (size_t i = 0; i < g->n_steps; i++) {
+            if (i > (size_t)r.steps_done || !same_row(&rows[i], &g->steps[i])) {
                 char want[160], got[160] = "(no such step: the run stopped early)";
-                golden_format_step(&g.steps[i], want, sizeof want);
+                golden_format_step(&g->steps[i], want, sizeof want);
                 if (i <= (size_t)r.steps_done)
                     golden_format_step(&rows[i], got, sizeof got);
                 printf("golden: %s:%zu differs at %d thread%s (step %zu)\n  expected %s\n  got      %s\n"
                        "  if the change is intended: lockstep golden update %s, and say why in golden/CHANGES\n",
-                       path, row_line(g.config_text, i), threads, threads > 1 ? "s" : "", i, want, got, path);
+                       path, row_line(g->config_text, i), threads, threads > 1 ? "s" : "", i, want, got, path);
                 rc = EXIT_DIFFER;
                 break;
             }
@@ -91,29 +131,87 @@ static int check_one(const char *path)
         printf("golden: %s matches (%lld steps at threads %s)\n", path, (long long)steps, threads_done);
     free(rows);
     dataset_destroy(data);
-    golden_free(&g);
     return rc;
 }
 
-static int write_golden(const char *path, ls_config *cfg, int64_t steps)
+/* Where a golden file may be written: not over a file of the default
+ * record (runs.db here) nor any database, log or checkpoint
+ * (cli_guard_output), not over anything that is not a regular file, not
+ * over a regular file that is not a golden file, and into a directory that
+ * exists and is writable. Checked before any training; one line and 0 when
+ * refused. */
+static int writable_golden(const char *path)
 {
     ls_err err = { "" };
+    ls_status st = cli_guard_output("golden file", path, "runs.db", NULL, &err);
+    if (st == LS_OK)
+        st = cli_check_regular("golden file", path, &err);
+    struct stat sb;
+    if (st == LS_OK && stat(path, &sb) == 0 && sb.st_size > 0) {
+        /* Only a golden file is replaced: anything else was not made here. */
+        static const char magic[] = "# lockstep golden v";
+        char head[sizeof magic - 1];
+        FILE *f = fopen(path, "rb");
+        size_t n = f != NULL ? fread(head, 1, sizeof head, f) : 0;
+        if (f != NULL)
+            fclose(f);
+        if (n != sizeof head || memcmp(head, magic, sizeof head) != 0)
+            st = ls_fail(&err, LS_EINVAL, "golden file %s: exists and is not a golden file; refusing to replace "
+                         "it", path);
+    }
+    if (st == LS_OK) {
+        char dir[4096];
+        const char *slash = strrchr(path, '/');
+        if (slash == NULL)
+            snprintf(dir, sizeof dir, ".");
+        else
+            snprintf(dir, sizeof dir, "%.*s", slash == path ? 1 : (int)(slash - path), path);
+        if (access(dir, W_OK | X_OK) != 0)
+            st = ls_fail(&err, LS_EIO, "golden file %s: cannot write in %s: %s", path, dir, strerror(errno));
+    }
+    if (st != LS_OK) {
+        cli_error("golden", &err, st);
+        return 0;
+    }
+    return 1;
+}
+
+/* The rows of a golden file: cfg trained at one thread for steps steps.
+ * *text gets the config with the data hash filled in. Exit code. */
+static int train_golden(const char *path, ls_config *cfg, int64_t steps, ls_step **rows_out,
+                        char text[CONFIG_TEXT_MAX])
+{
+    ls_err err = { "" };
+    *rows_out = NULL;
     ls_step *rows = calloc((size_t)steps + 1, sizeof *rows);
+    if (rows == NULL) {
+        fprintf(stderr, "lockstep golden: %s: out of memory for %lld step rows\n", path, (long long)steps + 1);
+        return EXIT_USAGE;
+    }
     run_opts o = { .cfg = *cfg, .threads = 1, .steps = steps, .rows = rows };
     run_result r;
     ls_status st = run_train(&o, &r, &err);
-    if (st == LS_OK) {
-        char text[CONFIG_TEXT_MAX];
-        ls_config done = o.cfg;
-        /* The trainer fills in the data hash; take it from the run's own config. */
-        ls_dataset *d = NULL;
-        if (done.data_hash == 0 && trainer_load_data(&done, &d, &err) == LS_OK && d != NULL)
-            done.data_hash = d->hash;   /* tasks that generate their samples have none */
-        dataset_destroy(d);
-        config_text(&done, text, sizeof text);
-        st = golden_save(path, text, rows, (size_t)steps + 1, &err);
+    if (st == LS_OK && r.steps_done != steps)
+        st = ls_fail(&err, LS_EINTR, "stopped at step %lld of %lld", (long long)r.steps_done, (long long)steps);
+    if (st != LS_OK) {
+        free(rows);
+        return run_failed(path, st, &err);
     }
-    free(rows);
+    ls_config done = o.cfg;
+    /* The trainer fills in the data hash; take it from the run's own config. */
+    ls_dataset *d = NULL;
+    if (done.data_hash == 0 && trainer_load_data(&done, &d, &err) == LS_OK && d != NULL)
+        done.data_hash = d->hash;   /* tasks that generate their samples have none */
+    dataset_destroy(d);
+    config_text(&done, text, CONFIG_TEXT_MAX);
+    *rows_out = rows;
+    return EXIT_OK;
+}
+
+static int save_golden(const char *path, const char *text, const ls_step *rows, int64_t steps)
+{
+    ls_err err = { "" };
+    ls_status st = golden_save(path, text, rows, (size_t)steps + 1, &err);
     if (st != LS_OK) {
         cli_error("golden", &err, st);
         return cli_exit_code(st);
@@ -122,22 +220,31 @@ static int write_golden(const char *path, ls_config *cfg, int64_t steps)
     return EXIT_OK;
 }
 
-static int update_from_file(const char *path)
+/* update FILE...: every file read and checked, then every one trained, and
+ * only then any written, so a bad file or a failed run changes none. */
+static int update_files(golden_job *jobs, int n)
 {
-    ls_err err = { "" };
-    golden_file g = { 0 };
-    ls_config cfg;
-    ls_status st = golden_read(path, &g, &err);
-    if (st == LS_OK)
-        st = config_parse_text(&cfg, g.config_text, path, &err);
-    int64_t steps = (int64_t)g.n_steps - 1;
-    golden_free(&g);
-    if (st != LS_OK) {
-        cli_error("golden", &err, st);
-        return EXIT_USAGE;
+    for (int i = 0; i < n; i++)
+        if (!writable_golden(jobs[i].path))
+            return EXIT_USAGE;
+    ls_step **rows = calloc((size_t)n, sizeof *rows);
+    char (*texts)[CONFIG_TEXT_MAX] = calloc((size_t)n, sizeof *texts);
+    int rc = EXIT_OK;
+    if (rows == NULL || texts == NULL) {
+        fprintf(stderr, "lockstep golden: out of memory for %d files\n", n);
+        rc = EXIT_USAGE;
     }
-    cfg.data_hash = 0;   /* re-read from the data as it is now */
-    return write_golden(path, &cfg, steps);
+    for (int i = 0; i < n && rc == EXIT_OK; i++) {
+        jobs[i].cfg.data_hash = 0;   /* re-read from the data as it is now */
+        rc = train_golden(jobs[i].path, &jobs[i].cfg, (int64_t)jobs[i].g.n_steps - 1, &rows[i], texts[i]);
+    }
+    for (int i = 0; i < n && rc == EXIT_OK; i++)
+        rc = save_golden(jobs[i].path, texts[i], rows[i], (int64_t)jobs[i].g.n_steps - 1);
+    for (int i = 0; rows != NULL && i < n; i++)
+        free(rows[i]);
+    free(rows);
+    free(texts);
+    return rc;
 }
 
 int cmd_golden(int argc, char **argv)
@@ -157,7 +264,11 @@ int cmd_golden(int argc, char **argv)
     }
     argc--;
     argv++;
-    for (int i = 0; i < argc; i++)
+    /* Flags end at "--": what follows is a file name, whatever it looks like. */
+    int n_flags_part = 0;
+    while (n_flags_part < argc && strcmp(argv[n_flags_part], "--") != 0)
+        n_flags_part++;
+    for (int i = 0; i < n_flags_part; i++)
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             golden_usage();
             return EXIT_OK;
@@ -167,45 +278,94 @@ int cmd_golden(int argc, char **argv)
         fprintf(stderr, "lockstep golden: update refuses to run when CI is set\n");
         return EXIT_USAGE;
     }
+    run_install_signals();
     int has_flags = 0;
-    for (int i = 0; i < argc; i++)
-        has_flags |= strncmp(argv[i], "--", 2) == 0;
+    for (int i = 0; i < n_flags_part; i++)
+        has_flags |= argv[i][0] == '-' && argv[i][1] != '\0';
     if (update && has_flags) {
         cli_args a;
         ls_err err = { "" };
         ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_STEPS_FLAG, 1, &a, &err);
         if (st == LS_OK && a.n_positional != 1)
             st = ls_fail(&err, LS_EINVAL, "update with flags needs exactly one FILE");
+        /* Bounded here, where the value is read: a golden file is checked at
+         * four thread counts by every `make test`. */
+        if (st == LS_OK && a.steps > GOLDEN_MAX_STEPS)
+            st = ls_fail(&err, LS_EINVAL, "--steps: %lld is out of range (1..%d): a golden file pins seconds of "
+                         "training", (long long)a.steps, GOLDEN_MAX_STEPS);
         if (st != LS_OK) {
             cli_error("golden", &err, st);
             return EXIT_USAGE;
         }
-        return write_golden(a.positional[0], &a.cfg, a.steps);
+        if (!writable_golden(a.positional[0]))
+            return EXIT_USAGE;
+        ls_step *rows = NULL;
+        char text[CONFIG_TEXT_MAX];
+        int rc = train_golden(a.positional[0], &a.cfg, a.steps, &rows, text);
+        if (rc == EXIT_OK)
+            rc = save_golden(a.positional[0], text, rows, a.steps);
+        free(rows);
+        return rc;
     }
-    for (int i = 0; i < argc; i++)
-        if (argv[i][0] == '-') {
+    for (int i = 0; i < n_flags_part; i++)
+        if (argv[i][0] == '-' && argv[i][1] != '\0') {
             fprintf(stderr, "lockstep golden: %s: unknown flag\n", argv[i]);
             return EXIT_USAGE;
         }
+    /* The file names: everything but the "--". */
+    char **files = argv;
+    int n_files = argc;
     glob_t gl = { 0 };
-    if (argc == 0) {
+    char **named = NULL;
+    if (n_flags_part < argc) {
+        named = calloc((size_t)argc, sizeof *named);
+        if (named == NULL) {
+            fputs("lockstep golden: out of memory\n", stderr);
+            return EXIT_USAGE;
+        }
+        n_files = 0;
+        for (int i = 0; i < argc; i++)
+            if (i != n_flags_part)
+                named[n_files++] = argv[i];
+        files = named;
+    }
+    if (n_files == 0) {
         const char *root = getenv("LOCKSTEP_ROOT");
         char pattern[4096];
         snprintf(pattern, sizeof pattern, "%s%sgolden/*.golden", root ? root : "", root ? "/" : "");
         if (glob(pattern, 0, NULL, &gl) != 0 || gl.gl_pathc == 0) {
             fprintf(stderr, "lockstep golden: no golden files match %s\n", pattern);
             globfree(&gl);
+            free(named);
             return EXIT_USAGE;
         }
-        argc = (int)gl.gl_pathc;
-        argv = gl.gl_pathv;
+        n_files = (int)gl.gl_pathc;
+        files = gl.gl_pathv;
     }
-    int rc = EXIT_OK;
-    for (int i = 0; i < argc; i++) {
-        int r = update ? update_from_file(argv[i]) : check_one(argv[i]);
-        if (r == EXIT_USAGE || (r == EXIT_DIFFER && rc == EXIT_OK))
-            rc = r;
+    /* Every file read and parsed before any is run: a bad last file costs
+     * nothing and changes nothing. */
+    golden_job *jobs = calloc((size_t)n_files, sizeof *jobs);
+    int rc = EXIT_OK, loaded = 0;
+    if (jobs == NULL) {
+        fputs("lockstep golden: out of memory\n", stderr);
+        rc = EXIT_USAGE;
     }
+    for (; rc == EXIT_OK && loaded < n_files; loaded++)
+        if (!load_job(files[loaded], &jobs[loaded]))
+            rc = EXIT_USAGE;
+    if (rc == EXIT_OK && update) {
+        rc = update_files(jobs, n_files);
+    } else if (rc == EXIT_OK) {
+        for (int i = 0; i < n_files && rc != EXIT_INTERRUPTED && rc != EXIT_USAGE; i++) {
+            int r = check_one(&jobs[i]);
+            if (r == EXIT_USAGE || r == EXIT_INTERRUPTED || (r == EXIT_DIFFER && rc == EXIT_OK))
+                rc = r;
+        }
+    }
+    for (int i = 0; jobs != NULL && i < loaded; i++)
+        golden_free(&jobs[i].g);
+    free(jobs);
     globfree(&gl);
+    free(named);
     return rc;
 }

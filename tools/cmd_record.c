@@ -1,6 +1,7 @@
 /* cmd_record.c — `lockstep runs`, `lockstep show`, `lockstep verify`. */
 #include "tools.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -64,14 +65,19 @@ int cmd_show(int argc, char **argv)
     int show_steps = 0;
     /* --steps is a switch here, not a count. */
     char *args[64];
-    int n_args = 0;
-    for (int i = 0; i < argc && n_args < 64; i++) {
-        if (strcmp(argv[i], "--steps") == 0)
+    int n_args = 0, ended = 0;
+    ls_status st = LS_OK;
+    for (int i = 0; i < argc && st == LS_OK; i++) {
+        ended |= strcmp(argv[i], "--") == 0;   /* after "--", "--steps" is a run's name */
+        if (!ended && strcmp(argv[i], "--steps") == 0)
             show_steps = 1;
+        else if (n_args == 64)
+            st = ls_fail(&err, LS_EINVAL, "too many arguments");
         else
             args[n_args++] = argv[i];
     }
-    ls_status st = cli_parse(n_args, args, CLI_DB, 1, &a, &err);
+    if (st == LS_OK)
+        st = cli_parse(n_args, args, CLI_DB, 1, &a, &err);
     if (st == LS_OK && !a.help && a.n_positional != 1)
         st = ls_fail(&err, LS_EINVAL, "needs one RUN (an id or a name)");
     if (st != LS_OK) {
@@ -142,15 +148,33 @@ int cmd_show(int argc, char **argv)
     return st == LS_OK ? EXIT_OK : EXIT_USAGE;
 }
 
+/* The row of step `step` in rows[n] (in step order), or NULL. */
+static const ls_step *find_step(const ls_step *rows, size_t n, int64_t step)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (rows[mid].step < step)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && rows[lo].step == step ? &rows[lo] : NULL;
+}
+
 int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
 {
+    const char *cmd = strncmp(kind, "equiv", 5) == 0 ? "equiv" : "verify";
     ls_err err = { "" };
     runlog_run ra, rb;
     ls_step *sa = NULL, *sb = NULL;
     size_t na = 0, nb = 0;
-    if (runlog_get_run(db, a, &ra, &err) != LS_OK)
+    if (runlog_get_run(db, a, &ra, &err) != LS_OK) {
+        fprintf(stderr, "lockstep %s: %s\n", cmd, err.msg);
         return 2;
+    }
     if (runlog_get_run(db, b, &rb, &err) != LS_OK) {
+        fprintf(stderr, "lockstep %s: %s\n", cmd, err.msg);
         runlog_run_free(&ra);
         return 2;
     }
@@ -158,26 +182,67 @@ int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
     int rc = 2;
     if (runlog_read_steps(db, a, &sa, &na, &err) != LS_OK || runlog_read_steps(db, b, &sb, &nb, &err) != LS_OK
         || runlog_first_divergence(db, a, b, &first, &err) != LS_OK) {
-        fprintf(stderr, "lockstep verify: %s\n", err.msg);
+        fprintf(stderr, "lockstep %s: %s\n", cmd, err.msg);
         goto out;
     }
-    size_t common = na < nb ? na : nb;
+    /* The steps both runs have (rows come in step order). Equality is a
+     * claim about them, so runs with none in common are not equal: there is
+     * nothing to compare, and no verdict is stored. */
+    size_t common = 0;
+    int64_t lo = -1, hi = -1;
+    for (size_t i = 0, j = 0; i < na && j < nb;) {
+        if (sa[i].step < sb[j].step) {
+            i++;
+        } else if (sa[i].step > sb[j].step) {
+            j++;
+        } else {
+            if (common++ == 0)
+                lo = sa[i].step;
+            hi = sa[i].step;
+            i++;
+            j++;
+        }
+    }
+    if (common == 0) {
+        rc = 1;
+        if (na == 0 && nb == 0)
+            fprintf(stderr, "lockstep %s: runs %lld and %lld have no step rows: nothing to compare, so not equal\n",
+                    cmd, (long long)a, (long long)b);
+        else if (na == 0 || nb == 0)
+            fprintf(stderr, "lockstep %s: run %lld has no step rows: nothing to compare with run %lld, so not "
+                    "equal\n", cmd, (long long)(na == 0 ? a : b), (long long)(na == 0 ? b : a));
+        else
+            fprintf(stderr, "lockstep %s: runs %lld (steps %lld..%lld) and %lld (steps %lld..%lld) have no step in "
+                    "common: nothing to compare, so not equal\n", cmd, (long long)a, (long long)sa[0].step,
+                    (long long)sa[na - 1].step, (long long)b, (long long)sb[0].step, (long long)sb[nb - 1].step);
+        goto out;
+    }
+    char span[96];
+    if ((int64_t)common == hi - lo + 1)
+        snprintf(span, sizeof span, "steps %lld..%lld", (long long)lo, (long long)hi);
+    else
+        snprintf(span, sizeof span, "%zu common steps from %lld to %lld", common, (long long)lo, (long long)hi);
     if (!quiet && strcmp(ra.config_text, rb.config_text) != 0)
         printf("warning: runs %lld and %lld have different configs\n", (long long)a, (long long)b);
-    if (!quiet && na != nb)
-        printf("note: run %lld has %zu step rows, run %lld has %zu; comparing steps 0..%lld\n", (long long)a, na,
-               (long long)b, nb, (long long)common - 1);
+    if (!quiet && (na != nb || na != common))
+        printf("note: run %lld has %zu step rows, run %lld has %zu; comparing %s\n", (long long)a, na,
+               (long long)b, nb, span);
     char detail[512];
+    const ls_step *x = first >= 0 ? find_step(sa, na, first) : NULL, *y = first >= 0 ? find_step(sb, nb, first) : NULL;
+    if (first >= 0 && (x == NULL || y == NULL)) {
+        fprintf(stderr, "lockstep %s: the record names step %lld as the first difference, which the runs' rows do "
+                "not hold\n", cmd, (long long)first);
+        goto out;
+    }
     if (first < 0) {
         rc = 0;
-        snprintf(detail, sizeof detail, "identical over steps 0..%lld", (long long)common - 1);
+        const ls_step *last = find_step(sa, na, hi);
+        snprintf(detail, sizeof detail, "identical over %s", span);
         if (!quiet)
-            printf("runs %lld and %lld are bit-identical over steps 0..%lld (trajectory %016llx)\n", (long long)a,
-                   (long long)b, (long long)common - 1,
-                   (unsigned long long)(common > 0 ? sa[common - 1].traj_hash : 0));
+            printf("runs %lld and %lld are bit-identical over %s (trajectory %016llx)\n", (long long)a, (long long)b,
+                   span, (unsigned long long)(last != NULL ? last->traj_hash : 0));
     } else {
         rc = 1;
-        const ls_step *x = &sa[first], *y = &sb[first];
         char losses[256] = "";
         if (x->has_loss && y->has_loss)
             snprintf(losses, sizeof losses, "loss %.17g (%016llx) vs %.17g (%016llx)%s",
@@ -185,14 +250,23 @@ int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
                      hash_bits_to_double(y->loss_bits), (unsigned long long)y->loss_bits,
                      x->loss_bits == y->loss_bits ? " (equal)" : "");
         else
-            snprintf(losses, sizeof losses, "no loss at step 0");
+            snprintf(losses, sizeof losses, "no loss at step %lld", (long long)first);
         snprintf(detail, sizeof detail, "step %lld: %s; param hash %016llx vs %016llx", (long long)first, losses,
                  (unsigned long long)x->param_hash, (unsigned long long)y->param_hash);
         if (!quiet)
             printf("runs %lld and %lld differ first at %s\n", (long long)a, (long long)b, detail);
     }
-    if (runlog_verdict(db, kind, a, b, rc == 0, first, detail, &err) != LS_OK)
-        fprintf(stderr, "lockstep verify: %s\n", err.msg);
+    /* A verdict nobody could read is not stored: the printed line is what
+     * the command delivers, so a failed stdout fails the command first. */
+    if (!quiet && (fflush(stdout) != 0 || ferror(stdout))) {
+        fprintf(stderr, "lockstep %s: stdout: write failed: %s; no verdict stored\n", cmd, strerror(errno));
+        rc = 2;
+        goto out;
+    }
+    if (runlog_verdict(db, kind, a, b, rc == 0, first, detail, &err) != LS_OK) {
+        fprintf(stderr, "lockstep %s: %s\n", cmd, err.msg);
+        rc = 2;
+    }
 out:
     free(sa);
     free(sb);

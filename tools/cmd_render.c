@@ -118,6 +118,16 @@ static ls_status render_flags_parse(int argc, char **argv, char **rest, int *n_r
     for (int i = 0; i < argc; i++) {
         const char *s = argv[i], *eq = strchr(s, '=');
         const size_t nl = eq != NULL ? (size_t)(eq - s) : strlen(s);
+        if (strcmp(s, "--") == 0) {
+            /* The end of the flags: the rest (a run named "-x") goes to
+             * cli_parse with the "--", which treats it as positional. */
+            for (; i < argc; i++) {
+                if (*n_rest >= 64)
+                    return ls_fail(err, LS_EINVAL, "too many arguments");
+                rest[(*n_rest)++] = argv[i];
+            }
+            break;
+        }
         if (strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0 || strncmp(s, "--output=", 9) == 0) {
             const char *v = strncmp(s, "--output=", 9) == 0 ? s + 9 : i + 1 < argc ? argv[++i] : NULL;
             if (v == NULL || *v == '\0')
@@ -339,7 +349,10 @@ int cmd_render(int argc, char **argv)
     render_plan p;
     memset(&p, 0, sizeof p);
     ls_config cfg;
-    if (strcmp(run.model, "logic-ca") != 0)
+    /* The output is checked against the record first of all: a path that
+     * would replace the database is refused whatever else is wrong. */
+    st = cli_guard_output("-o", rf.out, a.db, db, &err);
+    if (st == LS_OK && strcmp(run.model, "logic-ca") != 0)
         st = ls_fail(&err, LS_EINVAL, "run %lld '%s' (model %s) is not a logic-ca run, which render draws",
                      (long long)run.id, run.name, run.model);
     /* The plan is checked against the recorded config before the (longer) restore. */
@@ -350,7 +363,7 @@ int cmd_render(int argc, char **argv)
     cli_out out;
     memset(&out, 0, sizeof out);
     if (st == LS_OK)
-        st = cli_out_open(&out, rf.out, &err);
+        st = cli_out_open(&out, "-o", rf.out, a.db, db, &err);
     if (st != LS_OK) {
         cli_error("render", &err, st);
         runlog_run_free(&run);

@@ -74,8 +74,11 @@ int cmd_resume(int argc, char **argv)
             cli_error("resume", &err, st);
             return EXIT_USAGE;
         }
-        fprintf(stderr, "lockstep resume: %s (run %lld, status %s)\n", err.msg[0] ? err.msg : ls_strerror(st),
-                (long long)id, r.status);
+        /* What the record holds, read back: a failed commit loses the steps
+         * the engine buffered (cli_run_fate). */
+        char fate[512];
+        cli_run_fate(a.db, id, fate, sizeof fate);
+        fprintf(stderr, "lockstep resume: %s (%s)\n", err.msg[0] ? err.msg : ls_strerror(st), fate);
         return cli_exit_code(st);
     }
     if (r.nothing_to_do) {
@@ -83,6 +86,10 @@ int cmd_resume(int argc, char **argv)
                (long long)r.steps_done, (unsigned long long)r.traj_hash);
         return EXIT_OK;
     }
+    /* A checkpoint passed over (damaged, missing, another database's) is
+     * said, so the user learns why the resume started earlier. */
+    if (r.checkpoint_note[0])
+        printf("resume: %s\n", r.checkpoint_note);
     if (r.checkpoint_path[0])
         printf("resume: run %lld from the checkpoint at step %lld (%s)\n", (long long)id, (long long)r.resumed_from,
                r.checkpoint_path);

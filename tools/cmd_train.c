@@ -71,6 +71,8 @@ int cmd_train(int argc, char **argv)
     ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT, 0, &a, &err);
     if (st == LS_OK && a.checkpoint_dir != NULL && a.checkpoint_every == 0)
         st = ls_fail(&err, LS_EINVAL, "--checkpoint-dir: needs --checkpoint-every K");
+    if (st == LS_OK && !a.help)
+        st = cli_check_regular("--db", a.db, &err);
     if (st != LS_OK) {
         cli_error("train", &err, st);
         return EXIT_USAGE;
@@ -86,11 +88,14 @@ int cmd_train(int argc, char **argv)
     run_result r;
     st = run_train(&o, &r, &err);
     if (st != LS_OK) {
-        /* One line: the problem, and what became of the run. */
-        if (r.run_id >= 0)
-            fprintf(stderr, "lockstep train: %s (run %lld stopped after step %lld, status %s)\n",
-                    err.msg[0] ? err.msg : ls_strerror(st), (long long)r.run_id, (long long)r.steps_done, r.status);
-        else
+        /* One line: the problem, and what became of the run as the record
+         * holds it (not as the engine counted: on a full disk the steps it
+         * buffered never reached the database). */
+        if (r.run_id >= 0) {
+            char fate[512];
+            cli_run_fate(a.db, r.run_id, fate, sizeof fate);
+            fprintf(stderr, "lockstep train: %s (%s)\n", err.msg[0] ? err.msg : ls_strerror(st), fate);
+        } else
             cli_error("train", &err, st);
         return cli_exit_code(st);
     }
@@ -124,15 +129,30 @@ int cmd_equiv(int argc, char **argv)
         equiv_usage();
         return EXIT_OK;
     }
-    runlog *db;
-    if ((st = cli_open_db(a.db, &db, &err)) != LS_OK) {
+    /* Every input is checked before the first run is recorded: each thread
+     * count once (a repeat would train the same run twice, and with --name
+     * give two runs one name), the names free, the data readable. */
+    for (int i = 0; i < a.n_threads && st == LS_OK; i++)
+        for (int j = 0; j < i && st == LS_OK; j++)
+            if (a.threads[i] == a.threads[j])
+                st = ls_fail(&err, LS_EINVAL, "--threads: %d appears twice; each thread count is trained once",
+                             a.threads[i]);
+    if (st != LS_OK) {
         cli_error("equiv", &err, st);
         return EXIT_USAGE;
     }
+    /* The data before the database, so that a refused command does not
+     * leave a new empty database behind. */
     ls_dataset *data = NULL;
-    if ((st = trainer_load_data(&a.cfg, &data, &err)) != LS_OK) {
+    if ((st = cli_check_regular("--db", a.db, &err)) != LS_OK ||
+        (st = trainer_load_data(&a.cfg, &data, &err)) != LS_OK) {
         cli_error("equiv", &err, st);
-        runlog_close(db);
+        return EXIT_USAGE;
+    }
+    runlog *db;
+    if ((st = cli_open_db(a.db, &db, &err)) != LS_OK) {
+        cli_error("equiv", &err, st);
+        dataset_destroy(data);
         return EXIT_USAGE;
     }
     /* Refuse a clash before anything is trained, so a refused command records nothing. */
@@ -163,7 +183,13 @@ int cmd_equiv(int argc, char **argv)
         run_result r;
         st = run_train(&o, &r, &err);
         if (st != LS_OK) {
-            cli_error("equiv", &err, st);
+            if (r.run_id >= 0) {
+                char fate[512];
+                cli_run_fate(a.db, r.run_id, fate, sizeof fate);
+                fprintf(stderr, "lockstep equiv: %s (%s)\n", err.msg[0] ? err.msg : ls_strerror(st), fate);
+            } else {
+                cli_error("equiv", &err, st);
+            }
             rc = cli_exit_code(st);
             break;
         }
@@ -206,10 +232,11 @@ int cmd_equiv(int argc, char **argv)
 static void bench_usage(void)
 {
     puts("usage: lockstep bench [train flags] --threads 1,2 [--steps N] [--reps R]\n"
-         "Throughput (samples/s, median of R repetitions) per thread count with the canonical tree,\n"
-         "and the same with --reduce unordered (same leaf kernel, same leaf size), the speedup over\n"
-         "one thread, the cost of the tree against unordered, GFLOP/s of the MLP, and the time\n"
-         "spent hashing and recording a step in SQLite. Nothing is recorded in runs.db.\n"
+         "Throughput (samples/s, median of R repetitions: R 1..64, default 3) per thread count with\n"
+         "the canonical tree, and the same with --reduce unordered (same leaf kernel, same leaf\n"
+         "size), the speedup over one thread, the cost of the tree against unordered, GFLOP/s of the\n"
+         "MLP, and the time spent hashing and recording a step in SQLite. Nothing is recorded in\n"
+         "runs.db.\n"
          "For the logic CA (gol, checkerboard) there is no unordered foil: the step time and the\n"
          "speedup are the figures.");
 }
@@ -240,8 +267,8 @@ int cmd_bench(int argc, char **argv)
         return EXIT_OK;
     }
     int explicit_steps = 0;
-    for (int i = 0; i < argc; i++)
-        explicit_steps |= strncmp(argv[i], "--steps", 7) == 0;
+    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
+        explicit_steps |= strcmp(argv[i], "--steps") == 0 || strncmp(argv[i], "--steps=", 8) == 0;
     if (!explicit_steps)
         a.steps = 60;
     ls_dataset *data = NULL;
@@ -267,7 +294,7 @@ int cmd_bench(int argc, char **argv)
            a.cfg.task, a.cfg.batch, (size_t)ls_config_int(&a.cfg, "leaf"), (long long)a.steps, a.reps, dense_simd_name());
     printf("%-8s %-12s %-12s %-8s %-10s %-8s %-10s %-16s %s\n", "threads", "tree smp/s", "unord smp/s", "speedup",
            "tree cost", "GFLOP/s", "step us", "sqlite/step", "hash/step");
-    enum { MAX_REPS = 64 };
+    enum { MAX_REPS = CLI_MAX_REPS };   /* cli_parse bounds --reps to it */
     int reps = a.reps > MAX_REPS ? MAX_REPS : a.reps;
     /* [thread count][rep]: medians are taken per thread count and mode. */
     double (*tree_sps)[MAX_REPS] = calloc((size_t)a.n_threads, sizeof *tree_sps);

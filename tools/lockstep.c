@@ -1,8 +1,11 @@
 /* lockstep.c — the command line: one binary, subcommands (DESIGN.md §6). */
 #include "tools.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <unistd.h>
 
 static void usage(FILE *f)
 {
@@ -27,12 +30,52 @@ static void usage(FILE *f)
           "  golden  check [FILE...] | update [FILE...]\n"
           "  bench   [train flags] --threads 1,2 throughput per thread count, tree vs unordered\n"
           "\n"
-          "exit status: 0 success/equal, 1 differ/diverged, 2 bad usage or input, 130 interrupted\n",
+          "\"--\" ends the flags of every command: what follows is a name (a run, a file).\n"
+          "exit status: 0 success/equal, 1 differ/diverged (or nothing to compare), 2 bad usage or\n"
+          "input (also: stdout could not be written), 130 interrupted\n",
           f);
+}
+
+/* A standard descriptor closed at start gets /dev/null, so no file the
+ * command opens later (a database, a checkpoint, a data file) takes its
+ * number and receives what is printed. stdout gets it read-only, so that
+ * every write to a closed stdout fails and finish_stdout reports it. */
+static void hold_std_fds(void)
+{
+    for (int fd = 0; fd <= 2; fd++) {
+        if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF)
+            continue;
+        int n = open("/dev/null", fd == 2 ? O_WRONLY : O_RDONLY);
+        if (n >= 0 && n != fd) {
+            dup2(n, fd);
+            close(n);
+        }
+    }
+}
+
+/* Output that never arrived is a failure: a full disk or a closed stdout
+ * must not pass for success. rc 2 (its one line is said) and 130 stand. */
+static int finish_stdout(const char *cmd, int rc)
+{
+    errno = 0;
+    int flushed = fflush(stdout) == 0;
+    int e = errno;
+    int bad = !flushed || ferror(stdout);
+    if (fclose(stdout) != 0 && !bad) {
+        bad = 1;
+        flushed = 0;
+        e = errno;
+    }
+    if (!bad || (rc != EXIT_OK && rc != EXIT_DIFFER))
+        return rc;
+    fprintf(stderr, "lockstep%s%s: stdout: write failed: %s\n", cmd != NULL ? " " : "", cmd != NULL ? cmd : "",
+            !flushed && e != 0 ? strerror(e) : "the output is incomplete");
+    return EXIT_USAGE;
 }
 
 int main(int argc, char **argv)
 {
+    hold_std_fds();
     /* A full disk (or a file-size limit) must fail a write with an error the
      * record can report, never kill the process mid-transaction. */
     signal(SIGXFSZ, SIG_IGN);
@@ -51,14 +94,14 @@ int main(int argc, char **argv)
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(cmd, cmds[i].name) == 0)
-            return cmds[i].fn(argc - 2, argv + 2);
+            return finish_stdout(cmd, cmds[i].fn(argc - 2, argv + 2));
     if (strcmp(cmd, "--help") == 0 || strcmp(cmd, "-h") == 0 || strcmp(cmd, "help") == 0) {
         usage(stdout);
-        return EXIT_OK;
+        return finish_stdout(NULL, EXIT_OK);
     }
     if (strcmp(cmd, "--version") == 0) {
         puts(LS_ENGINE_VERSION);
-        return EXIT_OK;
+        return finish_stdout(NULL, EXIT_OK);
     }
     fprintf(stderr, "lockstep: '%s' is not a command (see lockstep --help)\n", cmd);
     return EXIT_USAGE;

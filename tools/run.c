@@ -133,6 +133,7 @@ static ls_status run_drive(ls_session *s, const run_opts *o, run_result *r, ls_e
     r->recomputed = st.replayed;
     r->target_steps = st.target;
     snprintf(r->checkpoint_path, sizeof r->checkpoint_path, "%s", st.checkpoint_path);
+    snprintf(r->checkpoint_note, sizeof r->checkpoint_note, "%s", st.checkpoint_note);
     if (st.train_seconds > 0)
         r->samples_per_second = (double)(st.step - st.resumed_from) * (double)o->cfg.batch / st.train_seconds;
     r->test_acc = r->n_metrics > 0 ? r->metrics[0].value : -1;

@@ -20,6 +20,7 @@
 
 #define LS_ENGINE_VERSION "lockstep " LS_VERSION_STRING
 #define CLI_MAX_THREADS_LIST 32
+#define CLI_MAX_REPS 64          /* bench keeps every repetition's figures */
 
 enum { EXIT_OK = 0, EXIT_DIFFER = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
 
@@ -105,6 +106,7 @@ typedef struct {
     int64_t recomputed;         /* recorded steps recomputed and found identical */
     int64_t target_steps;
     char checkpoint_path[4096]; /* the checkpoint loaded, "" when none */
+    char checkpoint_note[1024]; /* checkpoints passed over and what was used instead, "" when none */
 } run_result;
 
 ls_status run_train(const run_opts *o, run_result *r, ls_err *err);
@@ -136,6 +138,8 @@ int cmd_export(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 
 /* Helpers shared by subcommands. */
+/* runlog_open, after refusing (LS_EIO naming it) a path that exists and is
+ * not a regular file: a FIFO, a device, a directory. */
 ls_status cli_open_db(const char *path, runlog **db, ls_err *err);
 /* Opens the database db_path (which must exist: readers never create one)
  * and reads run id_or_name (an id or a name) into *run (runlog_run_free it,
@@ -143,21 +147,49 @@ ls_status cli_open_db(const char *path, runlog **db, ls_err *err);
 int cli_open_run(const char *cmd, const char *db_path, const char *id_or_name, runlog **db, runlog_run *run);
 /* An output file written to a temporary file next to it and renamed over it
  * by cli_out_commit, so a failed or interrupted command leaves no partial
- * file; path NULL or "-" is stdout; an existing device, pipe or symbolic link
- * is written in place. cli_out_open fails (LS_EIO naming the path) when the
- * file cannot be created there, before any work is done. */
+ * file; path NULL or "-" is stdout; a symbolic link to a regular file (or to
+ * nothing yet) is written the same way at the file it points to, keeping the
+ * link; an existing device or pipe is written in place. cli_out_open first
+ * refuses (cli_guard_output, LS_EINVAL naming both paths) a path that is a
+ * file of the record at db_path (db: that record, open, or NULL), and fails
+ * (LS_EIO naming the path) when the file cannot be created there, before any
+ * work is done. label is how the command line names the path ("-o"). */
 typedef struct {
     FILE *f;
     int to_stdout, in_place;
     char path[4096], tmp[4096 + 16];
 } cli_out;
-ls_status cli_out_open(cli_out *o, const char *path, ls_err *err);
+ls_status cli_out_open(cli_out *o, const char *label, const char *path, const char *db_path, runlog *db,
+                       ls_err *err);
 ls_status cli_out_commit(cli_out *o, ls_err *err);
 void cli_out_abort(cli_out *o);   /* removes the temporary file; no-op after commit */
 /* src as printable ASCII safe inside a C or '#' comment (no "* /", no newline). */
 void cli_comment_safe(char *dst, size_t cap, const char *src);
 
-/* Compare two runs over their common steps; prints the verdict; 0 equal, 1 differ. */
+/* Refuses an output path out (named `label` on the command line, e.g. "-o")
+ * that is a file the record at db_path owns: the database, its -wal, -shm and
+ * -journal, its checkpoint directory "<db>.ckpt", and when db (that record,
+ * open) is not NULL every run's checkpoint directory and registered
+ * checkpoint files, or a checkpoint file name inside such a directory.
+ * Compared by device and inode when both exist, else by the resolved path
+ * (symbolic links, "./", "..", hard links all caught). Also refuses, whatever
+ * db_path (may be NULL), an existing SQLite database, write-ahead log or
+ * lockstep checkpoint, and a -wal/-shm/-journal name beside a SQLite
+ * database. LS_EINVAL naming both paths; LS_OK for NULL or "-" (stdout). */
+ls_status cli_guard_output(const char *label, const char *out, const char *db_path, runlog *db, ls_err *err);
+/* LS_EIO ("LABEL PATH: is a FIFO, not a regular file") when path exists and
+ * is not a regular file; LS_OK when it is one or does not exist. label may
+ * be NULL. Looks with stat, so it never blocks on a FIFO. */
+ls_status cli_check_regular(const char *label, const char *path, ls_err *err);
+/* After a recorded run failed: what the record at db_path holds of it, read
+ * back from the database (a failed commit loses buffered steps the engine
+ * counted), with its status as `lockstep runs` shows it once this process is
+ * gone: "run 3: the record holds steps 0..191, status interrupted". */
+void cli_run_fate(const char *db_path, int64_t run_id, char *buf, size_t cap);
+
+/* Compare two runs over their common steps; prints the verdict; 0 equal, 1
+ * differ or nothing in common (a run without step rows is not equal to any:
+ * one line on stderr names it, no verdict is stored), 2 the record failed. */
 int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet);
 
 #endif
