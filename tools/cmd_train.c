@@ -48,7 +48,7 @@ static void train_usage(const ls_config *cfg)
          "                   run continues from its newest one with `lockstep resume RUN`\n"
          "  --checkpoint-dir DIR\n"
          "                   where checkpoints go (default: <db>.ckpt/, created when missing);\n"
-         "                   files are named run-<id>-step-<t>.ckpt");
+         "                   files are named <database id>-run-<id>-step-<t>.ckpt");
     print_config_help(cfg);
     puts("exit status: 0 done, 1 diverged, 2 bad usage or input, 130 interrupted");
 }
