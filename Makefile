@@ -1,6 +1,6 @@
 # lockstep — build, test, demo, bench, install and checks.  `make help` lists targets.
 #
-# The flags that keep the arithmetic order fixed (DESIGN.md §2.3) are not
+# The flags that keep the arithmetic order fixed (docs/contract.md) are not
 # optional: -std=c11 -ffp-contract=off, never fast-math. They are in
 # LS_PINNED, which every compile line carries after the user's CFLAGS.
 
@@ -17,7 +17,7 @@ DESTDIR ?=
 BANNED := -ffast-math -Ofast -ffp-contract=fast -ffp-contract=on -fassociative-math \
           -funsafe-math-optimizations -freciprocal-math -fno-signed-zeros -ffinite-math-only
 $(foreach f,$(BANNED),$(if $(filter $(f),$(CC) $(OPT) $(CFLAGS)),\
-  $(error $(f) breaks the lockstep contract (DESIGN.md §2.3): the arithmetic order must stay fixed)))
+  $(error $(f) breaks the lockstep contract (docs/contract.md, arithmetic order): the arithmetic order must stay fixed)))
 
 LS_PINNED := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -ffp-contract=off -fno-fast-math -fno-math-errno -fopenmp-simd
 WARN      := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes \

@@ -1,4 +1,4 @@
-/* config.h — the run configuration and its canonical text (DESIGN.md §3.1).
+/* config.h — the run configuration and its canonical text (docs/formats.md, the canonical config text).
  *
  * The config is every setting that can change some θ_t. Its keys come from
  * three places: the engine's own (seed, batch, the optimiser and its

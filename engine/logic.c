@@ -51,7 +51,7 @@
 #endif
 
 /* (1, a, b, ab) coefficients of each op, from the relaxations in
- * ../shared/reference/difflogic.md. */
+ * docs/models.md (the 16 gates). */
 const int LOGIC_AFFINE[LOGIC_OPS][4] = {
     { 0, 0, 0, 0 },    /*  0 FALSE */
     { 0, 0, 0, 1 },    /*  1 AND: ab */

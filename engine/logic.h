@@ -1,7 +1,7 @@
 /* logic.h — layers of differentiable two-input logic gates (difflogic).
  *
  * A gate has 16 logits z (one per two-input Boolean function, in the order of
- * ../shared/reference/difflogic.md: idx's 4-bit truth table for AB = 00, 01,
+ * docs/models.md: idx's 4-bit truth table for AB = 00, 01,
  * 10, 11 read MSB first). Training uses the soft gate: p = softmax(z) and
  * y = Σ p_i f_i(a, b), computed in the four-coefficient form
  *     y = ((c0 + cA·a) + cB·b) + cAB·(a·b)

@@ -1,5 +1,5 @@
 /* logic_ca.h — the differentiable logic cellular automaton (model "logic-ca")
- * and its two tasks, "gol" and "checkerboard" (../shared/reference/difflogic.md).
+ * and its two tasks, "gol" and "checkerboard" (docs/models.md).
  *
  * A grid of G×G cells, C channels per cell. One CA step, for every cell:
  *   perception: K kernels, each a small gate network over the cell's 3×3 patch
@@ -23,7 +23,7 @@
  * order (it is hashed): perception layer 0, 1, ... (in layer l, gate (k, g) =
  * kernel k's gate g is gate_off[l] + k·width_l + g), then update layer 0, 1, ...
  *
- * Parts (DESIGN.md §2.1): each sample's grid is cut into R = parts blocks
+ * Parts (docs/contract.md, leaves): each sample's grid is cut into R = parts blocks
  * of whole rows, part r = rows [r·G/R, (r+1)·G/R) (integer division); leaf
  * s·R + r holds the gate statistics [gates][4] of part r of sample s summed
  * over its cells and all CA steps, and its loss. A step runs 2·T − 1 phases

@@ -1,5 +1,5 @@
 /* logic_net.h — the `logic` classification model: a difflogic network of
- * two-input gate layers with a GroupSum head (../shared/reference/difflogic.md).
+ * two-input gate layers with a GroupSum head (docs/models.md).
  *
  * Input: each feature v (a float in [0,1] from dataset_gather) becomes `bits`
  * binary inputs, bit i = (v > (float)(i+1) / (float)(bits+1)), at input row

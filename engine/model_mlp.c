@@ -29,7 +29,7 @@ typedef struct {
     size_t max_leaf;
     size_t x_bytes, y_bytes;  /* gather area at the front of the scratch */
     ls_tensor tensors[2 * MLP_MAX_LAYERS];
-    char names[2 * MLP_MAX_LAYERS][8];   /* "W1", "b1", ... */
+    char names[2 * MLP_MAX_LAYERS][24];  /* "W1", "b1", ... (room for any size_t) */
 } mlp_model_t;
 
 static void mm_init(const void *self, float *params, uint64_t seed)

@@ -1,6 +1,6 @@
 /* rng.c — addressed random numbers: every draw is a pure function of
  * (seed, purpose, a, b, c), so no generator state exists to share, carry
- * across steps or restore on resume (DESIGN.md §2.4).
+ * across steps or restore on resume (docs/contract.md, addressed randomness).
  *
  * The address is absorbed one word at a time, each word multiplied by its
  * own odd constant and added to the running value, which then goes through

@@ -2,7 +2,7 @@
  *
  * Every random number is a pure function of (seed, purpose, a, b, c): no
  * generator state is shared between threads or carried across steps, so any
- * schedule, thread count or resume sees the same numbers (DESIGN.md §2.4).
+ * schedule, thread count or resume sees the same numbers (docs/contract.md, addressed randomness).
  * The mixing function is SplitMix64's finaliser applied to the address.
  * Frozen: the outputs are pinned by known-answer tests.
  */

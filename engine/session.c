@@ -72,6 +72,9 @@ struct ls_session {
     int64_t last_recorded;      /* -1: nothing recorded yet */
     char note[1024];            /* reopened: checkpoints passed over, and what was used instead */
     int how;                    /* reopened: LS_REOPEN_RESUME or LS_REOPEN_RESTORE */
+    int64_t eval_every;         /* ls_session_train's default: the options', or the run's recorded one */
+    int64_t process_id;         /* this process's row in run_processes, -1 when none */
+    int64_t last_ckpt_step;     /* the step of the newest checkpoint this session wrote, -1 when none */
 };
 
 static double now_seconds(void)
@@ -327,6 +330,7 @@ ls_status ls_session_checkpoint(ls_session *s, ls_err *err)
     if ((st = runlog_checkpoint(s->db, s->st.run_id, step, path, sh, err)) != LS_OK)
         return st;
     s->st.checkpoints++;
+    s->last_ckpt_step = step;
     return prune_checkpoints(s, err);
 }
 
@@ -412,6 +416,8 @@ ls_status ls_session_train(ls_session *s, int64_t until, int64_t eval_every, con
         n_out = &n_scratch;
     *n_out = 0;
     const int64_t target = until > 0 ? until : s->st.target;
+    if (eval_every <= 0)
+        eval_every = s->eval_every;
     ls_status st = LS_OK;
     while (s->st.step < target) {
         if (stop != NULL && *stop)
@@ -427,6 +433,27 @@ ls_status ls_session_train(ls_session *s, int64_t until, int64_t eval_every, con
 
 /* ---- opening ------------------------------------------------------------------------------- */
 
+/* This process works on the run from now on: its row in run_processes, and
+ * the run's evaluation interval kept (or read back) with the run. */
+static ls_status session_claim(ls_session *s, const char *host, const char *cflags, ls_err *err)
+{
+    char build[512], value[32];
+    snprintf(build, sizeof build, "lockstep %s; %s; %s%s%s", LS_VERSION_STRING, LS_BUILD_CC, cflags,
+             LS_BUILD_GIT[0] ? "; git " : "", LS_BUILD_GIT);
+    ls_status st = runlog_process_begin(s->db, s->st.run_id, host, s->st.threads, build, s->st.step, &s->process_id,
+                                        err);
+    if (st != LS_OK)
+        return st;
+    if (s->opts.eval_every > 0) {
+        s->eval_every = s->opts.eval_every;
+        snprintf(value, sizeof value, "%lld", (long long)s->eval_every);
+        return runlog_setting_set(s->db, s->st.run_id, "eval_every", value, err);
+    }
+    if (runlog_setting_get(s->db, s->st.run_id, "eval_every", value, sizeof value))
+        s->eval_every = strtoll(value, NULL, 10);
+    return LS_OK;
+}
+
 static ls_status session_new(ls_session **out, const ls_session_opts *opts, ls_err *err)
 {
     ls_session *s = calloc(1, sizeof *s);
@@ -435,6 +462,8 @@ static ls_status session_new(ls_session **out, const ls_session_opts *opts, ls_e
     static const ls_session_opts none;
     s->opts = opts != NULL ? *opts : none;
     s->st.run_id = -1;
+    s->process_id = -1;
+    s->last_ckpt_step = -1;
     s->last_recorded = -1;
     s->st.threads = s->opts.threads > 0 ? s->opts.threads : pool_online_cpus();
     if (s->st.threads > POOL_MAX_THREADS) {
@@ -513,7 +542,8 @@ ls_status ls_session_open(ls_session **out, const ls_config *cfg_in, const ls_se
         if ((st = runlog_run_begin(s->db, &info, &s->st.run_id, err)) != LS_OK)
             goto fail;
         ls_step row = { 0, 0, 0, s->st.param_hash, s->st.traj_hash, 0.0 };
-        if ((st = runlog_step(s->db, s->st.run_id, &row, err)) != LS_OK) {
+        if ((st = runlog_step(s->db, s->st.run_id, &row, err)) != LS_OK ||
+            (st = session_claim(s, host, cflags, err)) != LS_OK) {
             ls_session_close(s, st, NULL);
             return st;
         }
@@ -789,6 +819,13 @@ static ls_status reopen_resume(ls_session *s, const runlog_run *run, ls_err *err
                                 err)) != LS_OK)
         return st;
     s->recording = 1;
+    {
+        char host[128] = "unknown", cflags[256];
+        gethostname(host, sizeof host - 1);
+        snprintf(cflags, sizeof cflags, "%s; simd %s", LS_BUILD_CFLAGS, dense_simd_name());
+        if ((st = session_claim(s, host, cflags, err)) != LS_OK)
+            return st;
+    }
     crash_arm(s->t, s->db);
     if (s->last_recorded < 0) {
         /* Killed before its first commit: step 0 is recorded now. */
@@ -860,12 +897,34 @@ ls_status ls_session_close(ls_session *s, ls_status how, ls_err *err)
     if (s == NULL)
         return LS_OK;
     ls_status st = LS_OK;
+    /* A run that ends done keeps its last step as a checkpoint: reopening it
+     * (export, predict, render) then replays nothing. */
+    if (how == LS_OK && s->t != NULL && s->db != NULL && s->recording && s->st.run_id >= 0 &&
+        s->st.step > 0 && s->last_ckpt_step != s->st.step)
+        st = ls_session_checkpoint(s, err);
+    if (s->db != NULL && s->recording && s->process_id >= 0) {
+        ls_err e2;
+        ls_status st2 = runlog_process_end(s->db, s->process_id, s->st.step, &e2);
+        if (st == LS_OK && st2 != LS_OK) {
+            st = st2;
+            if (err != NULL)
+                *err = e2;
+        }
+    }
     if (s->db != NULL && s->recording && s->st.run_id >= 0) {
+        if (st != LS_OK && how == LS_OK)
+            how = st;   /* a run whose final record failed is not done */
         const char *status = how == LS_OK ? "done" : how == LS_EDIVERGED ? "diverged"
                                                    : how == LS_EINTR ? "interrupted" : "failed";
         double t = now_seconds();
-        st = runlog_run_end(s->db, s->st.run_id, status, err);
+        ls_err e3;
+        ls_status st3 = runlog_run_end(s->db, s->st.run_id, status, &e3);
         s->st.record_seconds += now_seconds() - t;
+        if (st == LS_OK && st3 != LS_OK) {
+            st = st3;
+            if (err != NULL)
+                *err = e3;
+        }
     }
     session_free(s);
     return st;

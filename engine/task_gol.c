@@ -1,6 +1,6 @@
 /* task_gol.c — the `gol` task: learn one Game of Life step from the 512
  * 3x3 boards (logic_ca.h), model logic-ca with the notebook's settings
- * (reference/difflogic.md): AdamW(0.9, 0.99, wd 1e-2) after an element-wise
+ * (docs/models.md): AdamW(0.9, 0.99, wd 1e-2) after an element-wise
  * clip at 100, lr 0.05, seed 23, logit of gate A at 10. */
 #include "logic_ca.h"
 

@@ -355,6 +355,8 @@ typedef struct {
                                    (reopen: 0 keeps the run's own) */
     const char *checkpoint_dir; /* NULL: "<db>.ckpt" (reopen: the run's own) */
     const ls_dataset *data;     /* NULL: the task loads its data; else the caller's, kept alive */
+    int64_t eval_every;         /* ls_session_train evaluates every K steps; recorded with the run
+                                   (reopen: 0 keeps the run's own) */
     /* Called after every step the session computes (replayed ones
      * included: replay 1); NULL for none. For a progress line. */
     void (*progress)(void *ctx, const ls_session_state *state, int replay);
@@ -407,7 +409,8 @@ ls_status ls_session_reopen(ls_session **out, const char *db, const char *run, i
  * loss is LS_EDIVERGED and changes nothing. *loss may be NULL. */
 ls_status ls_session_step(ls_session *s, double *loss, ls_err *err);
 /* Steps until the run's target (or `until` when > 0), evaluating every
- * eval_every steps (0: only at the end) and after the last step, and
+ * eval_every steps (0: the session's, from its options or its record; none:
+ * only at the end) and after the last step, and
  * stopping between steps with LS_EINTR once *stop (may be NULL) is nonzero.
  * out/n_out (may be NULL) receive the last evaluation. */
 ls_status ls_session_train(ls_session *s, int64_t until, int64_t eval_every, const volatile int *stop,
@@ -419,7 +422,8 @@ ls_status ls_session_checkpoint(ls_session *s, ls_err *err);
 ls_status ls_session_evaluate(ls_session *s, ls_metric *out, size_t *n_out, ls_err *err);
 /* End the run: its status from how (LS_OK done, LS_EINTR interrupted,
  * LS_EDIVERGED diverged, anything else failed), flush the record, free
- * everything. Accepts NULL. A recorded run not closed (the process died)
+ * everything. A recorded run that ends done gets a checkpoint of its last
+ * step, so reopening it replays nothing. Accepts NULL. A recorded run not closed (the process died)
  * reads as interrupted. */
 ls_status ls_session_close(ls_session *s, ls_status how, ls_err *err);
 

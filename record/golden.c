@@ -1,4 +1,4 @@
-/* golden.c — reading and writing golden files (DESIGN.md §4, format in golden.h).
+/* golden.c — reading and writing golden files (docs/formats.md, golden files; format in golden.h).
  *
  * A golden file pins a reference run, so the reader is strict: anything that
  * golden_write would not have produced is refused with the line number and the

@@ -1,4 +1,4 @@
-/* golden.h — golden files: a reference run pinned as text (DESIGN.md §4).
+/* golden.h — golden files: a reference run pinned as text (docs/formats.md, golden files).
  *
  *     # lockstep golden v1
  *     # config

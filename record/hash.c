@@ -1,4 +1,4 @@
-/* hash.c — the parameter and trajectory hashes of DESIGN.md §3.2.
+/* hash.c — the parameter and trajectory hashes of docs/formats.md.
  *
  * Every hash here is XXH3_64bits (seed 0) over a byte string whose layout is
  * frozen by hash.h: binary32 / binary64 / uint64 values little-endian, NaN bit

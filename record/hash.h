@@ -1,4 +1,4 @@
-/* hash.h — the hashes that identify parameters and trajectories (DESIGN.md §3.2).
+/* hash.h — the hashes that identify parameters and trajectories (docs/formats.md, hashes).
  *
  * Frozen since golden format v1: param_hash = XXH3_64bits of the parameters as
  * binary32 little-endian (any NaN first replaced by the canonical quiet NaN

@@ -1,4 +1,4 @@
-/* runlog.c — the SQLite record of runs (DESIGN.md §3.3).
+/* runlog.c — the SQLite record of runs (docs/formats.md, the SQLite record).
  *
  * One file, opened in WAL mode with a busy timeout so that several training
  * processes and readers can share it. Every write runs inside BEGIN IMMEDIATE
@@ -157,6 +157,30 @@ static const char rl_sources_schema[] =
     "CREATE TABLE IF NOT EXISTS run_sources(\n"
     "  run INTEGER PRIMARY KEY REFERENCES runs(id),\n"
     "  text TEXT NOT NULL\n"
+    ") STRICT;\n";
+
+/* Every process that worked on a run (the first one, and each resume):
+ * its host, build, pid, thread count and the steps it computed (from
+ * first_step, the step it started after, to last_step). And a run's own
+ * settings that are not its config (eval_every): kept so a resume goes on
+ * with them. Both created when first written. */
+static const char rl_process_schema[] =
+    "CREATE TABLE IF NOT EXISTS run_processes(\n"
+    "  run INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  started TEXT NOT NULL,\n"
+    "  ended TEXT,\n"
+    "  host TEXT,\n"
+    "  pid INTEGER,\n"
+    "  threads INTEGER,\n"
+    "  build TEXT,\n"
+    "  first_step INTEGER NOT NULL,\n"
+    "  last_step INTEGER\n"
+    ") STRICT;\n"
+    "CREATE TABLE IF NOT EXISTS run_settings(\n"
+    "  run INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  key TEXT NOT NULL,\n"
+    "  value TEXT NOT NULL,\n"
+    "  PRIMARY KEY(run, key)\n"
     ") STRICT;\n";
 
 static const char rl_identity_schema[] =
@@ -1089,6 +1113,124 @@ ls_status runlog_eval(runlog *r, int64_t run_id, int64_t step, const char *name,
     sqlite3_bind_text(st, 3, name, -1, SQLITE_TRANSIENT);
     sqlite3_bind_double(st, 4, value);
     return rl_write_one(r, st, "recording an evaluation", err);
+}
+
+ls_status runlog_process_begin(runlog *r, int64_t run_id, const char *host, int threads, const char *build,
+                               int64_t first_step, int64_t *process_id, ls_err *err)
+{
+    *process_id = -1;
+    if (sqlite3_exec(r->db, rl_process_schema, NULL, NULL, NULL) != SQLITE_OK)
+        return rl_dberr(r, "recording the process", err);
+    sqlite3_stmt *st;
+    ls_status s = rl_prepare(r, "INSERT INTO run_processes(run, started, host, pid, threads, build, first_step)"
+                             " VALUES(?1, " RL_NOW ", ?2, ?3, ?4, ?5, ?6)", &st, "recording the process", err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    rl_bind_text_or_null(st, 2, host);
+    sqlite3_bind_int64(st, 3, (sqlite3_int64)getpid());
+    sqlite3_bind_int(st, 4, threads);
+    rl_bind_text_or_null(st, 5, build);
+    sqlite3_bind_int64(st, 6, first_step);
+    s = rl_write_one(r, st, "recording the process", err);
+    if (s == LS_OK)
+        *process_id = (int64_t)sqlite3_last_insert_rowid(r->db);
+    return s;
+}
+
+ls_status runlog_process_end(runlog *r, int64_t process_id, int64_t last_step, ls_err *err)
+{
+    sqlite3_stmt *st;
+    ls_status s = rl_prepare(r, "UPDATE run_processes SET ended = " RL_NOW ", last_step = ?1 WHERE rowid = ?2", &st,
+                             "recording the process", err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_bind_int64(st, 1, last_step);
+    sqlite3_bind_int64(st, 2, process_id);
+    return rl_write_one(r, st, "recording the process", err);
+}
+
+ls_status runlog_processes(runlog *r, int64_t run_id, runlog_process **rows, size_t *n, ls_err *err)
+{
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    /* A database from before the table existed has no processes to list. */
+    if (sqlite3_prepare_v2(r->db, "SELECT started, ended, host, pid, threads, build, first_step, last_step"
+                                  " FROM run_processes WHERE run = ?1 ORDER BY rowid", -1, &st, NULL) != SQLITE_OK)
+        return LS_OK;
+    sqlite3_bind_int64(st, 1, run_id);
+    size_t cap = 0;
+    ls_status s = LS_OK;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (*n == cap) {
+            size_t c = cap ? 2 * cap : 4;
+            runlog_process *p = realloc(*rows, c * sizeof *p);
+            if (p == NULL) {
+                s = ls_fail(err, LS_ENOMEM, "reading processes: out of memory");
+                break;
+            }
+            *rows = p;
+            cap = c;
+        }
+        runlog_process *p = &(*rows)[(*n)++];
+        memset(p, 0, sizeof *p);
+        const unsigned char *t;
+        if ((t = sqlite3_column_text(st, 0)) != NULL)
+            snprintf(p->started, sizeof p->started, "%s", (const char *)t);
+        if ((t = sqlite3_column_text(st, 1)) != NULL)
+            snprintf(p->ended, sizeof p->ended, "%s", (const char *)t);
+        if ((t = sqlite3_column_text(st, 2)) != NULL)
+            snprintf(p->host, sizeof p->host, "%s", (const char *)t);
+        p->pid = sqlite3_column_int64(st, 3);
+        p->threads = sqlite3_column_int(st, 4);
+        if ((t = sqlite3_column_text(st, 5)) != NULL)
+            snprintf(p->build, sizeof p->build, "%s", (const char *)t);
+        p->first_step = sqlite3_column_int64(st, 6);
+        p->last_step = sqlite3_column_type(st, 7) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 7);
+    }
+    if (s == LS_OK && rc != SQLITE_DONE)
+        s = rl_dberr(r, "reading processes", err);
+    sqlite3_finalize(st);
+    if (s != LS_OK) {
+        free(*rows);
+        *rows = NULL;
+        *n = 0;
+    }
+    return s;
+}
+
+ls_status runlog_setting_set(runlog *r, int64_t run_id, const char *key, const char *value, ls_err *err)
+{
+    if (sqlite3_exec(r->db, rl_process_schema, NULL, NULL, NULL) != SQLITE_OK)
+        return rl_dberr(r, "recording a run setting", err);
+    sqlite3_stmt *st;
+    ls_status s = rl_prepare(r, "INSERT OR REPLACE INTO run_settings(run, key, value) VALUES(?1, ?2, ?3)", &st,
+                             "recording a run setting", err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
+    sqlite3_bind_text(st, 3, value, -1, SQLITE_TRANSIENT);
+    return rl_write_one(r, st, "recording a run setting", err);
+}
+
+int runlog_setting_get(runlog *r, int64_t run_id, const char *key, char *value, size_t cap)
+{
+    sqlite3_stmt *st;
+    if (cap == 0 || sqlite3_prepare_v2(r->db, "SELECT value FROM run_settings WHERE run = ?1 AND key = ?2", -1, &st,
+                                       NULL) != SQLITE_OK)
+        return 0;
+    sqlite3_bind_int64(st, 1, run_id);
+    sqlite3_bind_text(st, 2, key, -1, SQLITE_TRANSIENT);
+    int found = 0;
+    if (sqlite3_step(st) == SQLITE_ROW && sqlite3_column_text(st, 0) != NULL) {
+        snprintf(value, cap, "%s", (const char *)sqlite3_column_text(st, 0));
+        found = 1;
+    }
+    sqlite3_finalize(st);
+    return found;
 }
 
 ls_status runlog_run_end(runlog *r, int64_t run_id, const char *status, ls_err *err)

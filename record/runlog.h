@@ -1,4 +1,4 @@
-/* runlog.h — the SQLite record of runs (DESIGN.md §3.3).
+/* runlog.h — the SQLite record of runs (docs/formats.md, the SQLite record).
  *
  * One database file holds every run: its canonical config, environment and
  * status, one row per step (loss as REAL and as its binary64 bits, param and
@@ -186,6 +186,29 @@ typedef struct {
  * free with runlog_checkpoints_free. Does not flush buffered steps. */
 ls_status runlog_checkpoints(runlog *r, int64_t run_id, runlog_ckpt **rows, size_t *n, ls_err *err);
 void runlog_checkpoints_free(runlog_ckpt *rows, size_t n);   /* accepts NULL */
+
+/* Processes: each process that works on a run (the first, and each resume)
+ * records itself (table run_processes): host, pid, thread count, build, and
+ * the steps it computed (after first_step up to last_step; last_step -1
+ * while it runs or when it died). */
+typedef struct {
+    char started[32], ended[32];   /* "" when not ended */
+    char host[128];
+    int64_t pid;
+    int threads;
+    char build[256];
+    int64_t first_step, last_step;
+} runlog_process;
+ls_status runlog_process_begin(runlog *r, int64_t run_id, const char *host, int threads, const char *build,
+                               int64_t first_step, int64_t *process_id, ls_err *err);
+ls_status runlog_process_end(runlog *r, int64_t process_id, int64_t last_step, ls_err *err);
+/* A run's processes, oldest first; free(*rows). None in an older database. */
+ls_status runlog_processes(runlog *r, int64_t run_id, runlog_process **rows, size_t *n, ls_err *err);
+
+/* A run's settings that are not its config (eval_every), as text. get: 1
+ * when found (value written, cut to cap), 0 otherwise. */
+ls_status runlog_setting_set(runlog *r, int64_t run_id, const char *key, const char *value, ls_err *err);
+int runlog_setting_get(runlog *r, int64_t run_id, const char *key, char *value, size_t cap);
 
 /* Test-only crash hook: when set, every batch commit of step rows calls
  * hook(ctx) after BEGIN IMMEDIATE and the inserts, just before COMMIT (a

@@ -1,4 +1,4 @@
-/* test_cli.c — end-to-end tests of the `lockstep` binary (DESIGN.md §3.3, §6).
+/* test_cli.c — end-to-end tests of the `lockstep` binary (docs/formats.md, the SQLite record; README.md).
  *
  * Every case runs the real binary (LOCKSTEP_BIN, else build/lockstep) in a
  * child process of its own, in a fresh temporary directory with its own
@@ -493,7 +493,7 @@ static void test_verify_lengths_differ(void **state)
     proc_res_free(&r);
 }
 
-/* Several processes may write one database at once (DESIGN.md §3.3): two
+/* Several processes may write one database at once (docs/formats.md, the SQLite record): two
  * runs trained side by side are both complete, and equal. */
 static void test_concurrent_writers(void **state)
 {

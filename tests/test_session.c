@@ -221,7 +221,10 @@ static void test_resume_from_checkpoints(void **state)
         resume_case(5, THREADS[i], THREADS[N_THREADS - 1 - i], 13);
 }
 
-/* A step row edited by hand: restore stops at that step with LS_EMISMATCH. */
+/* Step rows edited by hand (step 9, and the last step, which the run's final
+ * checkpoint would otherwise vouch for): the checkpoint no longer matches
+ * its row, restore falls back to step 0 and stops at the first edited step
+ * with LS_EMISMATCH; verify names it too. */
 static void test_restore_finds_an_edited_row(void **state)
 {
     (void)state;
@@ -229,12 +232,12 @@ static void test_restore_finds_an_edited_row(void **state)
     assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
     char *msg = NULL;
     int rc = sqlite3_exec(h,
-                          "UPDATE steps SET param_hash = param_hash + 1 WHERE step = 9 AND run = "
+                          "UPDATE steps SET param_hash = param_hash + 1 WHERE step IN (9, 24) AND run = "
                           "(SELECT id FROM runs WHERE name = 't2')",
                           NULL, NULL, &msg);
     if (rc != SQLITE_OK)
         fail_msg("sqlite: %s", msg ? msg : "?");
-    assert_int_equal(sqlite3_changes(h), 1);
+    assert_int_equal(sqlite3_changes(h), 2);
     sqlite3_close(h);
     ls_session *s;
     ls_err err;
@@ -765,6 +768,101 @@ static void test_unusable_newest_checkpoint(void **state)
     }
 }
 
+/* The record of an evaluation schedule, of every process that worked on a
+ * run, and of a final checkpoint: a run interrupted at step 25 and resumed
+ * (without saying --eval-every again) evaluates at the same steps with the
+ * same figures as an uninterrupted one; the two processes are listed with
+ * their thread counts and steps; restoring the finished run replays nothing. */
+static int collect_evals(void *ctx, int n, char **v, char **names)
+{
+    (void)names;
+    char *buf = ctx;
+    if (n == 3)
+        snprintf(buf + strlen(buf), 4096 - strlen(buf), "%s %s %s\n", v[0], v[1], v[2]);
+    return 0;
+}
+
+static void evals_of(const char *name, char *buf)
+{
+    sqlite3 *h;
+    char sql[256];
+    buf[0] = '\0';
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    snprintf(sql, sizeof sql,
+             "SELECT e.step, e.name, printf('%%.17g', e.value) FROM evals e JOIN runs r ON r.id = e.run"
+             " WHERE r.name = '%s' ORDER BY e.step, e.name", name);
+    assert_int_equal(sqlite3_exec(h, sql, collect_evals, buf, NULL), SQLITE_OK);
+    sqlite3_close(h);
+}
+
+static volatile int stop_flag;
+
+/* Progress callback: Ctrl-C, as it were, once step 25 is done. */
+static void stop_at_25(void *ctx, const ls_session_state *st, int replay)
+{
+    (void)ctx;
+    (void)replay;
+    if (st->step == 25)
+        stop_flag = 1;
+}
+
+static void test_schedule_processes_final_checkpoint(void **state)
+{
+    (void)state;
+    ls_config *cfg = teacher_config();
+    ls_err err;
+    ls_session *s;
+    ls_session_opts full = { .threads = 1, .db = db, .name = "sched-full", .steps = 40, .eval_every = 10 };
+    assert_int_equal(ls_session_open(&s, cfg, &full, &err), LS_OK);
+    assert_int_equal(ls_session_train(s, 0, 0, NULL, NULL, NULL, &err), LS_OK);
+    assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
+
+    ls_session_opts cut = { .threads = 2, .db = db, .name = "sched-cut", .steps = 40, .eval_every = 10,
+                            .checkpoint_every = 10, .progress = stop_at_25 };
+    assert_int_equal(ls_session_open(&s, cfg, &cut, &err), LS_OK);
+    assert_int_equal(ls_session_train(s, 0, 0, &stop_flag, NULL, NULL, &err), LS_EINTR);
+    assert_int_equal(ls_session_close(s, LS_EINTR, &err), LS_OK);
+    ls_session_opts again = { .threads = 3 };   /* no eval_every: the run's own */
+    assert_int_equal(ls_session_reopen(&s, db, "sched-cut", LS_REOPEN_RESUME, &again, &err), LS_OK);
+    assert_int_equal(ls_session_train(s, 0, 0, NULL, NULL, NULL, &err), LS_OK);
+    assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
+
+    char a[4096], b[4096];
+    evals_of("sched-full", a);
+    evals_of("sched-cut", b);
+    assert_non_null(strstr(a, "30 test_acc"));
+    assert_string_equal(a, b);   /* same steps, same bits */
+
+    sqlite3 *h;
+    assert_int_equal(sqlite3_open(db, &h), SQLITE_OK);
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_prepare_v2(h, "SELECT p.threads, p.first_step, p.last_step FROM run_processes p JOIN runs r"
+                                           " ON r.id = p.run WHERE r.name = 'sched-cut' ORDER BY p.rowid", -1, &st,
+                                        NULL), SQLITE_OK);
+    const int want[2][3] = { { 2, 0, 25 }, { 3, 20, 40 } };
+    for (int i = 0; i < 2; i++) {
+        assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+        for (int c = 0; c < 3; c++)
+            assert_int_equal(sqlite3_column_int(st, c), want[i][c]);
+    }
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    sqlite3_close(h);
+
+    /* Both runs ended with a checkpoint of step 40: restoring replays nothing. */
+    const char *names[] = { "sched-full", "sched-cut" };
+    for (int i = 0; i < 2; i++) {
+        ls_session_opts ro = { .threads = 2 };
+        assert_int_equal(ls_session_reopen(&s, db, names[i], LS_REOPEN_RESTORE, &ro, &err), LS_OK);
+        ls_session_state ss;
+        ls_session_state_get(s, &ss);
+        assert_int_equal(ss.resumed_from, 40);
+        assert_int_equal(ss.replayed, 0);
+        ls_session_close(s, LS_OK, &err);
+    }
+    ls_config_destroy(cfg);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -778,6 +876,7 @@ int main(void)
         cmocka_unit_test(test_shared_checkpoint_dir),
         cmocka_unit_test(test_copied_database),
         cmocka_unit_test(test_unusable_newest_checkpoint),
+        cmocka_unit_test(test_schedule_processes_final_checkpoint),
     };
     int failed = cmocka_run_group_tests(tests, setup, teardown);
     free(ref_params);

@@ -1,5 +1,5 @@
 #!/bin/sh
-# check_builds.sh — `make check-builds`: DESIGN.md §1 says the bits do not
+# check_builds.sh — `make check-builds`: docs/contract.md says the bits do not
 # depend on the compiler, the optimisation level or -march. Build the engine
 # five ways, each into its own folder, and run every golden file with each
 # (golden check runs each file at 1, 2, 3 and 8 threads). Then the default

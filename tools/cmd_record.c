@@ -48,8 +48,22 @@ int cmd_runs(int argc, char **argv)
     printf("%-5s %-24s %-12s %-6s %-14s %-8s %-7s %-18s %s\n", "id", "name", "status", "model", "task", "steps",
            "threads", "trajectory", "started");
     for (size_t i = 0; i < n; i++) {
-        printf("%-5lld %-24s %-12s %-6s %-14s %-8lld %-7d %016llx %s\n", (long long)runs[i].id, runs[i].name,
-               runs[i].status, runs[i].model, runs[i].task, (long long)runs[i].n_steps, runs[i].threads,
+        /* The thread count of every process that worked on the run, in order. */
+        char threads[64];
+        snprintf(threads, sizeof threads, "%d", runs[i].threads);
+        runlog_process *pr;
+        size_t n_pr;
+        if (runlog_processes(db, runs[i].id, &pr, &n_pr, &err) == LS_OK && n_pr > 0) {
+            size_t at = 0;
+            for (size_t k = 0; k < n_pr && at < sizeof threads; k++) {
+                int w = snprintf(threads + at, sizeof threads - at, "%s%d", k ? "," : "", pr[k].threads);
+                at += w > 0 ? (size_t)w : 0;
+            }
+        }
+        if (n_pr > 0)
+            free(pr);
+        printf("%-5lld %-24s %-12s %-6s %-14s %-8lld %-7s %016llx %s\n", (long long)runs[i].id, runs[i].name,
+               runs[i].status, runs[i].model, runs[i].task, (long long)runs[i].n_steps, threads,
                (unsigned long long)runs[i].last_traj_hash, runs[i].started);
         runlog_run_free(&runs[i]);
     }
@@ -107,6 +121,30 @@ int cmd_show(int argc, char **argv)
     printf("  engine %s, threads %d, reduce %s\n", run.engine_version, run.threads, run.reduce);
     printf("  compiler %s\n  flags %s\n  host %s, cpu %s, git %s\n", run.compiler, run.cflags, run.host, run.cpu,
            run.git_commit[0] ? run.git_commit : "-");
+    runlog_process *pr;
+    size_t n_pr;
+    if (runlog_processes(db, id, &pr, &n_pr, &err) == LS_OK && n_pr > 0) {
+        printf("processes:\n");
+        for (size_t k = 0; k < n_pr; k++) {
+            char steps[64];
+            if (pr[k].last_step >= 0)
+                snprintf(steps, sizeof steps, "steps %lld..%lld", (long long)pr[k].first_step + 1,
+                         (long long)pr[k].last_step);
+            else
+                snprintf(steps, sizeof steps, "from step %lld, did not end", (long long)pr[k].first_step + 1);
+            printf("  %s  %s, host %s, pid %lld, threads %d\n    %s\n", pr[k].started, steps, pr[k].host,
+                   (long long)pr[k].pid, pr[k].threads, pr[k].build);
+        }
+        free(pr);
+    }
+    if (run.source_text != NULL && run.source_text[0]) {
+        printf("data:\n");
+        for (const char *p = run.source_text; *p;) {
+            size_t l = strcspn(p, "\n");
+            printf("  %.*s\n", (int)l, p);
+            p += l + (p[l] == '\n');
+        }
+    }
     printf("config:\n");
     for (const char *p = run.config_text; *p;) {
         size_t l = strcspn(p, "\n");
