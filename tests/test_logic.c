@@ -121,7 +121,7 @@ static void test_relaxed_equals_coefficient_form(void **state)
         ib[j] = 1;
         float p[LOGIC_OPS] = { 0 };
         p[j] = 1.0f;
-        /* the coefficient formulas of difflogic.md, written out here */
+        /* the coefficient formulas of docs/models.md, written out here */
         coef[4 * j + 0] = p[8] + p[9] + p[10] + p[11] + p[12] + p[13] + p[14] + p[15];
         coef[4 * j + 1] = p[2] + p[3] + p[6] + p[7] - p[8] - p[9] - p[12] - p[13];
         coef[4 * j + 2] = p[4] + p[5] + p[6] + p[7] - p[8] - p[9] - p[10] - p[11];

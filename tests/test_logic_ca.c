@@ -195,7 +195,7 @@ static void grad_run(ls_model *m, size_t parts, const float *params, const ls_ba
 
 /* ---- the reference: a plain double-precision rollout ---- */
 
-/* The relaxations of reference/difflogic.md's table, written out. */
+/* The relaxations of docs/models.md's table, written out. */
 static double relax(int op, double a, double b)
 {
     switch (op) {
@@ -642,7 +642,7 @@ static void test_shape_and_wiring(void **state)
     ls_err err = { { 0 } };
     assert_int_equal(config_defaults(&cfg, "checkerboard", NULL, &err), LS_OK);
     ls_model *m = make_model(&cfg);
-    /* reference/difflogic.md: 224 perception + 2816 update gates */
+    /* docs/models.md: 224 perception + 2816 update gates */
     assert_int_equal(m->info.n_params, 3040 * 16);
     assert_int_equal(m->info.leaf_len, 3040 * 4);
     assert_int_equal(m->info.finish_units, 3040);

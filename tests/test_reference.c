@@ -2,8 +2,8 @@
  * from the engine: it uses only the model's descriptor (init, prepare, the
  * phases one after the other, leaf, finish) and the optimiser step — no
  * pool, no reduce/ — computes every leaf into its own buffer and sums them
- * with its own recursive tree, straight from the definition in DESIGN.md
- * §2.2 (and include/lockstep.h). The engine at any thread count must produce
+ * with its own recursive tree, straight from the definition in
+ * docs/contract.md (and include/lockstep.h). The engine at any thread count must produce
  * the same parameters at every step, bit for bit. */
 #include <stdarg.h>
 #include <stddef.h>
@@ -81,7 +81,7 @@ static void reference_run(ls_config cfg, const ls_dataset *d, int steps, float *
     m->desc->init(m->self, theta, cfg.seed);
     memcpy(params_out[0], theta, info->n_params * sizeof(float));
     for (int t = 1; t <= steps; t++) {
-        /* Data order, DESIGN.md §2.4: slot j takes stream position (t-1)·B + j. */
+        /* Data order, docs/contract.md: slot j takes stream position (t-1)·B + j. */
         for (size_t j = 0; d != NULL && j < B; j++) {
             uint64_t q = (uint64_t)(t - 1) * B + j;
             rng_permutation(perm, d->train.n, cfg.seed, RNG_EPOCH_PERM, q / d->train.n);

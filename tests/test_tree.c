@@ -1,6 +1,6 @@
 /* test_tree.c — the canonical tree: stream, blocks, chaos plans, unordered foil.
  *
- * The reference is the recursive definition of DESIGN.md §2.2 written out
+ * The reference is the recursive definition of docs/contract.md written out
  * plainly here; every other path must equal it bit for bit. */
 #include <stdarg.h>
 #include <stddef.h>
