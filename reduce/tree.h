@@ -1,4 +1,4 @@
-/* tree.h — the canonical tree that sums leaf buffers (DESIGN.md §2.2).
+/* tree.h — the canonical tree that sums leaf buffers (docs/contract.md, the canonical tree).
  *
  *     sum(l, n) = leaf(l)                           if n == 1
  *               = sum(l, k) + sum(l + k, n - k)     k = largest power of two < n
