@@ -740,9 +740,17 @@ size_t config_help(const ls_config *cfg, char *buf, size_t len)
         if (k->type == LS_KEY_FLOAT)   /* %g reads better than %a in help */
             vl = (size_t)snprintf(value, sizeof value, "%g", (double)v.f);
         (void)vl;
-        at = append(buf, len, at, "  %-16s %s (%s%s)%s%s\n", flag, k->help,
+        /* What it takes: its choices or its range. */
+        char allowed[160] = "";
+        if (k->type == LS_KEY_TEXT && k->choices != NULL)
+            snprintf(allowed, sizeof allowed, "; one of: %s", k->choices);
+        else if (k->type == LS_KEY_INT || k->type == LS_KEY_FLOAT)
+            snprintf(allowed, sizeof allowed, "; %.10g..%.10g", k->lo, k->hi);
+        else if (k->type == LS_KEY_LIST)
+            snprintf(allowed, sizeof allowed, "; widths %.10g..%.10g", k->lo, k->hi);
+        at = append(buf, len, at, "  %-16s %s (%s%s%s)%s%s\n", flag, k->help,
                     k->type == LS_KEY_SWITCH ? "" : "default ", k->type == LS_KEY_SWITCH ? (v.u ? "on" : "off") : value,
-                    k->only_if ? "; with " : "", k->only_if ? k->only_if : "");
+                    allowed, k->only_if ? "; with " : "", k->only_if ? k->only_if : "");
     }
     return at;
 }

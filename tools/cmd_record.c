@@ -148,7 +148,24 @@ int cmd_show(int argc, char **argv)
     printf("config:\n");
     for (const char *p = run.config_text; *p;) {
         size_t l = strcspn(p, "\n");
-        printf("  %.*s\n", (int)l, p);
+        /* Floats are written in %a form: their decimal, shortest round-trip, beside it. */
+        const char *eq = memchr(p, '=', l);
+        char dec[64] = "";
+        if (eq != NULL && eq + 3 < p + l && eq[1] == '0' && eq[2] == 'x') {
+            char hex[64];
+            size_t hl = (size_t)(p + l - eq - 1);
+            if (hl < sizeof hex) {
+                memcpy(hex, eq + 1, hl);
+                hex[hl] = '\0';
+                const float f = strtof(hex, NULL);
+                for (int prec = 1; prec <= 9; prec++) {
+                    snprintf(dec, sizeof dec, "  (%.*g)", prec, (double)f);
+                    if (strtof(dec + 3, NULL) == f)
+                        break;
+                }
+            }
+        }
+        printf("  %.*s%s\n", (int)l, p, dec);
         p += l + (p[l] == '\n');
     }
     runlog_evalrow *ev;
@@ -198,6 +215,52 @@ static const ls_step *find_step(const ls_step *rows, size_t n, int64_t step)
             hi = mid;
     }
     return lo < n && rows[lo].step == step ? &rows[lo] : NULL;
+}
+
+/* The value of key in a canonical config text ("key=value" lines), or NULL. */
+static const char *config_line_value(const char *text, const char *key, size_t *len)
+{
+    const size_t kl = strlen(key);
+    for (const char *p = text; *p;) {
+        const size_t l = strcspn(p, "\n");
+        if (l > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
+            *len = l - kl - 1;
+            return p + kl + 1;
+        }
+        p += l + (p[l] == '\n');
+    }
+    return NULL;
+}
+
+/* "lr 0x1.47ae14p-7 vs 0x1.99999ap-5, seed 1 vs 2" for the keys whose
+ * values differ or that only one text has. */
+static void config_keys_differing(const char *a, const char *b, long long ida, long long idb, char *out, size_t cap)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (int pass = 0; pass < 2; pass++) {
+        const char *text = pass ? b : a, *other = pass ? a : b;
+        for (const char *p = text; *p && at < cap;) {
+            const size_t l = strcspn(p, "\n");
+            const char *eq = memchr(p, '=', l);
+            if (eq != NULL) {
+                char key[64];
+                const size_t kl = (size_t)(eq - p) < sizeof key ? (size_t)(eq - p) : sizeof key - 1;
+                memcpy(key, p, kl);
+                key[kl] = '\0';
+                size_t vl, ol;
+                const char *v = eq + 1, *o = config_line_value(other, key, &ol);
+                vl = l - kl - 1;
+                int w = 0;
+                if (o == NULL)
+                    w = snprintf(out + at, cap - at, "%s%s only in run %lld", at ? ", " : "", key, pass ? idb : ida);
+                else if (!pass && (ol != vl || memcmp(o, v, vl) != 0))
+                    w = snprintf(out + at, cap - at, "%s%s %.*s vs %.*s", at ? ", " : "", key, (int)vl, v, (int)ol, o);
+                at += w > 0 ? (size_t)w : 0;
+            }
+            p += l + (p[l] == '\n');
+        }
+    }
 }
 
 int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
@@ -260,8 +323,11 @@ int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
         snprintf(span, sizeof span, "steps %lld..%lld", (long long)lo, (long long)hi);
     else
         snprintf(span, sizeof span, "%zu common steps from %lld to %lld", common, (long long)lo, (long long)hi);
-    if (!quiet && strcmp(ra.config_text, rb.config_text) != 0)
-        printf("warning: runs %lld and %lld have different configs\n", (long long)a, (long long)b);
+    if (!quiet && strcmp(ra.config_text, rb.config_text) != 0) {
+        char keys[512];
+        config_keys_differing(ra.config_text, rb.config_text, (long long)a, (long long)b, keys, sizeof keys);
+        printf("warning: runs %lld and %lld have different configs: %s\n", (long long)a, (long long)b, keys);
+    }
     if (!quiet && (na != nb || na != common))
         printf("note: run %lld has %zu step rows, run %lld has %zu; comparing %s\n", (long long)a, na,
                (long long)b, nb, span);
