@@ -176,6 +176,12 @@ static const char rl_process_schema[] =
     "  first_step INTEGER NOT NULL,\n"
     "  last_step INTEGER\n"
     ") STRICT;\n"
+    /* The hashes as the command line prints them (SQLite keeps the 64-bit
+     * values as signed INTEGERs): SELECT * FROM steps_hex WHERE run = 1. */
+    "CREATE VIEW IF NOT EXISTS steps_hex AS SELECT s.run, r.name AS run_name, s.step, s.loss,\n"
+    "  iif(s.loss_bits IS NULL, NULL, printf('%016x', s.loss_bits)) AS loss_bits,\n"
+    "  printf('%016x', s.param_hash) AS param_hash, printf('%016x', s.traj_hash) AS traj_hash, s.seconds\n"
+    "  FROM steps s JOIN runs r ON r.id = s.run;\n"
     "CREATE TABLE IF NOT EXISTS run_settings(\n"
     "  run INTEGER NOT NULL REFERENCES runs(id),\n"
     "  key TEXT NOT NULL,\n"
