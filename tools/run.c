@@ -71,8 +71,9 @@ static void on_step(void *ctx, const ls_session_state *st, int replay)
     double eta = done > 0 ? el / (double)done * (double)(st->target - st->step) : 0;
     fprintf(stderr, "\r%s %lld/%lld  loss %.5f  %.0f samples/s  ETA %.0fs   ", replay ? "replay" : "step",
             (long long)st->step, (long long)st->target, st->loss, sps, eta);
+    /* At the end the line is erased, not left between the result rows. */
     if (st->step == st->target)
-        fputc('\n', stderr);
+        fputs("\r\033[K", stderr);
     fflush(stderr);
 }
 
