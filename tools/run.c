@@ -117,6 +117,8 @@ static ls_status run_drive(ls_session *s, const run_opts *o, run_result *r, ls_e
     ls_session_state_get(s, &st);
     r->run_id = st.run_id;
     ls_status rc = ls_session_train(s, 0, o->eval_every, &run_interrupted, r->metrics, &r->n_metrics, err);
+    if (o->progress && rc != LS_OK)
+        fputs("\r\033[K", stderr);   /* the message that follows starts on a clean line */
     if (!o->eval_at_end && rc == LS_OK)
         r->n_metrics = 0;
     ls_session_state_get(s, &st);
