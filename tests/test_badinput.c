@@ -1,5 +1,5 @@
 /* test_badinput.c — bad input, table-driven, end to end with the real
- * `lockstep` binary (LOCKSTEP_BIN, else build/lockstep). DESIGN.md §6: bad
+ * `lockstep` binary (LOCKSTEP_BIN, else build/lockstep). README.md: bad
  * usage or bad input exits with status 2 and one line naming the problem.
  *
  * Every row of BAD runs one bad command in a fresh directory of its own whose
@@ -7,7 +7,7 @@
  * checkpoints every 10). The database is trained once and copied per row (a
  * closed WAL database is one file). The row's setup may add more (a second
  * run whose checkpoint is damaged, a golden file, a data directory, file
- * modes, a file-size limit, an unprivileged user). Then, behind the binary's
+ * modes, a file-size limit, an unprivileged user, NumPy .npy files). Then, behind the binary's
  * back with the raw sqlite3 API (the independent path), the record is
  * snapshotted — every runs, steps (with the loss bits), evals, checkpoints and
  * verdicts row, the schema, user_version and application_id — and the bad
@@ -177,6 +177,79 @@ static void write_idx_labels(const char *path, const unsigned char *labels, uint
     unsigned char *b = idx_bytes(0x00000801u, dims, 1, labels, n, &len);
     write_gz(path, b, len);
     free(b);
+}
+
+/* NumPy .npy bytes as numpy.save writes them (numpy/lib/format.py): the
+ * magic "\x93NUMPY", version major.0, the header length (uint16 LE for 1.0,
+ * uint32 LE after), the header text padded with spaces and ended by '\n' so
+ * that the data start at a multiple of 64, then the data. `dict` is the
+ * header's Python dict literal as given: the bad rows' headers lie. */
+static unsigned char *npy_bytes(unsigned major, const char *dict, const unsigned char *data, size_t data_len,
+                                size_t *len)
+{
+    const size_t pre = major == 1 ? 10 : 12, dl = strlen(dict);
+    const size_t pad = 64 - (pre + dl + 1) % 64;   /* 1..64, as numpy pads */
+    const size_t hlen = dl + pad + 1;
+    unsigned char *b = malloc(pre + hlen + data_len + 1);
+    assert_non_null(b);
+    memcpy(b, "\x93NUMPY", 6);
+    b[6] = (unsigned char)major;
+    b[7] = 0;
+    for (size_t k = 0; k < pre - 8; k++)
+        b[8 + k] = (unsigned char)(hlen >> (8 * k));
+    memcpy(b + pre, dict, dl);
+    memset(b + pre + dl, ' ', pad);
+    b[pre + hlen - 1] = '\n';
+    if (data_len > 0)
+        memcpy(b + pre + hlen, data, data_len);
+    *len = pre + hlen + data_len;
+    return b;
+}
+
+/* The dict numpy.save writes: its three keys sorted, each "'k': repr(v), ",
+ * then (numpy >= 1.23) room for the growing axis (the first, or the last in
+ * Fortran order) to reach 21 digits. */
+static void npy_dict(char *out, size_t cap, const char *descr, int fortran, const char *shape)
+{
+    size_t growth = 0;
+    if (strcmp(shape, "()") != 0) {
+        const char *num = shape + 1;
+        if (fortran) {
+            const char *p = strrchr(shape, ')') - 1;
+            if (*p == ',')
+                p--;
+            while (p > shape && *p >= '0' && *p <= '9')
+                p--;
+            num = p + 1;
+        }
+        growth = 21 - strspn(num, "0123456789");
+    }
+    int w = snprintf(out, cap, "{'descr': %s, 'fortran_order': %s, 'shape': %s, }%*s", descr,
+                     fortran ? "True" : "False", shape, (int)growth, "");
+    assert_true(w > 0 && (size_t)w < cap);
+}
+
+/* Element value v as `kind` of `size` bytes (c: complex, the real part v and
+ * the imaginary 0; V and O: zero bytes), little-endian unless big. */
+static void npy_put(unsigned char *p, char kind, size_t size, int big, int64_t v)
+{
+    uint64_t u = (uint64_t)v;
+    if ((kind == 'f' && size == 4) || kind == 'c') {
+        float f = (float)v;
+        uint32_t w;
+        memcpy(&w, &f, sizeof w);
+        u = w;
+    } else if (kind == 'f') {
+        double d = (double)v;
+        memcpy(&u, &d, sizeof u);
+    } else if (kind == 'b') {
+        u = v != 0;
+    } else if (kind == 'V' || kind == 'O') {
+        u = 0;
+    }
+    assert_true(size <= 8);
+    for (size_t k = 0; k < size; k++)
+        p[big ? size - 1 - k : k] = (unsigned char)(u >> (8 * k));
 }
 
 /* ---- environment ------------------------------------------------------------------------- */
@@ -428,6 +501,9 @@ enum {
                      * run's newest checkpoint), fifo.db (a FIFO) */
     S_NOSTEPS,      /* two more runs: 2 'empty' without step rows, 3 'Z-t2' whose step
                      * rows are the good run's moved to steps 100..120 */
+    S_NPY,          /* the .npy fixtures (prepare_npy: sound x.npy y.npy tx.npy ty.npy,
+                     * and one file for each thing wrong), dir.npy (a directory) and
+                     * fifo.npy (a FIFO) */
 };
 
 enum {
@@ -480,6 +556,8 @@ typedef struct {
 #define RESUME_B "resume", "B", DB, "--threads", "1", "--steps", "30", "--no-progress"
 #define IMG "train-images-idx3-ubyte.gz"
 #define LAB "train-labels-idx1-ubyte.gz"
+#define AR "train", "--task", "arrays", "--steps", "2", DB, "--threads", "1"
+#define XY "--train-x", "x.npy", "--train-y", "y.npy"
 
 static const bad_row BAD[] = {
     /* -- flags: unknown, malformed, missing values -- */
@@ -772,6 +850,87 @@ static const bad_row BAD[] = {
     { "export --circuit -- -nosuch", S_PLAIN, NULL, { "export", "--circuit", DB, "--", "-nosuch" },
       { "'-nosuch'" }, NULL, NULL, F_EXPORT, 0 },
     { "resume -- -nosuch", S_PLAIN, NULL, { "resume", DB, "--", "-nosuch" }, { "'-nosuch'" }, NULL, NULL, 0, 0 },
+
+    /* -- NumPy .npy files of the arrays task (S_NPY: the files are in the row's directory; the
+     *    engine names them by their absolute paths, so "/name" is the file and nothing else) -- */
+    { "npy: bad magic", S_NPY, NULL, { AR, "--train-x", "bad-magic.npy", "--train-y", "y.npy" },
+      { "/bad-magic.npy", "magic" }, "bad-magic.npy", NULL, 0, 0 },
+    { "npy: bad magic as --test-y", S_NPY, NULL, { AR, XY, "--test-x", "tx.npy", "--test-y", "bad-magic.npy" },
+      { "/bad-magic.npy", "magic" }, "bad-magic.npy", NULL, 0, 0 },
+    { "npy: version 4.0", S_NPY, NULL, { AR, "--train-x", "v4.npy", "--train-y", "y.npy" },
+      { "/v4.npy", "version 4.0" }, "v4.npy", NULL, 0, 0 },
+    { "npy: version 2.0 cut in its header length", S_NPY, NULL, { AR, "--train-x", "hlen-cut.npy", "--train-y",
+      "y.npy" }, { "/hlen-cut.npy", "header length" }, "hlen-cut.npy", NULL, 0, 0 },
+    { "npy: header longer than the file", S_NPY, NULL, { AR, "--train-x", "hdr-cut.npy", "--train-y", "y.npy" },
+      { "/hdr-cut.npy", "header says 118 bytes" }, "hdr-cut.npy", NULL, 0, 0 },
+    { "npy: header not ended by a newline", S_NPY, NULL, { AR, "--train-x", "no-newline.npy", "--train-y",
+      "y.npy" }, { "/no-newline.npy", "newline" }, "no-newline.npy", NULL, 0, 0 },
+    { "npy: header not a dict", S_NPY, NULL, { AR, "--train-x", "not-dict.npy", "--train-y", "y.npy" },
+      { "/not-dict.npy", "not a dict" }, "not-dict.npy", NULL, 0, 0 },
+    { "npy: header without descr", S_NPY, NULL, { AR, "--train-x", "no-descr.npy", "--train-y", "y.npy" },
+      { "/no-descr.npy", "missing descr" }, "no-descr.npy", NULL, 0, 0 },
+    { "npy: header without shape", S_NPY, NULL, { AR, "--train-x", "no-shape.npy", "--train-y", "y.npy" },
+      { "/no-shape.npy", "missing shape" }, "no-shape.npy", NULL, 0, 0 },
+    { "npy: header with a repeated key", S_NPY, NULL, { AR, "--train-x", "dup-key.npy", "--train-y", "y.npy" },
+      { "/dup-key.npy", "repeated key 'descr'" }, "dup-key.npy", NULL, 0, 0 },
+    { "npy: header with an unknown key", S_NPY, NULL, { AR, "--train-x", "unknown-key.npy", "--train-y",
+      "y.npy" }, { "/unknown-key.npy", "key 'align'" }, "unknown-key.npy", NULL, 0, 0 },
+    { "npy: object dtype", S_NPY, NULL, { AR, "--train-x", "object.npy", "--train-y", "y.npy" },
+      { "/object.npy", "dtype '|O'" }, "object.npy", NULL, 0, 0 },
+    { "npy: structured dtype", S_NPY, NULL, { AR, "--train-x", "structured.npy", "--train-y", "y.npy" },
+      { "/structured.npy", "descr", "structured" }, "structured.npy", NULL, 0, 0 },
+    { "npy: complex dtype", S_NPY, NULL, { AR, "--train-x", "complex.npy", "--train-y", "y.npy" },
+      { "/complex.npy", "dtype '<c8'" }, "complex.npy", NULL, 0, 0 },
+    { "npy: Fortran order", S_NPY, NULL, { AR, "--train-x", "fortran.npy", "--train-y", "y.npy" },
+      { "/fortran.npy", "fortran_order is True" }, "fortran.npy", NULL, 0, 0 },
+    { "npy: fortran_order not a bool", S_NPY, NULL, { AR, "--train-x", "order-int.npy", "--train-y", "y.npy" },
+      { "/order-int.npy", "fortran_order" }, "order-int.npy", NULL, 0, 0 },
+    { "npy: negative shape", S_NPY, NULL, { AR, "--train-x", "neg-shape.npy", "--train-y", "y.npy" },
+      { "/neg-shape.npy", "shape" }, "neg-shape.npy", NULL, 0, 0 },
+    { "npy: shape whose element count overflows", S_NPY, NULL, { AR, "--train-x", "overflow.npy", "--train-y",
+      "y.npy" }, { "/overflow.npy", "shape", "element count overflows" }, "overflow.npy", NULL, 0, 0 },
+    { "npy: shape whose byte count overflows", S_NPY, NULL, { AR, "--train-x", "bytes-overflow.npy",
+      "--train-y", "y.npy" }, { "/bytes-overflow.npy", "shape", "byte count overflows" }, "bytes-overflow.npy",
+      NULL, 0, 0 },
+    { "npy: data one byte short", S_NPY, NULL, { AR, "--train-x", "short-data.npy", "--train-y", "y.npy" },
+      { "/short-data.npy", "truncated", "48 bytes of data, the file has 47" }, "short-data.npy", NULL, 0, 0 },
+    { "npy: one trailing byte", S_NPY, NULL, { AR, "--train-x", "long-data.npy", "--train-y", "y.npy" },
+      { "/long-data.npy", "trailing bytes", "48 bytes of data, the file has 49" }, "long-data.npy", NULL, 0, 0 },
+    { "npy: features int32", S_NPY, NULL, { AR, "--train-x", "x-i4.npy", "--train-y", "y.npy" },
+      { "/x-i4.npy", "features are i4" }, "x-i4.npy", NULL, 0, 0 },
+    { "npy: features uint16", S_NPY, NULL, { AR, "--train-x", "x-u2.npy", "--train-y", "y.npy" },
+      { "/x-u2.npy", "features are u2" }, "x-u2.npy", NULL, 0, 0 },
+    { "npy: features bool", S_NPY, NULL, { AR, "--train-x", "x-bool.npy", "--train-y", "y.npy" },
+      { "/x-bool.npy", "features are b1" }, "x-bool.npy", NULL, 0, 0 },
+    { "npy: no samples", S_NPY, NULL, { AR, "--train-x", "x-empty.npy", "--train-y", "y-empty.npy" },
+      { "/x-empty.npy", "shape", "N >= 1" }, "x-empty.npy", NULL, 0, 0 },
+    { "npy: labels float32", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y", "y-f4.npy" },
+      { "/y-f4.npy", "labels are floats" }, "y-f4.npy", NULL, 0, 0 },
+    { "npy: labels bool", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y", "y-bool.npy" },
+      { "/y-bool.npy", "labels are booleans" }, "y-bool.npy", NULL, 0, 0 },
+    { "npy: labels 2-D", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y", "y-2d.npy" },
+      { "/y-2d.npy", "shape", "2 dimensions" }, "y-2d.npy", NULL, 0, 0 },
+    { "npy: 3 labels for 4 samples", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y", "y-3.npy" },
+      { "/y-3.npy", "3 labels for the 4 samples", "/x.npy" }, "y-3.npy", NULL, 0, 0 },
+    { "npy: label 256", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y", "y-256.npy" },
+      { "/y-256.npy", "label 1 is 256", "0..255" }, "y-256.npy", NULL, 0, 0 },
+    { "npy: label -1", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y", "y-neg.npy" },
+      { "/y-neg.npy", "label 2 is -1", "0..255" }, "y-neg.npy", NULL, 0, 0 },
+    { "npy: test label 300 (big-endian int32)", S_NPY, NULL, { AR, XY, "--test-x", "tx.npy", "--test-y",
+      "ty-300.npy" }, { "/ty-300.npy", "label 1 is 300" }, "ty-300.npy", NULL, 0, 0 },
+    { "npy: test features 5 wide, training 3", S_NPY, NULL, { AR, XY, "--test-x", "tx-w5.npy", "--test-y",
+      "ty.npy" }, { "/tx-w5.npy", "shape", "5 features a sample, the training data has 3" }, "tx-w5.npy", NULL, 0,
+      0 },
+    { "npy: test features uint8, training float32", S_NPY, NULL, { AR, XY, "--test-x", "tx-u8.npy", "--test-y",
+      "ty.npy" }, { "/tx-u8.npy", "features are uint8" }, "tx-u8.npy", NULL, 0, 0 },
+    { "npy: --test-x without --test-y", S_NPY, NULL, { AR, XY, "--test-x", "tx.npy" }, { "--test-x", "--test-y" },
+      "tx.npy", NULL, 0, 0 },
+    { "npy: a directory as --train-x", S_NPY, NULL, { AR, "--train-x", "dir.npy", "--train-y", "y.npy" },
+      { "/dir.npy", "not a regular file" }, "y.npy", NULL, 0, 0 },
+    { "npy: a FIFO as --train-x", S_NPY, NULL, { AR, "--train-x", "fifo.npy", "--train-y", "y.npy" },
+      { "/fifo.npy", "not a regular file" }, "y.npy", NULL, 0, 0 },
+    { "npy: a missing --train-y", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y", "nosuch.npy" },
+      { "nosuch.npy", "No such file" }, "x.npy", "nosuch.npy", 0, 0 },
 };
 
 #undef DB
@@ -780,6 +939,8 @@ static const bad_row BAD[] = {
 #undef RESUME_B
 #undef IMG
 #undef LAB
+#undef AR
+#undef XY
 
 #define N_BAD (sizeof BAD / sizeof BAD[0])
 
@@ -796,6 +957,9 @@ typedef struct {
     char golden[PATH_MAX];       /* a good golden file */
     char good_ckdir[PATH_MAX];   /* the directory of good_ckpt (@CKDIR in a row) */
     int have_export, have_render;
+    char npy[PATH_MAX];          /* the .npy fixtures (prepare_npy), copied into every S_NPY row */
+    char npy_names[64][32];
+    size_t n_npy;
 } shared;
 
 static shared g;
@@ -942,6 +1106,227 @@ static void prepare_data(void)
     assert_int_equal(mkdir(p, 0755), 0);
 }
 
+/* ---- NumPy .npy files (S_NPY) -------------------------------------------------------------- */
+
+/* A .npy file numpy itself could write: made here byte for byte as
+ * numpy.save makes it, and (when /usr/bin/python3 has numpy) checked
+ * against numpy's own bytes, so that each bad file differs from what numpy
+ * writes in the one way its row says. */
+typedef struct {
+    const char *name;
+    const char *descr;    /* as the header has it: "'<f4'", or a structured dtype's list */
+    char kind;            /* how an element is written (npy_put) */
+    size_t size;
+    int fortran;
+    const char *shape;
+    size_t n;             /* elements */
+    const int64_t *vals;  /* NULL: element i is i */
+    const char *numpy;    /* the same array in numpy (NULL: numpy writes other data bytes, a pickle) */
+} npy_spec;
+
+static const npy_spec NPY_SPECS[] = {
+    /* sound: training 4 x 3 float32 and int64 labels, test 2 x 3 and uint8 labels, uint8 features */
+    { "x.npy", "'<f4'", 'f', 4, 0, "(4, 3)", 12, NULL, "np.arange(12, dtype='<f4').reshape(4, 3)" },
+    { "y.npy", "'<i8'", 'i', 8, 0, "(4,)", 4, (const int64_t[]){ 0, 1, 2, 1 },
+      "np.array([0, 1, 2, 1], dtype='<i8')" },
+    { "tx.npy", "'<f4'", 'f', 4, 0, "(2, 3)", 6, NULL, "np.arange(6, dtype='<f4').reshape(2, 3)" },
+    { "ty.npy", "'|u1'", 'u', 1, 0, "(2,)", 2, (const int64_t[]){ 1, 0 }, "np.array([1, 0], dtype='u1')" },
+    { "xu8.npy", "'|u1'", 'u', 1, 0, "(4, 3)", 12, NULL, "np.arange(12, dtype='u1').reshape(4, 3)" },
+    /* one thing wrong with each */
+    { "object.npy", "'|O'", 'O', 8, 0, "(4,)", 4, NULL, NULL },
+    { "structured.npy", "[('a', '<f4'), ('b', '<f4')]", 'V', 8, 0, "(4,)", 4, NULL,
+      "np.zeros(4, dtype=[('a', '<f4'), ('b', '<f4')])" },
+    { "complex.npy", "'<c8'", 'c', 8, 0, "(4, 3)", 12, NULL, "np.arange(12, dtype='<c8').reshape(4, 3)" },
+    { "fortran.npy", "'<f4'", 'f', 4, 1, "(4, 3)", 12, (const int64_t[]){ 0, 3, 6, 9, 1, 4, 7, 10, 2, 5, 8, 11 },
+      "np.asfortranarray(np.arange(12, dtype='<f4').reshape(4, 3))" },
+    { "x-i4.npy", "'<i4'", 'i', 4, 0, "(4, 3)", 12, NULL, "np.arange(12, dtype='<i4').reshape(4, 3)" },
+    { "x-u2.npy", "'<u2'", 'u', 2, 0, "(4, 3)", 12, NULL, "np.arange(12, dtype='<u2').reshape(4, 3)" },
+    { "x-bool.npy", "'|b1'", 'b', 1, 0, "(4, 3)", 12, NULL, "np.arange(12).reshape(4, 3) > 0" },
+    { "x-empty.npy", "'<f4'", 'f', 4, 0, "(0, 3)", 0, NULL, "np.zeros((0, 3), dtype='<f4')" },
+    { "y-empty.npy", "'<i8'", 'i', 8, 0, "(0,)", 0, NULL, "np.zeros(0, dtype='<i8')" },
+    { "y-f4.npy", "'<f4'", 'f', 4, 0, "(4,)", 4, (const int64_t[]){ 0, 1, 2, 1 },
+      "np.array([0, 1, 2, 1], dtype='<f4')" },
+    { "y-bool.npy", "'|b1'", 'b', 1, 0, "(4,)", 4, (const int64_t[]){ 0, 1, 1, 0 },
+      "np.array([False, True, True, False])" },
+    { "y-2d.npy", "'<i8'", 'i', 8, 0, "(4, 1)", 4, (const int64_t[]){ 0, 1, 2, 1 },
+      "np.array([[0], [1], [2], [1]], dtype='<i8')" },
+    { "y-3.npy", "'<i8'", 'i', 8, 0, "(3,)", 3, (const int64_t[]){ 0, 1, 2 }, "np.array([0, 1, 2], dtype='<i8')" },
+    { "y-256.npy", "'<i2'", 'i', 2, 0, "(4,)", 4, (const int64_t[]){ 0, 256, 1, 2 },
+      "np.array([0, 256, 1, 2], dtype='<i2')" },
+    { "y-neg.npy", "'<i8'", 'i', 8, 0, "(4,)", 4, (const int64_t[]){ 0, 1, -1, 2 },
+      "np.array([0, 1, -1, 2], dtype='<i8')" },
+    { "ty-300.npy", "'>i4'", 'i', 4, 0, "(2,)", 2, (const int64_t[]){ 1, 300 }, "np.array([1, 300], dtype='>i4')" },
+    { "tx-w5.npy", "'<f4'", 'f', 4, 0, "(2, 5)", 10, NULL, "np.arange(10, dtype='<f4').reshape(2, 5)" },
+    { "tx-u8.npy", "'|u1'", 'u', 1, 0, "(2, 3)", 6, NULL, "np.arange(6, dtype='u1').reshape(2, 3)" },
+};
+
+#define N_NPY_SPECS (sizeof NPY_SPECS / sizeof NPY_SPECS[0])
+
+static unsigned char *npy_spec_bytes(const npy_spec *s, size_t *len)
+{
+    char dict[256];
+    npy_dict(dict, sizeof dict, s->descr, s->fortran, s->shape);
+    unsigned char *data = calloc(s->n * s->size + 1, 1);
+    assert_non_null(data);
+    for (size_t i = 0; i < s->n; i++)
+        npy_put(data + i * s->size, s->kind, s->size, s->descr[1] == '>', s->vals != NULL ? s->vals[i] : (int64_t)i);
+    unsigned char *b = npy_bytes(1, dict, data, s->n * s->size, len);
+    free(data);
+    return b;
+}
+
+/* g.npy/name, and its name noted for setup_npy to copy. */
+static void npy_file_put(const char *name, const unsigned char *b, size_t n)
+{
+    char p[PATH_MAX];
+    path_in(g.npy, name, p, sizeof p);
+    write_bytes(p, b, n);
+    assert_true(g.n_npy < sizeof g.npy_names / sizeof g.npy_names[0]);
+    assert_true(strlen(name) < sizeof g.npy_names[0]);
+    snprintf(g.npy_names[g.n_npy++], sizeof g.npy_names[0], "%s", name);
+}
+
+static void npy_file_dict(const char *name, unsigned major, const char *dict, const unsigned char *data, size_t dl)
+{
+    size_t len;
+    unsigned char *b = npy_bytes(major, dict, data, dl, &len);
+    npy_file_put(name, b, len);
+    free(b);
+}
+
+/* numpy.save of every spec with a numpy expression into dir: 0, or 77 when
+ * there is no /usr/bin/python3 with numpy (the check is then skipped). */
+static int npy_numpy_save(const char *dir)
+{
+    if (access("/usr/bin/python3", X_OK) != 0)
+        return 77;
+    char *script = NULL;
+    size_t n = 0, cap = 0;
+    const char *head = "import os, sys\ntry:\n    import numpy as np\nexcept ImportError:\n    sys.exit(77)\n";
+    proc_append(&script, &n, &cap, head, strlen(head));
+    for (size_t i = 0; i < N_NPY_SPECS; i++) {
+        if (NPY_SPECS[i].numpy == NULL)
+            continue;
+        char line[512];
+        int w = snprintf(line, sizeof line, "np.save(os.path.join(sys.argv[1], '%s'), %s)\n", NPY_SPECS[i].name,
+                         NPY_SPECS[i].numpy);
+        assert_true(w > 0 && (size_t)w < sizeof line);
+        proc_append(&script, &n, &cap, line, (size_t)w);
+    }
+    const char *argv[] = { "/usr/bin/python3", "-c", script, dir, NULL };
+    char **env = make_env(NULL);
+    proc_child p;
+    proc_res r;
+    memset(&r, 0, sizeof r);
+    proc_start(&p, dir, env, NULL, argv);
+    proc_finish(&p, &r, DEADLINE);
+    free(env);
+    free(script);
+    int code = r.code;
+    if (code != 0 && code != 77)
+        fail_msg("numpy.save of the .npy fixtures: exit %d, signal %d\nstderr: %s", r.code, r.sig, r.err);
+    proc_res_free(&r);
+    return code;
+}
+
+/* The .npy fixtures, once: the specs, the files numpy would not write, a
+ * check that the sound ones train, and (with numpy) that the specs' bytes
+ * are numpy's. */
+static void prepare_npy(void)
+{
+    path_in(g.base, "npy", g.npy, sizeof g.npy);
+    assert_int_equal(mkdir(g.npy, 0755), 0);
+    for (size_t i = 0; i < N_NPY_SPECS; i++) {
+        size_t len;
+        unsigned char *b = npy_spec_bytes(&NPY_SPECS[i], &len);
+        npy_file_put(NPY_SPECS[i].name, b, len);
+        free(b);
+    }
+
+    /* x.npy's header and data, for the files damaged by hand. */
+    char xdict[256];
+    npy_dict(xdict, sizeof xdict, "'<f4'", 0, "(4, 3)");
+    unsigned char xdata[49];
+    for (int i = 0; i < 12; i++)
+        npy_put(xdata + 4 * i, 'f', 4, 0, i);
+    xdata[48] = 0;
+    size_t len;
+    unsigned char *b = npy_bytes(1, xdict, xdata, 48, &len);
+    assert_int_equal(len, 128 + 48);   /* the header length is 118 */
+    b[5] = 'Z';                        /* "\x93NUMPZ" */
+    npy_file_put("bad-magic.npy", b, len);
+    b[5] = 'Y';
+    b[128 - 1] = ' ';                  /* the header ends in a space */
+    npy_file_put("no-newline.npy", b, len);
+    b[128 - 1] = '\n';
+    npy_file_put("hdr-cut.npy", b, 10 + 50);   /* says 118 header bytes, has 50 */
+    free(b);
+    /* Version 4.0 (with a uint32 header length, as 2.0 and 3.0 have). */
+    npy_file_dict("v4.npy", 4, xdict, xdata, 48);
+    {
+        b = npy_bytes(2, xdict, xdata, 48, &len);
+        npy_file_put("hlen-cut.npy", b, 11);    /* 3 of the 4 bytes of the header length */
+        free(b);
+    }
+    npy_file_dict("not-dict.npy", 1, "['descr', '<f4', 'fortran_order', False, 'shape', (4, 3)]", xdata, 48);
+    npy_file_dict("no-descr.npy", 1, "{'fortran_order': False, 'shape': (4, 3), }", xdata, 48);
+    npy_file_dict("no-shape.npy", 1, "{'descr': '<f4', 'fortran_order': False, }", xdata, 48);
+    npy_file_dict("dup-key.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), 'descr': '<f4', }",
+                  xdata, 48);
+    npy_file_dict("unknown-key.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4, 3), 'align': 64, }",
+                  xdata, 48);
+    npy_file_dict("order-int.npy", 1, "{'descr': '<f4', 'fortran_order': 0, 'shape': (4, 3), }", xdata, 48);
+    npy_file_dict("neg-shape.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (-4, 3), }", xdata, 48);
+    /* 2^32 * 2^32 * 4 elements; 2^62 elements of 4 bytes. */
+    npy_file_dict("overflow.npy", 1,
+                  "{'descr': '<f4', 'fortran_order': False, 'shape': (4294967296, 4294967296, 4), }", xdata, 48);
+    npy_file_dict("bytes-overflow.npy", 1, "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904,), }",
+                  xdata, 48);
+    npy_file_dict("short-data.npy", 1, xdict, xdata, 47);
+    npy_file_dict("long-data.npy", 1, xdict, xdata, 49);
+
+    /* The sound files train (with a test split; uint8 features too). */
+    char ok[PATH_MAX], db[PATH_MAX], p[4][PATH_MAX];
+    path_in(g.base, "npy-ok", ok, sizeof ok);
+    assert_int_equal(mkdir(ok, 0755), 0);
+    path_in(ok, "ok.db", db, sizeof db);
+    static const char *const sound[2][4] = { { "x.npy", "y.npy", "tx.npy", "ty.npy" },
+                                             { "xu8.npy", "y.npy", "tx-u8.npy", "ty.npy" } };
+    for (int s = 0; s < 2; s++) {
+        for (int k = 0; k < 4; k++)
+            path_in(g.npy, sound[s][k], p[k], sizeof p[k]);
+        RUN_OK(ok, "train", "--task", "arrays", "--steps", "2", "--db", db, "--threads", "1", "--no-progress",
+               "--train-x", p[0], "--train-y", p[1], "--test-x", p[2], "--test-y", p[3]);
+    }
+
+    /* numpy's own bytes for the specs. */
+    char np_dir[PATH_MAX];
+    path_in(g.base, "npy-numpy", np_dir, sizeof np_dir);
+    assert_int_equal(mkdir(np_dir, 0755), 0);
+    if (npy_numpy_save(np_dir) != 0) {
+        printf("badinput: .npy fixtures not compared with numpy.save (no /usr/bin/python3 with numpy)\n");
+        return;
+    }
+    for (size_t i = 0; i < N_NPY_SPECS; i++) {
+        if (NPY_SPECS[i].numpy == NULL)
+            continue;
+        char mine[PATH_MAX], theirs[PATH_MAX];
+        path_in(g.npy, NPY_SPECS[i].name, mine, sizeof mine);
+        path_in(np_dir, NPY_SPECS[i].name, theirs, sizeof theirs);
+        size_t l1, l2;
+        char *a = proc_read_file(mine, &l1, 1), *c = proc_read_file(theirs, &l2, 1);
+        if (l1 != l2 || memcmp(a, c, l1) != 0) {
+            size_t at = 0;
+            while (at < l1 && at < l2 && a[at] == c[at])
+                at++;
+            fail_msg(".npy fixture %s differs from numpy.save(%s): %zu bytes, numpy's %zu; first at byte %zu "
+                     "(header: %.100s)", NPY_SPECS[i].name, NPY_SPECS[i].numpy, l1, l2, at, c + (l2 > 10 ? 10 : l2));
+        }
+        free(a);
+        free(c);
+    }
+}
+
 static int help_ok(const char *cmd)
 {
     char **env = make_env(NULL);
@@ -999,6 +1384,7 @@ static void prepare_shared(void)
     path_in(g.base, "data", g.data, sizeof g.data);
     assert_int_equal(mkdir(g.data, 0755), 0);
     prepare_data();
+    prepare_npy();
 
     /* A good golden file, made by the binary itself (5 teacher steps). */
     RUN_OK(g.base, "golden", "update", "src.golden", "--task", "teacher", "--steps", "5");
@@ -1222,6 +1608,22 @@ static void setup_golden(const row_ctx *x, const char *how)
     free(src);
 }
 
+/* S_NPY: every fixture copied into the row's directory, with dir.npy (a
+ * directory) and fifo.npy (a FIFO nobody writes) beside them. */
+static void setup_npy(const row_ctx *x)
+{
+    char from[PATH_MAX], to[PATH_MAX];
+    for (size_t i = 0; i < g.n_npy; i++) {
+        path_in(g.npy, g.npy_names[i], from, sizeof from);
+        path_in(x->dir, g.npy_names[i], to, sizeof to);
+        copy_file(from, to);
+    }
+    path_in(x->dir, "dir.npy", to, sizeof to);
+    assert_int_equal(mkdir(to, 0755), 0);
+    path_in(x->dir, "fifo.npy", to, sizeof to);
+    assert_int_equal(mkfifo(to, 0644), 0);
+}
+
 /* The row's directory, database and setup; the env and child options. */
 static void row_setup(row_ctx *x, const bad_row *row, size_t i)
 {
@@ -1268,6 +1670,9 @@ static void row_setup(row_ctx *x, const bad_row *row, size_t i)
         break;
     case S_NOSTEPS:
         setup_nosteps(x);
+        break;
+    case S_NPY:
+        setup_npy(x);
         break;
     case S_CKPT:
         setup_ckpt(x, row->arg);
@@ -1602,6 +2007,11 @@ static void test_table_covers_the_issue(void **state)
 {
     (void)state;
     assert_true(N_BAD >= 35);
+    /* And at least 18 rows of malformed .npy input to the arrays task. */
+    size_t n_npy = 0;
+    for (size_t i = 0; i < N_BAD; i++)
+        n_npy += BAD[i].setup == S_NPY;
+    assert_true(n_npy >= 18);
     static const char *const cmds[] = { "train", "runs", "show", "verify", "equiv", "golden", "bench", "resume",
                                         "export", "render" };
     for (size_t c = 0; c < sizeof cmds / sizeof cmds[0]; c++) {
@@ -1611,7 +2021,7 @@ static void test_table_covers_the_issue(void **state)
         if (!seen)
             fail_msg("no row runs `lockstep %s`", cmds[c]);
     }
-    static const int setups[] = { S_DATA, S_GOLDEN, S_CI, S_CKPT, S_RO_DIR, S_RO_FILE, S_FSIZE, S_LINKS, S_NOSTEPS };
+    static const int setups[] = { S_DATA, S_GOLDEN, S_CI, S_CKPT, S_RO_DIR, S_RO_FILE, S_FSIZE, S_LINKS, S_NOSTEPS, S_NPY };
     for (size_t s = 0; s < sizeof setups / sizeof setups[0]; s++) {
         int seen = 0;
         for (size_t i = 0; i < N_BAD; i++)
