@@ -1,4 +1,4 @@
-/* lockstep.c — the command line: one binary, subcommands (DESIGN.md §6). */
+/* lockstep.c — the command line: one binary, subcommands (README.md, a tour of the command line). */
 #include "tools.h"
 
 #include <errno.h>
@@ -20,6 +20,10 @@ static void usage(FILE *f)
           "          continue an interrupted run from its newest checkpoint, checking the recorded steps\n"
           "  export  RUN --circuit [--netlist] [-o FILE] [--db FILE]\n"
           "          the hard circuit of a logic or logic-ca run as C (64 cells per word) or a netlist\n"
+          "  export  RUN --weights FILE.safetensors|FILE.npy [--db FILE]\n"
+          "          the run's parameters as named float32 tensors (safetensors) or one flat .npy array\n"
+          "  predict RUN --input X.npy -o Y.npy [--labels] [--db FILE] [--threads N]\n"
+          "          the run's scores [N, outputs] (float32) or labels [N] (int64) for the samples in X.npy\n"
           "  render  RUN -o FILE.png [--grid N] [--steps N] [--seed S] [--scale K] [--db FILE]\n"
           "          a PNG of a logic-ca run's hard rollout, frame by frame\n"
           "  runs    [--db FILE]                 list runs\n"
@@ -90,7 +94,7 @@ int main(int argc, char **argv)
     } cmds[] = {
         { "train", cmd_train }, { "runs", cmd_runs }, { "show", cmd_show }, { "verify", cmd_verify },
         { "equiv", cmd_equiv }, { "golden", cmd_golden }, { "bench", cmd_bench }, { "resume", cmd_resume },
-        { "export", cmd_export }, { "render", cmd_render },
+        { "export", cmd_export }, { "render", cmd_render }, { "predict", cmd_predict },
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(cmd, cmds[i].name) == 0)

@@ -1,0 +1,309 @@
+/* cmd_predict.c — `lockstep predict RUN --input X.npy -o Y.npy [--labels]`:
+ * a recorded run's model applied to your samples.
+ *
+ * The run is restored to its last recorded step (run_restore: newest
+ * checkpoint, then every later recorded step recomputed and checked against
+ * the record), so the scores are provably those of the recorded parameters.
+ * X.npy is read as the arrays task reads features (engine/npy.h,
+ * engine/task_arrays.c): float32 as is, float64 rounded once to binary32,
+ * uint8 as v/255.0f (as Fashion-MNIST's pixels); shape [N, ...], each sample
+ * flattened in C order to the model's ls_model_info.inputs features. The
+ * model's scores function (ls_model_desc.scores) runs on one thread, in
+ * chunks of PREDICT_CHUNK samples with one scratch block of
+ * info.scratch_bytes (64-byte aligned); a sample's scores do not depend on
+ * the chunking. Y.npy is float32 [N, outputs], or with --labels int64 [N]:
+ * the index of the highest score, the lowest on ties (as the model's own
+ * evaluation counts a right answer, so predicting the test split with
+ * --labels reproduces the recorded test_acc exactly). Both are written as
+ * numpy.save writes them, through a temporary file and a rename.
+ *
+ * A model without scores (logic, logic-ca) is refused before anything is
+ * recomputed, and so are a malformed or mis-shaped X.npy (after the restore:
+ * the feature count is the model instance's) and an output path that is the
+ * record.
+ */
+#include "tools.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "../engine/npy.h"
+
+#define PREDICT_CHUNK 1024
+
+static void predict_usage(void)
+{
+    puts("usage: lockstep predict RUN --input X.npy -o Y.npy [--labels] [--db FILE] [--threads N]\n"
+         "                       [--no-progress]\n"
+         "Applies a run's model, at its last recorded step, to the samples in X.npy. The run is\n"
+         "restored first: its newest checkpoint is loaded and every recorded step after it is\n"
+         "recomputed and checked against the record (loss bits, parameter and trajectory hash).\n"
+         "  --input X.npy    the samples: float32, float64 (rounded once to float32) or uint8 (read as\n"
+         "                   v/255), shape [N, ...] with as many features a sample as the model takes\n"
+         "                   (the run's task reads its own features the same way)\n"
+         "  -o Y.npy         write Y.npy (through a temporary file and a rename; - for stdout):\n"
+         "                   float32 scores [N, outputs] (the model's class logits)\n"
+         "  --labels         int64 labels [N] instead: the highest score, the lowest index on ties\n"
+         "  --db FILE        SQLite record (default runs.db)\n"
+         "  --threads N      worker threads for the recomputation (default: online CPUs)\n"
+         "  --no-progress    no progress line while recomputing\n"
+         "Models with scores: mlp, linear (logic and logic-ca runs have none: export --circuit).\n"
+         "The summary line goes to stdout (to stderr with -o -).\n"
+         "exit status: 0 written, 1 a recomputed step differs from the record (the step is named),\n"
+         "2 bad usage, unknown run, a model without scores, a malformed X.npy or one of the wrong\n"
+         "shape, an unwritable Y.npy or one that is the record, 130 interrupted");
+}
+
+typedef struct {
+    const char *input, *out;
+    int labels;
+} predict_flags_t;
+
+/* Takes the flags cli_parse does not know out of argv. */
+static ls_status predict_flags(int argc, char **argv, char **rest, int *n_rest, predict_flags_t *pf, ls_err *err)
+{
+    *n_rest = 0;
+    memset(pf, 0, sizeof *pf);
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            for (; i < argc; i++) {
+                if (*n_rest >= 64)
+                    return ls_fail(err, LS_EINVAL, "too many arguments");
+                rest[(*n_rest)++] = argv[i];
+            }
+            break;
+        }
+        const char **slot = NULL, *v = NULL;
+        if (strcmp(argv[i], "--labels") == 0) {
+            pf->labels = 1;
+            continue;
+        }
+        if (strcmp(argv[i], "--input") == 0 || strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+            slot = argv[i][1] == 'o' || argv[i][2] == 'o' ? &pf->out : &pf->input;
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
+                return ls_fail(err, LS_EINVAL, "%s: needs a file name", argv[i]);
+            v = argv[++i];
+        } else if (strncmp(argv[i], "--input=", 8) == 0 || strncmp(argv[i], "--output=", 9) == 0) {
+            const int in = argv[i][2] == 'i';
+            slot = in ? &pf->input : &pf->out;
+            v = argv[i] + (in ? 8 : 9);
+            if (*v == '\0')
+                return ls_fail(err, LS_EINVAL, "%s: needs a file name", in ? "--input" : "--output");
+        }
+        if (slot != NULL) {
+            *slot = v;
+        } else if (*n_rest < 64) {
+            rest[(*n_rest)++] = argv[i];
+        } else {
+            return ls_fail(err, LS_EINVAL, "too many arguments");
+        }
+    }
+    return LS_OK;
+}
+
+/* "(5, 3, 4)" into buf. */
+static const char *shape_text(const npy_array *x, char *buf, size_t cap)
+{
+    size_t at = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < x->ndim && at < cap; i++) {
+        int w = snprintf(buf + at, cap - at, "%s%zu", i ? ", " : "(", x->shape[i]);
+        if (w < 0)
+            break;
+        at += (size_t)w;
+    }
+    if (at < cap)
+        snprintf(buf + at, cap - at, "%s", x->ndim == 0 ? "()" : x->ndim == 1 ? ",)" : ")");
+    return buf;
+}
+
+/* The features of X.npy as the arrays task takes them; LS_EFORMAT naming the file. */
+static ls_status check_input(const char *path, const npy_array *x, ls_err *err)
+{
+    char sh[256];
+    if (!(x->kind == 'f' || (x->kind == 'u' && x->size == 1)))
+        return ls_fail(err, LS_EFORMAT, "%s: features are %c%zu; predict takes float32, float64 or uint8", path,
+                       x->kind, x->size);
+    if (x->ndim < 1)
+        return ls_fail(err, LS_EFORMAT, "%s: shape %s: needs [N, ...], one row a sample", path,
+                       shape_text(x, sh, sizeof sh));
+    return LS_OK;
+}
+
+/* Scores (or labels) of every sample of x into out.f. */
+static ls_status predict_write(FILE *f, const ls_model *m, const float *params, const npy_array *x, size_t n,
+                               int labels, ls_err *err)
+{
+    const ls_model_info *mi = &m->info;
+    const size_t in = mi->inputs, outs = mi->outputs;
+    const size_t chunk = n < PREDICT_CHUNK ? (n > 0 ? n : 1) : PREDICT_CHUNK;
+    const size_t sbytes = (mi->scratch_bytes + 63) / 64 * 64;
+    if (in > SIZE_MAX / sizeof(float) / chunk || outs > SIZE_MAX / sizeof(float) / chunk)
+        return ls_fail(err, LS_ENOMEM, "out of memory for %zu samples of %zu features", chunk, in);
+    float *xb = malloc(chunk * in * sizeof *xb), *sc = malloc(chunk * outs * sizeof *sc);
+    void *scratch = aligned_alloc(64, sbytes > 0 ? sbytes : 64);
+    unsigned char *lb = malloc(chunk * 8);
+    ls_status st = LS_OK;
+    if (xb == NULL || sc == NULL || scratch == NULL || lb == NULL)
+        st = ls_fail(err, LS_ENOMEM, "out of memory for %zu samples of %zu features", chunk, in);
+    /* The state an evaluation needs (prepare with no batch), as the engine
+     * prepares before its own evaluation. */
+    if (st == LS_OK && m->desc->prepare != NULL)
+        st = m->desc->prepare(m->self, params, NULL, err);
+    const int bytes = x->kind == 'u';
+    const size_t shape[2] = { n, outs };
+    if (st == LS_OK)
+        cli_npy_header(f, labels ? "<i8" : "<f4", shape, labels ? 1 : 2);
+    for (size_t first = 0; first < n && st == LS_OK; first += chunk) {
+        if (run_interrupted) {
+            st = ls_fail(err, LS_EINTR, "interrupted after %zu of %zu samples; nothing written", first, n);
+            break;
+        }
+        const size_t c = n - first < chunk ? n - first : chunk;
+        for (size_t i = 0; i < c * in; i++) {
+            const size_t k = first * in + i;
+            xb[i] = bytes ? (float)x->data[k] / 255.0f : npy_float(x, k);
+        }
+        m->desc->scores(m->self, params, xb, c, sc, scratch);
+        if (!labels) {
+            cli_write_f32le(f, sc, c * outs);
+            continue;
+        }
+        for (size_t s = 0; s < c; s++) {
+            const float *z = sc + s * outs;
+            uint64_t best = 0;
+            for (size_t k = 1; k < outs; k++)
+                if (z[k] > z[best])
+                    best = k;
+            for (int b = 0; b < 8; b++)
+                lb[8 * s + (size_t)b] = (unsigned char)(best >> (8 * b));
+        }
+        fwrite(lb, 1, 8 * c, f);
+    }
+    free(lb);
+    free(scratch);
+    free(sc);
+    free(xb);
+    return st;
+}
+
+int cmd_predict(int argc, char **argv)
+{
+    cli_args a;
+    ls_err err = { "" };
+    char *rest[64];
+    int n_rest = 0;
+    predict_flags_t pf;
+    ls_status st = predict_flags(argc, argv, rest, &n_rest, &pf, &err);
+    if (st == LS_OK)
+        st = cli_parse(n_rest, rest, CLI_DB | CLI_THREADS | CLI_PROGRESS, 1, &a, &err);
+    if (st == LS_OK && a.help) {
+        predict_usage();
+        return EXIT_OK;
+    }
+    if (st == LS_OK && a.n_positional != 1)
+        st = ls_fail(&err, LS_EINVAL, "needs one RUN (an id or a name)");
+    if (st == LS_OK && pf.input == NULL)
+        st = ls_fail(&err, LS_EINVAL, "needs --input X.npy (the samples)");
+    if (st == LS_OK && pf.out == NULL)
+        st = ls_fail(&err, LS_EINVAL, "needs -o Y.npy (where the predictions go; - for stdout)");
+    if (st != LS_OK) {
+        cli_error("predict", &err, st);
+        return EXIT_USAGE;
+    }
+    runlog *db;
+    runlog_run run;
+    int code = cli_open_run("predict", a.db, a.positional[0], &db, &run);
+    if (code != EXIT_OK)
+        return code;
+    /* The output is checked against the record first of all. */
+    uint8_t *buf = NULL;
+    size_t len = 0;
+    uint64_t fh = 0;
+    npy_array x;
+    memset(&x, 0, sizeof x);
+    cli_out out;
+    memset(&out, 0, sizeof out);
+    int opened = 0;
+    const ls_model_desc *md = ls_model_find(run.model);
+    st = cli_guard_output("-o", pf.out, a.db, db, &err);
+    if (st == LS_OK && (md == NULL || md->scores == NULL))
+        st = ls_fail(&err, LS_EINVAL, "run %lld '%s' (model %s, task %s): the model gives no scores to predict "
+                     "with (mlp and linear do)", (long long)run.id, run.name, run.model, run.task);
+    if (st == LS_OK)
+        st = npy_read_file(pf.input, &buf, &len, &fh, &err);
+    if (st == LS_OK)
+        st = npy_parse(buf, len, &x, pf.input, &err);
+    if (st == LS_OK)
+        st = check_input(pf.input, &x, &err);
+    if (st == LS_OK && (st = cli_out_open(&out, "-o", pf.out, a.db, db, &err)) == LS_OK)
+        opened = 1;
+    if (st != LS_OK) {
+        cli_error("predict", &err, st);
+        free(buf);
+        runlog_run_free(&run);
+        runlog_close(db);
+        return EXIT_USAGE;
+    }
+    run_install_signals();
+    ls_session *session = NULL;
+    ls_session_state info;
+    char run_id[32];
+    snprintf(run_id, sizeof run_id, "%lld", (long long)run.id);
+    st = run_restore(a.db, run_id, a.threads[0], a.progress, &session, &info, &err);
+    int bad_input = st != LS_OK && st != LS_EMISMATCH && st != LS_EINTR;
+    trainer *t = session != NULL ? session_trainer(session) : NULL;
+    if (st == LS_OK && t == NULL)
+        st = ls_fail(&err, LS_EMISMATCH, "run %lld: the restored session has no trainer", (long long)run.id);
+    if (st == LS_OK && run_interrupted)
+        st = ls_fail(&err, LS_EINTR, "interrupted; nothing written");
+    const ls_model *m = t != NULL ? trainer_model(t) : NULL;
+    size_t n = 0;
+    if (st == LS_OK) {
+        bad_input = 1;
+        if (m->desc->scores == NULL || m->info.inputs == 0 || m->info.outputs == 0) {
+            st = ls_fail(&err, LS_EINVAL, "run %lld '%s' (model %s, task %s): the model gives no scores to "
+                         "predict with (mlp and linear do)", (long long)run.id, run.name, run.model, run.task);
+        } else {
+            size_t per = 1;
+            for (size_t i = 1; i < x.ndim; i++)
+                per *= x.shape[i];
+            n = x.shape[0];
+            char sh[256];
+            if (per != m->info.inputs)
+                st = ls_fail(&err, LS_EFORMAT, "%s: shape %s is %zu features a sample; run %lld '%s' (model %s) "
+                             "takes %zu", pf.input, shape_text(&x, sh, sizeof sh), per, (long long)run.id, run.name,
+                             run.model, m->info.inputs);
+        }
+        if (st == LS_OK) {
+            bad_input = 0;
+            st = predict_write(out.f, m, trainer_params(t), &x, n, pf.labels, &err);
+        }
+        if (st == LS_OK) {
+            st = cli_out_commit(&out, &err);
+            bad_input = st != LS_OK;
+        }
+    }
+    if (st != LS_OK) {
+        if (opened)
+            cli_out_abort(&out);
+        cli_error("predict", &err, st);
+        code = bad_input ? EXIT_USAGE : cli_exit_code(st);
+    } else {
+        FILE *say = out.to_stdout ? stderr : stdout;
+        char what[96];
+        if (pf.labels)
+            snprintf(what, sizeof what, "int64 labels [%zu]", n);
+        else
+            snprintf(what, sizeof what, "float32 scores [%zu, %zu]", n, m->info.outputs);
+        fprintf(say, "predict: run %lld '%s' at step %lld (recomputed %lld recorded steps from step %lld: "
+                "identical), %zu samples of %s, wrote %s: %s\n", (long long)run.id, run.name, (long long)info.step,
+                (long long)info.replayed, (long long)info.resumed_from, n, pf.input,
+                out.to_stdout ? "stdout" : pf.out, what);
+    }
+    ls_session_close(session, LS_OK, NULL);
+    free(buf);
+    runlog_run_free(&run);
+    runlog_close(db);
+    return code;
+}
