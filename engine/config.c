@@ -108,7 +108,10 @@ static void load(const ls_config *cfg, const keyref *r, config_value *v)
 {
     if (r->owner == OWNER_SOURCE) {
         memset(v, 0, sizeof *v);
-        snprintf(v->s, sizeof v->s, "%s", cfg->src[r->slot]);
+        /* Only for --help, which shows no source's value: a prefix will do. */
+        const size_t n = strnlen(cfg->src[r->slot], sizeof v->s - 1);
+        memcpy(v->s, cfg->src[r->slot], n);
+        v->s[n] = '\0';
         return;
     }
     if (r->owner == OWNER_MODEL) {

@@ -36,7 +36,10 @@ static uint64_t bits_of(double d)
     return u;
 }
 
-static char *write_to_string(const char *config, const ls_step *steps, size_t n, size_t *len)
+/* noinline: gcc -O3 inlines it and then takes the stream's buffer for a
+ * dangling pointer to the local `buf` (-Wdangling-pointer, a false alarm). */
+__attribute__((noinline)) static char *write_to_string(const char *config, const ls_step *steps, size_t n,
+                                                       size_t *len)
 {
     char *buf = NULL;
     size_t blen = 0;
