@@ -21,6 +21,7 @@
 #include <xxhash.h>
 #include <zlib.h>
 
+#include "../base/file.h"
 #include "rng.h"
 
 /* Refuse to inflate more than this: a gzip bomb should fail cleanly, and no
@@ -40,23 +41,12 @@ static ls_status read_whole_file(const char *path, uint8_t **out, size_t *out_le
     /* Opened without blocking and looked at before reading: a FIFO would
      * wait forever for a writer, and a directory or a device is no data
      * file (its bytes would not be the data set's identity either). */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ls_fail(err, LS_EIO, "%s: is %s, not a regular file", path,
-                       S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO"
-                       : S_ISSOCK(sb.st_mode) ? "a socket" : "a device");
-    }
-    int flags = fcntl(fd, F_GETFL);
-    FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    int fd;
+    size_t size;
+    ls_status open_st = file_open_regular(path, &fd, &size, err);
+    if (open_st != LS_OK)
+        return open_st;
+    FILE *f = fdopen(fd, "rb");
     if (f == NULL) {
         int e = errno;
         close(fd);

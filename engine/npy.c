@@ -11,6 +11,8 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "../base/file.h"
+
 static const uint8_t NPY_MAGIC[6] = { 0x93, 'N', 'U', 'M', 'P', 'Y' };
 
 static const char *skip_space(const char *p, const char *end)
@@ -192,16 +194,11 @@ ls_status npy_read_file(const char *path, uint8_t **buf, size_t *len, uint64_t *
 {
     *buf = NULL;
     *len = 0;
-    /* O_NONBLOCK: a FIFO must not hang the open; it is refused below. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ls_fail(err, LS_EIO, "%s: not a regular file", path);
-    }
-    size_t n = (size_t)sb.st_size;
+    int fd;
+    size_t n;
+    ls_status st = file_open_regular(path, &fd, &n, err);
+    if (st != LS_OK)
+        return st;
     uint8_t *b = malloc(n ? n : 1);
     if (b == NULL) {
         close(fd);

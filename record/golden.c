@@ -35,6 +35,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "../base/file.h"
+
 #define GOLDEN_MAGIC "# lockstep golden v1"
 _Static_assert(LS_GOLDEN_FORMAT == 1, "the golden format in include/lockstep.h is the one this file reads and writes");
 #define GOLDEN_VERSION_PREFIX "# lockstep golden v"
@@ -347,23 +349,12 @@ ls_status golden_read(const char *path, golden_file *out, ls_err *err)
     memset(out, 0, sizeof *out);
     /* Opened without blocking and looked at before reading: a FIFO would
      * wait forever for a writer, a directory or a device is no golden file. */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
-        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0) {
-        int e = errno;
-        close(fd);
-        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(e));
-    }
-    if (!S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ls_fail(err, LS_EIO, "%s: is %s, not a regular file", path,
-                       S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO"
-                       : S_ISSOCK(sb.st_mode) ? "a socket" : "a device");
-    }
-    int flags = fcntl(fd, F_GETFL);
-    FILE *f = flags >= 0 && fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) == 0 ? fdopen(fd, "rb") : NULL;
+    int fd;
+    size_t size;
+    ls_status open_st = file_open_regular(path, &fd, &size, err);
+    if (open_st != LS_OK)
+        return open_st;
+    FILE *f = fdopen(fd, "rb");
     if (f == NULL) {
         int e = errno;
         close(fd);
