@@ -248,9 +248,7 @@ int cmd_predict(int argc, char **argv)
     run_install_signals();
     ls_session *session = NULL;
     ls_session_state info;
-    char run_id[32];
-    snprintf(run_id, sizeof run_id, "%lld", (long long)run.id);
-    st = run_restore(a.db, run_id, a.threads[0], a.progress, &session, &info, &err);
+    st = run_restore(a.db, run.id, a.threads[0], a.progress, &session, &info, &err);
     int bad_input = st != LS_OK && st != LS_EMISMATCH && st != LS_EINTR;
     trainer *t = session != NULL ? session_trainer(session) : NULL;
     if (st == LS_OK && t == NULL)

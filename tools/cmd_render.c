@@ -375,9 +375,7 @@ int cmd_render(int argc, char **argv)
     trainer *t = NULL;
     ls_session_state info;
     logic_ca_hard *h = NULL;
-    char run_id[32];
-    snprintf(run_id, sizeof run_id, "%lld", (long long)run.id);
-    st = run_restore(a.db, run_id, a.threads[0], a.progress, &session, &info, &err);
+    st = run_restore(a.db, run.id, a.threads[0], a.progress, &session, &info, &err);
     t = session != NULL ? session_trainer(session) : NULL;
     int bad_input = st != LS_OK && st != LS_EMISMATCH;
     if (st == LS_OK)

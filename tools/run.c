@@ -200,7 +200,7 @@ ls_status run_resume(const run_opts *o, const char *run, run_result *r, ls_err *
     return run_drive(s, &o2, r, err);
 }
 
-ls_status run_restore(const char *db_path, const char *run, int threads, int progress, ls_session **out,
+ls_status run_restore(const char *db_path, int64_t run_id, int threads, int progress, ls_session **out,
                       ls_session_state *info, ls_err *err)
 {
     memset(info, 0, sizeof *info);
@@ -209,6 +209,8 @@ ls_status run_restore(const char *db_path, const char *run, int threads, int pro
     run_result_init(&r);
     run_watch w = { &o, &r, run_now(), 0, 1, 0 };
     ls_session_opts so = session_opts(&o, &w);
+    char run[32];
+    snprintf(run, sizeof run, "%lld", (long long)run_id);
     ls_status st = ls_session_reopen(out, db_path, run, LS_REOPEN_RESTORE, &so, err);
     if (st == LS_OK)
         ls_session_state_get(*out, info);

@@ -118,7 +118,7 @@ ls_status run_resume(const run_opts *o, const char *run, run_result *r, ls_err *
 /* *out (ls_session_close it) is NULL on error; then LS_EMISMATCH means the
  * recomputation disagrees with the record, anything else is bad input.
  * info: where the session stands (step, checkpoint, steps replayed, hashes). */
-ls_status run_restore(const char *db_path, const char *run, int threads, int progress, ls_session **out,
+ls_status run_restore(const char *db_path, int64_t run_id, int threads, int progress, ls_session **out,
                       ls_session_state *info, ls_err *err);
 
 /* Set by the SIGINT/SIGTERM handler; the driver stops between steps. */
