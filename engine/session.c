@@ -900,7 +900,7 @@ ls_status ls_session_close(ls_session *s, ls_status how, ls_err *err)
     /* A run that ends done keeps its last step as a checkpoint: reopening it
      * (export, predict, render) then replays nothing. */
     if (how == LS_OK && s->t != NULL && s->db != NULL && s->recording && s->st.run_id >= 0 &&
-        s->st.step > 0 && s->last_ckpt_step != s->st.step)
+        s->st.step > 0 && s->last_ckpt_step != s->st.step && !s->opts.no_final_checkpoint)
         st = ls_session_checkpoint(s, err);
     if (s->db != NULL && s->recording && s->process_id >= 0) {
         ls_err e2;

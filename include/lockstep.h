@@ -357,6 +357,8 @@ typedef struct {
     const ls_dataset *data;     /* NULL: the task loads its data; else the caller's, kept alive */
     int64_t eval_every;         /* ls_session_train evaluates every K steps; recorded with the run
                                    (reopen: 0 keeps the run's own) */
+    int no_final_checkpoint;    /* 1: a run that ends done gets no checkpoint of its last step (a
+                                   throwaway record, as a benchmark's) */
     /* Called after every step the session computes (replayed ones
      * included: replay 1); NULL for none. For a progress line. */
     void (*progress)(void *ctx, const ls_session_state *state, int replay);

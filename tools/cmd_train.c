@@ -314,7 +314,8 @@ int cmd_bench(int argc, char **argv)
         for (int i = 0; i < a.n_threads && rc == EXIT_OK; i++) {
             for (int mode = 0; mode < n_modes; mode++) {
                 run_opts o = { .cfg = a.cfg, .threads = a.threads[i], .steps = a.steps,
-                               .data = data, .db_path = mode == 0 ? dbpath : NULL };
+                               .data = data, .db_path = mode == 0 ? dbpath : NULL,
+                               .no_final_checkpoint = 1 };
                 snprintf(o.cfg.reduce, sizeof o.cfg.reduce, "%s", mode == 0 ? "tree" : "unordered");
                 run_result r;
                 st = run_train(&o, &r, &err);

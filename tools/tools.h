@@ -80,6 +80,7 @@ typedef struct {
     ls_step *rows;              /* if not NULL: [steps + 1] receives every step row */
     int64_t checkpoint_every;   /* 0: none (run_resume: 0 keeps the run's own) */
     const char *checkpoint_dir; /* NULL: "<db>.ckpt" (run_resume: the run's own) */
+    int no_final_checkpoint;    /* a throwaway record (bench): no checkpoint at the end */
 } run_opts;
 
 typedef struct {
