@@ -75,6 +75,8 @@ struct ls_session {
     int64_t eval_every;         /* ls_session_train's default: the options', or the run's recorded one */
     int64_t process_id;         /* this process's row in run_processes, -1 when none */
     int64_t last_ckpt_step;     /* the step of the newest checkpoint this session wrote, -1 when none */
+    runlog_ckpt *audit_ck;      /* LS_REOPEN_AUDIT: the run's registered checkpoints, in step order */
+    size_t n_audit_ck;
 };
 
 static double now_seconds(void)
@@ -334,6 +336,78 @@ ls_status ls_session_checkpoint(ls_session *s, ls_err *err)
     return prune_checkpoints(s, err);
 }
 
+/* ---- audit ------------------------------------------------------------------------------ */
+
+static const char *reason_of(const ls_err *e, const char *path);
+
+/* LS_REOPEN_AUDIT, after step `step` was recomputed and found as recorded:
+ * every checkpoint registered at that step must be a sound file whose state
+ * hash is the registered one and whose contents are the recomputed state —
+ * the current parameters and optimiser state encoded as the file's own
+ * header says (its owner) give its checksum. Anything else, a missing file
+ * included, is LS_EMISMATCH naming the file and the step. */
+static ls_status audit_checkpoints(ls_session *s, int64_t step, ls_err *err)
+{
+    const size_t n = trainer_n_params(s->t);
+    size_t ob;
+    const void *os = trainer_optim_state(s->t, &ob);
+    const float *params = trainer_params(s->t);
+    for (size_t i = 0; i < s->n_audit_ck; i++) {
+        const runlog_ckpt *k = &s->audit_ck[i];
+        if (k->step != step)
+            continue;
+        float *fp = malloc(n * sizeof(float) + ob + 1);
+        if (fp == NULL)
+            return ls_fail(err, LS_ENOMEM, "audit: out of memory for a checkpoint");
+        unsigned char *fo = (unsigned char *)(fp + n);
+        ckpt_expect want = { s->st.config_hash, n, ob, NULL, 0, s->st.run_id };
+        ckpt_info info;
+        ls_err why;
+        why.msg[0] = 0;
+        ls_status st = ckpt_load_checked(k->path, &want, fp, fo, &info, &why);
+        if (st == LS_ENOMEM) {
+            free(fp);
+            *err = why;
+            return st;
+        }
+        if (st != LS_OK) {
+            free(fp);
+            return ls_fail(err, LS_EMISMATCH, "step %lld: checkpoint %s: %s", (long long)step, k->path,
+                           reason_of(&why, k->path));
+        }
+        if (info.step != step || info.state_hash != k->state_hash) {
+            free(fp);
+            return ls_fail(err, LS_EMISMATCH, "step %lld: checkpoint %s holds step %lld with state hash %016llx; "
+                           "registered: step %lld, state hash %016llx", (long long)step, k->path,
+                           (long long)info.step, (unsigned long long)info.state_hash, (long long)k->step,
+                           (unsigned long long)k->state_hash);
+        }
+        const int same_state = memcmp(fp, params, n * sizeof(float)) == 0 && (ob == 0 || memcmp(fo, os, ob) == 0);
+        free(fp);
+        uint64_t sh = info.state_hash;
+        if (info.has_owner) {
+            /* The state hash the recomputed state gives, written as this file was. */
+            const size_t bytes = ckpt_image_bytes(n, ob);
+            unsigned char *img = bytes > 0 ? malloc(bytes) : NULL;
+            if (img == NULL)
+                return ls_fail(err, LS_ENOMEM, "audit: out of memory for a checkpoint image");
+            st = ckpt_encode_owned(img, bytes, &info.owner, s->st.config_hash, step, params, n, os, ob, &sh, err);
+            free(img);
+            if (st != LS_OK)
+                return st;
+        }
+        if (sh != info.state_hash)
+            return ls_fail(err, LS_EMISMATCH, "step %lld: checkpoint %s has state hash %016llx; the recomputed "
+                           "state gives %016llx", (long long)step, k->path, (unsigned long long)info.state_hash,
+                           (unsigned long long)sh);
+        if (!same_state)
+            return ls_fail(err, LS_EMISMATCH, "step %lld: checkpoint %s (state hash %016llx) holds parameters or "
+                           "an optimiser state other than the recomputed ones", (long long)step, k->path,
+                           (unsigned long long)info.state_hash);
+    }
+    return LS_OK;
+}
+
 /* ---- the step ---------------------------------------------------------------------------- */
 
 static int same_step(const ls_step *a, const ls_step *b)
@@ -382,6 +456,8 @@ ls_status ls_session_step(ls_session *s, double *loss_out, ls_err *err)
     s->st.traj_hash = traj;
     if (loss_out != NULL)
         *loss_out = loss;
+    if (replay && s->how == LS_REOPEN_AUDIT && (st = audit_checkpoints(s, step, err)) != LS_OK)
+        return st;
     if (s->db != NULL && s->recording && s->ckpt_every > 0 && step % s->ckpt_every == 0)
         if ((st = ls_session_checkpoint(s, err)) != LS_OK)
             return st;
@@ -497,6 +573,7 @@ static void session_free(ls_session *s)
     trainer_destroy(s->t);
     runlog_close(s->db);
     free(s->recorded);
+    runlog_checkpoints_free(s->audit_ck, s->n_audit_ck);
     free(s);
 }
 
@@ -616,6 +693,8 @@ static ls_status reopen_prepare(ls_session *s, const runlog_run *run, ls_err *er
                        (unsigned long long)s->st.traj_hash, (unsigned long long)s->recorded[0].param_hash,
                        (unsigned long long)s->recorded[0].traj_hash);
 
+    if (s->how == LS_REOPEN_AUDIT)
+        return LS_OK;   /* an audit starts at θ_0 whatever checkpoints there are */
     return reopen_checkpoint(s, run, err);
 }
 
@@ -852,13 +931,27 @@ static ls_status reopen_restore(ls_session *s, const runlog_run *run, ls_err *er
     return LS_OK;
 }
 
+/* Like a restore, but from θ_0 whatever checkpoints there are: the config,
+ * the data and step 0 are checked now, every later step by ls_session_step
+ * (audit_checkpoints at the steps that have checkpoints). */
+static ls_status reopen_audit(ls_session *s, const runlog_run *run, ls_err *err)
+{
+    ls_status st = reopen_prepare(s, run, err);
+    if (st != LS_OK)
+        return st;
+    if (s->last_recorded < 0)
+        return ls_fail(err, LS_EINVAL, "run %lld '%s' has no recorded steps", (long long)run->id, run->name);
+    s->st.target = s->last_recorded;
+    return runlog_checkpoints(s->db, run->id, &s->audit_ck, &s->n_audit_ck, err);
+}
+
 ls_status ls_session_reopen(ls_session **out, const char *db, const char *run_name, int how,
                             const ls_session_opts *opts, ls_err *err)
 {
     *out = NULL;
     if (db == NULL || access(db, F_OK) != 0)
         return ls_fail(err, LS_ENOTFOUND, "%s: no such database", db != NULL ? db : "(null)");
-    if (how != LS_REOPEN_RESUME && how != LS_REOPEN_RESTORE)
+    if (how != LS_REOPEN_RESUME && how != LS_REOPEN_RESTORE && how != LS_REOPEN_AUDIT)
         return ls_fail(err, LS_EINVAL, "ls_session_reopen: unknown mode %d", how);
     ls_session_opts o = opts != NULL ? *opts : (ls_session_opts){ 0 };
     o.db = db;
@@ -875,7 +968,8 @@ ls_status ls_session_reopen(ls_session **out, const char *db, const char *run_na
     memset(&run, 0, sizeof run);
     if ((st = runlog_find(s->db, run_name, &s->st.run_id, err)) == LS_OK &&
         (st = runlog_get_run(s->db, s->st.run_id, &run, err)) == LS_OK)
-        st = how == LS_REOPEN_RESUME ? reopen_resume(s, &run, err) : reopen_restore(s, &run, err);
+        st = how == LS_REOPEN_RESUME ? reopen_resume(s, &run, err)
+             : how == LS_REOPEN_AUDIT ? reopen_audit(s, &run, err) : reopen_restore(s, &run, err);
     const int claimed = s->recording;
     runlog_run_free(&run);
     if (st != LS_OK) {

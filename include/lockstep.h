@@ -402,7 +402,16 @@ ls_status ls_session_open(ls_session **out, const ls_config *cfg, const ls_sessi
  * returned: the session opens with nothing to do, state.step == target).
  * LS_REOPEN_RESTORE recomputes and checks every recorded step now and
  * records nothing; the session then holds the run's last parameters. */
-enum { LS_REOPEN_RESUME = 0, LS_REOPEN_RESTORE = 1 };
+/* LS_REOPEN_AUDIT proves the record from the beginning: it checks the
+ * config, the data (data_hash) and step 0 as the others do, loads no
+ * checkpoint and records nothing; the session stands at θ_0 with
+ * state.target the last recorded step. Each ls_session_step then recomputes
+ * the next recorded step and compares it (LS_EMISMATCH naming the step and
+ * both values), and at a step with registered checkpoints checks each file:
+ * sound, its state hash as registered, and the state hash the recomputed
+ * parameters and optimiser state give (a missing or altered file is
+ * LS_EMISMATCH naming it and the step). */
+enum { LS_REOPEN_RESUME = 0, LS_REOPEN_RESTORE = 1, LS_REOPEN_AUDIT = 2 };
 ls_status ls_session_reopen(ls_session **out, const char *db, const char *run, int how,
                             const ls_session_opts *opts, ls_err *err);
 

@@ -210,6 +210,27 @@ ls_status runlog_processes(runlog *r, int64_t run_id, runlog_process **rows, siz
 ls_status runlog_setting_set(runlog *r, int64_t run_id, const char *key, const char *value, ls_err *err);
 int runlog_setting_get(runlog *r, int64_t run_id, const char *key, char *value, size_t cap);
 
+/* Audits (lockstep audit): the verdict of proving a recorded run, one row
+ * per audit in table `audits`, created IF NOT EXISTS by the first writer
+ * (the schema version does not change; a database without the table has no
+ * audits). mode is "record-only" (the record checked against itself) or
+ * "full" (every step re-executed); steps is the last step proved (0..steps,
+ * -1 when none); first_bad the first step found wrong (-1: none, or a
+ * finding that is not a step's, e.g. the config hash or the data). */
+typedef struct {
+    char created[32];          /* filled by the reader; the writer stores the time now */
+    char version[64];          /* "lockstep 0.2.0; cc; flags" */
+    char host[128];
+    int threads;
+    char mode[16];
+    int64_t steps;
+    int proved;
+    int64_t first_bad;
+    char detail[1024];
+} runlog_audit;
+ls_status runlog_audit_add(runlog *r, int64_t run_id, const runlog_audit *a, ls_err *err);
+/* A run's audits, oldest first; free(*rows). None in an older database. */
+ls_status runlog_audits(runlog *r, int64_t run_id, runlog_audit **rows, size_t *n, ls_err *err);
 /* Test-only crash hook: when set, every batch commit of step rows calls
  * hook(ctx) after BEGIN IMMEDIATE and the inserts, just before COMMIT (a
  * hook that kills the process leaves an uncommitted transaction behind,

@@ -177,6 +177,21 @@ int cmd_show(int argc, char **argv)
             printf("  step %-8lld %-12s %.6f\n", (long long)ev[i].step, ev[i].name, ev[i].value);
         free(ev);
     }
+    runlog_audit *au;
+    size_t n_au;
+    if (runlog_audits(db, id, &au, &n_au, &err) == LS_OK) {
+        if (n_au > 0)
+            printf("audits:\n");
+        for (size_t i = 0; i < n_au; i++) {
+            char bad[48] = "";
+            if (au[i].first_bad >= 0)
+                snprintf(bad, sizeof bad, " at step %lld", (long long)au[i].first_bad);
+            printf("  %s  %s %s%s, steps 0..%lld, %s, host %s, threads %d\n    %s\n", au[i].created,
+                   au[i].proved ? "proved" : "failed", au[i].mode, bad, (long long)au[i].steps, au[i].version,
+                   au[i].host, au[i].threads, au[i].detail);
+        }
+        free(au);
+    }
     if (show_steps) {
         ls_step *steps;
         size_t n;

@@ -29,6 +29,11 @@ static void usage(FILE *f)
           "  runs    [--db FILE]                 list runs\n"
           "  show    RUN [--db FILE] [--steps]   config, environment, summary, step table\n"
           "  verify  RUN_A RUN_B [--db FILE]     compare two runs bit for bit, step by step\n"
+          "  audit   RUN [--db FILE] [--threads N] [--record-only] [--certificate FILE.json]\n"
+          "          prove a recorded run: re-execute every step (or check the record's hash chain) and\n"
+          "          its checkpoints; the verdict is stored and shown by show\n"
+          "  reproduce CERT.json [--threads N]\n"
+          "          retrain an audit certificate's config without a database and compare the trajectory\n"
           "  equiv   --threads 1,2,4,8 [train flags]\n"
           "          train one config at each thread count and verify all against the first\n"
           "  golden  check [FILE...] | update [FILE...]\n"
@@ -95,6 +100,7 @@ int main(int argc, char **argv)
         { "train", cmd_train }, { "runs", cmd_runs }, { "show", cmd_show }, { "verify", cmd_verify },
         { "equiv", cmd_equiv }, { "golden", cmd_golden }, { "bench", cmd_bench }, { "resume", cmd_resume },
         { "export", cmd_export }, { "render", cmd_render }, { "predict", cmd_predict },
+        { "audit", cmd_audit }, { "reproduce", cmd_reproduce },
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(cmd, cmds[i].name) == 0)

@@ -1,0 +1,847 @@
+/* cmd_audit.c — `lockstep audit` and `lockstep reproduce`: prove what a
+ * recorded run did, and let anyone with the data check it without the
+ * database.
+ *
+ * audit --record-only checks the record against itself, re-executing
+ * nothing: the step rows have no gap from 0, the trajectory hash chain
+ * (include/lockstep.h: traj_0 from the canonical config text and step 0's
+ * parameter hash, traj_t from traj_{t−1}, param_hash_t and the loss bits of
+ * step t) gives every recorded trajectory hash, the stored config hash is
+ * XXH3 of the config text and the text reads back canonical, and every
+ * registered checkpoint file is sound, of its registered step and state
+ * hash, and its parameters hash as the record has them at that step.
+ * Milliseconds, and a row edited by hand breaks the chain at its step.
+ *
+ * audit (full) checks the config the same way, then reopens the run with
+ * LS_REOPEN_AUDIT (engine/session.c): from θ_0, whatever checkpoints there
+ * are, it recomputes every recorded step and compares loss bits, parameter
+ * hash and trajectory hash, and at each step with registered checkpoints
+ * checks the files against the recomputed state; the data are checked
+ * against the config's data_hash when they load.
+ *
+ * Either way the verdict goes to the record's `audits` table (runlog.h),
+ * one line goes to stdout, and --certificate writes a small JSON document
+ * (below) that `lockstep reproduce` checks by training the certificate's
+ * config again, with no database. Exit 0 proved/reproduced, 1 at the first
+ * difference (the step and both values named), 2 bad input, 130 interrupted.
+ *
+ * The certificate, one object, keys in this order, every one required:
+ *   "lockstep"   version string          "build"     compiler; flags
+ *   "config"     canonical config text   "data_hash" 16 hex digits
+ *   "sources"    the run's source lines, or null
+ *   "steps"      N (the last step proved, a decimal integer)
+ *   "trajectory" traj_N, 16 hex digits   "param_hash" param_hash_N, 16 hex digits
+ *   "verdict"    "proved" or "failed"    "audited"   UTC time of the audit
+ * Strings are JSON strings; the writer escapes '"', '\\' and control
+ * characters (\n, \t, \r, else \u00XX) and the reader takes exactly those
+ * escapes back (and \/, \b, \f, \uXXXX below 0x80), nothing more.
+ */
+#include "tools.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../record/checkpoint.h"
+#include "buildinfo.h"
+
+#define CERT_MAX_BYTES (1u << 20)
+
+/* What one audit found. */
+typedef struct {
+    int proved;
+    int64_t steps;          /* last step proved, -1 when none */
+    int64_t first_bad;      /* -1: none, or a finding that is not a step's */
+    uint64_t traj, param_hash;
+    int64_t checkpoints;    /* checkpoint files checked */
+    char detail[1024];
+} audit_result;
+
+static void audit_fail(audit_result *r, int64_t step, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+static void audit_fail(audit_result *r, int64_t step, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r->detail, sizeof r->detail, fmt, ap);
+    va_end(ap);
+    r->proved = 0;
+    r->first_bad = step;
+}
+
+/* The config as recorded: it parses, reads back to the same canonical
+ * text, and the stored hash is XXH3 of that text. A finding otherwise. */
+static int audit_config(const runlog_run *run, ls_config *cfg, audit_result *r)
+{
+    ls_err err = { "" };
+    char what[64];
+    snprintf(what, sizeof what, "run %lld config", (long long)run->id);
+    if (config_parse_text(cfg, run->config_text, what, &err) != LS_OK) {
+        audit_fail(r, -1, "the recorded config does not parse: %s", err.msg);
+        return 0;
+    }
+    char text[CONFIG_TEXT_MAX];
+    config_text(cfg, text, sizeof text);
+    const uint64_t h = hash_bytes(run->config_text, strlen(run->config_text));
+    if (h != run->config_hash) {
+        audit_fail(r, -1, "config hash: recorded %016llx, XXH3 of the recorded config text is %016llx",
+                   (unsigned long long)run->config_hash, (unsigned long long)h);
+        return 0;
+    }
+    if (strcmp(text, run->config_text) != 0 || config_hash(cfg) != run->config_hash) {
+        audit_fail(r, -1, "config: the recorded text does not read back canonical (hash %016llx, read back "
+                   "%016llx)", (unsigned long long)run->config_hash, (unsigned long long)config_hash(cfg));
+        return 0;
+    }
+    return 1;
+}
+
+/* The whole file at path (malloc'ed) or NULL with errno set. */
+static unsigned char *read_file(const char *path, size_t max, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    size_t cap = 4096, n = 0;
+    unsigned char *buf = malloc(cap);
+    while (buf != NULL) {
+        if (n == cap) {
+            unsigned char *b = cap < max ? realloc(buf, cap * 2) : NULL;
+            if (b == NULL) {
+                free(buf);
+                buf = NULL;
+                errno = cap < max ? ENOMEM : EFBIG;
+                break;
+            }
+            buf = b;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f)) {
+                free(buf);
+                buf = NULL;
+                errno = EIO;
+            }
+            break;
+        }
+    }
+    fclose(f);
+    *len = n;
+    return buf;
+}
+
+/* --record-only: the rows, their hash chain and the checkpoint files. */
+static ls_status audit_record(runlog *db, const runlog_run *run, audit_result *r, ls_err *err)
+{
+    ls_config cfg;
+    if (!audit_config(run, &cfg, r))
+        return LS_OK;
+    ls_step *rows;
+    size_t n;
+    ls_status st = runlog_read_steps(db, run->id, &rows, &n, err);
+    if (st != LS_OK)
+        return st;
+    if (n == 0) {
+        free(rows);
+        return ls_fail(err, LS_EINVAL, "run %lld '%s' has no recorded steps: nothing to audit", (long long)run->id,
+                       run->name);
+    }
+    uint64_t traj = 0;
+    for (size_t i = 0; i < n && r->proved; i++) {
+        const ls_step *row = &rows[i];
+        if (row->step != (int64_t)i) {
+            audit_fail(r, (int64_t)i, "step %zu: no row (the rows go on at step %lld)", i, (long long)row->step);
+            break;
+        }
+        if (i == 0 && row->has_loss) {
+            audit_fail(r, 0, "step 0: the row has a loss (%016llx); step 0 has none",
+                       (unsigned long long)row->loss_bits);
+            break;
+        }
+        if (i > 0 && !row->has_loss) {
+            audit_fail(r, (int64_t)i, "step %zu: the row has no loss", i);
+            break;
+        }
+        const uint64_t want = i == 0 ? hash_traj0(run->config_text, row->param_hash)
+                                     : hash_traj_next(traj, row->param_hash, hash_bits_to_double(row->loss_bits));
+        if (want != row->traj_hash) {
+            if (i == 0)
+                audit_fail(r, 0, "step 0: recorded trajectory %016llx; the config text and the recorded param hash "
+                           "%016llx give %016llx", (unsigned long long)row->traj_hash,
+                           (unsigned long long)row->param_hash, (unsigned long long)want);
+            else
+                audit_fail(r, (int64_t)i, "step %zu: recorded trajectory %016llx; the chain gives %016llx from "
+                           "trajectory %016llx, the recorded param hash %016llx and loss bits %016llx (%.17g)", i,
+                           (unsigned long long)row->traj_hash, (unsigned long long)want, (unsigned long long)traj,
+                           (unsigned long long)row->param_hash, (unsigned long long)row->loss_bits,
+                           hash_bits_to_double(row->loss_bits));
+            break;
+        }
+        traj = want;
+        r->steps = (int64_t)i;
+        r->traj = want;
+        r->param_hash = row->param_hash;
+    }
+    runlog_ckpt *ck = NULL;
+    size_t n_ck = 0;
+    if (r->proved && (st = runlog_checkpoints(db, run->id, &ck, &n_ck, err)) != LS_OK) {
+        free(rows);
+        return st;
+    }
+    const int64_t rows_proved = r->steps;
+    for (size_t i = 0; i < n_ck && r->proved; i++) {
+        const runlog_ckpt *k = &ck[i];
+        if (k->step < 0 || (size_t)k->step >= n) {
+            audit_fail(r, k->step, "checkpoint %s is registered at step %lld, which has no row", k->path,
+                       (long long)k->step);
+            break;
+        }
+        size_t len;
+        unsigned char *img = read_file(k->path, (size_t)1 << 40, &len);
+        if (img == NULL) {
+            audit_fail(r, k->step, "step %lld: checkpoint %s: %s", (long long)k->step, k->path,
+                       errno == ENOENT ? "missing" : strerror(errno));
+            break;
+        }
+        ckpt_view v;
+        ls_err why = { "" };
+        if (ckpt_parse_any(img, len, k->path, &v, &why) != LS_OK) {
+            audit_fail(r, k->step, "step %lld: %s", (long long)k->step, why.msg);
+        } else if (v.step != k->step || v.checksum != k->state_hash || v.config_hash != run->config_hash) {
+            audit_fail(r, k->step, "step %lld: checkpoint %s holds step %lld, config %016llx, state hash %016llx; "
+                       "registered: step %lld, config %016llx, state hash %016llx", (long long)k->step, k->path,
+                       (long long)v.step, (unsigned long long)v.config_hash, (unsigned long long)v.checksum,
+                       (long long)k->step, (unsigned long long)run->config_hash,
+                       (unsigned long long)k->state_hash);
+        } else {
+            /* Its parameters must be the record's at its step. */
+            float *p = v.n_params > 0 && v.n_params < SIZE_MAX / sizeof(float) ? malloc((size_t)v.n_params * sizeof(float))
+                                                                                : NULL;
+            if (p == NULL && v.n_params > 0) {
+                free(img);
+                runlog_checkpoints_free(ck, n_ck);
+                free(rows);
+                return ls_fail(err, LS_ENOMEM, "%s: out of memory", k->path);
+            }
+            for (size_t j = 0; j < (size_t)v.n_params; j++) {
+                const unsigned char *b = v.params + 4 * j;
+                uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+                memcpy(&p[j], &u, sizeof u);
+            }
+            const uint64_t ph = hash_params(p, (size_t)v.n_params);
+            free(p);
+            if (ph != rows[k->step].param_hash)
+                audit_fail(r, k->step, "step %lld: checkpoint %s: its parameters hash to %016llx, the record has "
+                           "%016llx", (long long)k->step, k->path, (unsigned long long)ph,
+                           (unsigned long long)rows[k->step].param_hash);
+            else
+                r->checkpoints++;
+        }
+        free(img);
+    }
+    runlog_checkpoints_free(ck, n_ck);
+    free(rows);
+    if (!r->proved && r->first_bad >= 0 && r->first_bad <= rows_proved)
+        r->steps = r->first_bad - 1;   /* a checkpoint's step is proved only with its file */
+    if (r->proved)
+        snprintf(r->detail, sizeof r->detail, "record only: steps 0..%lld chained, config hash, %lld checkpoint "
+                 "file%s", (long long)r->steps, (long long)r->checkpoints, r->checkpoints == 1 ? "" : "s");
+    return LS_OK;
+}
+
+/* The full audit: the config, then every step re-executed from θ_0. */
+static ls_status audit_full(const char *db_path, const runlog_run *run, int threads, audit_result *r, int *threads_used,
+                            ls_err *err)
+{
+    ls_config cfg;
+    if (!audit_config(run, &cfg, r))
+        return LS_OK;
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)run->id);
+    ls_session_opts o = { .threads = threads };
+    ls_session *s;
+    ls_err e = { "" };
+    ls_status st = ls_session_reopen(&s, db_path, id, LS_REOPEN_AUDIT, &o, &e);
+    if (st == LS_EMISMATCH) {
+        audit_fail(r, strncmp(e.msg, "step 0:", 7) == 0 ? 0 : -1, "%s", e.msg);
+        return LS_OK;
+    }
+    if (st != LS_OK) {
+        *err = e;
+        return st;
+    }
+    ls_session_state ss;
+    ls_session_state_get(s, &ss);
+    *threads_used = ss.threads;
+    r->steps = 0;
+    while (ss.step < ss.target) {
+        if (run_interrupted) {
+            st = ls_fail(&e, LS_EINTR, "interrupted after step %lld", (long long)ss.step);
+            break;
+        }
+        const int64_t next = ss.step + 1;
+        if ((st = ls_session_step(s, NULL, &e)) != LS_OK) {
+            if (st == LS_EMISMATCH) {
+                audit_fail(r, next, "%s", e.msg);
+                st = LS_OK;
+            }
+            break;
+        }
+        ls_session_state_get(s, &ss);
+        r->steps = ss.step;
+    }
+    ls_session_state_get(s, &ss);
+    ls_session_close(s, LS_OK, NULL);
+    if (st != LS_OK) {
+        *err = e;
+        return st;
+    }
+    if (r->proved) {
+        r->traj = ss.traj_hash;
+        r->param_hash = ss.param_hash;
+        runlog *db;
+        runlog_ckpt *ck;
+        size_t n_ck;
+        if (cli_open_db(db_path, &db, err) == LS_OK) {
+            if (runlog_checkpoints(db, run->id, &ck, &n_ck, err) == LS_OK) {
+                r->checkpoints = (int64_t)n_ck;
+                runlog_checkpoints_free(ck, n_ck);
+            }
+            runlog_close(db);
+        }
+        snprintf(r->detail, sizeof r->detail, "steps 0..%lld re-executed at %d thread%s, %lld checkpoint file%s",
+                 (long long)r->steps, ss.threads, ss.threads == 1 ? "" : "s", (long long)r->checkpoints,
+                 r->checkpoints == 1 ? "" : "s");
+    }
+    return LS_OK;
+}
+
+/* ---- the certificate ------------------------------------------------------------ */
+
+static void json_string(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p == '\r')
+            fputs("\\r", f);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+static void utc_now(char *buf, size_t cap)
+{
+    time_t t = time(NULL);
+    struct tm tm;
+    gmtime_r(&t, &tm);
+    strftime(buf, cap, "%Y-%m-%dT%H:%M:%SZ", &tm);
+}
+
+static void cert_write(FILE *f, const runlog_run *run, uint64_t data_hash, const audit_result *r)
+{
+    char when[32];
+    utc_now(when, sizeof when);
+    fputs("{\n  \"lockstep\": ", f);
+    json_string(f, LS_VERSION_STRING);
+    fputs(",\n  \"build\": ", f);
+    json_string(f, LS_BUILD_CC "; " LS_BUILD_CFLAGS);
+    fputs(",\n  \"config\": ", f);
+    json_string(f, run->config_text);
+    fprintf(f, ",\n  \"data_hash\": \"%016llx\",\n  \"sources\": ", (unsigned long long)data_hash);
+    if (run->source_text != NULL && run->source_text[0])
+        json_string(f, run->source_text);
+    else
+        fputs("null", f);
+    fprintf(f, ",\n  \"steps\": %lld,\n  \"trajectory\": \"%016llx\",\n  \"param_hash\": \"%016llx\",\n"
+            "  \"verdict\": \"%s\",\n  \"audited\": ", (long long)r->steps, (unsigned long long)r->traj,
+            (unsigned long long)r->param_hash, r->proved ? "proved" : "failed");
+    json_string(f, when);
+    fputs("\n}\n", f);
+}
+
+/* ---- audit ---------------------------------------------------------------------- */
+
+static void audit_usage(void)
+{
+    puts("usage: lockstep audit RUN [--db FILE] [--threads N] [--record-only] [--certificate FILE.json]\n"
+         "Proves what a recorded run did. Re-executes it from step 0 (ignoring checkpoints) and checks every\n"
+         "recorded step's loss bits, parameter hash and trajectory hash, the config hash against the config\n"
+         "text, the data against the config's data_hash, and every registered checkpoint file against the\n"
+         "recomputed state. The verdict is stored in the record (table audits) and shown by `show`.\n"
+         "  --db FILE            SQLite record (default runs.db)\n"
+         "  --threads N          worker threads for the re-execution (default: online CPUs)\n"
+         "  --record-only        re-execute nothing: check the trajectory hash chain of the step rows, that\n"
+         "                       they have no gap, the config hash and the checkpoint files (milliseconds)\n"
+         "  --certificate FILE   write a JSON certificate of the audit (see lockstep reproduce)\n"
+         "exit status: 0 proved, 1 a difference (the first bad step and both values named), 2 bad usage\n"
+         "or input, 130 interrupted");
+}
+
+int cmd_audit(int argc, char **argv)
+{
+    cli_args a;
+    ls_err err = { "" };
+    int record_only = 0;
+    const char *cert = NULL;
+    char *args[64];
+    int n_args = 0, ended = 0;
+    ls_status st = LS_OK;
+    for (int i = 0; i < argc && st == LS_OK; i++) {
+        ended |= strcmp(argv[i], "--") == 0;
+        if (!ended && strcmp(argv[i], "--record-only") == 0) {
+            record_only = 1;
+        } else if (!ended && strcmp(argv[i], "--certificate") == 0) {
+            if (i + 1 >= argc || argv[i + 1][0] == '\0')
+                st = ls_fail(&err, LS_EINVAL, "--certificate: needs a file name");
+            else
+                cert = argv[++i];
+        } else if (!ended && strncmp(argv[i], "--certificate=", 14) == 0) {
+            cert = argv[i] + 14;
+            if (cert[0] == '\0')
+                st = ls_fail(&err, LS_EINVAL, "--certificate: needs a file name");
+        } else if (n_args == 64) {
+            st = ls_fail(&err, LS_EINVAL, "too many arguments");
+        } else {
+            args[n_args++] = argv[i];
+        }
+    }
+    if (st == LS_OK)
+        st = cli_parse(n_args, args, CLI_DB | CLI_THREADS, 1, &a, &err);
+    if (st == LS_OK && !a.help && a.n_positional != 1)
+        st = ls_fail(&err, LS_EINVAL, "needs one RUN (an id or a name)");
+    if (st != LS_OK) {
+        cli_error("audit", &err, st);
+        return EXIT_USAGE;
+    }
+    if (a.help) {
+        audit_usage();
+        return EXIT_OK;
+    }
+    runlog *db;
+    runlog_run run;
+    int rc = cli_open_run("audit", a.db, a.positional[0], &db, &run);
+    if (rc != EXIT_OK)
+        return rc;
+    cli_out out;
+    memset(&out, 0, sizeof out);
+    if (cert != NULL && (st = cli_out_open(&out, "--certificate", cert, a.db, db, &err)) != LS_OK) {
+        cli_error("audit", &err, st);
+        runlog_run_free(&run);
+        runlog_close(db);
+        return EXIT_USAGE;
+    }
+    run_install_signals();
+    audit_result r;
+    memset(&r, 0, sizeof r);
+    r.proved = 1;
+    r.steps = -1;
+    r.first_bad = -1;
+    int threads = 0;
+    if (record_only)
+        st = audit_record(db, &run, &r, &err);
+    else
+        st = audit_full(a.db, &run, a.threads[0], &r, &threads, &err);
+    if (st != LS_OK) {
+        cli_error("audit", &err, st);
+        if (cert != NULL)
+            cli_out_abort(&out);
+        runlog_run_free(&run);
+        runlog_close(db);
+        return cli_exit_code(st) == EXIT_DIFFER ? EXIT_USAGE : cli_exit_code(st);
+    }
+    runlog_audit row;
+    memset(&row, 0, sizeof row);
+    snprintf(row.version, sizeof row.version, "%s", LS_ENGINE_VERSION);
+    gethostname(row.host, sizeof row.host - 1);
+    row.threads = threads;
+    snprintf(row.mode, sizeof row.mode, "%s", record_only ? "record-only" : "full");
+    row.steps = r.steps;
+    row.proved = r.proved;
+    row.first_bad = r.first_bad;
+    snprintf(row.detail, sizeof row.detail, "%s", r.detail);
+    if (r.proved)
+        printf("audit: run %lld '%s' proved: %s, trajectory %016llx\n", (long long)run.id, run.name, r.detail,
+               (unsigned long long)r.traj);
+    else if (r.first_bad >= 0)
+        printf("audit: run %lld '%s' failed at step %lld (steps 0..%lld proved): %s\n", (long long)run.id, run.name,
+               (long long)r.first_bad, (long long)r.steps, r.detail);
+    else
+        printf("audit: run %lld '%s' failed: %s\n", (long long)run.id, run.name, r.detail);
+    rc = r.proved ? EXIT_OK : EXIT_DIFFER;
+    if ((st = runlog_audit_add(db, run.id, &row, &err)) != LS_OK) {
+        cli_error("audit", &err, st);
+        rc = EXIT_USAGE;
+    }
+    if (cert != NULL && rc != EXIT_USAGE) {
+        ls_config cfg;
+        ls_err e2 = { "" };
+        uint64_t data_hash = config_parse_text(&cfg, run.config_text, "config", &e2) == LS_OK ? cfg.data_hash : 0;
+        cert_write(out.f, &run, data_hash, &r);
+        if ((st = cli_out_commit(&out, &err)) != LS_OK) {
+            cli_error("audit", &err, st);
+            rc = EXIT_USAGE;
+        }
+    } else if (cert != NULL) {
+        cli_out_abort(&out);
+    }
+    runlog_run_free(&run);
+    runlog_close(db);
+    return rc;
+}
+
+/* ---- reproduce ------------------------------------------------------------------ */
+
+typedef struct {
+    char *lockstep, *build, *config, *data_hash, *sources, *trajectory, *param_hash, *verdict, *audited;
+    int64_t steps;
+    int has_steps;
+} cert_doc;
+
+static void cert_free(cert_doc *c)
+{
+    free(c->lockstep);
+    free(c->build);
+    free(c->config);
+    free(c->data_hash);
+    free(c->sources);
+    free(c->trajectory);
+    free(c->param_hash);
+    free(c->verdict);
+    free(c->audited);
+}
+
+typedef struct {
+    const char *p, *end, *path;
+} jreader;
+
+static void j_ws(jreader *j)
+{
+    while (j->p < j->end && (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r'))
+        j->p++;
+}
+
+static int hexval(char c)
+{
+    return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                                                                        : -1;
+}
+
+/* A JSON string at j->p into *out (malloc'ed). field names it in errors. */
+static ls_status j_string(jreader *j, const char *field, char **out, ls_err *err)
+{
+    if (j->p >= j->end || *j->p != '"')
+        return ls_fail(err, LS_EFORMAT, "%s: field \"%s\": a string expected", j->path, field);
+    j->p++;
+    size_t cap = 64, n = 0;
+    char *s = malloc(cap);
+    if (s == NULL)
+        return ls_fail(err, LS_ENOMEM, "%s: out of memory", j->path);
+    for (;;) {
+        if (j->p >= j->end) {
+            free(s);
+            return ls_fail(err, LS_EFORMAT, "%s: field \"%s\": the string does not end", j->path, field);
+        }
+        unsigned char c = (unsigned char)*j->p++;
+        if (c == '"')
+            break;
+        if (c < 0x20) {
+            free(s);
+            return ls_fail(err, LS_EFORMAT, "%s: field \"%s\": a control character in a string", j->path, field);
+        }
+        if (c == '\\') {
+            if (j->p >= j->end) {
+                free(s);
+                return ls_fail(err, LS_EFORMAT, "%s: field \"%s\": the string does not end", j->path, field);
+            }
+            char e = *j->p++;
+            switch (e) {
+            case '"': c = '"'; break;
+            case '\\': c = '\\'; break;
+            case '/': c = '/'; break;
+            case 'n': c = '\n'; break;
+            case 't': c = '\t'; break;
+            case 'r': c = '\r'; break;
+            case 'b': c = '\b'; break;
+            case 'f': c = '\f'; break;
+            case 'u': {
+                int v = 0;
+                for (int k = 0; k < 4; k++) {
+                    int h = j->p < j->end ? hexval(*j->p++) : -1;
+                    if (h < 0) {
+                        free(s);
+                        return ls_fail(err, LS_EFORMAT, "%s: field \"%s\": a bad \\u escape", j->path, field);
+                    }
+                    v = v * 16 + h;
+                }
+                if (v == 0 || v >= 0x80) {
+                    free(s);
+                    return ls_fail(err, LS_EFORMAT, "%s: field \"%s\": \\u%04x is not taken here", j->path, field,
+                                   (unsigned)v);
+                }
+                c = (unsigned char)v;
+                break;
+            }
+            default:
+                free(s);
+                return ls_fail(err, LS_EFORMAT, "%s: field \"%s\": a bad escape \\%c", j->path, field, e);
+            }
+        }
+        if (n + 1 >= cap) {
+            char *b = realloc(s, cap * 2);
+            if (b == NULL) {
+                free(s);
+                return ls_fail(err, LS_ENOMEM, "%s: out of memory", j->path);
+            }
+            s = b;
+            cap *= 2;
+        }
+        s[n++] = (char)c;
+    }
+    s[n] = '\0';
+    *out = s;
+    return LS_OK;
+}
+
+/* Exactly the document cert_write writes (any whitespace between tokens,
+ * keys in any order, each once). */
+static ls_status cert_parse(const char *text, size_t len, const char *path, cert_doc *c, ls_err *err)
+{
+    memset(c, 0, sizeof *c);
+    if (strlen(text) != len)
+        return ls_fail(err, LS_EFORMAT, "%s: a NUL byte in the certificate", path);
+    jreader j = { text, text + len, path };
+    static const char *const fields[] = { "lockstep", "build", "config", "data_hash", "sources", "steps",
+                                          "trajectory", "param_hash", "verdict", "audited" };
+    char **slots[] = { &c->lockstep, &c->build, &c->config, &c->data_hash, &c->sources, NULL,
+                       &c->trajectory, &c->param_hash, &c->verdict, &c->audited };
+    int seen[10] = { 0 };
+    j_ws(&j);
+    if (j.p >= j.end || *j.p != '{')
+        return ls_fail(err, LS_EFORMAT, "%s: not a certificate (a JSON object expected)", path);
+    j.p++;
+    ls_status st;
+    for (;;) {
+        j_ws(&j);
+        char *key;
+        if ((st = j_string(&j, "(a key)", &key, err)) != LS_OK)
+            return st;
+        size_t f;
+        for (f = 0; f < 10 && strcmp(key, fields[f]) != 0; f++)
+            ;
+        if (f == 10 || seen[f]) {
+            st = ls_fail(err, LS_EFORMAT, "%s: field \"%.40s\": %s", path, key, f == 10 ? "unknown" : "given twice");
+            free(key);
+            return st;
+        }
+        free(key);
+        seen[f] = 1;
+        j_ws(&j);
+        if (j.p >= j.end || *j.p != ':')
+            return ls_fail(err, LS_EFORMAT, "%s: field \"%s\": ':' expected", path, fields[f]);
+        j.p++;
+        j_ws(&j);
+        if (f == 5) {
+            char *e;
+            errno = 0;
+            if (j.p >= j.end || *j.p < '0' || *j.p > '9')
+                return ls_fail(err, LS_EFORMAT, "%s: field \"steps\": a non-negative integer expected", path);
+            long long v = strtoll(j.p, &e, 10);
+            if (errno != 0 || e > j.end || v < 1 || (*j.p == '0' && e - j.p > 1))
+                return ls_fail(err, LS_EFORMAT, "%s: field \"steps\": a positive integer expected", path);
+            c->steps = v;
+            c->has_steps = 1;
+            j.p = e;
+        } else if (f == 4 && j.end - j.p >= 4 && strncmp(j.p, "null", 4) == 0) {
+            j.p += 4;
+        } else if ((st = j_string(&j, fields[f], slots[f], err)) != LS_OK) {
+            return st;
+        }
+        j_ws(&j);
+        if (j.p < j.end && *j.p == ',') {
+            j.p++;
+            continue;
+        }
+        if (j.p < j.end && *j.p == '}') {
+            j.p++;
+            break;
+        }
+        return ls_fail(err, LS_EFORMAT, "%s: after field \"%s\": ',' or '}' expected", path, fields[f]);
+    }
+    j_ws(&j);
+    if (j.p != j.end)
+        return ls_fail(err, LS_EFORMAT, "%s: something after the certificate's closing '}'", path);
+    for (size_t f = 0; f < 10; f++)
+        if (!seen[f])
+            return ls_fail(err, LS_EFORMAT, "%s: field \"%s\": missing", path, fields[f]);
+    return LS_OK;
+}
+
+/* 16 lowercase hex digits. */
+static ls_status parse_hex64(const char *path, const char *field, const char *s, uint64_t *out, ls_err *err)
+{
+    uint64_t v = 0;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n && n == 16; i++) {
+        int h = hexval(s[i]);
+        if (h < 0 || (s[i] >= 'A' && s[i] <= 'F'))
+            n = 0;
+        else
+            v = v << 4 | (uint64_t)h;
+    }
+    if (n != 16)
+        return ls_fail(err, LS_EFORMAT, "%s: field \"%s\": 16 lowercase hex digits expected, not \"%.40s\"", path,
+                       field, s);
+    *out = v;
+    return LS_OK;
+}
+
+static void reproduce_usage(void)
+{
+    puts("usage: lockstep reproduce CERT.json [--threads N]\n"
+         "Checks a certificate written by `lockstep audit --certificate` without any database: trains the\n"
+         "certificate's config (on the data its sources name, checked against its data_hash) for its step\n"
+         "count and compares the trajectory hash.\n"
+         "exit status: 0 reproduced, 1 differs (both trajectory hashes named, or the data differ),\n"
+         "2 bad usage or a malformed certificate (the field named), 130 interrupted");
+}
+
+int cmd_reproduce(int argc, char **argv)
+{
+    cli_args a;
+    ls_err err = { "" };
+    ls_status st = cli_parse(argc, argv, CLI_THREADS, 1, &a, &err);
+    if (st == LS_OK && !a.help && a.n_positional != 1)
+        st = ls_fail(&err, LS_EINVAL, "needs one certificate file");
+    if (st != LS_OK) {
+        cli_error("reproduce", &err, st);
+        return EXIT_USAGE;
+    }
+    if (a.help) {
+        reproduce_usage();
+        return EXIT_OK;
+    }
+    const char *path = a.positional[0];
+    if ((st = cli_check_regular(NULL, path, &err)) != LS_OK) {
+        cli_error("reproduce", &err, st);
+        return EXIT_USAGE;
+    }
+    size_t len;
+    char *text = (char *)read_file(path, CERT_MAX_BYTES, &len);
+    if (text == NULL) {
+        fprintf(stderr, "lockstep reproduce: %s: %s\n", path, strerror(errno));
+        return EXIT_USAGE;
+    }
+    char *t2 = realloc(text, len + 1);
+    if (t2 == NULL) {
+        free(text);
+        fprintf(stderr, "lockstep reproduce: %s: out of memory\n", path);
+        return EXIT_USAGE;
+    }
+    text = t2;
+    text[len] = '\0';
+    cert_doc c;
+    st = cert_parse(text, len, path, &c, &err);
+    free(text);
+    uint64_t want_traj = 0, want_ph = 0, want_data = 0;
+    ls_config cfg;
+    char canon[CONFIG_TEXT_MAX];
+    if (st == LS_OK && (st = parse_hex64(path, "trajectory", c.trajectory, &want_traj, &err)) == LS_OK &&
+        (st = parse_hex64(path, "param_hash", c.param_hash, &want_ph, &err)) == LS_OK &&
+        (st = parse_hex64(path, "data_hash", c.data_hash, &want_data, &err)) == LS_OK) {
+        if (strcmp(c.verdict, "proved") != 0 && strcmp(c.verdict, "failed") != 0)
+            st = ls_fail(&err, LS_EFORMAT, "%s: field \"verdict\": \"proved\" or \"failed\" expected", path);
+    }
+    if (st == LS_OK) {
+        ls_err e = { "" };
+        if (config_parse_text(&cfg, c.config, "config", &e) != LS_OK) {
+            st = ls_fail(&err, LS_EFORMAT, "%s: field \"config\": %s", path, e.msg);
+        } else {
+            config_text(&cfg, canon, sizeof canon);
+            if (strcmp(canon, c.config) != 0)
+                st = ls_fail(&err, LS_EFORMAT, "%s: field \"config\": not a canonical config text", path);
+            else if (cfg.data_hash != want_data)
+                st = ls_fail(&err, LS_EFORMAT, "%s: field \"data_hash\": %016llx, the config says %016llx", path,
+                             (unsigned long long)want_data, (unsigned long long)cfg.data_hash);
+        }
+    }
+    /* Where the data are: the certificate's source lines, as a run records them. */
+    for (const char *p = c.sources; st == LS_OK && p != NULL && *p;) {
+        size_t ll = strcspn(p, "\n");
+        const char *eq = memchr(p, '=', ll);
+        char line[LS_SOURCE_MAX + 64];
+        ls_err e = { "" };
+        if (eq == NULL || ll >= sizeof line) {
+            st = ls_fail(&err, LS_EFORMAT, "%s: field \"sources\": a malformed line", path);
+            break;
+        }
+        memcpy(line, p, ll);
+        line[ll] = '\0';
+        line[eq - p] = '\0';
+        if (config_set(&cfg, line, line + (eq - p) + 1, 0, &e) != LS_OK)
+            st = ls_fail(&err, LS_EFORMAT, "%s: field \"sources\": %s", path, e.msg);
+        p += ll + (p[ll] == '\n');
+    }
+    if (st != LS_OK) {
+        cli_error("reproduce", &err, st);
+        cert_free(&c);
+        return EXIT_USAGE;
+    }
+    run_install_signals();
+    ls_session_opts o = { .threads = a.threads[0], .db = NULL, .steps = c.steps };
+    ls_session *s;
+    int rc = EXIT_OK;
+    if ((st = ls_session_open(&s, &cfg, &o, &err)) != LS_OK) {
+        if (st == LS_EMISMATCH)
+            fprintf(stderr, "lockstep reproduce: differs: %s\n", err.msg);
+        else
+            cli_error("reproduce", &err, st);
+        cert_free(&c);
+        return cli_exit_code(st);
+    }
+    ls_session_state ss;
+    ls_session_state_get(s, &ss);
+    while (st == LS_OK && ss.step < c.steps) {
+        if (run_interrupted)
+            st = ls_fail(&err, LS_EINTR, "interrupted after step %lld", (long long)ss.step);
+        else if ((st = ls_session_step(s, NULL, &err)) == LS_OK)
+            ls_session_state_get(s, &ss);
+    }
+    ls_session_close(s, st, NULL);
+    if (st == LS_EDIVERGED) {
+        printf("reproduce: differs: %s (the certificate has %lld steps, trajectory %016llx)\n", err.msg,
+               (long long)c.steps, (unsigned long long)want_traj);
+        rc = EXIT_DIFFER;
+    } else if (st != LS_OK) {
+        cli_error("reproduce", &err, st);
+        rc = cli_exit_code(st) == EXIT_DIFFER ? EXIT_USAGE : cli_exit_code(st);
+    } else if (ss.traj_hash == want_traj && ss.param_hash == want_ph) {
+        printf("reproduce: reproduced: steps 0..%lld at %d thread%s, trajectory %016llx\n", (long long)ss.step,
+               ss.threads, ss.threads == 1 ? "" : "s", (unsigned long long)ss.traj_hash);
+    } else {
+        printf("reproduce: differs: after step %lld the certificate has trajectory %016llx (param hash %016llx), "
+               "this machine computes %016llx (param hash %016llx)\n", (long long)ss.step,
+               (unsigned long long)want_traj, (unsigned long long)want_ph, (unsigned long long)ss.traj_hash,
+               (unsigned long long)ss.param_hash);
+        rc = EXIT_DIFFER;
+    }
+    cert_free(&c);
+    return rc;
+}
