@@ -763,16 +763,6 @@ int64_t config_default_steps(const ls_config *cfg)
     return cfg->task_desc != NULL && cfg->task_desc->default_steps > 0 ? cfg->task_desc->default_steps : 200;
 }
 
-const config_value *config_value_of(const ls_config *cfg, const char *key, ls_key_type *type)
-{
-    keyref r;
-    if (!lookup(cfg, key, &r) || r.owner == OWNER_ENGINE)
-        return NULL;
-    if (type != NULL)
-        *type = r.k->type;
-    return r.owner == OWNER_MODEL ? &cfg->mv[r.slot] : &cfg->tv[r.slot];
-}
-
 ls_status config_check_keys(const char *owner, const ls_key *keys, size_t n, ls_err *err)
 {
     if (n > CONFIG_MAX_KEYS)

@@ -109,9 +109,6 @@ size_t config_source_text(const ls_config *cfg, char *buf, size_t len);
 /* Steps a run of cfg's task takes when none are asked for. */
 int64_t config_default_steps(const ls_config *cfg);
 
-/* Typed reads of any applying key by name (the public ls_config_* accessors). */
-const config_value *config_value_of(const ls_config *cfg, const char *key, ls_key_type *type);
-
 /* Check a descriptor's key table (registry); LS_EINVAL naming the key. */
 ls_status config_check_keys(const char *owner, const ls_key *keys, size_t n, ls_err *err);
 

@@ -287,11 +287,6 @@ size_t mlp_tensor(const mlp *m, size_t l, int bias, size_t shape[2])
     return bias ? m->b_off[l] : m->w_off[l];
 }
 
-size_t mlp_layers(const mlp *m)
-{
-    return m->n_layers;
-}
-
 void mlp_predict(const mlp *m, const float *params, const float *x, size_t count,
                  uint8_t *pred, void *scratch)
 {

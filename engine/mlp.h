@@ -48,10 +48,8 @@ double mlp_leaf(const mlp *m, const float *params, const float *x, const uint8_t
  * forward pass of mlp_leaf. */
 void mlp_logits(const mlp *m, const float *params, const float *x, size_t count, float *logits, void *scratch);
 
-/* Layers (weight matrices), and where layer l's weight (bias = 0,
- * [sizes[l]][sizes[l+1]]) or bias (bias = 1, [sizes[l+1]]: shape[0]) starts
- * in θ. */
-size_t mlp_layers(const mlp *m);
+/* Where layer l's weight (bias = 0, [sizes[l]][sizes[l+1]]) or bias
+ * (bias = 1, [sizes[l+1]]: shape[0]) starts in θ. */
 size_t mlp_tensor(const mlp *m, size_t l, int bias, size_t shape[2]);
 
 /* Predicted class (argmax of the logits, lowest index on ties) of count samples. */
