@@ -13,7 +13,7 @@
  * writes <checkpoint_dir>/<db16>-run-<id>-step-<t>.ckpt (record/checkpoint.h;
  * <db16>: the first 16 hex digits of the database's identity, runlog.h),
  * registers it, then deletes the files and registrations of that run's older
- * checkpoints except the newest SESSION_KEEP_CHECKPOINTS. Writing,
+ * checkpoints except the newest LS_KEEP_CHECKPOINTS. Writing,
  * registering, then deleting, in that order, means a crash at any moment
  * leaves the newest registered checkpoint intact.
  *
@@ -57,7 +57,6 @@
 #include "session.h"
 #include "train.h"
 
-#define SESSION_KEEP_CHECKPOINTS 2
 
 struct ls_session {
     trainer *t;                 /* NULL when a reopened run has nothing to do */
@@ -250,7 +249,7 @@ static int session_owns(const ls_session *s, const char *path, int64_t step)
     return memcmp(h.owner.db_id, id->id, CKPT_DBID_BYTES) == 0 && h.owner.run_id == s->st.run_id && h.step == step;
 }
 
-/* Deletes the run's checkpoints older than the newest SESSION_KEEP_CHECKPOINTS:
+/* Deletes the run's checkpoints older than the newest LS_KEEP_CHECKPOINTS:
  * file first, then registration, so a crash in between leaves a row whose
  * file is gone — harmless, as it is never the newest, and retried next time.
  * Only files this database wrote for this run are deleted (session_owns);
@@ -264,7 +263,7 @@ static ls_status prune_checkpoints(ls_session *s, ls_err *err)
     ls_status st = runlog_checkpoints(s->db, s->st.run_id, &ck, &n, err);
     if (st != LS_OK)
         return st;
-    const size_t keep = SESSION_KEEP_CHECKPOINTS;
+    const size_t keep = LS_KEEP_CHECKPOINTS;
     for (size_t i = 0; n > keep && i < n - keep && st == LS_OK; i++) {
         /* Never delete a file a kept registration names, nor the rows of a
          * kept step at the same path. */

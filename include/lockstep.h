@@ -387,6 +387,10 @@ struct ls_session_state {
                                    database's) and what was used instead; "" when none was */
 };
 
+/* The checkpoints of a run a session keeps: the newest, and one before it
+ * should the newest be damaged later. */
+#define LS_KEEP_CHECKPOINTS 2
+
 /* A new run of cfg (copied): validates it, checks the floating-point
  * environment, loads the data, builds everything, initialises θ_0 and, with
  * a database, records the run and step 0. */

@@ -102,7 +102,7 @@ int cmd_train(int argc, char **argv)
     print_result("train", &r, &a.cfg);
     if (r.checkpoints > 0)
         printf("train: %lld checkpoints written, the last %d kept\n", (long long)r.checkpoints,
-               RUN_KEEP_CHECKPOINTS);
+               LS_KEEP_CHECKPOINTS);
     return EXIT_OK;
 }
 

@@ -46,7 +46,6 @@ double run_now(void)
 
 typedef struct {
     const run_opts *o;
-    run_result *r;
     double t0, printed;
     int64_t first;
     size_t batch;
@@ -155,7 +154,7 @@ static ls_status run_drive(ls_session *s, const run_opts *o, run_result *r, ls_e
 ls_status run_train(const run_opts *o, run_result *r, ls_err *err)
 {
     run_result_init(r);
-    run_watch w = { o, r, run_now(), 0, 1, o->cfg.batch };
+    run_watch w = { o, run_now(), 0, 1, o->cfg.batch };
     ls_session_opts so = session_opts(o, &w);
     ls_session *s;
     ls_status st = ls_session_open(&s, &o->cfg, &so, err);
@@ -173,7 +172,7 @@ ls_status run_resume(const run_opts *o, const char *run, run_result *r, ls_err *
 {
     run_result_init(r);
     r->bad_input = 1;
-    run_watch w = { o, r, run_now(), 0, 1, 0 };
+    run_watch w = { o, run_now(), 0, 1, 0 };
     ls_session_opts so = session_opts(o, &w);
     so.db = NULL;
     ls_session *s;
@@ -206,9 +205,7 @@ ls_status run_restore(const char *db_path, int64_t run_id, int threads, int prog
 {
     memset(info, 0, sizeof *info);
     run_opts o = { .threads = threads, .progress = progress };
-    run_result r;
-    run_result_init(&r);
-    run_watch w = { &o, &r, run_now(), 0, 1, 0 };
+    run_watch w = { &o, run_now(), 0, 1, 0 };
     ls_session_opts so = session_opts(&o, &w);
     char run[32];
     snprintf(run, sizeof run, "%lld", (long long)run_id);

@@ -65,8 +65,7 @@ void cli_error(const char *cmd, const ls_err *err, ls_status st);
  * recorded run to resume it; run_restore reopens one at its last recorded
  * step, proved to be the run's. They add the progress line, the interrupt
  * flag and a run_result to print. The session keeps the newest
- * RUN_KEEP_CHECKPOINTS checkpoints of a run (engine/session.c). */
-#define RUN_KEEP_CHECKPOINTS 2
+ * LS_KEEP_CHECKPOINTS checkpoints of a run (include/lockstep.h). */
 typedef struct {
     ls_config cfg;
     int threads;
