@@ -1717,6 +1717,71 @@ ls_status runlog_first_divergence(runlog *r, int64_t a, int64_t b, int64_t *step
     return s;
 }
 
+int64_t runlog_divergence_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb)
+{
+    /* RUNLOG_FIRST_DIVERGENCE_SQL over rows in memory: a merge of the two
+     * step-ordered lists; "IS NOT" makes a missing loss equal only to a
+     * missing loss. */
+    for (size_t i = 0, j = 0; i < na && j < nb;) {
+        if (a[i].step < b[j].step) {
+            i++;
+        } else if (a[i].step > b[j].step) {
+            j++;
+        } else {
+            const ls_step *x = &a[i++], *y = &b[j++];
+            if (x->param_hash != y->param_hash)
+                return x->step;
+            if (x->step >= 1 && (x->has_loss != y->has_loss || (x->has_loss && x->loss_bits != y->loss_bits)))
+                return x->step;
+        }
+    }
+    return -1;
+}
+
+ls_status runlog_verdicts(runlog *r, int64_t run_id, runlog_verdictrow **rows, size_t *n, ls_err *err)
+{
+    *rows = NULL;
+    *n = 0;
+    sqlite3_stmt *st;
+    ls_status s = rl_prepare(r, "SELECT kind, run_a, run_b, equal, first_diff_step, detail, created FROM verdicts"
+                                " WHERE run_a = ?1 OR run_b = ?1 ORDER BY id",
+                             &st, "reading verdicts", err);
+    if (s != LS_OK)
+        return s;
+    sqlite3_bind_int64(st, 1, run_id);
+    size_t cap = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        if (!rl_grow((void **)rows, &cap, *n + 1, sizeof **rows)) {
+            s = ls_fail(err, LS_ENOMEM, "%s: out of memory reading verdicts of run %lld", r->path,
+                        (long long)run_id);
+            break;
+        }
+        runlog_verdictrow *p = &(*rows)[(*n)++];
+        memset(p, 0, sizeof *p);
+        const unsigned char *t;
+        if ((t = sqlite3_column_text(st, 0)) != NULL)
+            snprintf(p->kind, sizeof p->kind, "%s", (const char *)t);
+        p->run_a = sqlite3_column_type(st, 1) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 1);
+        p->run_b = sqlite3_column_type(st, 2) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 2);
+        p->equal = sqlite3_column_int(st, 3) != 0;
+        p->first_diff_step = sqlite3_column_type(st, 4) == SQLITE_NULL ? -1 : sqlite3_column_int64(st, 4);
+        if ((t = sqlite3_column_text(st, 5)) != NULL)
+            snprintf(p->detail, sizeof p->detail, "%s", (const char *)t);
+        if ((t = sqlite3_column_text(st, 6)) != NULL)
+            snprintf(p->created, sizeof p->created, "%s", (const char *)t);
+    }
+    if (s == LS_OK && rc != SQLITE_DONE)
+        s = rl_dberr(r, "reading verdicts", err);
+    sqlite3_finalize(st);
+    if (s != LS_OK) {
+        free(*rows);
+        *rows = NULL;
+        *n = 0;
+    }
+    return s;
+}
+
 ls_status runlog_checkpoints(runlog *r, int64_t run_id, runlog_ckpt **rows, size_t *n, ls_err *err)
 {
     *rows = NULL;

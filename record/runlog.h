@@ -161,11 +161,25 @@ ls_status runlog_read_evals(runlog *r, int64_t run_id, runlog_evalrow **rows, si
  * query; RUNLOG_FIRST_DIVERGENCE_SQL is the text the README shows. */
 extern const char RUNLOG_FIRST_DIVERGENCE_SQL[];
 ls_status runlog_first_divergence(runlog *r, int64_t a, int64_t b, int64_t *step, ls_err *err);
+/* The same rule over two runs' step rows in memory (each in step order),
+ * for runs in two databases: the first differing step, -1 when none. */
+int64_t runlog_divergence_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb);
 
 /* Records the verdict of an equivalence check (verify or equiv). A negative
  * run_a, run_b or first_diff_step is stored as NULL ("none"). */
 ls_status runlog_verdict(runlog *r, const char *kind, int64_t run_a, int64_t run_b, int equal,
                          int64_t first_diff_step, const char *detail, ls_err *err);
+/* The verdicts naming a run (as run_a or run_b), oldest first; free(*rows).
+ * run_a, run_b, first_diff_step: -1 for NULL. */
+typedef struct {
+    char kind[32];
+    int64_t run_a, run_b;
+    int equal;
+    int64_t first_diff_step;
+    char detail[512];
+    char created[32];
+} runlog_verdictrow;
+ls_status runlog_verdicts(runlog *r, int64_t run_id, runlog_verdictrow **rows, size_t *n, ls_err *err);
 
 /* Checkpoints: a file path registered for a run at a step, with the file's
  * state hash (record/checkpoint.h). A caller registers a checkpoint only

@@ -1,6 +1,9 @@
 /* cmd_record.c — `lockstep runs`, `lockstep show`, `lockstep verify`. */
 #include "tools.h"
 
+#include "compare.h"
+#include "runref.h"
+
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -409,15 +412,27 @@ int cmd_verify(int argc, char **argv)
         puts("usage: lockstep verify RUN_A RUN_B [--db FILE]\n"
              "Compares the runs bit for bit: parameter hashes from step 0 and loss bits from step 1, over\n"
              "the steps both have. exit status: 0 equal, 1 differ (naming the first step and the two\n"
-             "losses), 2 bad usage or unknown run.");
+             "losses), 2 bad usage or unknown run.\n"
+             "A run is an id or a name in --db, or DB:RUN, a run in another database (runs recorded on two\n"
+             "machines, compared without merging): an argument is DB:RUN when the text before one of its\n"
+             "':' names an existing file (the longest such text), else a run in --db. Runs in two\n"
+             "different files are only read: no verdict is stored (in one file, it is, as usual).");
         return EXIT_OK;
     }
+    runref ra, rb;
+    if ((st = runref_parse(a.positional[0], a.db, &ra, &err)) != LS_OK ||
+        (st = runref_parse(a.positional[1], a.db, &rb, &err)) != LS_OK) {
+        cli_error("verify", &err, st);
+        return EXIT_USAGE;
+    }
+    if (!runref_same_file(ra.db, rb.db) && strcmp(ra.db, rb.db) != 0)
+        return compare_verify_across(&ra, &rb);
     runlog *db;
-    if (!open_or_fail("verify", a.db, &db))
+    if (!open_or_fail("verify", ra.db, &db))
         return EXIT_USAGE;
     int64_t ia, ib;
-    if ((st = runlog_find(db, a.positional[0], &ia, &err)) != LS_OK ||
-        (st = runlog_find(db, a.positional[1], &ib, &err)) != LS_OK) {
+    if ((st = runlog_find(db, ra.run, &ia, &err)) != LS_OK ||
+        (st = runlog_find(db, rb.run, &ib, &err)) != LS_OK) {
         cli_error("verify", &err, st);
         runlog_close(db);
         return EXIT_USAGE;

@@ -1,0 +1,158 @@
+/* compare.c — two runs compared bit for bit (compare.h). */
+#include "compare.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools.h"
+
+static const ls_step *find_row(const ls_step *rows, size_t n, int64_t step)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (rows[mid].step < step)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < n && rows[lo].step == step ? &rows[lo] : NULL;
+}
+
+void compare_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r)
+{
+    memset(r, 0, sizeof *r);
+    r->lo = r->hi = r->first = -1;
+    for (size_t i = 0, j = 0; i < na && j < nb;) {
+        if (a[i].step < b[j].step) {
+            i++;
+        } else if (a[i].step > b[j].step) {
+            j++;
+        } else {
+            if (r->common++ == 0)
+                r->lo = a[i].step;
+            r->hi = a[i].step;
+            i++;
+            j++;
+        }
+    }
+    if (r->common == 0)
+        return;
+    if ((int64_t)r->common == r->hi - r->lo + 1)
+        snprintf(r->span, sizeof r->span, "steps %lld..%lld", (long long)r->lo, (long long)r->hi);
+    else
+        snprintf(r->span, sizeof r->span, "%zu common steps from %lld to %lld", r->common, (long long)r->lo,
+                 (long long)r->hi);
+    r->first = runlog_divergence_rows(a, na, b, nb);
+    const ls_step *last = find_row(a, na, r->hi);
+    r->last_traj = last != NULL ? last->traj_hash : 0;
+    if (r->first < 0) {
+        r->equal = 1;
+        snprintf(r->detail, sizeof r->detail, "identical over %s", r->span);
+        return;
+    }
+    const ls_step *x = find_row(a, na, r->first), *y = find_row(b, nb, r->first);
+    char losses[256];
+    if (x->has_loss && y->has_loss)
+        snprintf(losses, sizeof losses, "loss %.17g (%016llx) vs %.17g (%016llx)%s",
+                 hash_bits_to_double(x->loss_bits), (unsigned long long)x->loss_bits,
+                 hash_bits_to_double(y->loss_bits), (unsigned long long)y->loss_bits,
+                 x->loss_bits == y->loss_bits ? " (equal)" : "");
+    else
+        snprintf(losses, sizeof losses, "no loss at step %lld", (long long)r->first);
+    snprintf(r->detail, sizeof r->detail, "step %lld: %s; param hash %016llx vs %016llx", (long long)r->first,
+             losses, (unsigned long long)x->param_hash, (unsigned long long)y->param_hash);
+}
+
+/* One side: its database opened read-only in effect (nothing is written),
+ * the run found, its rows read. "DB:ID" into label. */
+typedef struct {
+    runlog *db;
+    runlog_run run;
+    int have_run;
+    ls_step *rows;
+    size_t n;
+    char label[4200];
+} side;
+
+static int side_open(const runref *ref, side *s)
+{
+    ls_err err = { "" };
+    if (access(ref->db, F_OK) != 0) {
+        fprintf(stderr, "lockstep verify: %s: no such database\n", ref->db);
+        return 0;
+    }
+    int64_t id = -1;
+    ls_status st = cli_open_db(ref->db, &s->db, &err);
+    if (st == LS_OK)
+        st = runlog_find(s->db, ref->run, &id, &err);
+    if (st == LS_OK && (st = runlog_get_run(s->db, id, &s->run, &err)) == LS_OK)
+        s->have_run = 1;
+    if (st == LS_OK)
+        st = runlog_read_steps(s->db, id, &s->rows, &s->n, &err);
+    if (st != LS_OK) {
+        cli_error("verify", &err, st);
+        return 0;
+    }
+    snprintf(s->label, sizeof s->label, "%s:%lld", ref->db, (long long)id);
+    return 1;
+}
+
+static void side_close(side *s)
+{
+    free(s->rows);
+    if (s->have_run)
+        runlog_run_free(&s->run);
+    runlog_close(s->db);
+}
+
+int compare_verify_across(const runref *a, const runref *b)
+{
+    side x, y;
+    memset(&x, 0, sizeof x);
+    memset(&y, 0, sizeof y);
+    int rc = 2;
+    if (!side_open(a, &x) || !side_open(b, &y))
+        goto out;
+    compare_result r;
+    compare_rows(x.rows, x.n, y.rows, y.n, &r);
+    if (r.common == 0) {
+        rc = 1;
+        if (x.n == 0 && y.n == 0)
+            fprintf(stderr, "lockstep verify: runs %s and %s have no step rows: nothing to compare, so not equal\n",
+                    x.label, y.label);
+        else if (x.n == 0 || y.n == 0)
+            fprintf(stderr, "lockstep verify: run %s has no step rows: nothing to compare with run %s, so not "
+                    "equal\n", x.n == 0 ? x.label : y.label, x.n == 0 ? y.label : x.label);
+        else
+            fprintf(stderr, "lockstep verify: runs %s (steps %lld..%lld) and %s (steps %lld..%lld) have no step "
+                    "in common: nothing to compare, so not equal\n", x.label, (long long)x.rows[0].step,
+                    (long long)x.rows[x.n - 1].step, y.label, (long long)y.rows[0].step,
+                    (long long)y.rows[y.n - 1].step);
+        goto out;
+    }
+    if (strcmp(x.run.config_text, y.run.config_text) != 0)
+        printf("warning: runs %s and %s have different configs (config hash %016llx vs %016llx)\n", x.label,
+               y.label, (unsigned long long)x.run.config_hash, (unsigned long long)y.run.config_hash);
+    if (x.n != y.n || x.n != r.common)
+        printf("note: run %s has %zu step rows, run %s has %zu; comparing %s\n", x.label, x.n, y.label, y.n, r.span);
+    if (r.equal) {
+        rc = 0;
+        printf("runs %s and %s are bit-identical over %s (trajectory %016llx)\n", x.label, y.label, r.span,
+               (unsigned long long)r.last_traj);
+    } else {
+        rc = 1;
+        printf("runs %s and %s differ first at %s\n", x.label, y.label, r.detail);
+    }
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "lockstep verify: stdout: write failed: %s\n", strerror(errno));
+        rc = 2;
+    }
+out:
+    side_close(&x);
+    side_close(&y);
+    return rc;
+}

@@ -1,0 +1,34 @@
+/* compare.h — two runs' step rows compared bit for bit, wherever the rows
+ * came from: the rule of the record (runlog_first_divergence: parameter hash
+ * at every step, loss bits from step 1, over the steps both runs have) and
+ * the verdict's wording of `lockstep verify`. Used by verify for runs in two
+ * databases (which it compares without merging them) and by report.
+ */
+#ifndef LS_COMPARE_H
+#define LS_COMPARE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../record/hash.h"
+#include "runref.h"
+
+typedef struct {
+    size_t common;          /* steps both runs have; 0: nothing to compare, so not equal */
+    int64_t lo, hi;         /* first and last common step (-1 when none) */
+    int64_t first;          /* first differing step, -1 when none */
+    int equal;              /* common > 0 and first < 0 */
+    uint64_t last_traj;     /* run a's trajectory hash at hi */
+    char span[96];          /* "steps 0..50" or "48 common steps from 0 to 50" */
+    char detail[512];       /* verify's detail: "identical over ..." or "step N: loss ... vs ...; param hash ..." */
+} compare_result;
+
+/* a[na], b[nb]: step rows in step order. */
+void compare_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r);
+
+/* `lockstep verify DB_A:RUN_A DB_B:RUN_B` for two different database files:
+ * the lines and exit status of verify (0 equal, 1 differ or nothing in
+ * common, 2 bad input). Both databases are only read: no verdict is stored. */
+int compare_verify_across(const runref *a, const runref *b);
+
+#endif
