@@ -424,6 +424,44 @@ static ls_status flat_from_net(flat_circuit *f, const ls_config *cfg, const ls_d
     return LS_OK;
 }
 
+ls_status export_gate_counts(trainer *t, export_gates *g, ls_err *err)
+{
+    memset(g, 0, sizeof *g);
+    const ls_config *cfg = trainer_config(t);
+    const int ca = strcmp(cfg->model, "logic-ca") == 0;
+    flat_circuit f;
+    memset(&f, 0, sizeof f);
+    logic_ca_hard *h = NULL;
+    ls_dataset *data = NULL;
+    ls_status st;
+    if (ca) {
+        st = logic_ca_hard_create(&h, trainer_model(t), trainer_params(t), err);
+        if (st == LS_OK)
+            st = flat_from_ca(&f, h, err);
+    } else {
+        ls_config c = *cfg;
+        const ls_dataset *have = trainer_data(t);
+        st = have != NULL ? LS_OK : trainer_load_data(&c, &data, err);
+        if (st == LS_OK)
+            st = flat_from_net(&f, &c, have != NULL ? have : data, trainer_params(t), err);
+    }
+    if (st == LS_OK) {
+        g->inputs = f.n_in;
+        g->outputs = f.n_out;
+        g->gates = f.n_gates;
+        g->active = f.active;
+        g->trivial = f.trivial;
+        for (size_t i = 0; i < f.n_gates; i++)
+            g->by_op[f.op[i] % LOGIC_OPS] += f.live[i];
+        for (int k = 0; k < LOGIC_OPS && k < 16; k++)
+            g->op_names[k] = OP_NAMES[k];
+    }
+    flat_free(&f);
+    dataset_destroy(data);
+    logic_ca_hard_destroy(h);
+    return st;
+}
+
 /* Evaluates the active gates on `words` words per node: val [n_in + n_gates][words],
  * the inputs filled in by the caller. */
 static void flat_eval(const flat_circuit *f, uint64_t *val, size_t words)

@@ -319,6 +319,31 @@ static ls_status render_png(const render_plan *p, FILE *f, char *desc, ls_err *e
     return LS_OK;
 }
 
+ls_status render_default_png(trainer *t, const char *desc, FILE *f, size_t *width, size_t *height, ls_err *err)
+{
+    render_flags rf;
+    memset(&rf, 0, sizeof rf);
+    rf.steps = UINT64_MAX;   /* render's defaults, as without flags */
+    render_plan p;
+    logic_ca_hard *h = NULL;
+    char d[512];
+    snprintf(d, sizeof d, "%s", desc != NULL ? desc : "");
+    ls_status st = render_plan_make(&p, &rf, trainer_config(t), err);
+    if (st == LS_OK)
+        st = logic_ca_hard_create(&h, trainer_model(t), trainer_params(t), err);
+    if (st == LS_OK)
+        st = render_rollout(&p, h, trainer_config(t), err);
+    if (st == LS_OK)
+        st = render_png(&p, f, d, err);
+    if (st == LS_OK) {
+        *width = p.width;
+        *height = p.height;
+    }
+    free(p.frame0);
+    logic_ca_hard_destroy(h);
+    return st;
+}
+
 int cmd_render(int argc, char **argv)
 {
     cli_args a;

@@ -29,6 +29,9 @@ static void usage(FILE *f)
           "  runs    [--db FILE]                 list runs\n"
           "  show    RUN [--db FILE] [--steps]   config, environment, summary, step table\n"
           "  verify  RUN_A RUN_B [--db FILE]     compare two runs bit for bit, step by step\n"
+          "          (a run in another database: DB:RUN, e.g. lockstep verify a.db:1 b.db:1)\n"
+          "  report  RUN [RUN...] -o FILE.html [--db FILE]\n"
+          "          one self-contained HTML page: runs, their diff, loss curves, verdicts, audits\n"
           "  audit   RUN [--db FILE] [--threads N] [--record-only] [--certificate FILE.json]\n"
           "          prove a recorded run: re-execute every step (or check the record's hash chain) and\n"
           "          its checkpoints; the verdict is stored and shown by show\n"
@@ -101,6 +104,7 @@ int main(int argc, char **argv)
         { "equiv", cmd_equiv }, { "golden", cmd_golden }, { "bench", cmd_bench }, { "resume", cmd_resume },
         { "export", cmd_export }, { "render", cmd_render }, { "predict", cmd_predict },
         { "audit", cmd_audit }, { "reproduce", cmd_reproduce },
+        { "report", cmd_report },
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(cmd, cmds[i].name) == 0)

@@ -139,6 +139,7 @@ int cmd_render(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
+int cmd_report(int argc, char **argv);
 
 /* Helpers shared by subcommands. */
 /* runlog_open, after refusing (LS_EIO naming it) a path that exists and is
@@ -201,5 +202,19 @@ void cli_run_fate(const char *db_path, int64_t run_id, char *buf, size_t cap);
  * differ or nothing in common (a run without step rows is not equal to any:
  * one line on stderr names it, no verdict is stored), 2 the record failed. */
 int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet);
+
+/* The default picture of `lockstep render` (no flags) of a restored
+ * logic-ca run's trainer, as a PNG written to f (tools/cmd_render.c). */
+ls_status render_default_png(trainer *t, const char *desc, FILE *f, size_t *width, size_t *height, ls_err *err);
+/* The hard circuit of a restored logic or logic-ca run's trainer as
+ * `lockstep export --circuit` flattens it: gates, the active ones (read by
+ * an output) and of those the wires, inverters and constants, and the
+ * active gates by op (tools/cmd_export.c). */
+typedef struct {
+    size_t inputs, outputs, gates, active, trivial;
+    size_t by_op[16];
+    const char *op_names[16];
+} export_gates;
+ls_status export_gate_counts(trainer *t, export_gates *g, ls_err *err);
 
 #endif
