@@ -14,6 +14,7 @@ const char HTML_CHART_CSS[] =
     "svg.chart text.t{font-weight:bold}\n"
     "svg.chart .curve{fill:none;stroke-width:1.4;stroke-linejoin:round}\n"
     "svg.chart .marker{stroke-width:1.2;stroke-dasharray:5 4}\n"
+    "svg.chart text.marker-label{paint-order:stroke;stroke:#fff;stroke-width:4px;stroke-linejoin:round}\n"
     ".c0{stroke:#1f77b4;fill:#1f77b4;background:#1f77b4}.c1{stroke:#d62728;fill:#d62728;background:#d62728}\n"
     ".c2{stroke:#2ca02c;fill:#2ca02c;background:#2ca02c}.c3{stroke:#ff7f0e;fill:#ff7f0e;background:#ff7f0e}\n"
     ".c4{stroke:#9467bd;fill:#9467bd;background:#9467bd}.c5{stroke:#8c564b;fill:#8c564b;background:#8c564b}\n"
@@ -132,14 +133,19 @@ static void y_ticks(FILE *f, const chart_scale *k)
         dt = nice_step(k->fhi - k->flo);
         t0 = ceil(k->flo / dt) * dt;
     }
-    for (double t = t0; t <= k->fhi + 1e-9 * fabs(k->fhi - k->flo); t += dt) {
-        const double v = k->logy ? pow(10, t) : t;
+    /* Log axes spanning few decades also get 2 and 5 times each power of ten. */
+    const int fine = k->logy && k->fhi - k->flo <= 3;
+    for (double t = fine ? floor(k->flo) : t0; t <= k->fhi + 1e-9 * fabs(k->fhi - k->flo); t += dt)
+        for (int mult = 1; mult <= (fine ? 5 : 1); mult += mult == 1 ? 1 : 3) {
+        const double v = k->logy ? mult * pow(10, t) : t;
+        if (k->logy && (log10(v) < k->flo - 1e-12 || log10(v) > k->fhi + 1e-12))
+            continue;
         const double y = ypix(k, v);
         fprintf(f, "<line class=\"grid\" x1=\"%d\" x2=\"%d\" y1=\"%.1f\" y2=\"%.1f\"/>", HTML_CHART_LEFT,
                 HTML_CHART_RIGHT, y, y);
         fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.6g</text>\n", HTML_CHART_LEFT - 6, y + 4,
                 fabs(v) < 1e-12 * (fabs(k->fhi) + fabs(k->flo)) ? 0.0 : v);
-    }
+        }
 }
 
 static void x_ticks(FILE *f, const chart_scale *k)
