@@ -76,6 +76,7 @@ DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-de
 
 .PHONY: all deps build test demo bench golden-check golden-update help clean \
         check-builds check-asan check-tsan check-layers install uninstall examples
+.PHONY: check-report
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(LIB) $(SO) $(SO_LINKS) $(TEST_BIN) $(TEST_SH_BIN)
@@ -91,6 +92,8 @@ help:
 	@echo "make check-builds  gcc -O0/-O2/-O3 -march=native, clang -O2/-O3 -march=native, SIMD off: golden files identical"
 	@echo "make check-asan    the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer"
 	@echo "make check-tsan    the whole test suite under ThreadSanitizer"
+	@echo "make check-report  a report of two real runs opened in headless Chromium (installed if missing):"
+	@echo "                   screenshot not blank, DOM holds both curves and the first diverging step"
 	@echo "make fuzz          libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS=60 each; fuzz-ci: 20 s each"
 	@echo "make examples      build examples/*.c against this build into $(BUILD)/examples/"
 	@echo "make install       lockstep, liblockstep.a/.so, lockstep.h, lockstep.pc, the man page into"
@@ -230,6 +233,13 @@ test: deps
 
 check-layers:
 	@sh tools/check_layers.sh
+
+# A report of real runs in a real browser (tools/check_report.sh); the
+# screenshot is kept as $(BUILD)/check-report/report.png (docs/report.png is
+# the README's copy).
+check-report: deps
+	@$(MAKE) --no-print-directory $(BIN)
+	@sh tools/check_report.sh $(BIN)
 
 # lockstep.pc names folders under the prefix as ${prefix}/..., so that
 # pkg-config --define-variable=prefix=... can move them all.
