@@ -197,6 +197,13 @@ $(BUILD)/tests/%: $(BUILD)/obj/tests/%.o $(TEST_COMMON_OBJ) $(LIB)
 	@echo "LD $@"
 	@$(CC) $(OPT) $(CFLAGS) $(LDFLAGS) -o $@ $< $(TEST_COMMON_OBJ) $(LIB) -lcmocka $(LIBS)
 
+# test_report also tests two modules of tools/ (the HTML writer, the DB:RUN rule).
+REPORT_TOOL_OBJ := $(BUILD)/obj/tools/html.o $(BUILD)/obj/tools/runref.o
+$(BUILD)/tests/test_report: $(BUILD)/obj/tests/test_report.o $(REPORT_TOOL_OBJ) $(TEST_COMMON_OBJ) $(LIB)
+	@mkdir -p $(dir $@)
+	@echo "LD $@"
+	@$(CC) $(OPT) $(CFLAGS) $(LDFLAGS) -o $@ $< $(REPORT_TOOL_OBJ) $(TEST_COMMON_OBJ) $(LIB) -lcmocka $(LIBS)
+
 # A shell test becomes an executable that runs tests/T.sh with this build's
 # settings, so that the make it calls (make install) rebuilds nothing and
 # what it compiles carries the same sanitizers as the library.
