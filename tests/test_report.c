@@ -335,6 +335,7 @@ static void test_long_run_small_page_keeps_spike(void **state)
     proc_tpath(c, "long.html", html, sizeof html);
     size_t len;
     char *page = proc_read_file(html, &len, 1);
+    print_message("report of a %lld-step run: %zu bytes\n", (long long)n, len);
     assert_true(len < 2u * 1024 * 1024);
     /* The loss chart: x from 0 to n (data-x0, data-x1), one column per pixel. */
     const char *chart = strstr(page, "data-x0=\"0\" data-x1=\"1000000\"");
