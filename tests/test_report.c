@@ -318,6 +318,7 @@ static void test_long_run_small_page_keeps_spike(void **state)
     info.reduce = "tree";
     info.target_steps = n;
     int64_t id;
+    const double t0 = proc_now();
     assert_int_equal(runlog_run_begin(db, &info, &id, &err), LS_OK);
     uint64_t traj = 1;
     for (int64_t s = 0; s <= n; s++) {
@@ -329,8 +330,10 @@ static void test_long_run_small_page_keeps_spike(void **state)
     }
     assert_int_equal(runlog_run_end(db, id, "done", &err), LS_OK);
     runlog_close(db);
-
+    const double t1 = proc_now();
     EXPECT(c, 0, "wrote long.html", "report", "--db", "long.db", "long", "-o", "long.html");
+    print_message("%lld steps written through runlog in %.1f s, their report in %.1f s\n", (long long)n, t1 - t0,
+                  proc_now() - t1);
     char html[PATH_MAX];
     proc_tpath(c, "long.html", html, sizeof html);
     size_t len;
