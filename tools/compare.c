@@ -82,7 +82,9 @@ static int side_open(const runref *ref, side *s)
 {
     ls_err err = { "" };
     if (access(ref->db, F_OK) != 0) {
-        fprintf(stderr, "lockstep verify: %s: no such database\n", ref->db);
+        fprintf(stderr, "lockstep verify: %s: no such database%s\n", ref->db,
+                !ref->explicit_db && strchr(ref->run, ':') != NULL
+                    ? " (and no existing file before a ':' of the run argument)" : "");
         return 0;
     }
     int64_t id = -1;
