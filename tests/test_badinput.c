@@ -702,6 +702,14 @@ static const bad_row BAD[] = {
     { "bench --batch 0", S_PLAIN, NULL, { "bench", "--task", "teacher", "--steps", "5", "--threads", "1",
       "--batch", "0" }, { "--batch", "0" }, NULL, NULL, 0, 0 },
     { "unknown command", S_PLAIN, NULL, { "nosuchcmd", DB }, { "nosuchcmd" }, NULL, NULL, 0, 0 },
+    { "report: an unknown run", S_PLAIN, NULL, { "report", "good", "nosuch", "-o", "r.html", DB }, { "nosuch" },
+      NULL, "r.html", 0, 0 },
+    { "report: an unknown run in DB:RUN", S_PLAIN, NULL, { "report", "rec.db:nosuch", "-o", "r.html" },
+      { "nosuch", "rec.db" }, NULL, "r.html", 0, 0 },
+    { "report -o the database", S_PLAIN, NULL, { "report", "good", "-o", "./rec.db", DB },
+      { "./rec.db", "run database rec.db" }, "rec.db", NULL, F_KEEP_DB, 0 },
+    { "verify: DB:RUN naming an unknown run", S_PLAIN, NULL, { "verify", "rec.db:good", "rec.db:nosuch" },
+      { "nosuch" }, NULL, NULL, 0, 0 },
 
     /* -- an output path that is a file of the record: refused before any work, naming both -- */
     { "export -o the database itself", S_PLAIN, NULL, { "export", "good", "--circuit", DB, "-o", "rec.db" },
