@@ -436,6 +436,38 @@ static void test_verify_two_databases(void **state)
     assert_int_equal(access(html, F_OK), -1);
 }
 
+/* A logic-ca run: the page embeds its rollout as a PNG and gives the gate
+ * counts `lockstep export --circuit` reports for the same run. */
+static void test_logic_ca_run(void **state)
+{
+    const proc_ctx *c = *state;
+    EXPECT(c, 0, "20 steps", "train", "--task", "gol", "--steps", "20", "--db", "g.db", "--name", "g",
+           "--threads", "2", "--no-progress");
+    proc_res r;
+    RUN(&r, c, "export", "g", "--circuit", "--db", "g.db", "-o", "g.c", "--no-progress");
+    expect_run(&r, 0, "active gates of");
+    size_t active = 0, gates = 0, trivial = 0;
+    /* "..., C: 28 active gates of 2543 (28 of them wires, ...)" */
+    const char *p = strstr(r.out, " active gates of ");
+    assert_non_null(p);
+    while (p > r.out && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    assert_int_equal(sscanf(p, "%zu active gates of %zu (%zu", &active, &gates, &trivial), 3);
+    proc_res_free(&r);
+    EXPECT(c, 0, "wrote g.html", "report", "g", "--db", "g.db", "-o", "g.html", "--no-progress");
+    char html[PATH_MAX], want[160];
+    proc_tpath(c, "g.html", html, sizeof html);
+    char *page = proc_read_file(html, NULL, 1);
+    assert_non_null(strstr(page, "src=\"data:image/png;base64,iVBORw0KGgo"));   /* the PNG signature */
+    snprintf(want, sizeof want, "<tr><th>gates</th><td class=\"num\">%zu</td>", gates);
+    assert_non_null(strstr(page, want));
+    snprintf(want, sizeof want, "<tr><th>active gates (read by an output)</th><td class=\"num\">%zu</td>", active);
+    assert_non_null(strstr(page, want));
+    snprintf(want, sizeof want, "<tr><th>of them wires, inverters, constants</th><td class=\"num\">%zu</td>", trivial);
+    assert_non_null(strstr(page, want));
+    free(page);
+}
+
 int main(void)
 {
     if (proc_find_bin(g_bin, "test_report", 1) != 0)
@@ -449,6 +481,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_long_run_small_page_keeps_spike, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_injection_escaped, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_verify_two_databases, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_logic_ca_run, setup_dir, proc_ctx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }
