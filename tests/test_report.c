@@ -414,6 +414,7 @@ static void test_verify_two_databases(void **state)
     EXPECT(c, 0, "bit-identical over steps 0..30", "verify", "a.db:t", "m:2/b.db:t");
     EXPECT(c, 0, "bit-identical over steps 0..30", "verify", "--db", "a.db", "t", "m:2/b.db:1");
     EXPECT(c, 1, "differ first at step 1:", "verify", "a.db:t", "m:2/b.db:fast");
+    EXPECT(c, 1, "have different configs: lr 0x1.47ae14p-7 vs 0x1.47ae14p-6", "verify", "a.db:t", "m:2/b.db:fast");
     EXPECT(c, 2, "no run 'nope'", "verify", "a.db:t", "m:2/b.db:nope");
     EXPECT(c, 2, "no such database", "verify", "--db", "none.db", "a.db:t", "nofile.db:1");
     /* Both databases were only read. */

@@ -67,6 +67,49 @@ void compare_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb, comp
              losses, (unsigned long long)x->param_hash, (unsigned long long)y->param_hash);
 }
 
+/* The value of key (kl bytes) in "key=value" lines, or NULL; *len its length. */
+static const char *line_value(const char *text, const char *key, size_t kl, size_t *len)
+{
+    for (const char *p = text; *p;) {
+        const size_t l = strcspn(p, "\n");
+        if (l > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
+            *len = l - kl - 1;
+            return p + kl + 1;
+        }
+        p += l + (p[l] == '\n');
+    }
+    return NULL;
+}
+
+/* As verify says it: "lr 0x1.47ae14p-7 vs 0x1.47ae14p-6, seed only in run A". */
+static void config_keys_differing(const char *a, const char *b, const char *la, const char *lb, char *out,
+                                  size_t cap)
+{
+    size_t at = 0;
+    out[0] = '\0';
+    for (int pass = 0; pass < 2; pass++) {
+        const char *text = pass ? b : a, *other = pass ? a : b;
+        for (const char *p = text; *p && at < cap;) {
+            const size_t l = strcspn(p, "\n");
+            const char *eq = memchr(p, '=', l);
+            if (eq != NULL) {
+                const size_t kl = (size_t)(eq - p), vl = l - kl - 1;
+                size_t ol;
+                const char *o = line_value(other, p, kl, &ol);
+                int w = 0;
+                if (o == NULL)
+                    w = snprintf(out + at, cap - at, "%s%.*s only in run %s", at ? ", " : "", (int)kl, p,
+                                 pass ? lb : la);
+                else if (!pass && (ol != vl || memcmp(o, eq + 1, vl) != 0))
+                    w = snprintf(out + at, cap - at, "%s%.*s %.*s vs %.*s", at ? ", " : "", (int)kl, p, (int)vl,
+                                 eq + 1, (int)ol, o);
+                at += w > 0 ? (size_t)w : 0;
+            }
+            p += l + (p[l] == '\n');
+        }
+    }
+}
+
 /* One side: its database opened read-only in effect (nothing is written),
  * the run found, its rows read. "DB:ID" into label. */
 typedef struct {
@@ -136,9 +179,11 @@ int compare_verify_across(const runref *a, const runref *b)
                     (long long)y.rows[y.n - 1].step);
         goto out;
     }
-    if (strcmp(x.run.config_text, y.run.config_text) != 0)
-        printf("warning: runs %s and %s have different configs (config hash %016llx vs %016llx)\n", x.label,
-               y.label, (unsigned long long)x.run.config_hash, (unsigned long long)y.run.config_hash);
+    if (strcmp(x.run.config_text, y.run.config_text) != 0) {
+        char keys[512];
+        config_keys_differing(x.run.config_text, y.run.config_text, x.label, y.label, keys, sizeof keys);
+        printf("warning: runs %s and %s have different configs: %s\n", x.label, y.label, keys);
+    }
     if (x.n != y.n || x.n != r.common)
         printf("note: run %s has %zu step rows, run %s has %zu; comparing %s\n", x.label, x.n, y.label, y.n, r.span);
     if (r.equal) {
