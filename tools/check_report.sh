@@ -126,6 +126,9 @@ for c in curves:
     need(len(pts) >= 60, 'a loss curve of 60 points (%s has %d)' % (c[1], len(pts)))
 need(re.search(r'<svg[^>]*class="chart"', dom) and 'test_acc' in dom, 'the evaluation chart')
 need('<script' not in dom.lower(), 'no script (it has one)')
+# Self-contained: nothing the page could fetch (the SVG namespace is a name, not a fetch).
+refs = re.findall(r'(?:src|href)\s*=\s*"(?!#|data:)[^"]*"|url\(|@import', dom)
+need(not refs, 'no reference to anything outside the page (it has %s)' % refs[:3])
 print('check-report: DOM: both runs, first divergence at step %s, 2 loss curves, evaluation chart' % first)
 PY
 cp "$out/shot.png" "$keep.tmp" && mv "$keep.tmp" "$keep"
