@@ -247,7 +247,7 @@ $(MPI_BIN): tools/mpi_main.c $(filter-out $(BUILD)/obj/tools/lockstep.o,$(TOOL_O
 	  { echo "lockstep: no $(MPICC) (Debian packages libopenmpi-dev openmpi-bin): run 'make deps' as root" >&2; exit 2; }
 	@mkdir -p $(BUILD)/obj/tools
 	@echo "CC $< (MPI)"
-	@$(CC) $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) -Iinclude -I$(BUILD) -pthread -MMD -MP $(MPI_CFLAGS) \
+	@$(CC) $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) -Iinclude -I$(BUILD) -pthread $(MPI_CFLAGS) \
 	    -c $< -o $(BUILD)/obj/tools/mpi_main.o
 	@echo "LD $@"
 	@$(CC) $(OPT) $(CFLAGS) $(LDFLAGS) -o $@ $(BUILD)/obj/tools/mpi_main.o \

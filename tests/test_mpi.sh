@@ -48,9 +48,11 @@ LS=$B/lockstep
 MPI=$B/lockstep-mpi
 
 check() {
+    t_start=$(date +%s)
     echo "[ RUN      ] $1"
     if "$2" >"$log" 2>&1; then
         echo "[       OK ] $1"
+        echo "    ($(($(date +%s) - t_start)) s)" >&2
     else
         echo "[  FAILED  ] $1"
         sed 's/^/    /' "$log"

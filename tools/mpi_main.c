@@ -45,7 +45,7 @@
 #include "../engine/session.h"
 #include "../engine/train.h"
 
-enum { TAG_HEAD = 1, TAG_RS = 2, TAG_LOSS = 3, TAG_AG = 4 };
+enum { TAG_RS = 2, TAG_AG = 4 };
 
 /* One rank's side of the combine: buffers planned once, for every step. */
 typedef struct {
@@ -53,11 +53,11 @@ typedef struct {
     double timeout;             /* seconds a wait may last */
     size_t len;                 /* floats in the leaf buffer */
     size_t *lo;                 /* [ranks + 1] chunk q is [lo[q], lo[q + 1]) */
-    float *send;                /* [mine_max * len] this rank's pieces, packed by destination chunk */
-    float *recv;                /* [n_pieces * own chunk] every piece's part of the own chunk */
+    unsigned char *send;        /* per destination q: this rank's pieces' chunk q, then their losses */
+    unsigned char *recv;        /* per source r: r's pieces' part of the own chunk, then their losses */
     float **bufs;               /* [n_pieces] */
     double *loss;               /* [n_pieces] every piece's loss */
-    MPI_Request *req;           /* [4 * ranks] */
+    MPI_Request *req;           /* [2 * ranks] */
     uint64_t bytes_sent;        /* payload bytes this rank sent in the steps' combines */
     int64_t combines;
     int64_t kill_at;            /* test-only (LOCKSTEP_MPI_KILL_AT=RANK:STEP): SIGKILL this rank on entering
@@ -123,32 +123,42 @@ static ls_status mpi_combine(void *ctx, const trainer_rank_sums *in, float *sum,
         fflush(stderr);
         raise(SIGKILL);
     }
-    /* Reduce-scatter: chunk q of each of my pieces to rank q, with my losses. */
+    /* Reduce-scatter: chunk q of each of my pieces to rank q, then my
+     * pieces' losses, in one message; my own chunk straight into place. */
+    size_t at = 0, mine_at = 0;
+    for (int r = 0; r < me; r++)
+        mine_at += (in->rank_first[r + 1] - in->rank_first[r]) * (own * sizeof(float) + sizeof(double));
     for (int q = 0; q < R; q++) {
         size_t lo = c->lo[q], cl = c->lo[q + 1] - lo;
-        float *dst = q == me ? c->recv + p0 * own : c->send + n_mine * lo;
+        unsigned char *dst = q == me ? c->recv + mine_at : c->send + at;
         for (size_t i = 0; i < n_mine; i++)
-            memcpy(dst + i * cl, in->mine[i] + lo, cl * sizeof(float));
+            memcpy(dst + i * cl * sizeof(float), in->mine[i] + lo, cl * sizeof(float));
+        memcpy(dst + n_mine * cl * sizeof(float), in->mine_loss, n_mine * sizeof(double));
         if (q == me)
             continue;
-        mpi_send(c, dst, n_mine * cl * sizeof(float), q, TAG_RS, &c->req[nr++]);
-        mpi_send(c, in->mine_loss, n_mine * sizeof(double), q, TAG_LOSS, &c->req[nr++]);
+        size_t bytes = n_mine * (cl * sizeof(float) + sizeof(double));
+        mpi_send(c, dst, bytes, q, TAG_RS, &c->req[nr++]);
+        at += bytes;
     }
-    memcpy(c->loss + p0, in->mine_loss, n_mine * sizeof(double));
+    at = 0;
     for (int r = 0; r < R; r++) {
-        if (r == me)
-            continue;
-        size_t f = in->rank_first[r], n = in->rank_first[r + 1] - f;
-        MPI_Irecv(c->recv + f * own, (int)(n * own * sizeof(float)), MPI_BYTE, r, TAG_RS, MPI_COMM_WORLD,
-                  &c->req[nr++]);
-        MPI_Irecv(c->loss + f, (int)(n * sizeof(double)), MPI_BYTE, r, TAG_LOSS, MPI_COMM_WORLD, &c->req[nr++]);
+        size_t n = in->rank_first[r + 1] - in->rank_first[r], bytes = n * (own * sizeof(float) + sizeof(double));
+        if (r != me)
+            MPI_Irecv(c->recv + at, (int)bytes, MPI_BYTE, r, TAG_RS, MPI_COMM_WORLD, &c->req[nr++]);
+        at += bytes;
     }
     ls_status st = mpi_wait(c, c->req, nr, "exchanging the pieces' sums", err);
     if (st != LS_OK)
         return st;
+    at = 0;
+    for (int r = 0; r < R; r++) {
+        size_t f = in->rank_first[r], n = in->rank_first[r + 1] - f;
+        for (size_t i = 0; i < n; i++)
+            c->bufs[f + i] = (float *)(void *)(c->recv + at) + i * own;
+        memcpy(c->loss + f, c->recv + at + n * own * sizeof(float), n * sizeof(double));
+        at += n * (own * sizeof(float) + sizeof(double));
+    }
     /* My chunk of the sum: the additions above the pieces, in tree order. */
-    for (size_t i = 0; i < in->n_pieces; i++)
-        c->bufs[i] = c->recv + i * own;
     float *res;
     if ((st = tree_combine_blocks(in->n_leaves, in->pieces, in->n_pieces, c->bufs, own, c->loss, &res, loss, err)) !=
         LS_OK)
@@ -202,11 +212,11 @@ static ls_status mpi_attach(mpi_ctx *c, trainer *t, ls_err *err)
         for (size_t q = 0; q <= R; q++)
             c->lo[q] = units * q / R * 16 < len ? units * q / R * 16 : len;
     size_t own = c->lo != NULL ? c->lo[c->rank + 1] - c->lo[c->rank] : 0;
-    c->send = malloc((mine_max * len > 0 ? mine_max * len : 1) * sizeof(float));
-    c->recv = malloc((np * own > 0 ? np * own : 1) * sizeof(float));
+    c->send = malloc(mine_max * (len * sizeof(float) + R * sizeof(double)) + 1);
+    c->recv = malloc(np * (own * sizeof(float) + sizeof(double)) + 1);
     c->bufs = malloc(np * sizeof *c->bufs);
     c->loss = malloc(np * sizeof *c->loss);
-    c->req = malloc(4 * R * sizeof *c->req);
+    c->req = malloc(2 * R * sizeof *c->req);
     if (c->lo == NULL || c->send == NULL || c->recv == NULL || c->bufs == NULL || c->loss == NULL || c->req == NULL)
         return ls_fail(err, LS_ENOMEM, "out of memory");
     return trainer_set_ranks(t, c->rank, c->ranks, mpi_combine, c, err);
