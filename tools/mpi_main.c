@@ -91,7 +91,7 @@ static ls_status mpi_wait(const mpi_ctx *c, MPI_Request *req, int n, const char 
         if (done)
             return LS_OK;
         if (run_interrupted)
-            return ls_fail(err, LS_EINTR, "rank %d: interrupted (a signal; mpirun sends one when a rank dies) "
+            return ls_fail(err, LS_EINTR, "rank %d: interrupted by a signal (Ctrl-C, or mpirun's when a rank died) "
                            "while %s", c->rank, what);
         if (now_s() - start > c->timeout)
             return ls_fail(err, LS_EINTR, "rank %d: no answer from the other ranks for %.0f s while %s: a rank "
@@ -278,6 +278,8 @@ static ls_session *rank0_open(mpi_ctx *c, int resume, int argc, char **argv, mpi
         st = ls_fail(err, LS_EINVAL, "--checkpoint-dir: needs --checkpoint-every K");
     if (st == LS_OK && !a->help && !resume)
         st = cli_check_regular("--db", a->db, err);
+    if (st == LS_OK && !a->help && !resume && c->ranks > 1 && strcmp(a->cfg.reduce, "unordered") == 0)
+        st = ls_fail(err, LS_EINVAL, "--reduce unordered: a one-process benchmark foil, not for %d ranks", c->ranks);
     if (st == LS_OK && !a->help && resume && access(a->db, F_OK) != 0)
         st = ls_fail(err, LS_EINVAL, "%s: no such database", a->db);
     if (st != LS_OK) {
