@@ -10,7 +10,8 @@
 #     30 s with a nonzero status and a message; the run is recorded as
 #     interrupted, resumed first by 2 ranks up to step 60 and then by plain
 #     `lockstep resume` to step 90, and ends with the uninterrupted run's
-#     trajectory; the record names the ranks and hosts.
+#     trajectory; the record names the ranks and hosts, and `show` says
+#     them under the process.
 # Builds build/lockstep-mpi itself (make mpi). Skipped, with a visible
 # message, when mpicc or mpirun is missing (make deps installs Open MPI), and
 # in sanitizer builds (Open MPI's own allocations are not ours to check).
@@ -134,8 +135,11 @@ t_kill() {
     "$LS" runs --db "$T/k.db" | tee "$T/runs"
     grep -q '^1 *killed *interrupted ' "$T/runs" || { say "the run is not interrupted"; return 1; }
     sqlite3 "$T/k.db" "select key || '=' || value from run_settings where run = 1 order by key" | tee "$T/set"
-    grep -q '^mpi_ranks=3$' "$T/set" && grep -q '^mpi_hosts=[^,]*,[^,]*,[^,]*$' "$T/set" ||
+    host=$(hostname)
+    grep -q '^mpi_ranks=3$' "$T/set" && grep -q "^mpi_hosts=$host\*3\$" "$T/set" ||
         { say "ranks and hosts not recorded"; return 1; }
+    "$LS" show killed --db "$T/k.db" | tee "$T/show"
+    grep -q "^    mpi: 3 ranks x 1 threads, hosts $host\*3\$" "$T/show" || { say "show does not name the ranks"; return 1; }
     # Resumed by 2 ranks to step 60, then by one process to the end.
     mpirun --oversubscribe -np 2 "$MPI" resume killed --db "$T/k.db" --threads 2 --steps 60 >"$T/out" 2>&1 ||
         { cat "$T/out"; return 1; }

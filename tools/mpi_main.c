@@ -337,10 +337,23 @@ static ls_session *rank0_open(mpi_ctx *c, int resume, int argc, char **argv, mpi
     return s;
 }
 
-/* The run's settings: how many ranks, on which hosts, threads per rank. */
-static ls_status rank0_note(mpi_ctx *c, ls_session *s, const char *hosts, int64_t threads, ls_err *err)
+/* The run's settings: how many ranks, on which hosts, threads per rank (the
+ * latest MPI process's), and the same in one line for this process, keyed
+ * by the step it started from as its run_processes row is (show prints it). */
+static ls_status rank0_note(mpi_ctx *c, ls_session *s, const char *hosts, int64_t threads, int64_t start,
+                            ls_err *err)
 {
-    char v[32];
+    char v[32], key[48];
+    size_t ll = strlen(hosts) + 96;
+    char *line = malloc(ll);
+    if (line == NULL)
+        return ls_fail(err, LS_ENOMEM, "out of memory");
+    snprintf(key, sizeof key, "mpi@%lld", (long long)start);
+    snprintf(line, ll, "%d ranks x %lld threads, hosts %s", c->ranks, (long long)threads, hosts);
+    ls_status st0 = session_note_setting(s, key, line, err);
+    free(line);
+    if (st0 != LS_OK)
+        return st0;
     snprintf(v, sizeof v, "%d", c->ranks);
     ls_status st = session_note_setting(s, "mpi_ranks", v, err);
     snprintf(v, sizeof v, "%lld", (long long)threads);
@@ -369,11 +382,17 @@ static ls_status gather_hosts(mpi_ctx *c, char **out, ls_err *err)
     MPI_Igather(mine, (int)sizeof mine, MPI_BYTE, all, (int)sizeof mine, MPI_BYTE, 0, MPI_COMM_WORLD, &req);
     ls_status st = mpi_wait(c, &req, 1, "gathering the host names", err);
     if (st == LS_OK && c->rank == 0) {
-        for (int r = 0; r < c->ranks; r++) {
+        /* Ranks in order, a run of ranks on one host as "host*count". */
+        for (int r = 0; r < c->ranks;) {
             char *h = all + (size_t)r * sizeof mine;
             h[sizeof mine - 1] = '\0';
-            strcat(list, r ? "," : "");
-            strcat(list, h);
+            int k = r + 1;
+            while (k < c->ranks && strncmp(all + (size_t)k * sizeof mine, h, sizeof mine) == 0)
+                k++;
+            size_t at = strlen(list);
+            snprintf(list + at, (size_t)c->ranks * (sizeof mine + 1) - at, k - r > 1 ? "%s%s*%d" : "%s%s",
+                     r ? "," : "", h, k - r);
+            r = k;
         }
     }
     free(all);
@@ -475,7 +494,7 @@ static int run_mpi(mpi_ctx *c, int resume, int argc, char **argv)
     if ((st = mpi_attach(c, t, &err)) != LS_OK || (st = gather_hosts(c, &hosts, &err)) != LS_OK)
         goto fail;
     if (c->rank == 0) {
-        st = rank0_note(c, s, hosts, h.threads, &err);
+        st = rank0_note(c, s, hosts, h.threads, h.start, &err);
         free(hosts);
         if (st != LS_OK)
             goto fail;
