@@ -42,7 +42,7 @@ $(if $(and $(VERSION_MAJOR),$(VERSION_MINOR),$(VERSION_PATCH)),,\
 
 LIB_SRC  := $(wildcard base/*.c engine/*.c reduce/*.c record/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-TOOL_SRC := $(wildcard tools/*.c)
+TOOL_SRC := $(filter-out tools/mpi_main.c,$(wildcard tools/*.c))
 TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
@@ -72,9 +72,10 @@ INSTALLED = $(bindir)/lockstep $(libdir)/liblockstep.a $(libdir)/liblockstep.so.
             $(pkgconfigdir)/lockstep.pc $(mandir)/man1/lockstep.1
 
 DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-dev \
-            dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy
+            dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy \
+            libopenmpi-dev openmpi-bin
 
-.PHONY: all deps build test demo bench golden-check golden-update help clean \
+.PHONY: all deps build test demo bench golden-check golden-update help clean mpi \
         check-builds check-asan check-tsan check-layers install uninstall examples
 .PHONY: check-report
 .DEFAULT_GOAL := all
@@ -87,6 +88,7 @@ help:
 	@echo "make test          deps + build + every test; ends with 'N passed, N failed'"
 	@echo "make demo          deps + build + train Fashion-MNIST at 1 thread and every core, verify"
 	@echo "make bench         throughput per thread count, tree vs unordered"
+	@echo "make mpi           build $(BUILD)/lockstep-mpi (Open MPI: mpirun -np R $(BUILD)/lockstep-mpi train ...)"
 	@echo "make golden-check  re-run every golden file at several thread counts"
 	@echo "make check-layers  every #include \"...\" goes to its own folder or a lower layer"
 	@echo "make check-builds  gcc -O0/-O2/-O3 -march=native, clang -O2/-O3 -march=native, SIMD off: golden files identical"
@@ -247,6 +249,25 @@ check-layers:
 check-report: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	@sh tools/check_report.sh $(BIN)
+# build/lockstep-mpi: tools/mpi_main.c (the only file that includes mpi.h)
+# over the same tool objects and library; the default build never needs MPI.
+# Compiled by $(CC) with Open MPI's flags from mpicc (its headers as system
+# headers, so the strict warnings stay on for our code alone).
+MPICC       ?= mpicc
+MPI_BIN     := $(BUILD)/lockstep-mpi
+MPI_CFLAGS   = $(patsubst -I%,-isystem %,$(shell $(MPICC) --showme:compile 2>/dev/null))
+MPI_LDFLAGS  = $(shell $(MPICC) --showme:link 2>/dev/null)
+mpi: $(MPI_BIN)
+$(MPI_BIN): tools/mpi_main.c $(filter-out $(BUILD)/obj/tools/lockstep.o,$(TOOL_OBJ)) $(LIB) $(BUILD)/buildinfo.h
+	@command -v $(MPICC) >/dev/null 2>&1 || \
+	  { echo "lockstep: no $(MPICC) (Debian packages libopenmpi-dev openmpi-bin): run 'make deps' as root" >&2; exit 2; }
+	@mkdir -p $(BUILD)/obj/tools
+	@echo "CC $< (MPI)"
+	@$(CC) $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) -Iinclude -I$(BUILD) -pthread $(MPI_CFLAGS) \
+	    -c $< -o $(BUILD)/obj/tools/mpi_main.o
+	@echo "LD $@"
+	@$(CC) $(OPT) $(CFLAGS) $(LDFLAGS) -o $@ $(BUILD)/obj/tools/mpi_main.o \
+	    $(filter-out $(BUILD)/obj/tools/lockstep.o,$(TOOL_OBJ)) $(LIB) $(LIBS) $(MPI_LDFLAGS)
 
 # lockstep.pc names folders under the prefix as ${prefix}/..., so that
 # pkg-config --define-variable=prefix=... can move them all.

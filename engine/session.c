@@ -1098,3 +1098,10 @@ ls_status ls_verify(const char *db, const char *run_a, const char *run_b, ls_ver
     runlog_close(r);
     return st;
 }
+
+ls_status session_note_setting(ls_session *s, const char *key, const char *value, ls_err *err)
+{
+    if (s->db == NULL || !s->recording || s->st.run_id < 0)
+        return LS_OK;
+    return runlog_setting_set(s->db, s->st.run_id, key, value, err);
+}

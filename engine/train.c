@@ -36,6 +36,21 @@ struct trainer {
     size_t *worker_work;        /* [threads] units and leaves each worker ran in the last step */
     void (*test_hook)(void *);  /* test-only, see trainer_set_test_hook */
     void *test_hook_ctx;
+    struct trainer_ranks *ranks; /* NULL: one process (trainer_set_ranks) */
+    size_t unit_base;           /* first phase unit this process runs */
+};
+
+/* This rank's share of every step (trainer_set_ranks), one allocation. */
+struct trainer_ranks {
+    trainer_combine_fn fn;
+    void *ctx;
+    trainer_rank_sums in;
+    size_t unit_lo, unit_hi;    /* phase units this rank runs */
+    tree_block *pieces;         /* [n_leaves] */
+    size_t *first;              /* [ranks + 1] */
+    float **mine;               /* [n_leaves] */
+    double *mine_loss;          /* [n_leaves] */
+    float *sum;                 /* [len] the combined sum */
 };
 
 ls_status trainer_load_data(const ls_config *cfg, ls_dataset **data, ls_err *err)
@@ -60,6 +75,7 @@ void trainer_destroy(trainer *t)
     free(t->ids);
     free(t->perm[0]);
     free(t->worker_work);
+    free(t->ranks);
     free(t);
 }
 
@@ -198,7 +214,7 @@ static void trainer_unit(void *ctx, size_t unit, int worker)
 {
     trainer *t = ctx;
     t->worker_work[worker]++;
-    t->model->desc->phase(t->model->self, t->params, &t->batch, t->phase, unit,
+    t->model->desc->phase(t->model->self, t->params, &t->batch, t->phase, t->unit_base + unit,
                           t->scratch + (size_t)worker * t->scratch_stride);
 }
 
@@ -228,6 +244,20 @@ static void trainer_update_worker(void *ctx, int worker, int n_workers)
     optim_update(t->opt, t->params, t->grad, lo, hi);
 }
 
+/* A rank's pieces summed here, every rank's combined by the caller. */
+static ls_status trainer_reduce_ranks(trainer *t, double *total, ls_err *err)
+{
+    struct trainer_ranks *k = t->ranks;
+    size_t p0 = k->first[k->in.rank], p1 = k->first[k->in.rank + 1];
+    ls_status st = tree_reduce_pieces(t->reducer, k->pieces + p0, p1 - p0, trainer_leaf, t, k->mine, k->mine_loss);
+    if (st != LS_OK)
+        return ls_fail(err, st, "reduce: this rank's pieces are not aligned blocks");
+    if ((st = k->fn(k->ctx, &k->in, k->sum, total, err)) != LS_OK)
+        return st;
+    t->sum = k->sum;
+    return LS_OK;
+}
+
 /* Every step is the same plan, whatever the model: prepare (one thread),
  * the model's phases (their units in parallel, a barrier after each), then
  * the leaves summed by the canonical tree. */
@@ -239,8 +269,12 @@ static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err 
     ls_status st = m->desc->prepare != NULL ? m->desc->prepare(m->self, t->params, &t->batch, err) : LS_OK;
     if (st != LS_OK)
         return st;
+    size_t u0 = t->ranks != NULL ? t->ranks->unit_lo : 0, u1 = t->ranks != NULL ? t->ranks->unit_hi : m->info.units;
+    t->unit_base = u0;
     for (t->phase = 0; t->phase < m->info.phases; t->phase++)
-        pool_parallel_for(t->pool, m->info.units, trainer_unit, t);
+        pool_parallel_for(t->pool, u1 - u0, trainer_unit, t);
+    if (t->ranks != NULL)
+        return trainer_reduce_ranks(t, total, err);
     return t->unordered ? tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, total)
                         : tree_reduce(t->reducer, trainer_leaf, t, &t->sum, total);
 }
@@ -333,5 +367,49 @@ ls_status trainer_evaluate(trainer *t, double *accuracy, ls_err *err)
         total += correct[i];
     free(correct);
     *accuracy = n ? (double)total / (double)n : 0.0;
+    return LS_OK;
+}
+
+ls_status trainer_set_ranks(trainer *t, int rank, int ranks, trainer_combine_fn fn, void *ctx, ls_err *err)
+{
+    free(t->ranks);
+    t->ranks = NULL;
+    if (ranks <= 1 || fn == NULL)
+        return LS_OK;
+    if (rank < 0 || rank >= ranks)
+        return ls_fail(err, LS_EINVAL, "rank %d of %d", rank, ranks);
+    if (t->unordered)
+        return ls_fail(err, LS_EINVAL, "--reduce unordered: has no meaning over several processes");
+    const ls_model_info *mi = &t->model->info;
+    size_t n = mi->leaves, len = mi->leaf_len, R = (size_t)ranks;
+    size_t bytes = sizeof(struct trainer_ranks) + n * (sizeof(tree_block) + sizeof(float *) + sizeof(double)) +
+                   (R + 1) * sizeof(size_t);
+    size_t sum_at = (bytes + 63) / 64 * 64;
+    struct trainer_ranks *k = aligned_alloc(64, (sum_at + len * sizeof(float) + 63) / 64 * 64);
+    if (k == NULL)
+        return ls_fail(err, LS_ENOMEM, "trainer: out of memory");
+    memset(k, 0, sizeof *k);
+    k->pieces = (tree_block *)(k + 1);
+    k->mine = (float **)(k->pieces + n);
+    k->mine_loss = (double *)(k->mine + n);
+    k->first = (size_t *)(k->mine_loss + n);
+    k->sum = (float *)((unsigned char *)k + sum_at);
+    k->fn = fn;
+    k->ctx = ctx;
+    size_t n_pieces = tree_rank_pieces(n, ranks, k->pieces, k->first);
+    size_t p0 = k->first[rank], p1 = k->first[rank + 1];
+    k->in = (trainer_rank_sums){ rank, ranks, n, len, k->pieces, n_pieces, k->first, k->mine, k->mine_loss };
+    /* A model whose units are its leaves ((sample, part) pairs, sample-major)
+     * needs the units of the samples its pieces touch, all parts of each:
+     * a part's phase reads its sample's other parts, never another sample. */
+    k->unit_lo = 0;
+    k->unit_hi = mi->units;
+    if (mi->phases > 0 && mi->units == n && t->cfg.batch > 0 && n % t->cfg.batch == 0) {
+        size_t parts = n / t->cfg.batch;
+        size_t a = p0 < p1 ? k->pieces[p0].first : 0, b = p0 < p1 ? k->pieces[p1 - 1].first + k->pieces[p1 - 1].count : 0;
+        k->unit_lo = a / parts * parts;
+        k->unit_hi = (b + parts - 1) / parts * parts;
+    }
+    t->ranks = k;
     return LS_OK;
 }

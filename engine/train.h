@@ -19,6 +19,7 @@
 #include "dataset.h"
 #include "model.h"
 #include "../include/lockstep.h"
+#include "../reduce/tree.h"
 
 typedef struct trainer trainer;
 
@@ -70,5 +71,31 @@ void trainer_set_steps_done(trainer *t, int64_t steps);
  * optimiser update (so a hook that kills the process dies mid-step). It
  * cannot change any bits. NULL unsets it. */
 void trainer_set_test_hook(trainer *t, void (*hook)(void *ctx), void *ctx);
+
+/* --- one run over several processes (tools/mpi_main.c) ------------------ */
+/* With ranks set, this trainer is rank `rank` of `ranks` processes that
+ * train one run together, each with the same config and θ: it computes only
+ * its pieces of every step's leaves (tree_rank_pieces: aligned blocks, each
+ * a subtree of the canonical tree) — and, for a model whose phase units
+ * are its (sample, part) leaves, only the units of the samples those pieces
+ * touch — and hands the pieces' sums to combine. combine must return in
+ * sum (len floats) and *loss the canonical tree's sum over every rank's
+ * pieces (tree_combine_blocks does the arithmetic; moving the bytes is the
+ * caller's: the library does no communication). Every rank then finishes
+ * and updates alike, so θ stays the same on all, and equal to one
+ * process's. combine's status ends the step (its message in err). */
+typedef struct {
+    int rank, ranks;
+    size_t n_leaves, len;            /* leaves of one step; floats in one leaf buffer */
+    const tree_block *pieces;        /* [n_pieces] every rank's pieces, in leaf order */
+    size_t n_pieces;
+    const size_t *rank_first;        /* [ranks + 1]: rank r has pieces [rank_first[r], rank_first[r + 1]) */
+    float *const *mine;              /* this rank's pieces' sums, len floats each (set each step) */
+    const double *mine_loss;         /* and their losses */
+} trainer_rank_sums;
+typedef ls_status (*trainer_combine_fn)(void *ctx, const trainer_rank_sums *in, float *sum, double *loss,
+                                        ls_err *err);
+/* Before the first step; ranks 1 (or fn NULL) is a single process again. */
+ls_status trainer_set_ranks(trainer *t, int rank, int ranks, trainer_combine_fn fn, void *ctx, ls_err *err);
 
 #endif

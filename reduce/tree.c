@@ -108,6 +108,7 @@ struct tree_reducer {
 
     tree_block *plan;          /* [n_leaves] the default plan */
     tree_block *unit;          /* [n_leaves] one block per leaf (tree_reduce_buffers) */
+    tree_block *sub;           /* [n_leaves] a rank's pieces cut into workers' blocks (tree_reduce_pieces) */
     size_t plan_blocks;
     size_t *block_at;          /* [n_leaves] index of the block starting at a leaf, or TREE_NONE */
     double *block_loss;        /* [n_leaves] */
@@ -194,7 +195,7 @@ ls_status tree_reducer_create(tree_reducer **out, pool *p, size_t len, size_t n_
     if (n_leaves == 0)
         return ls_fail(err, LS_EINVAL, "reduce: no leaves");
     int nw = pool_threads(p);
-    size_t bytes = sizeof(tree_reducer) + n_leaves * (2 * sizeof(tree_block) + sizeof(size_t) + sizeof(double))
+    size_t bytes = sizeof(tree_reducer) + n_leaves * (3 * sizeof(tree_block) + sizeof(size_t) + sizeof(double))
                    + (size_t)nw * (sizeof(size_t) + sizeof(int));
     tree_reducer *r = calloc(1, bytes);
     if (r == NULL)
@@ -206,7 +207,8 @@ ls_status tree_reducer_create(tree_reducer **out, pool *p, size_t len, size_t n_
     r->n_leaves = n_leaves;
     r->plan = (tree_block *)(r + 1);
     r->unit = r->plan + n_leaves;
-    r->block_at = (size_t *)(r->unit + n_leaves);
+    r->sub = r->unit + n_leaves;
+    r->block_at = (size_t *)(r->sub + n_leaves);
     r->block_loss = (double *)(r->block_at + n_leaves);
     r->worker_leaves = (size_t *)(r->block_loss + n_leaves);
     r->worker_high = (int *)(r->worker_leaves + nw);
@@ -484,5 +486,194 @@ ls_status tree_reduce_unordered(tree_reducer *r, tree_leaf_fn fn, void *ctx, con
             total = total + r->block_loss[w];
     *sum = tree_slot(r, (size_t)job.base);
     *loss = total;
+    return LS_OK;
+}
+
+/* --- ranks ---------------------------------------------------------------- */
+
+/* Leaves of the busiest rank when blocks of g leaves are dealt out
+ * contiguously: rank r takes blocks [nb·r/R, nb·(r+1)/R). */
+static size_t tree_rank_load(size_t n_leaves, size_t ranks, size_t g, size_t r, size_t *lo, size_t *hi)
+{
+    size_t nb = (n_leaves + g - 1) / g;
+    size_t b0 = nb * r / ranks, b1 = nb * (r + 1) / ranks;
+    *lo = b0 * g < n_leaves ? b0 * g : n_leaves;
+    *hi = b1 * g < n_leaves ? b1 * g : n_leaves;
+    return *hi - *lo;
+}
+
+static size_t tree_rank_max_load(size_t n_leaves, size_t ranks, size_t g)
+{
+    size_t worst = 0, lo, hi;
+    for (size_t r = 0; r < ranks; r++) {
+        size_t load = tree_rank_load(n_leaves, ranks, g, r, &lo, &hi);
+        if (load > worst)
+            worst = load;
+    }
+    return worst;
+}
+
+size_t tree_rank_pieces(size_t n_leaves, int ranks, tree_block *pieces, size_t *first)
+{
+    size_t R = ranks < 1 ? 1 : (size_t)ranks;
+    /* Bigger blocks mean fewer pieces per rank (fewer buffers to send), as
+     * long as the busiest rank gets no more leaves than with single leaves. */
+    size_t g = 1, target = tree_rank_max_load(n_leaves, R, 1);
+    for (size_t c = 2; c / 2 < n_leaves; c *= 2)
+        if (tree_rank_max_load(n_leaves, R, c) <= target)
+            g = c;
+    size_t top = 1;   /* a power of two >= n_leaves: the alignment of leaf 0 */
+    while (top < n_leaves)
+        top *= 2;
+    size_t n = 0;
+    for (size_t r = 0; r < R; r++) {
+        first[r] = n;
+        size_t l, b;
+        tree_rank_load(n_leaves, R, g, r, &l, &b);
+        while (l < b) {
+            /* The largest aligned block starting at l: a partial last block
+             * when it reaches the end of the leaves, else one inside [l, b). */
+            size_t p = l == 0 ? top : (l & (~l + 1));
+            if (b == n_leaves && l + p >= n_leaves) {
+                pieces[n++] = (tree_block){ l, n_leaves - l };
+                break;
+            }
+            while (l + p > b)
+                p /= 2;
+            pieces[n++] = (tree_block){ l, p };
+            l += p;
+        }
+    }
+    first[R] = n;
+    return n;
+}
+
+/* Sums the pieces' sub-blocks in parallel over chunks of the buffer. */
+typedef struct {
+    tree_job job;
+    const tree_block *pieces;
+    size_t n_pieces;
+} tree_pieces_job;
+
+static void tree_pieces_top_worker(void *arg, int worker, int n_workers)
+{
+    tree_pieces_job *pj = arg;
+    size_t lo, hi;
+    tree_chunk(pj->job.r->len, worker, n_workers, &lo, &hi);
+    for (size_t i = 0; i < pj->n_pieces; i++)
+        tree_combine(&pj->job, pj->pieces[i].first, pj->pieces[i].count, lo, hi);
+}
+
+ls_status tree_reduce_pieces(tree_reducer *r, const tree_block *pieces, size_t n_pieces, tree_leaf_fn fn,
+                             void *ctx, float **sums, double *losses)
+{
+    ls_err err;
+    size_t mine = 0;
+    for (size_t i = 0; i < n_pieces; i++)
+        mine += pieces[i].count;
+    /* Each piece is cut into the blocks the workers take: the size the
+     * default plan would use for this many leaves, at most the piece's own
+     * (a power of two no smaller than the piece, by which it is aligned). */
+    size_t bs = tree_block_size(mine > 0 ? mine : 1, r->n_workers), n_sub = 0, depth = 0;
+    for (size_t l = 0; l < r->n_leaves; l++)
+        r->block_at[l] = TREE_NONE;
+    for (size_t i = 0; i < n_pieces; i++) {
+        const tree_block *pc = &pieces[i];
+        if (pc->count == 0 || pc->first >= r->n_leaves || pc->count > r->n_leaves - pc->first)
+            return LS_EINVAL;
+        size_t p = 1;
+        while (p < pc->count)
+            p *= 2;
+        size_t b = bs < p ? bs : p;
+        if (pc->first % p != 0 || (p != pc->count && pc->first + pc->count != r->n_leaves))
+            return LS_EINVAL;
+        for (size_t f = pc->first; f < pc->first + pc->count; f += b) {
+            size_t end = pc->first + pc->count;
+            r->sub[n_sub] = (tree_block){ f, end - f < b ? end - f : b };
+            if (r->block_at[f] != TREE_NONE)
+                return LS_EINVAL;
+            r->block_at[f] = n_sub++;
+        }
+        size_t d = (size_t)tree_log2_floor(b);
+        if (d > depth)
+            depth = d;
+    }
+    ls_status st = tree_reserve(r, n_sub, depth, &err);
+    if (st != LS_OK)
+        return st;
+    tree_pieces_job pj = { { r, r->sub, n_sub, fn, ctx, NULL, NULL, NULL }, pieces, n_pieces };
+    if (n_sub > 0)
+        pool_run(r->pool, tree_blocks_worker, &pj.job);
+    if (n_sub > n_pieces)
+        pool_run(r->pool, tree_pieces_top_worker, &pj);
+    for (size_t i = 0; i < n_pieces; i++) {
+        sums[i] = tree_slot(r, r->block_at[pieces[i].first]);
+        losses[i] = tree_combine_loss(&pj.job, pieces[i].first, pieces[i].count);
+    }
+    return LS_OK;
+}
+
+typedef struct {
+    const tree_block *blocks;
+    size_t n_blocks;
+    float *const *bufs;
+    size_t len;
+    const double *losses;
+} tree_top;
+
+/* The block starting at leaf l with count n, or TREE_NONE (blocks sorted). */
+static size_t tree_top_find(const tree_top *t, size_t l, size_t n)
+{
+    size_t a = 0, b = t->n_blocks;
+    while (a < b) {
+        size_t m = a + (b - a) / 2;
+        if (t->blocks[m].first < l)
+            a = m + 1;
+        else
+            b = m;
+    }
+    return a < t->n_blocks && t->blocks[a].first == l && t->blocks[a].count == n ? a : TREE_NONE;
+}
+
+/* sum(l, n) over the blocks, in place into the leftmost block's buffer. */
+static float *tree_top_combine(const tree_top *t, size_t l, size_t n, double *loss)
+{
+    size_t i = tree_top_find(t, l, n);
+    if (i != TREE_NONE) {
+        *loss = t->losses[i];
+        return t->bufs != NULL ? t->bufs[i] : NULL;
+    }
+    size_t k = tree_split(n);
+    double la, lb;
+    float *a = tree_top_combine(t, l, k, &la);
+    float *b = tree_top_combine(t, l + k, n - k, &lb);
+    if (a != NULL)
+        tree_add(a, b, t->len);
+    *loss = la + lb;
+    return a;
+}
+
+ls_status tree_combine_blocks(size_t n_leaves, const tree_block *blocks, size_t n_blocks, float *const *bufs,
+                              size_t len, const double *losses, float **sum, double *loss, ls_err *err)
+{
+    /* Every recursion step must end on a block: a partition of [0, n) into
+     * aligned blocks in leaf order guarantees it. */
+    size_t l = 0;
+    for (size_t i = 0; i < n_blocks; i++) {
+        size_t first = blocks[i].first, count = blocks[i].count, p = 1;
+        while (p < count)
+            p *= 2;
+        if (first != l || count == 0 || count > n_leaves - first || first % p != 0 ||
+            (p != count && first + count != n_leaves))
+            return ls_fail(err, LS_EINVAL, "reduce: block %zu [%zu, +%zu) does not continue an aligned partition "
+                           "of %zu leaves", i, first, count, n_leaves);
+        l += count;
+    }
+    if (l != n_leaves || n_leaves == 0)
+        return ls_fail(err, LS_EINVAL, "reduce: the blocks cover %zu of %zu leaves", l, n_leaves);
+    tree_top t = { blocks, n_blocks, bufs, bufs != NULL ? len : 0, losses };
+    float *res = tree_top_combine(&t, 0, n_leaves, loss);
+    if (sum != NULL)
+        *sum = res;
     return LS_OK;
 }

@@ -110,6 +110,34 @@ ls_status tree_reduce_buffers(tree_reducer *r, float *const *bufs, const double 
 ls_status tree_reduce_unordered(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float **sum,
                                 double *loss);
 
+/* --- ranks: one reduction over several processes -------------------------- */
+/* How `ranks` processes share n_leaves leaves (a pure function of the two):
+ * the leaves are dealt out contiguously in aligned blocks of g leaves, g the
+ * largest power of two that loads the busiest rank no more than blocks of
+ * one leaf would, and each rank's range is cut into the fewest aligned
+ * blocks ("pieces", each a subtree of the canonical tree). Writes the
+ * pieces in leaf order into pieces[] (room for n_leaves) and rank r's
+ * pieces are [first[r], first[r + 1]) (first has ranks + 1 entries; a rank
+ * may have none when ranks > n_leaves). Returns the number of pieces. */
+size_t tree_rank_pieces(size_t n_leaves, int ranks, tree_block *pieces, size_t *first);
+
+/* Sum only the leaves of the given pieces (aligned blocks of [0, n_leaves),
+ * disjoint, in leaf order), each along its subtree of the canonical tree,
+ * with the pool's workers. sums[i] receives a pointer to piece i's sum
+ * (inside the reducer, valid until the next call), losses[i] its loss. */
+ls_status tree_reduce_pieces(tree_reducer *r, const tree_block *pieces, size_t n_pieces, tree_leaf_fn fn,
+                             void *ctx, float **sums, double *losses);
+
+/* The top of the canonical tree over block sums that already exist, on
+ * one thread: blocks partition [0, n_leaves) into aligned blocks, in leaf
+ * order (else LS_EINVAL); bufs[i] holds len floats of block i's sum — any
+ * slice of the buffer, as a slice changes no coordinate's arithmetic — and
+ * losses[i] its loss. Combined in place: *sum points to the buffer holding
+ * the sum (one of bufs), *loss is the loss's tree sum. bufs may be NULL
+ * (len 0) to combine the losses alone. */
+ls_status tree_combine_blocks(size_t n_leaves, const tree_block *blocks, size_t n_blocks, float *const *bufs,
+                              size_t len, const double *losses, float **sum, double *loss, ls_err *err);
+
 /* Leaves each worker computed in the last reduction ([pool_threads]). */
 const size_t *tree_worker_leaves(const tree_reducer *r);
 /* Most partial buffers any worker's stream held at once in the last reduction. */

@@ -404,6 +404,97 @@ static void test_long_buffers(void **state)
     free(vals);
 }
 
+/* Ranks (one reduction over several processes): for every n <= 300 and
+ * every rank count 1..9, the pieces partition the leaves into aligned
+ * blocks, contiguous per rank, no rank has more leaves than ceil(n / R)
+ * (single-leaf dealing), and summing each rank's pieces (at 1, 2 and 3
+ * threads) and then every piece with tree_combine_blocks — over the whole
+ * buffer and over slices of it, as ranks that each own a chunk do — equals
+ * the definition bit for bit. */
+static void test_ranks_exhaustive(void **state)
+{
+    (void)state;
+    fill_leaves(11);
+    static tree_block pieces[MAX_N];
+    static float copy[MAX_N][LEN];
+    float *bufs[MAX_N];
+    static float *mine[MAX_N];
+    static double losses[MAX_N];
+    size_t first[10];
+    pool *pools[3];
+    for (int t = 0; t < 3; t++)
+        assert_int_equal(pool_create(&pools[t], t + 1, NULL), LS_OK);
+    for (size_t n = 1; n <= MAX_N; n++) {
+        float ref[LEN];
+        double rl;
+        ref_sum(0, n, ref, &rl);
+        for (int R = 1; R <= 9; R++) {
+            size_t np = tree_rank_pieces(n, R, pieces, first);
+            assert_int_equal(first[0], 0);
+            assert_int_equal(first[R], np);
+            size_t l = 0, ceil_load = (n + (size_t)R - 1) / (size_t)R;
+            for (int r = 0; r < R; r++) {
+                size_t load = 0;
+                for (size_t i = first[r]; i < first[r + 1]; i++) {
+                    size_t c = pieces[i].count, p = 1;
+                    while (p < c)
+                        p *= 2;
+                    assert_int_equal(pieces[i].first, l);
+                    assert_true(c > 0 && pieces[i].first % p == 0 && (p == c || pieces[i].first + c == n));
+                    l += c;
+                    load += c;
+                }
+                assert_true(load <= ceil_load);
+            }
+            assert_int_equal(l, n);
+            /* Each rank's pieces, by a reducer of its own. */
+            pool *p = pools[(n + (size_t)R) % 3];
+            for (int r = 0; r < R; r++) {
+                size_t p0 = first[r], p1 = first[r + 1];
+                tree_reducer *red;
+                assert_int_equal(tree_reducer_create(&red, p, LEN, n, NULL), LS_OK);
+                leaf_ctx ctx = { 0, 0 };
+                assert_int_equal(tree_reduce_pieces(red, pieces + p0, p1 - p0, leaf_fn, &ctx, mine, losses + p0),
+                                 LS_OK);
+                for (size_t i = p0; i < p1; i++) {
+                    float want[LEN];
+                    double wl;
+                    ref_sum(pieces[i].first, pieces[i].count, want, &wl);
+                    assert_memory_equal(mine[i - p0], want, sizeof want);
+                    assert_memory_equal(&losses[i], &wl, sizeof wl);
+                    memcpy(copy[i], mine[i - p0], sizeof copy[i]);
+                }
+                tree_reducer_destroy(red);
+            }
+            /* The top over slices [0, 2) and [2, LEN), as two chunk owners. */
+            float out[LEN];
+            double loss;
+            for (int half = 0; half < 2; half++) {
+                size_t lo = half ? 2 : 0, hi = half ? LEN : 2;
+                static float slice[MAX_N][LEN];
+                for (size_t i = 0; i < np; i++) {
+                    memcpy(slice[i], copy[i] + lo, (hi - lo) * sizeof(float));
+                    bufs[i] = slice[i];
+                }
+                float *sum;
+                assert_int_equal(tree_combine_blocks(n, pieces, np, bufs, hi - lo, losses, &sum, &loss, NULL), LS_OK);
+                memcpy(out + lo, sum, (hi - lo) * sizeof(float));
+            }
+            assert_memory_equal(out, ref, sizeof ref);
+            assert_memory_equal(&loss, &rl, sizeof rl);
+        }
+    }
+    /* Not a partition: refused. */
+    tree_block bad[2] = { { 0, 2 }, { 1, 2 } };
+    double bl[2] = { 1, 2 }, loss;
+    ls_err err;
+    assert_int_equal(tree_combine_blocks(4, bad, 2, NULL, 0, bl, NULL, &loss, &err), LS_EINVAL);
+    tree_block gap[1] = { { 0, 2 } };
+    assert_int_equal(tree_combine_blocks(4, gap, 1, NULL, 0, bl, NULL, &loss, &err), LS_EINVAL);
+    for (int t = 0; t < 3; t++)
+        pool_destroy(pools[t]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -416,6 +507,7 @@ int main(void)
         cmocka_unit_test(test_bad_plans),
         cmocka_unit_test(test_unordered),
         cmocka_unit_test(test_long_buffers),
+        cmocka_unit_test(test_ranks_exhaustive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }

@@ -36,3 +36,6 @@ echo "gol: 3000 training steps at $cores threads in $(awk "BEGIN { printf \"%.1f
 "$BIN" export gol --db "$tmp/bench.db" --circuit -o "$tmp/gol.c" --no-progress
 ${CC:-cc} -O2 -DLOCKSTEP_CIRCUIT_MAIN "$tmp/gol.c" -o "$tmp/gol"
 "$tmp/gol"
+
+# One run over 1-4 MPI ranks: step time and bytes per rank (tools/bench_mpi.sh; skipped without Open MPI).
+echo; sh "$(dirname "$0")/bench_mpi.sh" "$BIN"

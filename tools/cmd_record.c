@@ -137,6 +137,10 @@ int cmd_show(int argc, char **argv)
                 snprintf(steps, sizeof steps, "from step %lld, did not end", (long long)pr[k].first_step + 1);
             printf("  %s  %s, host %s, pid %lld, threads %d\n    %s\n", pr[k].started, steps, pr[k].host,
                    (long long)pr[k].pid, pr[k].threads, pr[k].build);
+            char key[48], mpi[1024];   /* recorded by build/lockstep-mpi (tools/mpi_main.c) */
+            snprintf(key, sizeof key, "mpi@%lld", (long long)pr[k].first_step);
+            if (runlog_setting_get(db, id, key, mpi, sizeof mpi))
+                printf("    mpi: %s\n", mpi);
         }
         free(pr);
     }
