@@ -249,6 +249,7 @@ check-layers:
 check-report: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	@sh tools/check_report.sh $(BIN)
+
 # build/lockstep-mpi: tools/mpi_main.c (the only file that includes mpi.h)
 # over the same tool objects and library; the default build never needs MPI.
 # Compiled by $(CC) with Open MPI's flags from mpicc (its headers as system
