@@ -72,7 +72,8 @@ INSTALLED = $(bindir)/lockstep $(libdir)/liblockstep.a $(libdir)/liblockstep.so.
             $(pkgconfigdir)/lockstep.pc $(mandir)/man1/lockstep.1
 
 DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-dev \
-            dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy
+            dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy \
+            python3-networkx
 
 .PHONY: all deps build test demo bench golden-check golden-update help clean \
         check-builds check-asan check-tsan check-layers install uninstall examples
