@@ -172,9 +172,9 @@ static void aggregate(const gnn_csr *g, const int64_t *off, const int32_t *adj, 
     }
 }
 
-/* out_v = relu(b + in_v·W), in [n][din], W [din][dout]. */
+/* out_v = relu(b + in_v·W) (relu 0: b + in_v·W), in [n][din], W [din][dout]. */
 static void dense_relu(const float *in, size_t n, size_t din, const float *W, const float *b, size_t dout,
-                       float *out)
+                       int relu, float *out)
 {
     for (size_t v = 0; v < n; v++) {
         float *o = out + v * dout;
@@ -187,7 +187,7 @@ static void dense_relu(const float *in, size_t n, size_t din, const float *W, co
             for (size_t j = 0; j < dout; j++)
                 o[j] = o[j] + xi * w[j];
         }
-        for (size_t j = 0; j < dout; j++)
+        for (size_t j = 0; j < dout && relu; j++)
             o[j] = o[j] > 0.0f ? o[j] : 0.0f;
     }
 }
@@ -201,8 +201,8 @@ const float *gnn_forward(const gnn_net *net, const float *params, const gnn_csr 
         const size_t d = layer_in(net, l);
         float *z = acts, *r = z + n * d, *ho = r + n * H;
         aggregate(g, g->in_off, g->in_adj, c, h, d, z);
-        dense_relu(z, n, d, params + net->off_w1[l], params + net->off_b1[l], H, r);
-        dense_relu(r, n, H, params + net->off_w2[l], params + net->off_b2[l], H, ho);
+        dense_relu(z, n, d, params + net->off_w1[l], params + net->off_b1[l], H, 1, r);
+        dense_relu(r, n, H, params + net->off_w2[l], params + net->off_b2[l], H, l + 1 < net->L, ho);
         h = ho;
         acts += layer_floats(net, l, n);
     }
@@ -213,9 +213,9 @@ const float *gnn_forward(const gnn_net *net, const float *params, const gnn_csr 
  * gradient before the relu): dW, db added to; din_v = W·da_v. din may be
  * NULL (not needed). */
 static void dense_relu_backward(const float *in, const float *out, size_t n, size_t din, const float *W, size_t dout,
-                                float *dgrad_out, float *dW, float *db, float *dinp)
+                                int relu, float *dgrad_out, float *dW, float *db, float *dinp)
 {
-    for (size_t v = 0; v < n; v++)
+    for (size_t v = 0; v < n && relu; v++)
         for (size_t j = 0; j < dout; j++)
             if (!(out[v * dout + j] > 0.0f))
                 dgrad_out[v * dout + j] = 0.0f;
@@ -260,9 +260,9 @@ void gnn_backward(const gnn_net *net, const float *params, const gnn_csr *g, con
     for (size_t l = net->L; l-- > 0;) {
         const size_t d = layer_in(net, l);
         const float *z = layer[l], *r = z + n * d, *ho = r + n * H;
-        dense_relu_backward(r, ho, n, H, params + net->off_w2[l], H, dh, grad + net->off_w2[l],
+        dense_relu_backward(r, ho, n, H, params + net->off_w2[l], H, l + 1 < net->L, dh, grad + net->off_w2[l],
                             grad + net->off_b2[l], dr);
-        dense_relu_backward(z, r, n, d, params + net->off_w1[l], H, dr, grad + net->off_w1[l],
+        dense_relu_backward(z, r, n, d, params + net->off_w1[l], H, 1, dr, grad + net->off_w1[l],
                             grad + net->off_b1[l], l > 0 ? dz : NULL);
         if (l > 0)   /* dh of layer l's input: the pull over the transpose */
             aggregate(g, g->out_off, g->out_adj, c, dz, d, dh);

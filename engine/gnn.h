@@ -4,6 +4,8 @@
  * Per layer l (d_0 = the node features F, d_l = H after):
  *     z_v  = (1+ε)·h_v + Σ_{u ∈ N_in(v)} h_u               (pull, CSR order)
  *     r_v  = relu(W1_lᵀ z_v + b1_l),  h'_v = relu(W2_lᵀ r_v + b2_l)
+ * except that the last layer's h'_v has no relu (W2_Lᵀ r_v + b2_L): the head
+ * reads it directly, so a unit the relu would cut still passes gradient.
  * The messages are pulled (DESIGN.md §10): node v's row z_v is written by
  * whoever computes v and sums its in-neighbours in CSR order (sources
  * ascending); the backward pass pulls again, over the out-CSR (the

@@ -30,7 +30,10 @@
  * train_acc. EDIT: node_acc, graph_acc (every node right), and mean_ged:
  * each test graph with the nodes the model deletes removed, against the
  * target (the graph with the nodes the rule deletes removed), exact unit-cost
- * graph edit distance with node labels (engine/ged.h), averaged.
+ * graph edit distance with node labels (engine/ged.h), averaged; and
+ * mean_ged_unedited, the same for the graphs left as they are (the distance
+ * the edits have to close). Each example's distances are integers summed in
+ * example order. (One thread: ls_model_desc.metrics is handed no pool.)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -303,8 +306,8 @@ static ls_status edit_metrics(const gnn_inst *m, const float *params, const ls_s
                               ls_metric *out, size_t *n_out, ls_err *err)
 {
     size_t nodes = 0, nodes_right = 0, graphs_right = 0;
-    double ged_sum = 0.0;
-    uint8_t pred[GNN_MAX_NODES], keep_pred[GNN_MAX_NODES], keep_target[GNN_MAX_NODES];
+    double ged_sum = 0.0, ged_none = 0.0;
+    uint8_t pred[GNN_MAX_NODES], keep_pred[GNN_MAX_NODES], keep_target[GNN_MAX_NODES], keep_all[GNN_MAX_NODES];
     ls_status st = LS_OK;
     /* Each example's distance in its own slot, summed in example order. */
     for (size_t i = 0; i < s->n && st == LS_OK; i++) {
@@ -319,18 +322,26 @@ static ls_status edit_metrics(const gnn_inst *m, const float *params, const ls_s
         for (size_t v = 0; v < n; v++) {
             keep_pred[v] = pred[v] == 0;
             keep_target[v] = target[v] == 0.0f;
+            keep_all[v] = 1;
         }
-        graph *a = NULL, *t = NULL;
-        ged_result res;
+        graph *a = NULL, *t = NULL, *all = NULL;
+        ged_result res, res_all;
         st = edit_graph(m, row, keep_pred, &a, err);
         if (st == LS_OK)
             st = edit_graph(m, row, keep_target, &t, err);
         if (st == LS_OK)
             st = ged_compute(a, t, NULL, GNN_MAX_NODES, &res, err);
         if (st == LS_OK)
+            st = edit_graph(m, row, keep_all, &all, err);
+        if (st == LS_OK)
+            st = ged_compute(all, t, NULL, GNN_MAX_NODES, &res_all, err);
+        if (st == LS_OK) {
             ged_sum = ged_sum + (double)res.exact;
+            ged_none = ged_none + (double)res_all.exact;
+        }
         graph_destroy(a);
         graph_destroy(t);
+        graph_destroy(all);
     }
     if (st != LS_OK)
         return st;
@@ -341,7 +352,9 @@ static ls_status edit_metrics(const gnn_inst *m, const float *params, const ls_s
     out[1].value = (double)graphs_right / G;
     snprintf(out[2].name, sizeof out[2].name, "mean_ged");
     out[2].value = ged_sum / G;
-    *n_out = 3;
+    snprintf(out[3].name, sizeof out[3].name, "mean_ged_unedited");
+    out[3].value = ged_none / G;
+    *n_out = 4;
     return LS_OK;
 }
 

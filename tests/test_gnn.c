@@ -78,7 +78,7 @@ static double ref_forward_nodes(const ref_sizes *z, const double *p, size_t n, c
                 double s = b2[j];
                 for (size_t i = 0; i < z->H; i++)
                     s += R[v * z->H + i] * W2[i * z->H + j];
-                Hc[v * z->H + j] = s > 0 ? s : 0;
+                Hc[v * z->H + j] = s > 0 || l + 1 == z->L ? s : 0;
             }
         d = z->H;
     }
