@@ -103,8 +103,9 @@ ls_status gnn_net_init(gnn_net *net, size_t F, size_t H, size_t C, size_t L, flo
         net->off_b2[l] = o;
         o += H;
     }
+    net->E = L * H;
     net->off_wo = o;
-    o += H * C;
+    o += net->E * C;
     net->off_bo = o;
     o += C;
     net->n_params = o;
@@ -127,7 +128,7 @@ void gnn_init_params(const gnn_net *net, float *params, uint64_t seed)
         init_weight(params + net->off_w1[l], d, d * H, seed, 4 * l);
         init_weight(params + net->off_w2[l], H, H * H, seed, 4 * l + 2);
     }
-    init_weight(params + net->off_wo, H, H * net->C, seed, 4 * net->L);
+    init_weight(params + net->off_wo, net->E, net->E * net->C, seed, 4 * net->L);
 }
 
 static size_t layer_in(const gnn_net *net, size_t l)
@@ -152,7 +153,7 @@ size_t gnn_acts_floats(const gnn_net *net, size_t n)
 size_t gnn_work_floats(const gnn_net *net, size_t n)
 {
     const size_t d = net->F > net->H ? net->F : net->H;
-    return n * (d + 2 * net->H);   /* dz, da2, da1 */
+    return n * (d + 2 * net->H);   /* dz [n][d], dr [n][H], the pulled gradient [n][H] */
 }
 
 /* The pull: z_v = c·h_v + Σ_{u ∈ N_in(v)} h_u, row by row. */
@@ -245,6 +246,40 @@ static void dense_relu_backward(const float *in, const float *out, size_t n, siz
     }
 }
 
+/* Layer l's output h [n][H] inside acts. */
+static const float *layer_h(const gnn_net *net, const float *acts, size_t n, size_t l)
+{
+    for (size_t k = 0; k < l; k++)
+        acts += layer_floats(net, k, n);
+    return acts + n * (layer_in(net, l) + net->H);
+}
+
+void gnn_readout(const gnn_net *net, const float *acts, size_t n, float *e)
+{
+    const size_t H = net->H;
+    for (size_t l = 0; l < net->L; l++) {
+        const float *h = layer_h(net, acts, n, l);
+        float *el = e + l * H;
+        for (size_t j = 0; j < H; j++)
+            el[j] = 0.0f;
+        for (size_t v = 0; v < n; v++)
+            for (size_t j = 0; j < H; j++)
+                el[j] = el[j] + h[v * H + j];
+    }
+}
+
+void gnn_node_embedding(const gnn_net *net, const float *acts, size_t n, size_t v, float *e)
+{
+    for (size_t l = 0; l < net->L; l++)
+        memcpy(e + l * net->H, layer_h(net, acts, n, l) + v * net->H, net->H * sizeof(float));
+}
+
+void gnn_embedding_grad(const gnn_net *net, const float *de, size_t n, size_t v, float *dh)
+{
+    for (size_t l = 0; l < net->L; l++)
+        memcpy(dh + (l * n + v) * net->H, de + l * net->H, net->H * sizeof(float));
+}
+
 void gnn_backward(const gnn_net *net, const float *params, const gnn_csr *g, const float *acts, float *dh,
                   float *grad, float *work)
 {
@@ -256,22 +291,29 @@ void gnn_backward(const gnn_net *net, const float *params, const gnn_csr *g, con
         acts += layer_floats(net, l, n);
     }
     const size_t dmax = net->F > H ? net->F : H;
-    float *dz = work, *dr = dz + n * dmax;
+    float *dz = work, *dr = dz + n * dmax, *pull = dr + n * H;
     for (size_t l = net->L; l-- > 0;) {
         const size_t d = layer_in(net, l);
         const float *z = layer[l], *r = z + n * d, *ho = r + n * H;
-        dense_relu_backward(r, ho, n, H, params + net->off_w2[l], H, l + 1 < net->L, dh, grad + net->off_w2[l],
+        float *dhl = dh + l * n * H;
+        dense_relu_backward(r, ho, n, H, params + net->off_w2[l], H, l + 1 < net->L, dhl, grad + net->off_w2[l],
                             grad + net->off_b2[l], dr);
         dense_relu_backward(z, r, n, d, params + net->off_w1[l], H, 1, dr, grad + net->off_w1[l],
                             grad + net->off_b1[l], l > 0 ? dz : NULL);
-        if (l > 0)   /* dh of layer l's input: the pull over the transpose */
-            aggregate(g, g->out_off, g->out_adj, c, dz, d, dh);
+        if (l > 0) {
+            /* The gradient of layer l-1's output: the pull over the
+             * transpose, then the head's part: pull[i] + dh_{l-1}[i]. */
+            float *prev = dh + (l - 1) * n * H;
+            aggregate(g, g->out_off, g->out_adj, c, dz, d, pull);
+            for (size_t i = 0; i < n * H; i++)
+                prev[i] = pull[i] + prev[i];
+        }
     }
 }
 
 void gnn_head(const gnn_net *net, const float *params, const float *e, float *logits)
 {
-    const size_t H = net->H, C = net->C;
+    const size_t H = net->E, C = net->C;
     const float *W = params + net->off_wo, *b = params + net->off_bo;
     for (size_t k = 0; k < C; k++)
         logits[k] = b[k];
@@ -305,7 +347,7 @@ double gnn_softmax_xent(const float *logits, size_t C, unsigned y, float *dlogit
 void gnn_head_backward(const gnn_net *net, const float *params, const float *e, const float *dl, float *grad,
                        float *de)
 {
-    const size_t H = net->H, C = net->C;
+    const size_t H = net->E, C = net->C;
     const float *W = params + net->off_wo;
     float *dW = grad + net->off_wo, *db = grad + net->off_bo;
     for (size_t j = 0; j < H; j++)

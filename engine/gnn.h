@@ -20,8 +20,15 @@
  *   dz_v[i]  = W[i][0]·da_v[0] + W[i][1]·da_v[1] + ...  (j ascending, from 0.0f)
  *   dh_u[i]  = c·dz_u[i] + dz_{v0}[i] + dz_{v1}[i] + ... (v ∈ N_out(u) ascending)
  *
+ * The head reads every layer's output side by side (as Xu et al. do):
+ * a node's embedding is [h^1_v, ..., h^L_v] (E = L·H floats), a graph's
+ * [Σ_v h^1_v, ..., Σ_v h^L_v], each sum 0.0f + h_0 + h_1 + ... (v
+ * ascending); logits = bo + Σ_j e[j]·Wo[j][·] (j ascending). Backward, the
+ * gradient of layer l's output is the pull from layer l+1 plus the head's
+ * part: pull[i] + head[i].
+ *
  * Parameters (hash order): per layer W1 [d_l][H], b1 [H], W2 [H][H], b2 [H];
- * then the head Wo [H][C], bo [C]. θ_0: weights uniform in
+ * then the head Wo [L·H][C], bo [C]. θ_0: weights uniform in
  * [−1/sqrt(fan_in), 1/sqrt(fan_in)) at address (seed, RNG_INIT, tensor
  * index, element index, 0); biases 0 (as mlp.h).
  *
@@ -85,6 +92,7 @@ ls_status gnn_atlas_load(struct graph ***out, int32_t *count, ls_err *err);
 /* Sizes of one network. */
 typedef struct {
     size_t F, H, C, L;        /* node features, hidden width, classes, layers */
+    size_t E;                 /* the head's input: L·H, every layer's output side by side */
     float eps;                /* ε of (1+ε)·h_v */
     size_t n_params;
     size_t off_w1[GNN_MAX_LAYERS], off_b1[GNN_MAX_LAYERS], off_w2[GNN_MAX_LAYERS], off_b2[GNN_MAX_LAYERS];
@@ -105,13 +113,21 @@ size_t gnn_work_floats(const gnn_net *net, size_t n);
  * x [n][F] are the input features. */
 const float *gnn_forward(const gnn_net *net, const float *params, const gnn_csr *g, const float *x, float *acts);
 
+/* The graph readout e [E] of the activations of n nodes; node v's
+ * embedding e [E]; and the head's gradient de [E] of node v spread into
+ * dh [L][n][H] (written, not added). */
+void gnn_readout(const gnn_net *net, const float *acts, size_t n, float *e);
+void gnn_node_embedding(const gnn_net *net, const float *acts, size_t n, size_t v, float *e);
+void gnn_embedding_grad(const gnn_net *net, const float *de, size_t n, size_t v, float *dh);
+
 /* Adds the parameter gradient of the message-passing layers into grad,
- * given dh [n][H], the gradient of the last layer's output (the head's
- * gradient is the caller's); dh is overwritten. work: gnn_work_floats. */
+ * given dh [L][n][H], the head's gradient of every layer's output (the
+ * head's own gradient is the caller's); dh is overwritten. work:
+ * gnn_work_floats. */
 void gnn_backward(const gnn_net *net, const float *params, const gnn_csr *g, const float *acts, float *dh,
                   float *grad, float *work);
 
-/* The head: logits [C] = bo + Σ_j e[j]·Wo[j][·] (j ascending). */
+/* The head: logits [C] = bo + Σ_j e[j]·Wo[j][·] (j ascending, e [E]). */
 void gnn_head(const gnn_net *net, const float *params, const float *e, float *logits);
 /* Softmax cross-entropy in binary64 (the engine's exp and log): returns the
  * loss and writes dlogits (float). Predicted class: gnn_argmax. */

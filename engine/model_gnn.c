@@ -3,10 +3,10 @@
  * hidden (width H), layers, gin_eps (ε), leaf (samples per leaf).
  *
  * What a sample is depends on the data's kind (the first feature of a row):
- *   GRAPH  a graph; its class from the sum readout e = 0.0f + h_0 + h_1 + ...
- *          (nodes ascending) of the last layer, through the head.
+ *   GRAPH  a graph; its class from the sum readout of every layer (gnn.h),
+ *          through the head.
  *   EDIT   a graph with a class per node (keep 0 / delete 1): the head on
- *          every node; the graph's loss = 0.0 + loss_0 + loss_1 + ... (nodes
+ *          every node's embedding (every layer's output); the graph's loss = 0.0 + loss_0 + loss_1 + ... (nodes
  *          ascending).
  *   NODE   one node of one shared graph (built once, at create, from every
  *          row of both splits); its class from the head on its embedding.
@@ -78,7 +78,7 @@ typedef struct {
 static gnn_scratch carve(const gnn_inst *m, void *scratch)
 {
     char *s = scratch;
-    const size_t N = m->N, H = m->net.H, C = m->C;
+    const size_t N = m->N, C = m->C;
     gnn_scratch w;
     w.off_in = (int64_t *)(void *)(s + m->s_csr_off);
     w.off_out = w.off_in + N + 1;
@@ -89,8 +89,8 @@ static gnn_scratch carve(const gnn_inst *m, void *scratch)
     w.dh = (float *)(void *)(s + m->s_dh);
     w.out = (float *)(void *)(s + m->s_out);   /* NODE: dlogits [N][C] */
     w.e = (float *)(void *)(s + m->s_small);
-    w.de = w.e + H;
-    w.logits = w.de + H;
+    w.de = w.e + m->net.E;
+    w.logits = w.de + m->net.E;
     w.dl = w.logits + C;
     w.sum = (float *)(void *)(s + m->s_sum);
     return w;
@@ -107,50 +107,43 @@ static void gm_init(const void *self, float *params, uint64_t seed)
     gnn_init_params(&m->net, params, seed);
 }
 
-/* e = 0.0f + h_0 + h_1 + ... (nodes ascending). */
-static void readout(const float *h, size_t n, size_t H, float *e)
-{
-    for (size_t j = 0; j < H; j++)
-        e[j] = 0.0f;
-    for (size_t v = 0; v < n; v++)
-        for (size_t j = 0; j < H; j++)
-            e[j] = e[j] + h[v * H + j];
-}
-
 /* One GRAPH or EDIT sample: loss, gradient added onto g (g NULL: forward
  * only); *correct (may be NULL) = right nodes (EDIT) or 1 for a right graph;
  * pred (may be NULL) = the predicted class of each node (EDIT). */
 static double graph_sample(const gnn_inst *m, const float *params, const float *row, unsigned y, float *g,
                            gnn_scratch *w, size_t *correct, uint8_t *pred)
 {
-    const size_t H = m->net.H, C = m->C, n = (size_t)row[3];
+    const size_t C = m->C, n = (size_t)row[3];
     gnn_csr csr;
     gnn_csr_from_row(row, w->off_in, w->adj_in, w->off_out, w->adj_out, &csr);
-    const float *h = gnn_forward(&m->net, params, &csr, row + GNN_HEADER, w->acts);
+    gnn_forward(&m->net, params, &csr, row + GNN_HEADER, w->acts);
     double loss = 0.0;
     size_t right = 0;
     if (m->kind == GNN_KIND_GRAPH) {
-        readout(h, n, H, w->e);
+        gnn_readout(&m->net, w->acts, n, w->e);
         gnn_head(&m->net, params, w->e, w->logits);
         loss = gnn_softmax_xent(w->logits, C, y, w->dl);
         right = gnn_argmax(w->logits, C) == y;
         if (g != NULL) {
             gnn_head_backward(&m->net, params, w->e, w->dl, g, w->de);
             for (size_t v = 0; v < n; v++)
-                memcpy(w->dh + v * H, w->de, H * sizeof(float));
+                gnn_embedding_grad(&m->net, w->de, n, v, w->dh);
         }
     } else {
         const float *target = row + GNN_HEADER + m->N * m->F + m->N * m->N;
         for (size_t v = 0; v < n; v++) {
             const unsigned t = (unsigned)target[v];
-            gnn_head(&m->net, params, h + v * H, w->logits);
+            gnn_node_embedding(&m->net, w->acts, n, v, w->e);
+            gnn_head(&m->net, params, w->e, w->logits);
             loss = loss + gnn_softmax_xent(w->logits, C, t, w->dl);
             const size_t p = gnn_argmax(w->logits, C);
             right += p == t;
             if (pred != NULL)
                 pred[v] = (uint8_t)p;
-            if (g != NULL)
-                gnn_head_backward(&m->net, params, h + v * H, w->dl, g, w->dh + v * H);
+            if (g != NULL) {
+                gnn_head_backward(&m->net, params, w->e, w->dl, g, w->de);
+                gnn_embedding_grad(&m->net, w->de, n, v, w->dh);
+            }
         }
     }
     if (g != NULL)
@@ -165,8 +158,8 @@ static double graph_sample(const gnn_inst *m, const float *params, const float *
 static double node_block(const gnn_inst *m, const float *params, const ls_split *s, const uint32_t *ids,
                          size_t count, float *g, gnn_scratch *w, size_t *correct)
 {
-    const size_t H = m->net.H, C = m->C, N = m->N;
-    const float *h = gnn_forward(&m->net, params, &m->g, m->g_x, w->acts);
+    const size_t C = m->C, N = m->N;
+    gnn_forward(&m->net, params, &m->g, m->g_x, w->acts);
     float *dL = w->out;
     if (g != NULL)
         memset(dL, 0, N * C * sizeof(float));
@@ -176,7 +169,8 @@ static double node_block(const gnn_inst *m, const float *params, const ls_split 
         const size_t id = ids != NULL ? ids[i] : i;
         const size_t v = (size_t)row_of(m, s, id)[3];
         const unsigned y = s->y[id];
-        gnn_head(&m->net, params, h + v * H, w->logits);
+        gnn_node_embedding(&m->net, w->acts, N, v, w->e);
+        gnn_head(&m->net, params, w->e, w->logits);
         loss = loss + gnn_softmax_xent(w->logits, C, y, w->dl);
         right += gnn_argmax(w->logits, C) == y;
         if (g != NULL)
@@ -186,13 +180,16 @@ static double node_block(const gnn_inst *m, const float *params, const ls_split 
     if (g != NULL) {
         /* Nodes of the block get the head's gradient (nodes ascending);
          * the others none: their rows of dh are zero. */
-        memset(w->dh, 0, N * H * sizeof(float));
+        memset(w->dh, 0, m->net.L * N * m->net.H * sizeof(float));
         for (size_t v = 0; v < N; v++) {
             int hit = 0;
             for (size_t k = 0; k < C; k++)
                 hit |= dL[v * C + k] != 0.0f;
-            if (hit)
-                gnn_head_backward(&m->net, params, h + v * H, dL + v * C, g, w->dh + v * H);
+            if (hit) {
+                gnn_node_embedding(&m->net, w->acts, N, v, w->e);
+                gnn_head_backward(&m->net, params, w->e, dL + v * C, g, w->de);
+                gnn_embedding_grad(&m->net, w->de, N, v, w->dh);
+            }
         }
         gnn_backward(&m->net, params, &m->g, w->acts, w->dh, g, w->work);
     }
@@ -572,11 +569,11 @@ static ls_status gm_create(void **self, ls_model_info *info, const ls_config *cf
     m->s_work = o;
     o += round_up(gnn_work_floats(&m->net, N) * sizeof(float));
     m->s_dh = o;
-    o += round_up(N * H * sizeof(float));
+    o += round_up(m->net.L * N * H * sizeof(float));
     m->s_out = o;
     o += round_up(N * C * sizeof(float));
     m->s_small = o;
-    o += round_up((2 * H + 2 * C) * sizeof(float));
+    o += round_up((2 * m->net.E + 2 * C) * sizeof(float));
     m->s_sum = o;
     o += round_up(np * sizeof(float));
     m->s_total = o;
@@ -592,7 +589,7 @@ static ls_status gm_create(void **self, ls_model_info *info, const ls_config *cf
         }
     }
     snprintf(m->names[t], sizeof m->names[t], "Wo");
-    m->tensors[t++] = (ls_tensor){ m->names[t - 1], m->net.off_wo, 2, { H, C } };
+    m->tensors[t++] = (ls_tensor){ m->names[t - 1], m->net.off_wo, 2, { m->net.E, C } };
     snprintf(m->names[t], sizeof m->names[t], "bo");
     m->tensors[t++] = (ls_tensor){ m->names[t - 1], m->net.off_bo, 1, { C } };
     /* Multiply-adds of one graph of N nodes (or the shared graph): forward,

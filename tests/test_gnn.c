@@ -2,7 +2,8 @@
  *   - the pull aggregation equals a brute-force sum over a dense adjacency
  *     matrix in double (inputs exact in binary32, so equal bit for bit);
  *   - leaf gradients against central differences of an independent
- *     double-precision forward pass written here (dense adjacency, no CSR),
+ *     double-precision forward pass written here (dense adjacency, no CSR,
+ *     the head over every layer's output),
  *     for the three row kinds (GRAPH, EDIT, NODE) and a directed graph, so
  *     the transpose in the backward pull is checked;
  *   - LS_LEAF_ADD adds the leaf's own sum;
@@ -51,7 +52,8 @@ typedef struct {
 
 /* Parameter offsets, walked in the order gnn.h documents. */
 static double ref_forward_nodes(const ref_sizes *z, const double *p, size_t n, const double *A /* [n][n]: A[v][u]
-                                 edge u->v */, const double *X /* [n][F] */, double *Hout /* [n][H] */)
+                                 edge u->v */, const double *X /* [n][F] */, double *Hout /* [n][L*H]: every
+                                 layer's output side by side */)
 {
     double Hc[16 * 64], Z[16 * 64], R[16 * 64];
     size_t d = z->F, o = 0;
@@ -79,20 +81,21 @@ static double ref_forward_nodes(const ref_sizes *z, const double *p, size_t n, c
                 for (size_t i = 0; i < z->H; i++)
                     s += R[v * z->H + i] * W2[i * z->H + j];
                 Hc[v * z->H + j] = s > 0 || l + 1 == z->L ? s : 0;
+                Hout[v * z->L * z->H + l * z->H + j] = Hc[v * z->H + j];
             }
         d = z->H;
     }
-    memcpy(Hout, Hc, n * z->H * sizeof(double));
     return (double)o;
 }
 
 static double ref_xent(const ref_sizes *z, const double *p, size_t o, const double *e, unsigned y)
 {
-    const double *Wo = p + o, *bo = Wo + z->H * z->C;
+    const size_t E = z->L * z->H;
+    const double *Wo = p + o, *bo = Wo + E * z->C;
     double lg[16], m = -1e300, s = 0;
     for (size_t k = 0; k < z->C; k++) {
         lg[k] = bo[k];
-        for (size_t j = 0; j < z->H; j++)
+        for (size_t j = 0; j < E; j++)
             lg[k] += e[j] * Wo[j * z->C + k];
         if (lg[k] > m)
             m = lg[k];
@@ -107,7 +110,7 @@ static double ref_xent(const ref_sizes *z, const double *p, size_t o, const doub
 static double ref_row_loss(const ref_sizes *z, const double *p, const float *row, unsigned y)
 {
     const size_t N = (size_t)row[1], F = (size_t)row[2], n = (size_t)row[3];
-    double A[16 * 16] = { 0 }, X[16 * 64] = { 0 }, Hn[16 * 64];
+    double A[16 * 16] = { 0 }, X[16 * 64] = { 0 }, Hn[16 * 256];
     for (size_t v = 0; v < n; v++) {
         for (size_t u = 0; u < n; u++)
             A[v * n + u] = row[GNN_HEADER + N * F + v * N + u];
@@ -116,15 +119,15 @@ static double ref_row_loss(const ref_sizes *z, const double *p, const float *row
     }
     const size_t o = (size_t)ref_forward_nodes(z, p, n, A, X, Hn);
     if ((int)row[0] == GNN_KIND_GRAPH) {
-        double e[64] = { 0 };
+        double e[256] = { 0 };
         for (size_t v = 0; v < n; v++)
-            for (size_t j = 0; j < z->H; j++)
-                e[j] += Hn[v * z->H + j];
+            for (size_t j = 0; j < z->L * z->H; j++)
+                e[j] += Hn[v * z->L * z->H + j];
         return ref_xent(z, p, o, e, y);
     }
     double loss = 0;
     for (size_t v = 0; v < n; v++)
-        loss += ref_xent(z, p, o, Hn + v * z->H, (unsigned)row[GNN_HEADER + N * F + N * N + v]);
+        loss += ref_xent(z, p, o, Hn + v * z->L * z->H, (unsigned)row[GNN_HEADER + N * F + N * N + v]);
     return loss;
 }
 
@@ -212,7 +215,7 @@ static double ref_node_loss(const ref_sizes *z, const double *p, const ls_datase
                             size_t count)
 {
     const size_t dim = d->train.dim;
-    double A[T_NODES * T_NODES], X[T_NODES * T_F], Hn[T_NODES * 64];
+    double A[T_NODES * T_NODES], X[T_NODES * T_F], Hn[T_NODES * 256];
     for (int test = 0; test < 2; test++) {
         const ls_split *s = test ? &d->test : &d->train;
         for (size_t i = 0; i < s->n; i++) {
@@ -228,7 +231,7 @@ static double ref_node_loss(const ref_sizes *z, const double *p, const ls_datase
     double loss = 0;
     for (size_t i = 0; i < count; i++) {
         const float *row = d->train.xf + ids[i] * dim;
-        loss += ref_xent(z, p, o, Hn + (size_t)row[3] * z->H, d->train.y[ids[i]]);
+        loss += ref_xent(z, p, o, Hn + (size_t)row[3] * z->L * z->H, d->train.y[ids[i]]);
     }
     return loss;
 }
