@@ -412,7 +412,7 @@ static void sort_small(uint32_t *a, size_t n)
         }
 }
 
-size_t gnn_wl_classes(const float *const *rows, size_t count, uint32_t *class_of)
+size_t gnn_wl_classes(const float *const *rows, size_t count, int features, uint32_t *class_of)
 {
     if (count == 0)
         return 0;
@@ -435,7 +435,8 @@ size_t gnn_wl_classes(const float *const *rows, size_t count, uint32_t *class_of
         for (size_t v = 0; v < n; v++) {
             uint32_t *k = keys + (at + v) * w;
             memset(k, 0, w * sizeof *k);
-            memcpy(k, rows[i] + GNN_HEADER + v * F, F * sizeof(float));
+            if (features)
+                memcpy(k, rows[i] + GNN_HEADER + v * F, F * sizeof(float));
         }
         at += n;
     }

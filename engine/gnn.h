@@ -139,13 +139,14 @@ void gnn_head_backward(const gnn_net *net, const float *params, const float *e, 
                        float *de);
 
 /* 1-WL colour refinement over many graphs at once (colours shared between
- * them): the initial colour of a node is its feature vector, each round a
+ * them): the initial colour of a node is its feature vector (features 1)
+ * or one colour for every node (features 0: the structure alone), each round a
  * node's colour becomes (its colour, the sorted multiset of its
  * in-neighbours' colours), until no class splits. class_of[i] receives a
  * class number such that two graphs get one class exactly when refinement
  * gives them equal colour histograms (1-WL cannot tell them apart, and so no
  * GIN can). rows: count GRAPH/EDIT rows of dim floats. Returns the number of
  * classes, or 0 when out of memory. */
-size_t gnn_wl_classes(const float *const *rows, size_t count, uint32_t *class_of);
+size_t gnn_wl_classes(const float *const *rows, size_t count, int features, uint32_t *class_of);
 
 #endif

@@ -24,9 +24,11 @@
  *
  * Evaluation (metrics, on the test split, one thread): GRAPH: test_acc,
  * train_acc, and the 1-WL ceiling — wl_ceiling, the best test accuracy any
- * function of the 1-WL colour histogram can reach (per 1-WL class of the
- * test graphs, its most common label), and wl_mixed, the 1-WL classes over
- * both splits whose graphs carry different labels. NODE: test_acc,
+ * function of the 1-WL colour histogram of the structure alone can reach
+ * (per 1-WL class of the test graphs, its most common label), and wl_mixed,
+ * the 1-WL classes over both splits whose graphs carry different labels;
+ * wl_ceiling_feat and wl_mixed_feat the same with the node features as the
+ * initial colours (the bound for this network on these inputs). NODE: test_acc,
  * train_acc. EDIT: node_acc, graph_acc (every node right), and mean_ged:
  * each test graph with the nodes the model deletes removed, against the
  * target (the graph with the nodes the rule deletes removed), exact unit-cost
@@ -63,8 +65,8 @@ typedef struct {
     /* scratch layout, byte offsets */
     size_t s_csr_off, s_csr_adj, s_acts, s_work, s_dh, s_out, s_small, s_sum, s_total;
     /* GRAPH: the 1-WL figures (fixed by the data) */
-    double wl_ceiling;
-    size_t wl_mixed;
+    double wl_ceiling[2];     /* [0] the structure alone, [1] with the node features */
+    size_t wl_mixed[2];
     ls_tensor tensors[4 * GNN_MAX_LAYERS + 2];
     char names[4 * GNN_MAX_LAYERS + 2][16];
 } gnn_inst;
@@ -377,10 +379,14 @@ static ls_status gm_metrics(void *self, const float *params, const ls_dataset *d
         *n_out = 2;
         if (m->kind == GNN_KIND_GRAPH) {
             snprintf(out[2].name, sizeof out[2].name, "wl_ceiling");
-            out[2].value = m->wl_ceiling;
+            out[2].value = m->wl_ceiling[0];
             snprintf(out[3].name, sizeof out[3].name, "wl_mixed");
-            out[3].value = (double)m->wl_mixed;
-            *n_out = 4;
+            out[3].value = (double)m->wl_mixed[0];
+            snprintf(out[4].name, sizeof out[4].name, "wl_ceiling_feat");
+            out[4].value = m->wl_ceiling[1];
+            snprintf(out[5].name, sizeof out[5].name, "wl_mixed_feat");
+            out[5].value = (double)m->wl_mixed[1];
+            *n_out = 6;
         }
     }
     free(scratch);
@@ -467,10 +473,10 @@ static ls_status build_shared(gnn_inst *m, const ls_dataset *data, ls_err *err)
 
 /* GRAPH: the 1-WL classes of all graphs; the test ceiling and the mixed
  * classes. */
-static ls_status wl_figures(gnn_inst *m, const ls_dataset *data, ls_err *err)
+static ls_status wl_figures(gnn_inst *m, const ls_dataset *data, int features, ls_err *err)
 {
     const size_t ntr = data->train.n, nte = data->test.n, n = ntr + nte;
-    const float **rows = malloc((n ? n : 1) * sizeof *rows);
+    const float **rows = calloc(n ? n : 1, sizeof *rows);
     uint32_t *cls = malloc((n ? n : 1) * sizeof *cls);
     size_t *cnt = NULL;
     uint8_t *first = NULL, *mixed = NULL;
@@ -479,7 +485,7 @@ static ls_status wl_figures(gnn_inst *m, const ls_dataset *data, ls_err *err)
     if (rows != NULL && cls != NULL) {
         for (size_t i = 0; i < n; i++)
             rows[i] = i < ntr ? row_of(m, &data->train, i) : row_of(m, &data->test, i - ntr);
-        k = gnn_wl_classes(rows, n, cls);
+        k = gnn_wl_classes(rows, n, features, cls);
     }
     if (k > 0) {
         cnt = calloc(k * m->C, sizeof *cnt);
@@ -509,9 +515,9 @@ static ls_status wl_figures(gnn_inst *m, const ls_dataset *data, ls_err *err)
                 if (cnt[c * m->C + y] > best)
                     best = cnt[c * m->C + y];
             best_sum += best;
-            m->wl_mixed += mixed[c];
+            m->wl_mixed[features] += mixed[c];
         }
-        m->wl_ceiling = nte ? (double)best_sum / (double)nte : 0.0;
+        m->wl_ceiling[features] = nte ? (double)best_sum / (double)nte : 0.0;
         free(lab);
     }
     free(rows);
@@ -552,7 +558,9 @@ static ls_status gm_create(void **self, ls_model_info *info, const ls_config *cf
     if (st == LS_OK && m->kind == GNN_KIND_NODE)
         st = build_shared(m, data, err);
     if (st == LS_OK && m->kind == GNN_KIND_GRAPH)
-        st = wl_figures(m, data, err);
+        st = wl_figures(m, data, 0, err);
+    if (st == LS_OK && m->kind == GNN_KIND_GRAPH)
+        st = wl_figures(m, data, 1, err);
     if (st != LS_OK) {
         gm_destroy(m);
         return st;

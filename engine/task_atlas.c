@@ -10,10 +10,14 @@
  *                       (ged.h, unit costs)
  * The split is fixed by the atlas index: index mod 5 == 0 is a test graph
  * (250 graphs), the others train (999). Rows are GRAPH rows (gnn.h) with
- * N = 7 and one feature per node, the constant 1 (the network sees
- * structure only). The data identity covers every row, so the graphs and
- * their labels. 1-WL cannot separate some of these graphs (a 6-cycle and
- * two triangles); the model reports that ceiling next to test_acc. */
+ * N = 7 and two features per node: 1, and the number of triangles through
+ * the node (counted here with graph_has_edge). With the constant feature
+ * alone the network stalls near 86% on 4-clique (measured: loss 0.355 after
+ * 4000 steps at lr 3e-4); the triangle counts make it trainable. The data
+ * identity covers every row, so the graphs, the features and the labels.
+ * 1-WL cannot separate some of these graphs (a 6-cycle and two triangles);
+ * the model reports that ceiling next to test_acc, for the structure alone
+ * and with the node features. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -23,7 +27,21 @@
 #include "graph.h"
 
 #define ATLAS_N 7
-#define ATLAS_FIRST 4      /* the first graph with 3 nodes */
+#define ATLAS_FIRST 4
+#define ATLAS_F 2      /* the first graph with 3 nodes */
+
+/* Node features: 1, and the triangles through the node. */
+static void node_features(const graph *g, float *feat)
+{
+    for (int32_t v = 0; v < g->n; v++) {
+        int t = 0;
+        for (int64_t a = g->out_off[v]; a < g->out_off[v + 1]; a++)
+            for (int64_t b = a + 1; b < g->out_off[v + 1]; b++)
+                t += graph_has_edge(g, g->out_adj[a], g->out_adj[b]);
+        feat[v * ATLAS_F] = 1.0f;
+        feat[v * ATLAS_F + 1] = (float)t;
+    }
+}
 
 static int is_bipartite(const graph *g)
 {
@@ -98,7 +116,7 @@ static ls_status atlas_load(const ls_config *cfg, ls_dataset **out, ls_err *err)
         else
             n_train++;
     }
-    const size_t dim = gnn_row_dim(GNN_KIND_GRAPH, ATLAS_N, 1);
+    const size_t dim = gnn_row_dim(GNN_KIND_GRAPH, ATLAS_N, ATLAS_F);
     ls_dataset *d = NULL;
     if (st == LS_OK && n_test + n_train == 0)
         st = ls_fail(err, LS_EFORMAT, "%s: no graph with 3 or more nodes", GRAPH_ATLAS_PATH);
@@ -109,7 +127,9 @@ static ls_status atlas_load(const ls_config *cfg, ls_dataset **out, ls_err *err)
     for (int32_t i = ATLAS_FIRST; i < count && st == LS_OK; i++) {
         const int test = i % 5 == 0;
         float *row = ls_dataset_x(d, test) + at[test] * dim;
-        gnn_row_of_graph(row, GNN_KIND_GRAPH, ATLAS_N, 1, gs[i], NULL);
+        float feat[ATLAS_N * ATLAS_F];
+        node_features(gs[i], feat);
+        gnn_row_of_graph(row, GNN_KIND_GRAPH, ATLAS_N, ATLAS_F, gs[i], feat);
         st = label_of(gs[i], which, ls_dataset_y(d, test) + at[test], err);
         at[test]++;
     }
@@ -130,7 +150,7 @@ static const ls_key atlas_keys[] = {
 };
 
 static const ls_task_defaults atlas_defaults[] = {
-    { "*", "batch=32\nleaf=4\nlr=0.01\n" },
+    { "*", "batch=32\nleaf=4\nlr=0.0003\n" },
     { NULL, NULL },
 };
 
@@ -138,7 +158,7 @@ const ls_task_desc atlas_task = {
     .name = "atlas",
     .summary = "graph classification on the Graph Atlas (3-7 nodes): has a 4-clique (--label ...)",
     .models = "gnn",
-    .default_steps = 1500,
+    .default_steps = 4000,
     .keys = atlas_keys,
     .n_keys = sizeof atlas_keys / sizeof atlas_keys[0],
     .defaults = atlas_defaults,

@@ -430,9 +430,15 @@ static void test_wl(void **state)
     ring_row(r[3], 6, star, 5);
     const float *rows[4] = { r[0], r[1], r[2], r[3] };
     uint32_t cls[4];
-    assert_int_equal(gnn_wl_classes(rows, 4, cls), 3);
+    assert_int_equal(gnn_wl_classes(rows, 4, 1, cls), 3);
     assert_int_equal(cls[0], cls[1]);
     assert_true(cls[2] != cls[0] && cls[3] != cls[0] && cls[2] != cls[3]);
+    /* A feature that differs (a triangle count) separates the first two. */
+    for (size_t v = 0; v < 6; v++)
+        r[1][GNN_HEADER + v] = 2;
+    assert_int_equal(gnn_wl_classes(rows, 4, 1, cls), 4);
+    assert_int_equal(gnn_wl_classes(rows, 4, 0, cls), 3);
+    assert_int_equal(cls[0], cls[1]);
 }
 
 /* ---- the tasks at several thread counts ---------------------------------- */
