@@ -441,6 +441,65 @@ static void test_wl(void **state)
     assert_int_equal(cls[0], cls[1]);
 }
 
+static int have_atlas(void);
+
+/* The atlas's 1,249 graphs of 3 to 7 nodes fall into 1,223 1-WL classes of
+ * the structure alone, and 4 (has a 4-clique) and 12 (has a triangle) of
+ * them hold graphs of both labels: counted independently with networkx
+ * 2.8.8 (weisfeiler_lehman_graph_hash, 7 iterations, keyed with the node
+ * count; find_cliques, triangles). */
+static void test_wl_atlas(void **state)
+{
+    (void)state;
+    if (!have_atlas())
+        skip();
+    static const char *const label[2] = { "4-clique", "triangle" };
+    static const size_t mixed_want[2] = { 4, 12 };
+    for (int li = 0; li < 2; li++) {
+        ls_config *cfg = NULL;
+        ls_dataset *d = NULL;
+        ls_err err = { { 0 } };
+        assert_int_equal(ls_config_create(&cfg, "atlas", "gnn", &err), LS_OK);
+        assert_int_equal(ls_config_set(cfg, "label", label[li], &err), LS_OK);
+        if (ls_task_find("atlas")->load(cfg, &d, &err) != LS_OK)
+            fail_msg("atlas: %s", err.msg);
+        const size_t n = d->train.n + d->test.n;
+        assert_int_equal(n, 1249);
+        const float **rows = malloc(n * sizeof *rows);
+        uint32_t *cls = malloc(n * sizeof *cls);
+        uint8_t *lab = malloc(n), *seen = calloc(n, 1), *mixed = calloc(n, 1);
+        assert_true(rows && cls && lab && seen && mixed);
+        for (size_t i = 0; i < n; i++) {
+            const int test = i >= d->train.n;
+            const ls_split *s = test ? &d->test : &d->train;
+            const size_t j = test ? i - d->train.n : i;
+            rows[i] = s->xf + j * s->dim;
+            lab[i] = s->y[j];
+        }
+        const size_t k = gnn_wl_classes(rows, n, 0, cls);
+        assert_int_equal(k, 1223);
+        uint8_t first[1249];
+        size_t n_mixed = 0;
+        for (size_t i = 0; i < n; i++) {
+            if (!seen[cls[i]]) {
+                seen[cls[i]] = 1;
+                first[cls[i]] = lab[i];
+            } else if (first[cls[i]] != lab[i] && !mixed[cls[i]]) {
+                mixed[cls[i]] = 1;
+                n_mixed++;
+            }
+        }
+        assert_int_equal(n_mixed, mixed_want[li]);
+        free(rows);
+        free(cls);
+        free(lab);
+        free(seen);
+        free(mixed);
+        ls_dataset_destroy(d);
+        ls_config_destroy(cfg);
+    }
+}
+
 /* ---- the tasks at several thread counts ---------------------------------- */
 
 static uint64_t run_task(const char *task, const char *const *sets, int threads, int steps, const ls_dataset *data)
@@ -521,6 +580,7 @@ int main(void)
         cmocka_unit_test(test_pull_dense),
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_wl),
+        cmocka_unit_test(test_wl_atlas),
         cmocka_unit_test(test_atlas_threads),
         cmocka_unit_test(test_karate_threads),
         cmocka_unit_test(test_graph_edit_threads),
