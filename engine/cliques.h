@@ -49,4 +49,9 @@ ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(v
  * order and rank hold g->n each (either may be NULL). */
 ls_status cliques_degeneracy(const graph *g, int32_t *order, int32_t *rank, int32_t *degeneracy, ls_err *err);
 
+/* The popcnt instruction on (1, default: when the CPU has it and
+ * LOCKSTEP_SIMD does not say off) or off (0): for tests; the results are the
+ * same integers either way. Returns the previous setting. */
+int cliques_simd_set(int enabled);
+
 #endif
