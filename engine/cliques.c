@@ -585,9 +585,15 @@ ls_status cliques_count(const graph *g, int k, pool *p, uint64_t *count, ls_err 
     return LS_OK;
 }
 
-/* Roots per window of a listing, and the most cliques buffered at once. */
+/* Roots per window of a listing, and the most cliques buffered at once
+ * (a test may lower it, to see roots listed past the buffer). */
 #define LIST_WINDOW 1024
-#define LIST_BUDGET ((uint64_t)1 << 20)
+static _Atomic uint64_t list_budget = (uint64_t)1 << 20;
+
+uint64_t cliques_list_budget_set(uint64_t cliques)
+{
+    return atomic_exchange(&list_budget, cliques > 0 ? cliques : 1);
+}
 
 ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(void *ctx, const int32_t *nodes, int k),
                        void *ctx, uint64_t *listed, ls_err *err)
@@ -597,6 +603,7 @@ ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(v
     ls_status st = check_args(g, k, err);
     if (st != LS_OK)
         return st;
+    const uint64_t budget = atomic_load(&list_budget);
     uint64_t remaining = max == 0 ? UINT64_MAX : max;
     uint64_t done = 0;
     if (k == 1) {
@@ -617,7 +624,7 @@ ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(v
     uint64_t *counts = malloc(LIST_WINDOW * sizeof *counts);
     int32_t **slot = malloc(LIST_WINDOW * sizeof *slot);
     uint64_t *slot_room = malloc(LIST_WINDOW * sizeof *slot_room);
-    int32_t *buf = malloc((size_t)LIST_BUDGET * (size_t)k * sizeof *buf);
+    int32_t *buf = malloc((size_t)budget * (size_t)k * sizeof *buf);
     if (counts == NULL || slot == NULL || slot_room == NULL || buf == NULL) {
         st = ls_fail(err, LS_ENOMEM, "cliques: out of memory for the listing buffer");
         goto done;
@@ -633,15 +640,29 @@ ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(v
     jb.slot = slot;
     jb.slot_room = slot_room;
     int stopped = 0;
+    int32_t counted = 0;   /* roots below this have their counts in counts[r - base] */
+    int32_t base = 0;
     for (int32_t lo = 0; lo < o.n && remaining > 0 && !stopped;) {
         int32_t hi = o.n - lo > LIST_WINDOW ? lo + LIST_WINDOW : o.n;
-        /* 1: count each root of the window, each count capped just above
-         * what could be buffered or is still wanted. */
+        /* 1: count the window's roots not counted yet, each count capped
+         * just above what could be buffered or is still wanted (a count
+         * capped earlier, under a larger cap, stays valid). */
+        if (counted < hi) {
+            memmove(counts, counts + (lo - base), (size_t)(counted - lo) * sizeof *counts);
+            base = lo;
+            jb.root_counts = counts + (counted - base);
+            jb.lo = counted;
+            jb.hi = hi;
+            jb.mode = 1;
+            jb.limit = remaining < budget + 1 ? remaining : budget + 1;
+            run_job(p, &jb);
+            counted = hi;
+        }
+        if (base != lo) {
+            memmove(counts, counts + (lo - base), (size_t)(counted - lo) * sizeof *counts);
+            base = lo;
+        }
         jb.lo = lo;
-        jb.hi = hi;
-        jb.mode = 1;
-        jb.limit = remaining < LIST_BUDGET + 1 ? remaining : LIST_BUDGET + 1;
-        run_job(p, &jb);
         /* 2: the roots that fit the buffer get slots; a root over the
          * budget stays unbuffered (listed below on this thread). The
          * window ends where the buffer is full or the cap is reached. */
@@ -649,14 +670,14 @@ ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(v
         int32_t end = lo;
         for (int32_t r = lo; r < hi; r++) {
             uint64_t c = counts[r - lo];
-            if (c > 0 && c <= LIST_BUDGET && used + c > LIST_BUDGET)
+            if (c > 0 && c <= budget && used + c > budget)
                 break;
             uint64_t take = c < remaining - wanted ? c : remaining - wanted;
-            if (c > 0 && c <= LIST_BUDGET) {
+            if (c > 0 && c <= budget) {
                 slot[r - lo] = buf + used * (uint64_t)k;
                 slot_room[r - lo] = take;
                 used += take;
-            } else if (c > LIST_BUDGET) {
+            } else if (c > budget) {
                 /* Its count is only known to exceed the budget: it may
                  * take whatever is still wanted, and ends the window. */
                 slot[r - lo] = NULL;
