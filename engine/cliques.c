@@ -22,6 +22,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../base/simd.h"
 
@@ -206,6 +207,8 @@ typedef struct {
     int32_t *cand;       /* the root's candidates (ranks), d of them */
     int32_t d, words;
     uint64_t total;      /* count: this worker's sum */
+    double cpu_seconds;  /* this worker's CPU time inside jobs (a measure of balance) */
+    int64_t roots;       /* roots this worker took */
     int overflow;
     char pad[64];
 } scratch;
@@ -451,6 +454,7 @@ typedef struct {
     scratch *scr;             /* one per worker */
     atomic_llong next;        /* the next root (index into [lo, hi)) to hand out */
     int32_t lo, hi;
+    const int32_t *sequence;  /* count: the roots in the order handed out, NULL: lo, lo+1, ... */
     /* counting a window (listing) */
     uint64_t *root_counts;    /* [hi - lo], NULL when counting totals */
     uint64_t limit;
@@ -465,11 +469,14 @@ static void job_run(void *ctx, int worker, int n_workers)
     (void)n_workers;
     job *jb = ctx;
     scratch *s = &jb->scr[worker];
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     for (;;) {
         long long i = atomic_fetch_add_explicit(&jb->next, 1, memory_order_relaxed);
         if (i >= jb->hi - jb->lo)
             break;
-        int32_t r = jb->lo + (int32_t)i;
+        int32_t r = jb->sequence != NULL ? jb->sequence[i] : jb->lo + (int32_t)i;
+        s->roots++;
         if (jb->mode == 0) {
             uint64_t c = root_count(jb->o, s, r, jb->k, UINT64_MAX);
             if (__builtin_add_overflow(s->total, c, &s->total))
@@ -481,6 +488,8 @@ static void job_run(void *ctx, int worker, int n_workers)
             root_list(jb->o, s, r, jb->k, &out);
         }
     }
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
+    s->cpu_seconds += (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
 }
 
 static void run_job(pool *p, job *jb)
@@ -540,7 +549,14 @@ static ls_status check_args(const graph *g, int k, ls_err *err)
 
 ls_status cliques_count(const graph *g, int k, pool *p, uint64_t *count, ls_err *err)
 {
+    return cliques_count_stats(g, k, p, count, NULL, err);
+}
+
+ls_status cliques_count_stats(const graph *g, int k, pool *p, uint64_t *count, cliques_stats *stats, ls_err *err)
+{
     *count = 0;
+    if (stats != NULL)
+        memset(stats, 0, sizeof *stats);
     ls_status st = check_args(g, k, err);
     if (st != LS_OK)
         return st;
@@ -566,12 +582,42 @@ ls_status cliques_count(const graph *g, int k, pool *p, uint64_t *count, ls_err 
     jb.o = &o;
     jb.k = k;
     jb.scr = scr;
+    /* Roots with the most candidates first (a counting sort by out-degree,
+     * ties in rank order): the heavy roots start early and the last ones
+     * handed out are light, so no worker is left with a long tail. The sum
+     * does not depend on this order; only the balance does. */
+    int32_t *sequence = malloc((size_t)(o.n > 0 ? o.n : 1) * sizeof *sequence);
+    int64_t *bucket = calloc((size_t)o.max_out + 2, sizeof *bucket);
+    if (sequence == NULL || bucket == NULL) {
+        free(sequence);
+        free(bucket);
+        scratch_free(scr, nw);
+        oriented_free(&o);
+        return ls_fail(err, LS_ENOMEM, "cliques: out of memory");
+    }
+    for (int32_t r = 0; r < o.n; r++)
+        bucket[o.max_out - (o.off[r + 1] - o.off[r]) + 1]++;
+    for (int32_t d = 0; d <= o.max_out; d++)
+        bucket[d + 1] += bucket[d];
+    for (int32_t r = 0; r < o.n; r++)
+        sequence[bucket[o.max_out - (o.off[r + 1] - o.off[r])]++] = r;
+    free(bucket);
     jb.lo = 0;
     jb.hi = o.n;
+    jb.sequence = sequence;
     jb.mode = 0;
     run_job(p, &jb);
+    free(sequence);
     uint64_t total = 0;
     int overflow = 0;
+    if (stats != NULL) {
+        stats->n_workers = nw;
+        stats->degeneracy = o.max_out;
+        for (int i = 0; i < nw; i++) {
+            stats->worker_cpu_seconds[i] = scr[i].cpu_seconds;
+            stats->worker_roots[i] = scr[i].roots;
+        }
+    }
     for (int i = 0; i < nw; i++) {
         overflow |= scr[i].overflow;
         if (__builtin_add_overflow(total, scr[i].total, &total))

@@ -190,6 +190,13 @@ static int cmd_cliques(int argc, char **argv)
         cli_error("graph cliques", &err, st);
         return cli_exit_code(st);
     }
+    cliques_stats *stats = calloc(1, sizeof *stats);
+    if (stats == NULL) {
+        pool_destroy(p);
+        graph_destroy(g);
+        fputs("lockstep graph cliques: out of memory\n", stderr);
+        return EXIT_USAGE;
+    }
     double t0 = now_seconds();
     uint64_t n = 0;
     if (list) {
@@ -197,15 +204,30 @@ static int cmd_cliques(int argc, char **argv)
         ctx.g = g;
         st = cliques_list(g, (int)k, p, (uint64_t)max, print_clique, &ctx, &n, &err);
     } else {
-        st = cliques_count(g, (int)k, p, &n, &err);
+        st = cliques_count_stats(g, (int)k, p, &n, stats, &err);
         if (st == LS_OK)
             printf("%llu\n", (unsigned long long)n);
     }
     double secs = now_seconds() - t0;
-    if (st == LS_OK && timing)
-        fprintf(stderr, "lockstep graph cliques: k=%lld: %llu %s in %.3f s on %d thread%s\n", k,
+    if (st == LS_OK && timing) {
+        /* The workers' CPU times: on a loaded machine the wall time says
+         * little, the largest worker's CPU time bounds an idle machine's. */
+        char cpu[256] = "";
+        if (!list && stats->n_workers > 0) {
+            double largest = 0;
+            size_t at = (size_t)snprintf(cpu, sizeof cpu, "; worker CPU");
+            for (int i = 0; i < stats->n_workers && at < sizeof cpu - 32; i++) {
+                at += (size_t)snprintf(cpu + at, sizeof cpu - at, " %.3f", stats->worker_cpu_seconds[i]);
+                if (stats->worker_cpu_seconds[i] > largest)
+                    largest = stats->worker_cpu_seconds[i];
+            }
+            snprintf(cpu + at, sizeof cpu - at, " s, largest %.3f s", largest);
+        }
+        fprintf(stderr, "lockstep graph cliques: k=%lld: %llu %s in %.3f s on %d thread%s%s\n", k,
                 (unsigned long long)n, list ? "listed" : "cliques", secs, pool_threads(p),
-                pool_threads(p) == 1 ? "" : "s");
+                pool_threads(p) == 1 ? "" : "s", cpu);
+    }
+    free(stats);
     pool_destroy(p);
     graph_destroy(g);
     if (st != LS_OK) {
