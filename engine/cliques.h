@@ -34,6 +34,20 @@
  * thread alone. */
 ls_status cliques_count(const graph *g, int k, pool *p, uint64_t *count, ls_err *err);
 
+/* What a count cost each worker: CPU time (CLOCK_THREAD_CPUTIME_ID) and
+ * roots taken. On a machine other programs load, wall-clock speedup is not
+ * measurable, but the largest worker's CPU time bounds the wall time an
+ * idle machine would take: total / largest is the balance of the split. */
+typedef struct {
+    int n_workers;
+    int32_t degeneracy;
+    double worker_cpu_seconds[POOL_MAX_THREADS];
+    int64_t worker_roots[POOL_MAX_THREADS];
+} cliques_stats;
+
+/* cliques_count, filling *stats (may be NULL); k <= 2 leave it zero. */
+ls_status cliques_count_stats(const graph *g, int k, pool *p, uint64_t *count, cliques_stats *stats, ls_err *err);
+
 /* Calls fn(ctx, nodes, k) for each k-clique, nodes sorted by id, in root
  * order then the order of the search inside each root (both fixed), for at
  * most `max` cliques (0: no cap); *listed (may be NULL) gets how many were
@@ -48,5 +62,14 @@ ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(v
  * position; *degeneracy the largest remaining degree seen at a removal.
  * order and rank hold g->n each (either may be NULL). */
 ls_status cliques_degeneracy(const graph *g, int32_t *order, int32_t *rank, int32_t *degeneracy, ls_err *err);
+
+/* The popcnt instruction on (1, default: when the CPU has it and
+ * LOCKSTEP_SIMD does not say off) or off (0): for tests; the results are the
+ * same integers either way. Returns the previous setting. */
+int cliques_simd_set(int enabled);
+/* The most cliques a listing buffers at once (default 2^20; roots with more
+ * are listed on the calling thread straight into the callback). For tests.
+ * Returns the previous value. */
+uint64_t cliques_list_budget_set(uint64_t cliques);
 
 #endif

@@ -815,57 +815,89 @@ static int looks_like_text(const char *buf)
     }
 }
 
-ls_status graph_load_ref(graph **out, const char *ref, ls_err *err)
+ls_status graph_load_file(graph ***out, int32_t *count, const char *path, ls_err *err)
 {
     *out = NULL;
-    char path[4096];
-    long long index = -1;
-    const char *colon = strrchr(ref, ':');
-    size_t plen = strlen(ref);
-    if (colon != NULL && colon[1] != 0 && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
-        plen = (size_t)(colon - ref);
-        if (strlen(colon + 1) > 9)
-            return ls_fail(err, LS_EINVAL, "%s: graph index '%s' is too large", ref, colon + 1);
-        index = atoll(colon + 1);
-    }
-    if (plen >= sizeof path)
-        return ls_fail(err, LS_EINVAL, "%.60s...: path too long", ref);
-    memcpy(path, ref, plen);
-    path[plen] = 0;
+    *count = 0;
     char *buf;
     size_t len;
     ls_status st = slurp(path, &buf, &len, err);
     if (st != LS_OK)
         return st;
     if (looks_like_text(buf)) {
-        graph **list;
-        int32_t count;
-        st = parse_text(&list, &count, path, buf, err);
+        st = parse_text(out, count, path, buf, err);
         free(buf);
-        if (st != LS_OK)
-            return st;
-        if (index < 0 && count != 1) {
-            graph_list_destroy(list, count);
-            return ls_fail(err, LS_EINVAL, "%s: holds %ld graphs: name one as %s:I (I from 0)", path, (long)count,
-                           path);
-        }
-        if (index < 0)
-            index = 0;
-        if (index >= count) {
-            graph_list_destroy(list, count);
-            return ls_fail(err, LS_EINVAL, "%s: graph %lld: the file holds %ld graphs (0..%ld)", path, index,
-                           (long)count, (long)count - 1);
-        }
-        *out = list[index];
-        list[index] = NULL;
-        graph_list_destroy(list, count);
-        return LS_OK;
+        return st;
     }
-    if (index > 0) {
+    graph **list = malloc(sizeof *list);
+    if (list == NULL) {
         free(buf);
-        return ls_fail(err, LS_EINVAL, "%s: an edge list holds one graph (:0), not graph %lld", path, index);
+        return ls_fail(err, LS_ENOMEM, "%s: out of memory", path);
     }
-    st = parse_edgelist(out, path, buf, NULL, err);
+    st = parse_edgelist(&list[0], path, buf, NULL, err);
     free(buf);
+    if (st != LS_OK) {
+        free(list);
+        return st;
+    }
+    *out = list;
+    *count = 1;
+    return LS_OK;
+}
+
+ls_status graph_ref_split(const char *ref, char *path, size_t cap, int32_t *index, ls_err *err)
+{
+    *index = -1;
+    const char *colon = strrchr(ref, ':');
+    size_t plen = strlen(ref);
+    if (colon != NULL && colon[1] != 0 && strspn(colon + 1, "0123456789") == strlen(colon + 1)) {
+        plen = (size_t)(colon - ref);
+        if (strlen(colon + 1) > 9)
+            return ls_fail(err, LS_EINVAL, "%.200s: graph index '%s' is too large", ref, colon + 1);
+        *index = (int32_t)atol(colon + 1);
+    }
+    if (plen == 0)
+        return ls_fail(err, LS_EINVAL, "'%.200s' names no file", ref);
+    if (plen >= cap)
+        return ls_fail(err, LS_EINVAL, "%.60s...: path too long", ref);
+    memcpy(path, ref, plen);
+    path[plen] = 0;
+    return LS_OK;
+}
+
+ls_status graph_pick(graph **out, graph **list, int32_t count, const char *path, int32_t index, ls_err *err)
+{
+    *out = NULL;
+    if (index < 0 && count != 1)
+        return ls_fail(err, LS_EINVAL, "%s: holds %ld graphs: name one as %s:I (I from 0)", path, (long)count, path);
+    if (index < 0)
+        index = 0;
+    if (index >= count)
+        return ls_fail(err, LS_EINVAL, "%s: there is no graph %ld: the file holds %ld (0..%ld)", path, (long)index,
+                       (long)count, (long)count - 1);
+    *out = list[index];
+    return LS_OK;
+}
+
+ls_status graph_load_ref(graph **out, const char *ref, ls_err *err)
+{
+    *out = NULL;
+    char path[4096];
+    int32_t index;
+    ls_status st = graph_ref_split(ref, path, sizeof path, &index, err);
+    if (st != LS_OK)
+        return st;
+    graph **list;
+    int32_t count;
+    if ((st = graph_load_file(&list, &count, path, err)) != LS_OK)
+        return st;
+    graph *g;
+    if ((st = graph_pick(&g, list, count, path, index, err)) == LS_OK) {
+        for (int32_t i = 0; i < count; i++)
+            if (list[i] == g)
+                list[i] = NULL;
+        *out = g;
+    }
+    graph_list_destroy(list, count);
     return st;
 }

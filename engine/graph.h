@@ -105,5 +105,12 @@ void graph_list_destroy(graph **gs, int32_t count);   /* accepts NULL */
  * read as the graph text format when its first keyword line says GRAPH (or it
  * is gzip), else as an edge list. Without :I the file must hold one graph. */
 ls_status graph_load_ref(graph **out, const char *ref, ls_err *err);
+/* The parts of graph_load_ref, for callers that read a file once for many
+ * references: every graph of a file (an edge list is one), freed by
+ * graph_list_destroy; a reference split into its path and index (-1: none);
+ * the graph a reference picks out of a file's list (not a copy). */
+ls_status graph_load_file(graph ***out, int32_t *count, const char *path, ls_err *err);
+ls_status graph_ref_split(const char *ref, char *path, size_t cap, int32_t *index, ls_err *err);
+ls_status graph_pick(graph **out, graph **list, int32_t count, const char *path, int32_t index, ls_err *err);
 
 #endif

@@ -40,3 +40,7 @@ echo "gol: 3000 training steps at $cores threads in $(awk "BEGIN { printf \"%.1f
 "$BIN" export gol --db "$tmp/bench.db" --circuit -o "$tmp/gol.c" --no-progress
 ${CC:-cc} -O2 -DLOCKSTEP_CIRCUIT_MAIN "$tmp/gol.c" -o "$tmp/gol"
 "$tmp/gol"
+
+# Exact graph operations (cliques of WormNet, graph edit distance): tools/bench_graph.sh.
+echo
+sh "$(dirname "$0")/bench_graph.sh" "$BIN"
