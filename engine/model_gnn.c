@@ -605,9 +605,11 @@ static ls_status gm_create(void **self, ls_model_info *info, const ls_config *cf
         }
     }
     snprintf(m->names[t], sizeof m->names[t], "Wo");
-    m->tensors[t++] = (ls_tensor){ m->names[t - 1], m->net.off_wo, 2, { m->net.E, C } };
+    m->tensors[t] = (ls_tensor){ m->names[t], m->net.off_wo, 2, { m->net.E, C } };
+    t++;
     snprintf(m->names[t], sizeof m->names[t], "bo");
-    m->tensors[t++] = (ls_tensor){ m->names[t - 1], m->net.off_bo, 1, { C } };
+    m->tensors[t] = (ls_tensor){ m->names[t], m->net.off_bo, 1, { C } };
+    t++;
     /* Multiply-adds of one graph of N nodes (or the shared graph): forward,
      * weight gradient and input gradient of each dense layer. */
     double flops = 0;

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "../engine/config.h"
 #include "../engine/gnn.h"
@@ -500,6 +501,62 @@ static void test_wl_atlas(void **state)
     }
 }
 
+/* Bad karate files: LS_EFORMAT / LS_EIO naming the file, line and field. */
+static void test_karate_bad_files(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_gnn_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char edges[64], clubs[64], missing[64];
+    snprintf(edges, sizeof edges, "%s/e", dir);
+    snprintf(clubs, sizeof clubs, "%s/c", dir);
+    snprintf(missing, sizeof missing, "%s/none", dir);
+    static const struct {
+        const char *edges, *clubs, *want;
+        ls_status st;
+    } cases[] = {
+        { "0 1\n1 x\n", NULL, ":2: field 2", LS_EFORMAT },
+        { "0 1\n", NULL, "2 nodes; the karate club has 34", LS_EFORMAT },
+        { NULL, "0 0\n1 7\n", ":2: field 2: club 7", LS_EFORMAT },
+        { NULL, "0 0\n0 1\n", ":2: field 1: node 0", LS_EFORMAT },
+        { NULL, "0 0\n", "node 1 has no club", LS_EFORMAT },
+        { NULL, "", NULL, LS_EIO },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        ls_config *cfg = NULL;
+        ls_dataset *d = NULL;
+        ls_err err = { { 0 } };
+        assert_int_equal(ls_config_create(&cfg, "karate", "gnn", &err), LS_OK);
+        if (cases[i].edges != NULL) {
+            FILE *f = fopen(edges, "w");
+            assert_non_null(f);
+            fputs(cases[i].edges, f);
+            fclose(f);
+            assert_int_equal(ls_config_set(cfg, "edges", edges, &err), LS_OK);
+        }
+        if (cases[i].clubs != NULL && cases[i].st != LS_EIO) {
+            FILE *f = fopen(clubs, "w");
+            assert_non_null(f);
+            fputs(cases[i].clubs, f);
+            fclose(f);
+            assert_int_equal(ls_config_set(cfg, "clubs", clubs, &err), LS_OK);
+        }
+        if (cases[i].st == LS_EIO)
+            assert_int_equal(ls_config_set(cfg, "clubs", missing, &err), LS_OK);
+        const ls_status st = ls_task_find("karate")->load(cfg, &d, &err);
+        if (st != cases[i].st || d != NULL)
+            fail_msg("karate case %zu: status %d, want %d (%s)", i, (int)st, (int)cases[i].st, err.msg);
+        const char *file = cases[i].st == LS_EIO ? missing : cases[i].edges != NULL ? edges : clubs;
+        if (strstr(err.msg, file) == NULL || (cases[i].want != NULL && strstr(err.msg, cases[i].want) == NULL))
+            fail_msg("karate case %zu: '%s' does not name %s and '%s'", i, err.msg, file,
+                     cases[i].want ? cases[i].want : "");
+        ls_config_destroy(cfg);
+    }
+    remove(edges);
+    remove(clubs);
+    rmdir(dir);
+}
+
 /* ---- the tasks at several thread counts ---------------------------------- */
 
 static uint64_t run_task(const char *task, const char *const *sets, int threads, int steps, const ls_dataset *data)
@@ -581,6 +638,7 @@ int main(void)
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_wl),
         cmocka_unit_test(test_wl_atlas),
+        cmocka_unit_test(test_karate_bad_files),
         cmocka_unit_test(test_atlas_threads),
         cmocka_unit_test(test_karate_threads),
         cmocka_unit_test(test_graph_edit_threads),
