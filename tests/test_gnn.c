@@ -501,6 +501,42 @@ static void test_wl_atlas(void **state)
     }
 }
 
+/* The built-in karate data equal the files the project ships (one data
+ * identity). */
+static void test_karate_files(void **state)
+{
+    (void)state;
+    const char *root = getenv("LOCKSTEP_ROOT");
+    char edges[4096], clubs[4096];
+    snprintf(edges, sizeof edges, "%s/data/graphs/karate.edgelist", root != NULL ? root : ".");
+    snprintf(clubs, sizeof clubs, "%s/data/graphs/karate.clubs", root != NULL ? root : ".");
+    ls_dataset *d[2] = { NULL, NULL };
+    for (int i = 0; i < 2; i++) {
+        ls_config *cfg = NULL;
+        ls_err err = { { 0 } };
+        assert_int_equal(ls_config_create(&cfg, "karate", "gnn", &err), LS_OK);
+        if (i == 1) {
+            assert_int_equal(ls_config_set(cfg, "edges", edges, &err), LS_OK);
+            assert_int_equal(ls_config_set(cfg, "clubs", clubs, &err), LS_OK);
+        }
+        if (ls_task_find("karate")->load(cfg, &d[i], &err) != LS_OK)
+            fail_msg("karate: %s", err.msg);
+        ls_config_destroy(cfg);
+    }
+    assert_true(d[0]->hash == d[1]->hash);
+    /* 78 edges: the adjacency rows hold 156 ones. */
+    size_t ones = 0;
+    for (int test = 0; test < 2; test++) {
+        const ls_split *s = test ? &d[0]->test : &d[0]->train;
+        for (size_t i = 0; i < s->n; i++)
+            for (size_t u = 0; u < 34; u++)
+                ones += s->xf[i * s->dim + GNN_HEADER + 34 + u] != 0.0f;
+    }
+    assert_int_equal(ones, 156);
+    ls_dataset_destroy(d[0]);
+    ls_dataset_destroy(d[1]);
+}
+
 /* Bad karate files: LS_EFORMAT / LS_EIO naming the file, line and field. */
 static void test_karate_bad_files(void **state)
 {
@@ -638,6 +674,7 @@ int main(void)
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_wl),
         cmocka_unit_test(test_wl_atlas),
+        cmocka_unit_test(test_karate_files),
         cmocka_unit_test(test_karate_bad_files),
         cmocka_unit_test(test_atlas_threads),
         cmocka_unit_test(test_karate_threads),
