@@ -8,6 +8,10 @@
  *     the transpose in the backward pull is checked;
  *   - LS_LEAF_ADD adds the leaf's own sum;
  *   - 1-WL: a 6-cycle and two triangles fall in one class, a path does not;
+ *     on the atlas, the class counts networkx gives;
+ *   - graph-edit's GED of unedited graphs equals the size bound (exact for
+ *     an induced subgraph); karate's built-in data equal data/graphs, bad
+ *     karate files are named with line and field;
  *   - the tasks atlas, karate and graph-edit give one trajectory hash at
  *     threads 1, 2, 3 and 8. */
 #include <stdarg.h>
@@ -593,6 +597,56 @@ static void test_karate_bad_files(void **state)
     rmdir(dir);
 }
 
+/* graph-edit's distances: a target is an induced subgraph of its graph, so
+ * the exact GED from the unedited graph is the size bound, |S| + the edges
+ * touching S (S the deleted nodes): mean_ged_unedited must be its mean. */
+static void test_graph_edit_ged(void **state)
+{
+    (void)state;
+    if (!have_atlas())
+        skip();
+    ls_config *cfg = NULL;
+    ls_err err = { { 0 } };
+    assert_int_equal(ls_config_create(&cfg, "graph-edit", "gnn", &err), LS_OK);
+    ls_session_opts o = { 0 };
+    o.threads = 2;
+    ls_session *s = NULL;
+    if (ls_session_open(&s, cfg, &o, &err) != LS_OK)
+        fail_msg("graph-edit: %s", err.msg);
+    ls_metric m[LS_MAX_METRICS];
+    size_t n = 0;
+    assert_int_equal(ls_session_evaluate(s, m, &n, &err), LS_OK);
+    ls_dataset *d = NULL;
+    assert_int_equal(ls_task_find("graph-edit")->load(cfg, &d, &err), LS_OK);
+    const size_t N = 7, F = 3;
+    double sum = 0.0;
+    for (size_t i = 0; i < d->test.n; i++) {
+        const float *row = d->test.xf + i * d->test.dim;
+        const size_t nv = (size_t)row[3];
+        const float *adj = row + GNN_HEADER + N * F, *target = adj + N * N;
+        int64_t cost = 0;
+        for (size_t v = 0; v < nv; v++) {
+            cost += target[v] != 0.0f;
+            for (size_t u = v + 1; u < nv; u++)
+                cost += adj[v * N + u] != 0.0f && (target[v] != 0.0f || target[u] != 0.0f);
+        }
+        sum = sum + (double)cost;
+    }
+    const double want = sum / (double)d->test.n;
+    int found = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(m[i].name, "mean_ged_unedited") == 0) {
+            found = 1;
+            if (m[i].value != want)
+                fail_msg("mean_ged_unedited %.17g, the size bound gives %.17g", m[i].value, want);
+        }
+    assert_true(found);
+    printf("graph-edit: mean GED of the unedited graphs %.4f, as the size bound says\n", want);
+    ls_dataset_destroy(d);
+    assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
+    ls_config_destroy(cfg);
+}
+
 /* ---- the tasks at several thread counts ---------------------------------- */
 
 static uint64_t run_task(const char *task, const char *const *sets, int threads, int steps, const ls_dataset *data)
@@ -674,6 +728,7 @@ int main(void)
         cmocka_unit_test(test_gradients),
         cmocka_unit_test(test_wl),
         cmocka_unit_test(test_wl_atlas),
+        cmocka_unit_test(test_graph_edit_ged),
         cmocka_unit_test(test_karate_files),
         cmocka_unit_test(test_karate_bad_files),
         cmocka_unit_test(test_atlas_threads),
