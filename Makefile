@@ -73,7 +73,7 @@ INSTALLED = $(bindir)/lockstep $(libdir)/liblockstep.a $(libdir)/liblockstep.so.
 
 DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-dev \
             dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy \
-            libopenmpi-dev openmpi-bin
+            libopenmpi-dev openmpi-bin python3-networkx
 
 .PHONY: all deps build test demo bench golden-check golden-update help clean mpi \
         check-builds check-asan check-tsan check-layers install uninstall examples

@@ -24,6 +24,10 @@ echo
 echo
 "$BIN" bench --task checkerboard --async --threads "1,$cores" --steps 6 --reps "${REPS:-7}"
 
+# The message-passing network on the graph tasks (tools/bench_gnn.sh).
+echo
+"$(dirname "$0")/bench_gnn.sh" "$BIN"
+
 # A whole Game of Life training (the notebook's 3000 steps), then its exported
 # hard circuit compiled with cc -O2 and run bit-parallel (64 cells per word).
 tmp=$(mktemp -d)
@@ -39,3 +43,6 @@ ${CC:-cc} -O2 -DLOCKSTEP_CIRCUIT_MAIN "$tmp/gol.c" -o "$tmp/gol"
 
 # One run over 1-4 MPI ranks: step time and bytes per rank (tools/bench_mpi.sh; skipped without Open MPI).
 echo; sh "$(dirname "$0")/bench_mpi.sh" "$BIN"
+# Exact graph operations (cliques of WormNet, graph edit distance): tools/bench_graph.sh.
+echo
+sh "$(dirname "$0")/bench_graph.sh" "$BIN"

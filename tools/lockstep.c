@@ -41,6 +41,7 @@ static void usage(FILE *f)
           "          train one config at each thread count and verify all against the first\n"
           "  golden  check [FILE...] | update [FILE...]\n"
           "  bench   [train flags] --threads 1,2 throughput per thread count, tree vs unordered\n"
+          "  graph   cliques FILE -k K [--count|--list] | ged A B | ged --pairs FILE   exact graph operations\n"
           "\n"
           "\"--\" ends the flags of every command: what follows is a name (a run, a file).\n"
           "exit status: 0 success/equal, 1 differ/diverged (or nothing to compare), 2 bad usage or\n"
@@ -105,6 +106,7 @@ int main(int argc, char **argv)
         { "export", cmd_export }, { "render", cmd_render }, { "predict", cmd_predict },
         { "audit", cmd_audit }, { "reproduce", cmd_reproduce },
         { "report", cmd_report },
+        { "graph", cmd_graph },
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(cmd, cmds[i].name) == 0)

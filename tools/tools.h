@@ -140,6 +140,7 @@ int cmd_predict(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
 int cmd_report(int argc, char **argv);
+int cmd_graph(int argc, char **argv);
 
 /* Helpers shared by subcommands. */
 /* runlog_open, after refusing (LS_EIO naming it) a path that exists and is

@@ -1,0 +1,385 @@
+/* test_ged.c — graph edit distance (engine/ged.h) against independent
+ * answers: the small checks of graphs.md (C4–K4 2, P4–star 2, K3–K1 5,
+ * G–G 0, symmetry), and on samples of Graph Atlas pairs (up to 7 nodes;
+ * unlabelled with unit costs, labelled with other costs, and directed
+ * graphs) a brute force over every node map written here, with its own cost
+ * of an edit path: exact equals it, lower <= exact <= upper. ged_pairs gives
+ * the same results at 1, 2, 3 and 8 threads as one call per pair. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "../engine/ged.h"
+#include "../engine/graph.h"
+#include "../reduce/pool.h"
+
+static const int thread_counts[4] = {1, 2, 3, 8};
+static pool *pools[4];
+
+static int setup(void **state)
+{
+    (void)state;
+    ls_err err;
+    for (int i = 0; i < 4; i++)
+        if (pool_create(&pools[i], thread_counts[i], &err) != LS_OK)
+            return -1;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 4; i++)
+        pool_destroy(pools[i]);
+    return 0;
+}
+
+/* "0-1 1-2 ..." on n nodes. */
+static graph *make(int n, const char *edges, int directed, const int32_t *labels)
+{
+    int32_t s[64], d[64];
+    int m = 0;
+    const char *p = edges;
+    while (*p) {
+        char *e;
+        s[m] = (int32_t)strtol(p, &e, 10);
+        d[m] = (int32_t)strtol(e + 1, &e, 10);
+        m++;
+        p = e;
+        while (*p == ' ')
+            p++;
+    }
+    graph *g;
+    ls_err err = {{0}};
+    if (graph_create(&g, n, directed, s, d, m, labels, NULL, &err) != LS_OK)
+        fail_msg("%s", err.msg);
+    return g;
+}
+
+static ged_result ged(const graph *a, const graph *b, const ged_costs *c)
+{
+    ged_result r;
+    ls_err err = {{0}};
+    if (ged_compute(a, b, c, 10, &r, &err) != LS_OK)
+        fail_msg("%s", err.msg);
+    return r;
+}
+
+/* ---- the brute force ---------------------------------------------------- */
+
+typedef struct {
+    const graph *a, *b;
+    const ged_costs *c;
+    int32_t map[16];
+    int used[16];
+    uint8_t A[16][16], B[16][16];   /* adjacency, read once through graph_has_edge */
+    int64_t best;
+} brute;
+
+/* The cost of the edit path of a complete map, from the definition: node
+ * deletions, insertions and relabellings; every edge of a without an edge
+ * at its image is deleted; every edge of b without an edge at its preimage
+ * is inserted. */
+static int64_t brute_path_cost(const brute *s)
+{
+    const graph *a = s->a, *b = s->b;
+    const ged_costs *c = s->c;
+    int32_t pre[16];
+    int64_t cost = 0;
+    for (int j = 0; j < b->n; j++)
+        pre[j] = -1;
+    for (int i = 0; i < a->n; i++) {
+        if (s->map[i] < 0) {
+            cost += c->node_del;
+            continue;
+        }
+        pre[s->map[i]] = i;
+        if (a->label[i] != b->label[s->map[i]])
+            cost += c->node_sub;
+    }
+    for (int j = 0; j < b->n; j++)
+        if (pre[j] < 0)
+            cost += c->node_ins;
+    for (int i = 0; i < a->n; i++)
+        for (int k = 0; k < a->n; k++) {
+            if (!a->directed && k <= i)
+                continue;
+            if (!s->A[i][k])
+                continue;
+            if (s->map[i] < 0 || s->map[k] < 0 || !s->B[s->map[i]][s->map[k]])
+                cost += c->edge_del;
+        }
+    for (int j = 0; j < b->n; j++)
+        for (int l = 0; l < b->n; l++) {
+            if (!b->directed && l <= j)
+                continue;
+            if (!s->B[j][l])
+                continue;
+            if (pre[j] < 0 || pre[l] < 0 || !s->A[pre[j]][pre[l]])
+                cost += c->edge_ins;
+        }
+    return cost;
+}
+
+static void brute_rec(brute *s, int i)
+{
+    if (i == s->a->n) {
+        int64_t cost = brute_path_cost(s);
+        if (cost < s->best)
+            s->best = cost;
+        return;
+    }
+    s->map[i] = -1;
+    brute_rec(s, i + 1);
+    for (int j = 0; j < s->b->n; j++) {
+        if (s->used[j])
+            continue;
+        s->used[j] = 1;
+        s->map[i] = j;
+        brute_rec(s, i + 1);
+        s->used[j] = 0;
+    }
+}
+
+static int64_t brute_ged(const graph *a, const graph *b, const ged_costs *c)
+{
+    brute s;
+    memset(&s, 0, sizeof s);
+    s.a = a;
+    s.b = b;
+    s.c = c;
+    s.best = INT64_MAX;
+    assert_true(a->n <= 16 && b->n <= 16);
+    for (int i = 0; i < a->n; i++)
+        for (int k = 0; k < a->n; k++)
+            s.A[i][k] = (uint8_t)graph_has_edge(a, i, k);
+    for (int j = 0; j < b->n; j++)
+        for (int l = 0; l < b->n; l++)
+            s.B[j][l] = (uint8_t)graph_has_edge(b, j, l);
+    brute_rec(&s, 0);
+    return s.best;
+}
+
+static void check_pair(const graph *a, const graph *b, const ged_costs *c, const char *what, long i, long j)
+{
+    ged_result r = ged(a, b, c);
+    int64_t want = brute_ged(a, b, c);
+    if (r.exact != want || r.lower > r.exact || r.exact > r.upper || r.lower < 0)
+        fail_msg("%s %ld–%ld: lower %lld exact %lld upper %lld; brute force %lld", what, i, j, (long long)r.lower,
+                 (long long)r.exact, (long long)r.upper, (long long)want);
+}
+
+/* ---- cases -------------------------------------------------------------- */
+
+static void test_small(void **state)
+{
+    (void)state;
+    graph *c4 = make(4, "0-1 1-2 2-3 3-0", 0, NULL), *k4 = make(4, "0-1 0-2 0-3 1-2 1-3 2-3", 0, NULL);
+    graph *p4 = make(4, "0-1 1-2 2-3", 0, NULL), *star = make(4, "0-1 0-2 0-3", 0, NULL);
+    graph *k3 = make(3, "0-1 1-2 0-2", 0, NULL), *k1 = make(1, "", 0, NULL), *empty = make(0, "", 0, NULL);
+    static const struct {
+        int a, b;
+        int64_t want;
+    } checks[] = {{0, 1, 2}, {2, 3, 2}, {4, 5, 5}, {0, 0, 0}, {1, 1, 0}, {2, 2, 0}, {4, 4, 0}, {6, 6, 0},
+                  {5, 6, 1}, {4, 6, 6}};
+    graph *gs[] = {c4, k4, p4, star, k3, k1, empty};
+    for (size_t i = 0; i < sizeof checks / sizeof checks[0]; i++) {
+        for (int rev = 0; rev < 2; rev++) {   /* symmetric for symmetric costs */
+            const graph *a = gs[rev ? checks[i].b : checks[i].a], *b = gs[rev ? checks[i].a : checks[i].b];
+            ged_result r = ged(a, b, NULL);
+            if (r.exact != checks[i].want || r.lower > r.exact || r.exact > r.upper)
+                fail_msg("check %zu%s: lower %lld exact %lld upper %lld, want %lld", i, rev ? " reversed" : "",
+                         (long long)r.lower, (long long)r.exact, (long long)r.upper, (long long)checks[i].want);
+        }
+    }
+    /* Over the node cap: no exact, the bounds still. */
+    ged_result r;
+    ls_err err = {{0}};
+    assert_int_equal(ged_compute(c4, k3, NULL, 3, &r, &err), LS_OK);
+    assert_int_equal(r.exact, -1);
+    assert_true(r.lower >= 2 && r.lower <= r.upper);   /* a node and 1 edge at least */
+    /* The path cost of a given map. */
+    int32_t map[4] = {0, 1, 2, 3};
+    assert_int_equal(ged_path_cost(c4, k4, NULL, map), 2);
+    int32_t del[4] = {-1, -1, -1, -1};
+    assert_int_equal(ged_path_cost(c4, k4, NULL, del), 4 + 4 + 4 + 6);
+    /* Directed against undirected: refused. */
+    graph *d = make(2, "0-1", 1, NULL);
+    assert_int_equal(ged_compute(d, k3, NULL, 10, &r, &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "directed"));
+    graph *all[] = {c4, k4, p4, star, k3, k1, empty, d};
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        graph_destroy(all[i]);
+}
+
+static graph **atlas(int32_t *n)
+{
+    if (access(GRAPH_ATLAS_PATH, R_OK) != 0) {
+        printf("ged: %s missing (Debian package python3-networkx): Atlas checks skipped\n", GRAPH_ATLAS_PATH);
+        return NULL;
+    }
+    ls_err err = {{0}};
+    graph **gs;
+    if (graph_load_atlas(&gs, n, GRAPH_ATLAS_PATH, &err) != LS_OK)
+        fail_msg("%s", err.msg);
+    return gs;
+}
+
+/* Atlas graphs 0..208 have up to 6 nodes, 209..1252 have 7. */
+static void test_atlas_unit(void **state)
+{
+    (void)state;
+    int32_t n;
+    graph **gs = atlas(&n);
+    if (gs == NULL)
+        skip();
+    ged_costs unit = GED_COSTS_UNIT;
+    long pairs = 0;
+    for (long i = 1; i < 209; i += 5)
+        for (long j = 2; j < 209; j += 13, pairs++)
+            check_pair(gs[i], gs[j], &unit, "Atlas", i, j);
+    for (long i = 209; i < 1253; i += 211)
+        for (long j = 211; j < 1253; j += 263, pairs++)
+            check_pair(gs[i], gs[j], &unit, "Atlas", i, j);
+    printf("ged: %ld Atlas pairs equal to the brute force\n", pairs);
+    graph_list_destroy(gs, n);
+}
+
+/* A copy of g with labels from a fixed sequence (0..L-1). */
+static graph *relabel(const graph *g, uint32_t *seed, int L, int directed)
+{
+    int32_t lab[16], s[64], d[64];
+    int m = 0;
+    for (int v = 0; v < g->n; v++) {
+        *seed = *seed * 1103515245u + 12345u;
+        lab[v] = (int32_t)((*seed >> 16) % (uint32_t)L);
+    }
+    for (int v = 0; v < g->n; v++)
+        for (int64_t e = g->out_off[v]; e < g->out_off[v + 1]; e++) {
+            if (!directed && g->out_adj[e] < v)
+                continue;
+            /* Directed: each edge becomes an arc whose direction the
+             * sequence picks, sometimes both. */
+            *seed = *seed * 1103515245u + 12345u;
+            uint32_t r = (*seed >> 16) % 3;
+            s[m] = r == 1 ? g->out_adj[e] : v;
+            d[m] = r == 1 ? v : g->out_adj[e];
+            m++;
+            if (directed && r == 2) {
+                s[m] = g->out_adj[e];
+                d[m] = v;
+                m++;
+            }
+        }
+    graph *out;
+    ls_err err = {{0}};
+    if (graph_create(&out, g->n, directed, s, d, m, lab, NULL, &err) != LS_OK)
+        fail_msg("%s", err.msg);
+    return out;
+}
+
+static void test_atlas_labelled_costs(void **state)
+{
+    (void)state;
+    int32_t n;
+    graph **gs = atlas(&n);
+    if (gs == NULL)
+        skip();
+    static const ged_costs costs[3] = {{1, 1, 1, 1, 1}, {2, 3, 1, 2, 1}, {5, 1, 2, 1, 3}};
+    uint32_t seed = 7;
+    long pairs = 0;
+    for (int directed = 0; directed < 2; directed++)
+        for (long i = 3; i < 209; i += 11)
+            for (long j = 5; j < 209; j += 23, pairs++) {
+                graph *a = relabel(gs[i], &seed, 2 + (int)(i % 3), directed);
+                graph *b = relabel(gs[j], &seed, 2 + (int)(j % 3), directed);
+                check_pair(a, b, &costs[(i + j) % 3], directed ? "directed labelled" : "labelled", i, j);
+                graph_destroy(a);
+                graph_destroy(b);
+            }
+    printf("ged: %ld labelled or directed pairs equal to the brute force\n", pairs);
+    graph_list_destroy(gs, n);
+}
+
+static void test_pairs_threads(void **state)
+{
+    (void)state;
+    int32_t n;
+    graph **gs = atlas(&n);
+    if (gs == NULL)
+        skip();
+    enum { P = 400 };
+    const graph *a[P], *b[P];
+    ged_result one[P], many[P];
+    uint32_t seed = 1;
+    for (int i = 0; i < P; i++) {
+        seed = seed * 1103515245u + 12345u;
+        a[i] = gs[209 + (seed >> 8) % 1044];
+        seed = seed * 1103515245u + 12345u;
+        b[i] = gs[150 + (seed >> 8) % 1103];
+        ls_err err = {{0}};
+        assert_int_equal(ged_compute(a[i], b[i], NULL, i % 2 ? 7 : 6, &one[i], &err), LS_OK);
+    }
+    for (int t = 0; t < 4; t++) {
+        ls_err err = {{0}};
+        /* Half the pairs under the cap, half over it: two calls. */
+        memset(many, 0xa5, sizeof many);
+        for (int half = 0; half < 2; half++) {
+            const graph *ha[P / 2], *hb[P / 2];
+            ged_result hr[P / 2];
+            for (int i = 0; i < P / 2; i++) {
+                ha[i] = a[2 * i + half];
+                hb[i] = b[2 * i + half];
+            }
+            assert_int_equal(ged_pairs(ha, hb, P / 2, NULL, half ? 7 : 6, pools[t], hr, &err), LS_OK);
+            for (int i = 0; i < P / 2; i++)
+                many[2 * i + half] = hr[i];
+        }
+        if (memcmp(one, many, sizeof one) != 0)
+            fail_msg("ged_pairs at %d threads differs from one call per pair", thread_counts[t]);
+    }
+    graph_list_destroy(gs, n);
+}
+
+static void test_costs_parse(void **state)
+{
+    (void)state;
+    ged_costs c = GED_COSTS_UNIT;
+    ls_err err = {{0}};
+    assert_int_equal(ged_costs_parse(&c, "2,3,4,5,6", &err), LS_OK);
+    assert_true(c.node_sub == 2 && c.node_del == 3 && c.node_ins == 4 && c.edge_del == 5 && c.edge_ins == 6);
+    c = GED_COSTS_UNIT;
+    assert_int_equal(ged_costs_parse(&c, "edge-del=7,node-sub=0", &err), LS_OK);
+    assert_true(c.node_sub == 0 && c.node_del == 1 && c.edge_del == 7 && c.edge_ins == 1);
+    ged_costs before = c;
+    assert_int_equal(ged_costs_parse(&c, "node-sub=x", &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "'x'"));
+    assert_int_equal(ged_costs_parse(&c, "edge-move=1", &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "edge-move"));
+    assert_int_equal(ged_costs_parse(&c, "1,2,3,4,5,6", &err), LS_EINVAL);
+    assert_int_equal(ged_costs_parse(&c, "-1", &err), LS_EINVAL);
+    assert_int_equal(ged_costs_parse(&c, "", &err), LS_EINVAL);
+    assert_memory_equal(&c, &before, sizeof c);   /* a refused text changes nothing */
+}
+
+int main(int argc, char **argv)
+{
+    /* An optional argument runs the cases whose names match it. */
+    if (argc > 1)
+        cmocka_set_test_filter(argv[1]);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_small),
+        cmocka_unit_test(test_atlas_unit),
+        cmocka_unit_test(test_atlas_labelled_costs),
+        cmocka_unit_test(test_pairs_threads),
+        cmocka_unit_test(test_costs_parse),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown) != 0;
+}

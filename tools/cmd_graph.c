@@ -1,0 +1,483 @@
+/* cmd_graph.c — `lockstep graph cliques|ged`: the exact graph operations
+ * (engine/cliques.h, engine/ged.h) on graph files (engine/graph.h), their
+ * answers on stdout for scripts, timings on stderr (on a terminal, or with
+ * --time). Bad input exits 2 with one line naming file, line and field. */
+#include "tools.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "../engine/cliques.h"
+#include "../engine/ged.h"
+#include "../engine/graph.h"
+#include "../reduce/pool.h"
+
+static void graph_usage(FILE *f)
+{
+    fputs("usage: lockstep graph cliques FILE -k K [--count | --list [--max N]] [--threads N] [--time]\n"
+          "       lockstep graph ged FILE_A FILE_B [--node-cap N] [--costs C] [--threads N] [--time]\n"
+          "       lockstep graph ged --pairs FILE [--node-cap N] [--costs C] [--threads N] [--time]\n"
+          "\n"
+          "Exact graph operations whose answers do not depend on the thread count.\n"
+          "A graph FILE is an edge list ('a b [weight]' a line) or the graph text format\n"
+          "(GRAPH / NODES / LABELS / DIRECTED / 'a b'; gzip is read, so the networkx Graph\n"
+          "Atlas atlas.dat.gz is one); FILE:I names the I-th graph (from 0) of a file of\n"
+          "several (docs/formats.md). See `lockstep graph cliques --help`, `... ged --help`.\n",
+          f);
+}
+
+static void cliques_usage(FILE *f)
+{
+    fputs("usage: lockstep graph cliques FILE -k K [--count | --list [--max N]] [--threads N] [--time]\n"
+          "\n"
+          "The k-cliques of an undirected graph (kClist: degeneracy order, ties by node id).\n"
+          "  -k K         clique size, 1..64\n"
+          "  --count      print the number of k-cliques alone (the default)\n"
+          "  --list       print each clique on a line, its nodes sorted by id (names for an\n"
+          "               edge list of names), cliques in root order: the same bytes at any\n"
+          "               thread count\n"
+          "  --max N      with --list: at most N cliques (0: all)\n"
+          "  --threads N  worker threads (default: the online CPUs)\n"
+          "  --time       the time taken, on stderr (always on a terminal)\n",
+          f);
+}
+
+static void ged_usage(FILE *f)
+{
+    fputs("usage: lockstep graph ged FILE_A FILE_B [--node-cap N] [--costs C] [--threads N] [--time]\n"
+          "       lockstep graph ged --pairs FILE [...]\n"
+          "\n"
+          "Graph edit distance: prints 'lower L exact E upper U' per pair ('exact E' left out\n"
+          "when a graph has more than --node-cap nodes). lower: the larger of a bipartite\n"
+          "lower bound and the size bound; upper: Riesen & Bunke's bipartite bound; exact:\n"
+          "depth-first branch and bound.\n"
+          "  --pairs FILE  one pair a line, 'FILE_A FILE_B' (# comments); one output line a\n"
+          "                pair, in input order, the same bytes at any thread count\n"
+          "  --node-cap N  the exact search only when both graphs have at most N nodes\n"
+          "                (default 10; 0..64)\n"
+          "  --costs C     integer costs, unit by default: 5 numbers\n"
+          "                node-sub,node-del,node-ins,edge-del,edge-ins, or named ones:\n"
+          "                node-sub=2,edge-del=3 (the rest stay 1)\n"
+          "  --threads N   worker threads: pairs are the work units (default: the online CPUs)\n"
+          "  --time        pairs per second, on stderr (always on a terminal)\n",
+          f);
+}
+
+static double now_seconds(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static int bad(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int bad(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "lockstep graph %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+static int parse_count(const char *cmd, const char *flag, const char *v, long long lo, long long hi, long long *out)
+{
+    char *end;
+    errno = 0;
+    long long x = v != NULL ? strtoll(v, &end, 10) : 0;
+    if (v == NULL)
+        return bad(cmd, "%s: needs a value", flag);
+    if (*v == 0 || *end != 0 || errno != 0 || x < lo || x > hi) {
+        char range[64];
+        snprintf(range, sizeof range, "%lld..%lld", lo, hi);
+        fprintf(stderr, "lockstep graph %s: %s: '%s' is not an integer in %s\n", cmd, flag, v, range);
+        return EXIT_USAGE;
+    }
+    *out = x;
+    return EXIT_OK;
+}
+
+static ls_status make_pool(pool **p, long long threads, ls_err *err)
+{
+    *p = NULL;
+    int t = threads > 0 ? (int)threads : pool_online_cpus();
+    return pool_create(p, t, err);
+}
+
+/* ---- cliques ------------------------------------------------------------ */
+
+typedef struct {
+    const graph *g;
+} list_ctx;
+
+static int print_clique(void *ctx, const int32_t *nodes, int k)
+{
+    list_ctx *c = ctx;
+    for (int i = 0; i < k; i++) {
+        const char *name = graph_name(c->g, nodes[i]);
+        if (i > 0)
+            putchar(' ');
+        if (name != NULL)
+            fputs(name, stdout);
+        else
+            printf("%ld", (long)nodes[i]);
+    }
+    putchar('\n');
+    return ferror(stdout) ? 1 : 0;
+}
+
+static int cmd_cliques(int argc, char **argv)
+{
+    const char *file = NULL;
+    long long k = -1, threads = 0, max = 0;
+    int list = 0, count = 0, timing = isatty(STDERR_FILENO), max_set = 0, rc;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            cliques_usage(stdout);
+            return EXIT_OK;
+        } else if (strcmp(a, "-k") == 0 || strcmp(a, "--k") == 0) {
+            if ((rc = parse_count("cliques", "-k", i + 1 < argc ? argv[++i] : NULL, 1, CLIQUES_MAX_K, &k)) != 0)
+                return rc;
+        } else if (strcmp(a, "--threads") == 0) {
+            if ((rc = parse_count("cliques", "--threads", i + 1 < argc ? argv[++i] : NULL, 1, POOL_MAX_THREADS,
+                                  &threads)) != 0)
+                return rc;
+        } else if (strcmp(a, "--max") == 0) {
+            if ((rc = parse_count("cliques", "--max", i + 1 < argc ? argv[++i] : NULL, 0, INT64_MAX, &max)) != 0)
+                return rc;
+            max_set = 1;
+        } else if (strcmp(a, "--count") == 0) {
+            count = 1;
+        } else if (strcmp(a, "--list") == 0) {
+            list = 1;
+        } else if (strcmp(a, "--time") == 0) {
+            timing = 1;
+        } else if (strcmp(a, "--") == 0 && i + 1 < argc && file == NULL) {
+            file = argv[++i];
+        } else if (a[0] == '-' && a[1] != 0) {
+            return bad("cliques", "%s: unknown flag (see lockstep graph cliques --help)", a);
+        } else if (file == NULL) {
+            file = a;
+        } else {
+            return bad("cliques", "'%s': one graph FILE only (see --help)", a);
+        }
+    }
+    if (file == NULL)
+        return bad("cliques", "missing FILE (see lockstep graph cliques --help)");
+    if (k < 0)
+        return bad("cliques", "missing -k K (the clique size)");
+    if (list && count)
+        return bad("cliques", "--count and --list: choose one");
+    if (max_set && !list)
+        return bad("cliques", "--max goes with --list");
+    ls_err err = {{0}};
+    graph *g;
+    ls_status st = graph_load_ref(&g, file, &err);
+    if (st != LS_OK) {
+        cli_error("graph cliques", &err, st);
+        return cli_exit_code(st);
+    }
+    pool *p;
+    if ((st = make_pool(&p, threads, &err)) != LS_OK) {
+        graph_destroy(g);
+        cli_error("graph cliques", &err, st);
+        return cli_exit_code(st);
+    }
+    cliques_stats *stats = calloc(1, sizeof *stats);
+    if (stats == NULL) {
+        pool_destroy(p);
+        graph_destroy(g);
+        fputs("lockstep graph cliques: out of memory\n", stderr);
+        return EXIT_USAGE;
+    }
+    double t0 = now_seconds();
+    uint64_t n = 0;
+    if (list) {
+        list_ctx ctx;
+        ctx.g = g;
+        st = cliques_list(g, (int)k, p, (uint64_t)max, print_clique, &ctx, &n, &err);
+    } else {
+        st = cliques_count_stats(g, (int)k, p, &n, stats, &err);
+        if (st == LS_OK)
+            printf("%llu\n", (unsigned long long)n);
+    }
+    double secs = now_seconds() - t0;
+    if (st == LS_OK && timing) {
+        /* The workers' CPU times: on a loaded machine the wall time says
+         * little, the largest worker's CPU time bounds an idle machine's. */
+        char cpu[256] = "";
+        if (!list && stats->n_workers > 0) {
+            double largest = 0;
+            size_t at = (size_t)snprintf(cpu, sizeof cpu, "; worker CPU");
+            for (int i = 0; i < stats->n_workers && at < sizeof cpu - 32; i++) {
+                at += (size_t)snprintf(cpu + at, sizeof cpu - at, " %.3f", stats->worker_cpu_seconds[i]);
+                if (stats->worker_cpu_seconds[i] > largest)
+                    largest = stats->worker_cpu_seconds[i];
+            }
+            snprintf(cpu + at, sizeof cpu - at, " s, largest %.3f s", largest);
+        }
+        fprintf(stderr, "lockstep graph cliques: k=%lld: %llu %s in %.3f s on %d thread%s%s\n", k,
+                (unsigned long long)n, list ? "listed" : "cliques", secs, pool_threads(p),
+                pool_threads(p) == 1 ? "" : "s", cpu);
+    }
+    free(stats);
+    pool_destroy(p);
+    graph_destroy(g);
+    if (st != LS_OK) {
+        cli_error("graph cliques", &err, st);
+        return cli_exit_code(st);
+    }
+    return EXIT_OK;
+}
+
+/* ---- ged ---------------------------------------------------------------- */
+
+/* Graph files read once however many pairs name them. */
+typedef struct {
+    char *path;
+    graph **list;
+    int32_t count;
+} loaded_file;
+
+typedef struct {
+    loaded_file *files;
+    size_t n, cap;
+} file_cache;
+
+static void cache_free(file_cache *c)
+{
+    for (size_t i = 0; i < c->n; i++) {
+        free(c->files[i].path);
+        graph_list_destroy(c->files[i].list, c->files[i].count);
+    }
+    free(c->files);
+}
+
+static ls_status cache_ref(file_cache *c, const char *ref, const graph **out, ls_err *err)
+{
+    char path[4096];
+    int32_t index;
+    ls_status st = graph_ref_split(ref, path, sizeof path, &index, err);
+    if (st != LS_OK)
+        return st;
+    loaded_file *f = NULL;
+    for (size_t i = 0; i < c->n; i++)
+        if (strcmp(c->files[i].path, path) == 0)
+            f = &c->files[i];
+    if (f == NULL) {
+        if (c->n == c->cap) {
+            size_t nc = c->cap ? c->cap * 2 : 8;
+            loaded_file *nf = realloc(c->files, nc * sizeof *nf);
+            if (nf == NULL)
+                return ls_fail(err, LS_ENOMEM, "out of memory");
+            c->files = nf;
+            c->cap = nc;
+        }
+        f = &c->files[c->n];
+        f->path = strdup(path);
+        if (f->path == NULL)
+            return ls_fail(err, LS_ENOMEM, "out of memory");
+        if ((st = graph_load_file(&f->list, &f->count, path, err)) != LS_OK) {
+            free(f->path);
+            return st;
+        }
+        c->n++;
+    }
+    graph *g;
+    if ((st = graph_pick(&g, f->list, f->count, path, index, err)) != LS_OK)
+        return st;
+    *out = g;
+    return LS_OK;
+}
+
+/* Reads a pairs file: its references resolved through the cache. */
+static ls_status read_pairs(const char *path, file_cache *cache, const graph ***pa, const graph ***pb, size_t *n,
+                            ls_err *err)
+{
+    *pa = *pb = NULL;
+    *n = 0;
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(errno));
+    char *line = NULL;
+    size_t cap_line = 0, cap = 0, lineno = 0;
+    ls_status st = LS_OK;
+    ssize_t got;
+    while ((got = getline(&line, &cap_line, f)) >= 0) {
+        lineno++;
+        char *hash = strchr(line, '#');
+        if (hash != NULL)
+            *hash = 0;
+        char *save = NULL, *fields[3];
+        int nf = 0;
+        for (char *t = strtok_r(line, " \t\r\n", &save); t != NULL && nf < 3; t = strtok_r(NULL, " \t\r\n", &save))
+            fields[nf++] = t;
+        if (nf == 0)
+            continue;
+        if (nf != 2) {
+            st = ls_fail(err, LS_EFORMAT, "%s:%zu: field %d: %s (a pair line is 'FILE_A FILE_B')", path, lineno,
+                         nf < 2 ? 2 : 3, nf < 2 ? "missing" : "unexpected");
+            break;
+        }
+        if (*n == cap) {
+            size_t nc = cap ? cap * 2 : 64;
+            const graph **na = realloc(*pa, nc * sizeof *na);
+            if (na != NULL)
+                *pa = na;
+            const graph **nb = na != NULL ? realloc(*pb, nc * sizeof *nb) : NULL;
+            if (nb == NULL) {
+                st = ls_fail(err, LS_ENOMEM, "%s: out of memory", path);
+                break;
+            }
+            *pb = nb;
+            cap = nc;
+        }
+        for (int k = 0; k < 2 && st == LS_OK; k++) {
+            ls_err e = {{0}};
+            ls_status s2 = cache_ref(cache, fields[k], k == 0 ? &(*pa)[*n] : &(*pb)[*n], &e);
+            if (s2 != LS_OK)
+                st = ls_fail(err, s2 == LS_ENOMEM ? s2 : LS_EFORMAT, "%s:%zu: field %d: %s", path, lineno, k + 1,
+                             e.msg);
+        }
+        if (st != LS_OK)
+            break;
+        (*n)++;
+    }
+    if (st == LS_OK && ferror(f))
+        st = ls_fail(err, LS_EIO, "%s: read error", path);
+    free(line);
+    fclose(f);
+    return st;
+}
+
+static int cmd_ged(int argc, char **argv)
+{
+    const char *files[2] = {NULL, NULL}, *pairs = NULL, *costs = NULL;
+    int n_files = 0, timing = isatty(STDERR_FILENO), rc;
+    long long node_cap = GED_DEFAULT_NODE_CAP, threads = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            ged_usage(stdout);
+            return EXIT_OK;
+        } else if (strcmp(a, "--node-cap") == 0) {
+            if ((rc = parse_count("ged", "--node-cap", i + 1 < argc ? argv[++i] : NULL, 0, 64, &node_cap)) != 0)
+                return rc;
+        } else if (strcmp(a, "--threads") == 0) {
+            if ((rc = parse_count("ged", "--threads", i + 1 < argc ? argv[++i] : NULL, 1, POOL_MAX_THREADS,
+                                  &threads)) != 0)
+                return rc;
+        } else if (strcmp(a, "--pairs") == 0) {
+            if (i + 1 >= argc)
+                return bad("ged", "--pairs: needs a FILE");
+            pairs = argv[++i];
+        } else if (strcmp(a, "--costs") == 0) {
+            if (i + 1 >= argc)
+                return bad("ged", "--costs: needs a value");
+            costs = argv[++i];
+        } else if (strcmp(a, "--time") == 0) {
+            timing = 1;
+        } else if (a[0] == '-' && a[1] != 0 && strcmp(a, "--") != 0) {
+            return bad("ged", "%s: unknown flag (see lockstep graph ged --help)", a);
+        } else {
+            if (strcmp(a, "--") == 0) {
+                if (i + 1 >= argc)
+                    break;
+                a = argv[++i];
+            }
+            if (n_files == 2)
+                return bad("ged", "'%s': two graph files only (see --help)", a);
+            files[n_files++] = a;
+        }
+    }
+    if (pairs != NULL && n_files > 0)
+        return bad("ged", "--pairs and graph files: choose one");
+    if (pairs == NULL && n_files != 2)
+        return bad("ged", "needs FILE_A FILE_B or --pairs FILE (see lockstep graph ged --help)");
+    ls_err err = {{0}};
+    ged_costs c = GED_COSTS_UNIT;
+    ls_status st;
+    if (costs != NULL && (st = ged_costs_parse(&c, costs, &err)) != LS_OK) {
+        cli_error("graph ged", &err, st);
+        return cli_exit_code(st);
+    }
+    file_cache cache = {0};
+    const graph **pa = NULL, **pb = NULL;
+    const graph *one[2];
+    size_t n = 0;
+    if (pairs != NULL) {
+        st = read_pairs(pairs, &cache, &pa, &pb, &n, &err);
+    } else {
+        st = LS_OK;
+        for (int k = 0; k < 2 && st == LS_OK; k++)
+            st = cache_ref(&cache, files[k], &one[k], &err);
+        pa = malloc(sizeof *pa);
+        pb = malloc(sizeof *pb);
+        if (st == LS_OK && (pa == NULL || pb == NULL))
+            st = ls_fail(&err, LS_ENOMEM, "out of memory");
+        if (st == LS_OK) {
+            pa[0] = one[0];
+            pb[0] = one[1];
+            n = 1;
+        }
+    }
+    ged_result *res = st == LS_OK ? calloc(n > 0 ? n : 1, sizeof *res) : NULL;
+    if (st == LS_OK && res == NULL)
+        st = ls_fail(&err, LS_ENOMEM, "out of memory for %zu pairs", n);
+    pool *p = NULL;
+    if (st == LS_OK)
+        st = make_pool(&p, threads, &err);
+    double t0 = now_seconds(), secs = 0;
+    if (st == LS_OK) {
+        st = ged_pairs(pa, pb, n, &c, (int)node_cap, p, res, &err);
+        secs = now_seconds() - t0;
+    }
+    if (st == LS_OK) {
+        for (size_t i = 0; i < n; i++) {
+            if (res[i].exact >= 0)
+                printf("lower %lld exact %lld upper %lld\n", (long long)res[i].lower, (long long)res[i].exact,
+                       (long long)res[i].upper);
+            else
+                printf("lower %lld upper %lld\n", (long long)res[i].lower, (long long)res[i].upper);
+        }
+        if (timing)
+            fprintf(stderr, "lockstep graph ged: %zu pair%s in %.3f s on %d thread%s: %.0f pairs/s\n", n,
+                    n == 1 ? "" : "s", secs, pool_threads(p), pool_threads(p) == 1 ? "" : "s",
+                    secs > 0 ? (double)n / secs : 0.0);
+    }
+    pool_destroy(p);
+    free(res);
+    free(pa);
+    free(pb);
+    cache_free(&cache);
+    if (st != LS_OK) {
+        cli_error("graph ged", &err, st);
+        return cli_exit_code(st);
+    }
+    return EXIT_OK;
+}
+
+int cmd_graph(int argc, char **argv)
+{
+    if (argc < 1) {
+        fputs("lockstep graph: missing operation: cliques or ged (see lockstep graph --help)\n", stderr);
+        return EXIT_USAGE;
+    }
+    if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
+        graph_usage(stdout);
+        return EXIT_OK;
+    }
+    if (strcmp(argv[0], "cliques") == 0)
+        return cmd_cliques(argc - 1, argv + 1);
+    if (strcmp(argv[0], "ged") == 0)
+        return cmd_ged(argc - 1, argv + 1);
+    fprintf(stderr, "lockstep graph: '%s' is not an operation: cliques or ged (see lockstep graph --help)\n", argv[0]);
+    return EXIT_USAGE;
+}
