@@ -36,6 +36,8 @@ struct trainer {
     size_t *worker_work;        /* [threads] units and leaves each worker ran in the last step */
     void (*test_hook)(void *);  /* test-only, see trainer_set_test_hook */
     void *test_hook_ctx;
+    const float *staged_sum;    /* trainer_stage_sum: the next step's tree sum, computed outside */
+    double staged_loss;
 };
 
 ls_status trainer_load_data(const ls_config *cfg, ls_dataset **data, ls_err *err)
@@ -245,13 +247,15 @@ static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err 
                         : tree_reduce(t->reducer, trainer_leaf, t, &t->sum, total);
 }
 
+static ls_status trainer_take_staged(trainer *t, double *total);
+
 ls_status trainer_step(trainer *t, double *loss, ls_err *err)
 {
     int64_t step = t->done + 1;
     trainer_batch_ids(t, step);
     double total;
     ls_err e2 = { "" };
-    ls_status st = trainer_reduce(t, step, &total, &e2);
+    ls_status st = t->staged_sum != NULL ? trainer_take_staged(t, &total) : trainer_reduce(t, step, &total, &e2);
     if (st != LS_OK)
         return ls_fail(err, st, "step %lld: %s", (long long)step, e2.msg[0] ? e2.msg : ls_strerror(st));
     if (t->model->info.mean_loss)
@@ -333,5 +337,43 @@ ls_status trainer_evaluate(trainer *t, double *accuracy, ls_err *err)
         total += correct[i];
     free(correct);
     *accuracy = n ? (double)total / (double)n : 0.0;
+    return LS_OK;
+}
+
+/* --- a step in stages (engine/sweep.c) ---------------------------------------------------- */
+
+ls_status trainer_stage_begin(trainer *t, ls_err *err)
+{
+    const ls_model *m = t->model;
+    int64_t step = t->done + 1;
+    trainer_batch_ids(t, step);
+    memset(t->worker_work, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
+    t->staged_sum = NULL;
+    t->batch = (ls_batch){ t->data, t->data != NULL ? t->ids : NULL, t->cfg.batch, step, t->cfg.seed };
+    return m->desc->prepare != NULL ? m->desc->prepare(m->self, t->params, &t->batch, err) : LS_OK;
+}
+
+void trainer_stage_unit(trainer *t, size_t phase, size_t unit, void *scratch)
+{
+    t->model->desc->phase(t->model->self, t->params, &t->batch, phase, unit, scratch);
+}
+
+double trainer_stage_leaf(trainer *t, size_t leaf, float *buf, int mode, void *scratch)
+{
+    return t->model->desc->leaf(t->model->self, t->params, &t->batch, leaf, buf, mode, scratch);
+}
+
+void trainer_stage_sum(trainer *t, const float *sum, double loss)
+{
+    t->staged_sum = sum;
+    t->staged_loss = loss;
+}
+
+static ls_status trainer_take_staged(trainer *t, double *total)
+{
+    t->sum = t->staged_sum;
+    *total = t->staged_loss;
+    t->staged_sum = NULL;
+    t->worker_work[0] = 1;   /* the work was done elsewhere; one worker of this trainer took part */
     return LS_OK;
 }

@@ -71,4 +71,25 @@ void trainer_set_steps_done(trainer *t, int64_t steps);
  * cannot change any bits. NULL unsets it. */
 void trainer_set_test_hook(trainer *t, void (*hook)(void *ctx), void *ctx);
 
+/* A step in stages, for a caller that runs the phases and leaves of many
+ * trainers as work units of its own pool (engine/sweep.c) and sums each
+ * trainer's leaves with the canonical tree itself:
+ *   trainer_stage_begin     the batch of step trainer_steps_done + 1 and the
+ *                           model's prepare (one thread);
+ *   trainer_stage_unit      unit `unit` of phase `phase` (model info: phases,
+ *                           units; a barrier between phases);
+ *   trainer_stage_leaf      leaf `leaf` into buf as mode says (TREE_WRITE or
+ *                           TREE_ADD), returns its loss;
+ *   trainer_stage_sum       the tree sum of every leaf and its loss: the next
+ *                           trainer_step takes them instead of reducing, and
+ *                           does the rest (finish, optimiser) as always.
+ * scratch: model info scratch_bytes, 64-byte aligned, one per concurrent
+ * caller. The bits are trainer_step's: the same model calls on the same
+ * batch, and the caller's tree is the canonical one. sum stays the
+ * caller's and must live until trainer_step returns. */
+ls_status trainer_stage_begin(trainer *t, ls_err *err);
+void trainer_stage_unit(trainer *t, size_t phase, size_t unit, void *scratch);
+double trainer_stage_leaf(trainer *t, size_t leaf, float *buf, int mode, void *scratch);
+void trainer_stage_sum(trainer *t, const float *sum, double loss);
+
 #endif

@@ -139,6 +139,7 @@ int cmd_render(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
 
 /* Helpers shared by subcommands. */
 /* runlog_open, after refusing (LS_EIO naming it) a path that exists and is
@@ -201,5 +202,9 @@ void cli_run_fate(const char *db_path, int64_t run_id, char *buf, size_t cap);
  * differ or nothing in common (a run without step rows is not equal to any:
  * one line on stderr names it, no verdict is stored), 2 the record failed. */
 int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet);
+
+/* `lockstep runs --sweep ID` (cmd_sweep.c): the runs tagged with sweep ID,
+ * with final loss and evaluation, best first; exit status. */
+int cli_sweep_runs(runlog *db, const char *db_path, const char *sweep_id);
 
 #endif
