@@ -304,9 +304,11 @@ static ls_status sweep_member_parse(const sweep_cmd *c, size_t k, sweep_member *
     ls_status st = cli_parse(n, args, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT, 0, &m->a, &e);
     if (st == LS_OK && m->a.checkpoint_dir != NULL && m->a.checkpoint_every == 0)
         st = ls_fail(&e, LS_EINVAL, "--checkpoint-dir: needs --checkpoint-every K");
+    if (st == LS_OK && strcmp(m->a.cfg.reduce, "tree") != 0)
+        st = ls_fail(&e, LS_EINVAL, "--reduce: a sweep sums by the canonical tree, not '%s'", m->a.cfg.reduce);
     if (st != LS_OK) {
         if (c->n_axes > 0)
-            return ls_fail(err, st, "%s: %s", m->label, e.msg);
+            return ls_fail(err, st, "run %s: %s", m->label, e.msg);
         *err = e;
     }
     return st;
