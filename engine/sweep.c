@@ -3,8 +3,9 @@
  * A round: every active run's trainer begins its step (the batch, the
  * model's prepare); the phases of every run that has them, phase by phase,
  * as (run, unit); the leaves as (run, block); the top of each run's tree as
- * (run, chunk); then each session's step on the calling thread, in run
- * order; and the evaluations that are due, as (run). Units of one stage go
+ * (run, chunk); finish and optimiser as (run); then each session's step
+ * on the calling thread, in run order (hashes, record, checkpoint); and the
+ * evaluations that are due, as (run). Units of one stage go
  * into one list that the workers take from with an atomic counter, biggest
  * runs first, so a worker that finishes early takes what is left of any run.
  *
@@ -409,6 +410,17 @@ static void unit_top(sweep_job *job, const sweep_unit *u, int worker)
         sweep_combine(r, 0, r->n_blocks, lo, hi);
 }
 
+/* The rest of the run's step: the top of its tree when it is small, then
+ * finish and optimiser (trainer_stage_apply). */
+static void unit_apply(sweep_job *job, const sweep_unit *u, int worker)
+{
+    (void)worker;
+    sweep_run *r = &job->sw->runs[u->run];
+    if (r->n_blocks > 1 && r->n_chunks == 0)
+        sweep_combine(r, 0, r->n_blocks, 0, r->len);
+    trainer_stage_apply(r->t, r->blocks, sweep_combine_loss(r, 0, r->n_blocks));
+}
+
 static void unit_eval(sweep_job *job, const sweep_unit *u, int worker)
 {
     (void)worker;
@@ -468,16 +480,15 @@ static void sweep_round(sweep *sw)
         sweep_for(sw, sweep_list(sw, STAGE_PHASE, p), unit_phase, p);
     sweep_for(sw, sweep_list(sw, STAGE_BLOCKS, 0), unit_block, 0);
     sweep_for(sw, sweep_list(sw, STAGE_TOP, 0), unit_top, 0);
+    sweep_for(sw, sweep_list(sw, STAGE_BEGIN, 0), unit_apply, 0);
 
-    /* Each session's step, in run order: the finish, the optimiser, the
-     * hashes, the record (one SQLite writer at a time). */
+    /* Each session's step, in run order: the trainer's step is taken, so
+     * this is the hashes, the record (one SQLite writer at a time) and any
+     * checkpoint. */
     for (size_t i = 0; i < sw->n_runs; i++) {
         sweep_run *r = &sw->runs[i];
         if (r->state != RUN_ACTIVE)
             continue;
-        if (r->n_blocks > 1 && r->n_chunks == 0)
-            sweep_combine(r, 0, r->n_blocks, 0, r->len);
-        trainer_stage_sum(r->t, r->blocks, sweep_combine_loss(r, 0, r->n_blocks));
         ls_status st = ls_session_step(r->s, NULL, &r->err);
         if (st != LS_OK) {
             sweep_fail(r, st);

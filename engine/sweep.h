@@ -8,8 +8,9 @@
  * phase, (run, leaf block) for the leaves, (run, buffer chunk) for the top
  * of each run's tree. Units are handed out dynamically, so no worker idles
  * while any run has work, and small runs that cannot fill the cores alone
- * fill them together. Then, run by run on the calling thread, the session
- * takes its step as usual (finish, optimiser, hashes, record, checkpoint);
+ * fill them together; each run's finish and optimiser are a unit (run).
+ * Then, run by run on the calling thread, each session records its step as
+ * usual (hashes, record, checkpoint: one SQLite writer at a time);
  * evaluations run as units (run) again.
  *
  * Each run's leaves are summed by its own canonical tree: its leaves cut into
@@ -22,7 +23,7 @@
  *
  * The sessions stay the caller's: it opens them (threads 1 is best: a
  * session's own pool then does only its finish, optimiser and evaluation,
- * on the calling thread or one worker, and starts no threads), adds them,
+ * inline on the sweep's worker that runs them, and starts no threads), adds them,
  * trains, and closes each with the status the sweep gives it. Not safe to
  * drive one sweep from two threads.
  */

@@ -36,8 +36,12 @@ struct trainer {
     size_t *worker_work;        /* [threads] units and leaves each worker ran in the last step */
     void (*test_hook)(void *);  /* test-only, see trainer_set_test_hook */
     void *test_hook_ctx;
-    const float *staged_sum;    /* trainer_stage_sum: the next step's tree sum, computed outside */
-    double staged_loss;
+    const float *staged_sum;    /* trainer_stage_apply: the step's tree sum, computed outside */
+    double staged_total;
+    int applied;                /* trainer_stage_apply took the step: the next trainer_step reports it */
+    ls_status applied_st;
+    double applied_loss;
+    ls_err applied_err;
 };
 
 ls_status trainer_load_data(const ls_config *cfg, ls_dataset **data, ls_err *err)
@@ -251,6 +255,13 @@ static ls_status trainer_take_staged(trainer *t, double *total);
 
 ls_status trainer_step(trainer *t, double *loss, ls_err *err)
 {
+    if (t->applied) {
+        t->applied = 0;
+        *loss = t->applied_loss;
+        if (t->applied_st != LS_OK && err != NULL)
+            *err = t->applied_err;
+        return t->applied_st;
+    }
     int64_t step = t->done + 1;
     trainer_batch_ids(t, step);
     double total;
@@ -363,16 +374,22 @@ double trainer_stage_leaf(trainer *t, size_t leaf, float *buf, int mode, void *s
     return t->model->desc->leaf(t->model->self, t->params, &t->batch, leaf, buf, mode, scratch);
 }
 
-void trainer_stage_sum(trainer *t, const float *sum, double loss)
+void trainer_stage_apply(trainer *t, const float *sum, double loss)
 {
     t->staged_sum = sum;
-    t->staged_loss = loss;
+    t->staged_total = loss;
+    ls_err e = { "" };
+    double l = 0;
+    t->applied_st = trainer_step(t, &l, &e);
+    t->applied_loss = l;
+    t->applied_err = e;
+    t->applied = 1;
 }
 
 static ls_status trainer_take_staged(trainer *t, double *total)
 {
     t->sum = t->staged_sum;
-    *total = t->staged_loss;
+    *total = t->staged_total;
     t->staged_sum = NULL;
     t->worker_work[0] = 1;   /* the work was done elsewhere; one worker of this trainer took part */
     return LS_OK;

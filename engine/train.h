@@ -80,16 +80,19 @@ void trainer_set_test_hook(trainer *t, void (*hook)(void *ctx), void *ctx);
  *                           units; a barrier between phases);
  *   trainer_stage_leaf      leaf `leaf` into buf as mode says (TREE_WRITE or
  *                           TREE_ADD), returns its loss;
- *   trainer_stage_sum       the tree sum of every leaf and its loss: the next
- *                           trainer_step takes them instead of reducing, and
- *                           does the rest (finish, optimiser) as always.
+ *   trainer_stage_apply     the tree sum of every leaf and its loss: the rest
+ *                           of trainer_step (the loss check, finish,
+ *                           optimiser) on the calling thread and this
+ *                           trainer's own pool; the next trainer_step does
+ *                           nothing but return what it returned (so a
+ *                           session's step records it as usual).
  * scratch: model info scratch_bytes, 64-byte aligned, one per concurrent
  * caller. The bits are trainer_step's: the same model calls on the same
- * batch, and the caller's tree is the canonical one. sum stays the
- * caller's and must live until trainer_step returns. */
+ * batch, and the caller's tree is the canonical one. Different trainers'
+ * stages may run on different threads at once. */
 ls_status trainer_stage_begin(trainer *t, ls_err *err);
 void trainer_stage_unit(trainer *t, size_t phase, size_t unit, void *scratch);
 double trainer_stage_leaf(trainer *t, size_t leaf, float *buf, int mode, void *scratch);
-void trainer_stage_sum(trainer *t, const float *sum, double loss);
+void trainer_stage_apply(trainer *t, const float *sum, double loss);
 
 #endif

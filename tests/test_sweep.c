@@ -76,6 +76,7 @@ static long long sql_int(const char *db, const char *sql, const char *arg)
     sqlite3_stmt *q;
     if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
         fail_msg("%s: cannot open", db);
+    sqlite3_busy_timeout(h, 10000);   /* the sweep may be writing */
     if (sqlite3_prepare_v2(h, sql, -1, &q, NULL) != SQLITE_OK)
         fail_msg("%s: %s", sql, sqlite3_errmsg(h));
     if (arg != NULL)
@@ -88,6 +89,27 @@ static long long sql_int(const char *db, const char *sql, const char *arg)
     return v;
 }
 
+/* Runs with committed steps, or -1 while the database is still being made. */
+static long long runs_with_steps(const char *db)
+{
+    sqlite3 *h;
+    sqlite3_stmt *q;
+    long long v = -1;
+    if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) {
+        sqlite3_close(h);
+        return -1;
+    }
+    sqlite3_busy_timeout(h, 10000);
+    if (sqlite3_prepare_v2(h, "SELECT count(*) FROM (SELECT run FROM steps GROUP BY run HAVING max(step) > 0)", -1,
+                           &q, NULL) == SQLITE_OK) {
+        if (sqlite3_step(q) == SQLITE_ROW)
+            v = sqlite3_column_int64(q, 0);
+        sqlite3_finalize(q);
+    }
+    sqlite3_close(h);
+    return v;
+}
+
 static void sql_text(const char *db, const char *sql, const char *arg, char *out, size_t cap)
 {
     sqlite3 *h;
@@ -95,6 +117,7 @@ static void sql_text(const char *db, const char *sql, const char *arg, char *out
     out[0] = '\0';
     if (sqlite3_open_v2(db, &h, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK)
         fail_msg("%s: cannot open", db);
+    sqlite3_busy_timeout(h, 10000);   /* the sweep may be writing */
     if (sqlite3_prepare_v2(h, sql, -1, &q, NULL) != SQLITE_OK)
         fail_msg("%s: %s", sql, sqlite3_errmsg(h));
     sqlite3_bind_text(q, 1, arg, -1, SQLITE_TRANSIENT);
@@ -339,9 +362,7 @@ static void test_sigint_then_resume(void **state)
         nanosleep(&ts, NULL);
         if (access(db, F_OK) != 0)
             continue;
-        long long with = sql_int(db, "SELECT count(*) FROM (SELECT run FROM steps GROUP BY run "
-                                     "HAVING max(step) > 0)", NULL);
-        if (with == 4)
+        if (runs_with_steps(db) == 4)
             break;
     }
     assert_int_equal(kill(p.pid, SIGINT), 0);
