@@ -50,6 +50,8 @@ static void sweep_usage(void)
          "  --name PREFIX    the sweep's id and the runs' name prefix (default sweep-<date>-<time>)\n"
          "  --eval-every K   record each run's evaluation every K steps (always at the end)\n"
          "  --checkpoint-every K, --checkpoint-dir DIR   as for train; `lockstep resume RUN` per run\n"
+         "  --one-by-one     the benchmark's baseline: the same runs, recorded the same way, each trained\n"
+         "                   alone on --threads threads, one after another\n"
          "Prints one line per run (name, id, status, steps, final loss, evaluation, trajectory).\n"
          "`lockstep runs --sweep PREFIX` lists the sweep's runs, best first.\n"
          "Ctrl-C marks every unfinished run interrupted; each resumes with `lockstep resume RUN`.\n"
@@ -174,6 +176,7 @@ typedef struct {
     char *base[SWEEP_MAX_ARGS];     /* the flags every run shares */
     int n_base;
     const char *prefix;             /* --name */
+    int one_by_one;                 /* --one-by-one: the benchmark's baseline */
     int help;
 } sweep_cmd;
 
@@ -213,6 +216,10 @@ static ls_status sweep_parse(int argc, char **argv, sweep_cmd *c, ls_err *err)
         char *s = argv[i];
         if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
             c->help = 1;
+            continue;
+        }
+        if (strcmp(s, "--one-by-one") == 0) {
+            c->one_by_one = 1;
             continue;
         }
         if (strncmp(s, "--", 2) != 0 || s[2] == '\0') {
@@ -272,6 +279,12 @@ typedef struct {
     ls_dataset *data;           /* owned when own_data */
     int own_data;
     ls_session *s;
+    /* What became of it. */
+    ls_status rs;
+    ls_err re;
+    ls_session_state ss;        /* run_id -1: never started (one-by-one, interrupted before it) */
+    ls_metric met[LS_MAX_METRICS];
+    size_t n_met;
 } sweep_member;
 
 /* Run k of the combinations: its flags and its name's axes part. */
@@ -346,6 +359,50 @@ static void on_round(void *ctx, const sweep_progress *p)
     if (p->active == 0)
         fputs("\r\033[K", stderr);
     fflush(stderr);
+}
+
+/* --one-by-one, the benchmark's baseline: the same runs in the same process
+ * (data loaded once, the same record), each trained alone on --threads
+ * threads, one after another. An interrupt leaves the run in progress
+ * interrupted and the later ones never started. */
+static ls_status sweep_one_by_one(sweep_member *m, size_t n_runs, runlog *db, const char *prefix, ls_err *err)
+{
+    ls_status st = LS_OK;
+    for (size_t k = 0; k < n_runs; k++) {
+        m[k].ss.run_id = -1;
+        m[k].rs = LS_EINTR;
+    }
+    for (size_t k = 0; k < n_runs; k++) {
+        const cli_args *a = &m[k].a;
+        if (run_interrupted)
+            return ls_fail(err, LS_EINTR, "interrupted before run %s", m[k].name);
+        ls_session_opts so = { .threads = a->threads[0], .db = a->db, .name = m[k].name, .steps = a->steps,
+                               .checkpoint_every = a->checkpoint_every, .checkpoint_dir = a->checkpoint_dir,
+                               .data = m[k].data, .eval_every = a->eval_every };
+        ls_session *s;
+        if ((st = ls_session_open(&s, &a->cfg, &so, err)) != LS_OK)
+            return st;
+        ls_session_state_get(s, &m[k].ss);
+        char threads[16];
+        snprintf(threads, sizeof threads, "%d", a->threads[0]);
+        if ((st = runlog_setting_set(db, m[k].ss.run_id, "sweep", prefix, err)) == LS_OK)
+            st = runlog_setting_set(db, m[k].ss.run_id, "sweep_threads", threads, err);
+        if (st != LS_OK) {
+            ls_session_close(s, LS_EINTR, NULL);
+            return st;
+        }
+        m[k].rs = ls_session_train(s, 0, a->eval_every, &run_interrupted, m[k].met, &m[k].n_met, &m[k].re);
+        ls_session_state_get(s, &m[k].ss);
+        ls_err ce = { "" };
+        ls_status cs = ls_session_close(s, m[k].rs, &ce);
+        if (m[k].rs == LS_OK && cs != LS_OK) {
+            m[k].rs = cs;
+            m[k].re = ce;
+        }
+        if (m[k].rs == LS_EINTR)
+            return ls_fail(err, LS_EINTR, "interrupted in run %s", m[k].name);
+    }
+    return LS_OK;
 }
 
 static const char *status_word(ls_status st)
@@ -437,7 +494,7 @@ int cmd_sweep(int argc, char **argv)
             }
         }
     }
-    if (st == LS_OK)
+    if (st == LS_OK && !c.one_by_one)
         st = sweep_create(&sw, m[0].a.threads[0], &err);
     if (st != LS_OK) {
         cli_error("sweep", &err, st);
@@ -446,32 +503,54 @@ int cmd_sweep(int argc, char **argv)
     }
 
     run_install_signals();
-    for (size_t k = 0; k < n_runs && st == LS_OK; k++) {
-        const cli_args *a = &m[k].a;
-        /* One thread of its own: the session's pool then runs only its
-         * finish, optimiser and evaluation, inline; the sweep's pool does
-         * the rest. */
-        ls_session_opts so = { .threads = 1, .db = db_path, .name = m[k].name, .steps = a->steps,
-                               .checkpoint_every = a->checkpoint_every, .checkpoint_dir = a->checkpoint_dir,
-                               .data = m[k].data, .eval_every = a->eval_every };
-        if ((st = ls_session_open(&m[k].s, &a->cfg, &so, &err)) == LS_OK) {
-            opened++;
-            st = sweep_add(sw, m[k].s, a->eval_every, &err);
-        }
-    }
-    if (st == LS_OK)
-        st = sweep_tag(sw, db_path, prefix, &err);
-    if (st != LS_OK) {
-        cli_error("sweep", &err, st);
-        rc = cli_exit_code(st) == EXIT_OK ? EXIT_USAGE : cli_exit_code(st);
-        for (size_t k = 0; k < opened; k++)
-            ls_session_close(m[k].s, LS_EINTR, NULL);   /* recorded: left resumable */
-        goto out;
-    }
-
     sweep_watch w = { run_now(), 0, m[0].a.progress };
     ls_err terr = { "" };
-    ls_status tst = sweep_train(sw, &run_interrupted, on_round, &w, &terr);
+    ls_status tst = LS_OK;
+    if (c.one_by_one) {
+        tst = sweep_one_by_one(m, n_runs, db, prefix, &terr);
+    } else {
+        for (size_t k = 0; k < n_runs && st == LS_OK; k++) {
+            const cli_args *a = &m[k].a;
+            /* One thread of its own: the session's pool then runs only its
+             * finish, optimiser and evaluation, inline on the sweep's worker
+             * that takes them; the sweep's pool does the rest. */
+            ls_session_opts so = { .threads = 1, .db = db_path, .name = m[k].name, .steps = a->steps,
+                                   .checkpoint_every = a->checkpoint_every, .checkpoint_dir = a->checkpoint_dir,
+                                   .data = m[k].data, .eval_every = a->eval_every };
+            if ((st = ls_session_open(&m[k].s, &a->cfg, &so, &err)) == LS_OK) {
+                opened++;
+                st = sweep_add(sw, m[k].s, a->eval_every, &err);
+            }
+        }
+        if (st == LS_OK)
+            st = sweep_tag(sw, db_path, prefix, &err);
+        if (st != LS_OK) {
+            cli_error("sweep", &err, st);
+            rc = cli_exit_code(st) == EXIT_OK ? EXIT_USAGE : cli_exit_code(st);
+            for (size_t k = 0; k < opened; k++)
+                ls_session_close(m[k].s, LS_EINTR, NULL);   /* recorded: left resumable */
+            for (size_t k = 0; k < n_runs; k++)
+                m[k].s = NULL;
+            goto out;
+        }
+        tst = sweep_train(sw, &run_interrupted, on_round, &w, &terr);
+        for (size_t k = 0; k < n_runs; k++) {
+            m[k].rs = sweep_run_status(sw, k, &m[k].re);
+            ls_session_state_get(m[k].s, &m[k].ss);
+            size_t n_met;
+            const ls_metric *met = sweep_run_metrics(sw, k, &n_met);
+            m[k].n_met = n_met;
+            if (n_met > 0)
+                memcpy(m[k].met, met, n_met * sizeof *met);
+            ls_err ce = { "" };
+            ls_status cs = ls_session_close(m[k].s, m[k].rs, &ce);
+            m[k].s = NULL;
+            if (m[k].rs == LS_OK && cs != LS_OK) {
+                m[k].rs = cs;
+                m[k].re = ce;
+            }
+        }
+    }
     if (w.on && tst != LS_OK)
         fputs("\r\033[K", stderr);
     double secs = run_now() - w.t0;
@@ -481,38 +560,32 @@ int cmd_sweep(int argc, char **argv)
     size_t n_done = 0, n_failed = 0;
     ls_status worst = LS_OK;
     for (size_t k = 0; k < n_runs; k++) {
-        ls_err re = { "" };
-        ls_status rs = sweep_run_status(sw, k, &re);
-        ls_session_state ss;
-        ls_session_state_get(m[k].s, &ss);
-        size_t n_met;
-        const ls_metric *met = sweep_run_metrics(sw, k, &n_met);
+        const sweep_member *r = &m[k];
         char figures[256] = "-";
         size_t at = 0;
-        for (size_t i = 0; i < n_met && at < sizeof figures; i++) {
-            int wr = snprintf(figures + at, sizeof figures - at, "%s%s %.4f", i ? ", " : "", met[i].name, met[i].value);
+        for (size_t i = 0; i < r->n_met && at < sizeof figures; i++) {
+            int wr = snprintf(figures + at, sizeof figures - at, "%s%s %.4f", i ? ", " : "", r->met[i].name,
+                              r->met[i].value);
             at += wr > 0 ? (size_t)wr : 0;
         }
-        ls_err ce = { "" };
-        ls_status cs = ls_session_close(m[k].s, rs, &ce);
-        m[k].s = NULL;
-        if (rs == LS_OK && cs != LS_OK) {
-            rs = cs;
-            re = ce;
+        if (r->ss.run_id < 0) {
+            printf("%-40s %-6s %-12s\n", r->name, "-", "not started");
+            continue;
         }
-        printf("%-40s %-6lld %-12s %-8lld %-12.6f %-28s %016llx\n", m[k].name, (long long)ss.run_id, status_word(rs),
-               (long long)ss.step, ss.loss, figures, (unsigned long long)ss.traj_hash);
-        if (rs == LS_OK) {
+        printf("%-40s %-6lld %-12s %-8lld %-12.6f %-28s %016llx\n", r->name, (long long)r->ss.run_id,
+               status_word(r->rs), (long long)r->ss.step, r->ss.loss, figures, (unsigned long long)r->ss.traj_hash);
+        if (r->rs == LS_OK) {
             n_done++;
-        } else if (rs != LS_EINTR) {
+        } else if (r->rs != LS_EINTR) {
             n_failed++;
-            fprintf(stderr, "lockstep sweep: %s: %s\n", m[k].name, re.msg[0] ? re.msg : ls_strerror(rs));
-            if (worst == LS_OK || (worst == LS_EDIVERGED && rs != LS_EDIVERGED))
-                worst = rs;
+            fprintf(stderr, "lockstep sweep: %s: %s\n", r->name, r->re.msg[0] ? r->re.msg : ls_strerror(r->rs));
+            if (worst == LS_OK || (worst == LS_EDIVERGED && r->rs != LS_EDIVERGED))
+                worst = r->rs;
         }
     }
-    printf("sweep %s: %zu runs, %zu done, %zu failed, %zu interrupted, %.2f s on %d threads\n", prefix, n_runs,
-           n_done, n_failed, n_runs - n_done - n_failed, secs, m[0].a.threads[0]);
+    printf("sweep %s: %zu runs, %zu done, %zu failed, %zu interrupted, %.2f s on %d threads%s\n", prefix, n_runs,
+           n_done, n_failed, n_runs - n_done - n_failed, secs, m[0].a.threads[0],
+           c.one_by_one ? " (one run after another)" : "");
     if (tst == LS_EINTR) {
         fprintf(stderr, "lockstep sweep: %s; `lockstep resume RUN` continues each\n", terr.msg);
         rc = EXIT_INTERRUPTED;
