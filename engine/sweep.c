@@ -3,7 +3,8 @@
  * A round: every active run's trainer begins its step (the batch, the
  * model's prepare); the phases of every run that has them, phase by phase,
  * as (run, unit); the leaves as (run, block); the top of each run's tree as
- * (run, chunk); finish and optimiser as (run); then each session's step
+ * (run, chunk); finish and optimiser as (run) (in the block's own unit for
+ * a run of one block, while its buffers are in cache); then each session's step
  * on the calling thread, in run order (hashes, record, checkpoint); and the
  * evaluations that are due, as (run). Units of one stage go
  * into one list that the workers take from with an atomic counter, biggest
@@ -364,6 +365,10 @@ static void unit_block(sweep_job *job, const sweep_unit *u, int worker)
         tree_stream_push(&s, trainer_stage_leaf(r->t, leaf, buf, mode, scratch));
     }
     tree_stream_finish(&s, &r->block_loss[u->index]);
+    /* A run of one block has its tree sum now: the rest of its step follows
+     * on this worker while its buffers are still in cache. */
+    if (r->n_blocks == 1)
+        trainer_stage_apply(r->t, r->blocks, r->block_loss[0]);
 }
 
 /* The tree over blocks [first, first + n), coordinates [lo, hi), in place
@@ -410,8 +415,9 @@ static void unit_top(sweep_job *job, const sweep_unit *u, int worker)
         sweep_combine(r, 0, r->n_blocks, lo, hi);
 }
 
-/* The rest of the run's step: the top of its tree when it is small, then
- * finish and optimiser (trainer_stage_apply). */
+/* The rest of a run of several blocks' step: the top of its tree when it
+ * is small, then finish and optimiser (trainer_stage_apply). A run of one
+ * block did this in its block's unit. */
 static void unit_apply(sweep_job *job, const sweep_unit *u, int worker)
 {
     (void)worker;
@@ -435,6 +441,8 @@ static void unit_eval(sweep_job *job, const sweep_unit *u, int worker)
 
 /* ---- the round ------------------------------------------------------------------------------ */
 
+enum { STAGE_BEGIN = 0, STAGE_PHASE = 1, STAGE_BLOCKS = 2, STAGE_TOP = 3, STAGE_APPLY = 4, STAGE_EVAL = 5 };
+
 static size_t sweep_list(sweep *sw, int stage, size_t phase)
 {
     size_t n = 0;
@@ -443,15 +451,14 @@ static size_t sweep_list(sweep *sw, int stage, size_t phase)
         const sweep_run *r = &sw->runs[i];
         if (r->state != RUN_ACTIVE)
             continue;
-        size_t m = stage == 0 ? 1 : stage == 1 ? (r->phases > phase ? r->units : 0)
-                 : stage == 2 ? r->n_blocks : stage == 3 ? r->n_chunks : (size_t)r->eval_due;
+        size_t m = stage == STAGE_BEGIN ? 1 : stage == STAGE_PHASE ? (r->phases > phase ? r->units : 0)
+                 : stage == STAGE_BLOCKS ? r->n_blocks : stage == STAGE_TOP ? r->n_chunks
+                 : stage == STAGE_APPLY ? (size_t)(r->n_blocks > 1) : (size_t)r->eval_due;
         for (size_t j = 0; j < m; j++)
             sw->units[n++] = (sweep_unit){ i, j };
     }
     return n;
 }
-
-enum { STAGE_BEGIN = 0, STAGE_PHASE = 1, STAGE_BLOCKS = 2, STAGE_TOP = 3, STAGE_EVAL = 4 };
 
 static void sweep_round(sweep *sw)
 {
@@ -480,7 +487,7 @@ static void sweep_round(sweep *sw)
         sweep_for(sw, sweep_list(sw, STAGE_PHASE, p), unit_phase, p);
     sweep_for(sw, sweep_list(sw, STAGE_BLOCKS, 0), unit_block, 0);
     sweep_for(sw, sweep_list(sw, STAGE_TOP, 0), unit_top, 0);
-    sweep_for(sw, sweep_list(sw, STAGE_BEGIN, 0), unit_apply, 0);
+    sweep_for(sw, sweep_list(sw, STAGE_APPLY, 0), unit_apply, 0);
 
     /* Each session's step, in run order: the trainer's step is taken, so
      * this is the hashes, the record (one SQLite writer at a time) and any
