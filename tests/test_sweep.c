@@ -392,11 +392,27 @@ static void test_sigint_then_resume(void **state)
     }
 }
 
+/* --help: usage on stdout, exit 0, nothing recorded. */
+static void test_help(void **state)
+{
+    proc_ctx *c = *state;
+    proc_res r;
+    const char *const av[] = { "sweep", "--help", NULL };
+    run_cli(c, 0, &r, av);
+    assert_non_null(strstr(r.out, "usage: lockstep sweep"));
+    assert_non_null(strstr(r.out, "--seeds"));
+    proc_res_free(&r);
+    char p[256];
+    proc_tpath(c, "runs.db", p, sizeof p);
+    assert_int_not_equal(access(p, F_OK), 0);
+}
+
 int main(void)
 {
     if (proc_find_bin(g_bin, "test_sweep", 1) != 0)
         return 1;
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_help, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_mixed_equals_solo, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_tasks_with_phases, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_library_stop_and_resume, setup_dir, proc_ctx_teardown),
