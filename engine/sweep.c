@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/simd.h"
 #include "../record/runlog.h"
 #include "../reduce/pool.h"
 #include "../reduce/tree.h"
@@ -371,6 +372,18 @@ static void unit_block(sweep_job *job, const sweep_unit *u, int worker)
         trainer_stage_apply(r->t, r->blocks, r->block_loss[0]);
 }
 
+/* a[i] = a[i] + b[i]: one node of the tree, as tree_add does it (an
+ * element-wise IEEE sum is exact per element, so every vector width gives
+ * the same bits). Local because clang resolves a multiversioned function
+ * (LS_SIMD_CLONES) only inside the file that defines it. */
+LS_SIMD_CLONES
+static void sweep_add_into(float *restrict a, const float *restrict b, size_t n)
+{
+    #pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        a[i] = a[i] + b[i];
+}
+
 /* The tree over blocks [first, first + n), coordinates [lo, hi), in place
  * into the leftmost block (lower blocks the left operand). With blocks of
  * 2^m leaves this is the canonical tree over the leaves: the tree's split
@@ -382,7 +395,7 @@ static float *sweep_combine(const sweep_run *r, size_t first, size_t n, size_t l
     size_t k = tree_split(n);
     float *a = sweep_combine(r, first, k, lo, hi);
     const float *b = sweep_combine(r, first + k, n - k, lo, hi);
-    tree_add(a + lo, b + lo, hi - lo);
+    sweep_add_into(a + lo, b + lo, hi - lo);
     return a;
 }
 
