@@ -10,7 +10,8 @@
  *   --threads 1` of its config; the runs carry the sweep id and `runs --sweep`
  *   lists them all.
  * - A sweep mixing tasks, one of them the checkerboard logic CA (phases of
- *   (sample, part) units before its leaves), against its solo runs.
+ *   (sample, part) units before its leaves), against its solo runs; and one
+ *   of runs of different lengths.
  * - A library-level stop (the progress callback sets the stop flag after a
  *   few rounds): sweep_train returns LS_EINTR, every run is unfinished and,
  *   closed as such, recorded 'interrupted'; each then resumes (alone, or
@@ -225,6 +226,15 @@ static void test_tasks_with_phases(void **state)
            "--name", "mix", "--no-progress");
     assert_true(traj_of(db, "mix-taskcheckerboard") == traj_of(db, "cb"));
     assert_true(traj_of(db, "mix-taskteacher") == traj_of(db, "te"));
+    /* Runs of different lengths: the short one finishes (and is evaluated) first. */
+    RUN_OK(c, "train", "--task", "teacher", "--seed", "5", "--steps", "9", "--threads", "1", "--db", "D", "--name",
+           "te9", "--no-progress");
+    RUN_OK(c, "sweep", "--task", "teacher", "--seed", "5", "--steps", "3,9", "--threads", "2", "--db", "D", "--name",
+           "len", "--no-progress");
+    assert_true(traj_of(db, "len-steps3") == traj_of(db, "te"));
+    assert_true(traj_of(db, "len-steps9") == traj_of(db, "te9"));
+    assert_int_equal(last_step_of(db, "len-steps3"), 3);
+    assert_int_equal(last_step_of(db, "len-steps9"), 9);
 }
 
 /* ---- a library-level stop, then resume ----------------------------------------------------- */
