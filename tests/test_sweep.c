@@ -382,7 +382,7 @@ static void test_sigint_then_resume(void **state)
         fail_msg("after SIGINT: exit %d (signal %d), want 130\nstderr: %s", r.code, r.sig, r.err);
     proc_res_free(&r);
     for (int i = 1; i <= 4; i++) {
-        char name[32], st[32], steps[32], seed[8];
+        char name[32], st[32], steps[32], seed[16];
         snprintf(name, sizeof name, "big-seed%d", i);
         snprintf(seed, sizeof seed, "%d", i);
         status_of(db, name, st, sizeof st);
