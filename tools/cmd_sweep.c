@@ -597,12 +597,13 @@ int cmd_sweep(int argc, char **argv)
     }
 out:
     sweep_destroy(sw);
-    for (size_t k = 0; k < n_runs; k++) {
+    for (size_t k = 0; k < n_runs; k++)
         if (m[k].s != NULL)
             ls_session_close(m[k].s, LS_EINTR, NULL);
+    /* Only then the data: runs share one data set per task. */
+    for (size_t k = 0; k < n_runs; k++)
         if (m[k].own_data)
             dataset_destroy(m[k].data);
-    }
     free(m);
     runlog_close(db);
     sweep_cmd_free(&c);
