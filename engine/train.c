@@ -38,6 +38,12 @@ struct trainer {
     void *test_hook_ctx;
     struct trainer_ranks *ranks; /* NULL: one process (trainer_set_ranks) */
     size_t unit_base;           /* first phase unit this process runs */
+    const float *staged_sum;    /* trainer_stage_apply: the step's tree sum, computed outside */
+    double staged_total;
+    int applied;                /* trainer_stage_apply took the step: the next trainer_step reports it */
+    ls_status applied_st;
+    double applied_loss;
+    ls_err applied_err;
 };
 
 /* This rank's share of every step (trainer_set_ranks), one allocation. */
@@ -279,13 +285,22 @@ static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err 
                         : tree_reduce(t->reducer, trainer_leaf, t, &t->sum, total);
 }
 
+static ls_status trainer_take_staged(trainer *t, double *total);
+
 ls_status trainer_step(trainer *t, double *loss, ls_err *err)
 {
+    if (t->applied) {
+        t->applied = 0;
+        *loss = t->applied_loss;
+        if (t->applied_st != LS_OK && err != NULL)
+            *err = t->applied_err;
+        return t->applied_st;
+    }
     int64_t step = t->done + 1;
     trainer_batch_ids(t, step);
     double total;
     ls_err e2 = { "" };
-    ls_status st = trainer_reduce(t, step, &total, &e2);
+    ls_status st = t->staged_sum != NULL ? trainer_take_staged(t, &total) : trainer_reduce(t, step, &total, &e2);
     if (st != LS_OK)
         return ls_fail(err, st, "step %lld: %s", (long long)step, e2.msg[0] ? e2.msg : ls_strerror(st));
     if (t->model->info.mean_loss)
@@ -411,5 +426,49 @@ ls_status trainer_set_ranks(trainer *t, int rank, int ranks, trainer_combine_fn 
         k->unit_hi = (b + parts - 1) / parts * parts;
     }
     t->ranks = k;
+    return LS_OK;
+}
+
+/* --- a step in stages (engine/sweep.c) ---------------------------------------------------- */
+
+ls_status trainer_stage_begin(trainer *t, ls_err *err)
+{
+    const ls_model *m = t->model;
+    int64_t step = t->done + 1;
+    trainer_batch_ids(t, step);
+    memset(t->worker_work, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
+    t->staged_sum = NULL;
+    t->batch = (ls_batch){ t->data, t->data != NULL ? t->ids : NULL, t->cfg.batch, step, t->cfg.seed };
+    return m->desc->prepare != NULL ? m->desc->prepare(m->self, t->params, &t->batch, err) : LS_OK;
+}
+
+void trainer_stage_unit(trainer *t, size_t phase, size_t unit, void *scratch)
+{
+    t->model->desc->phase(t->model->self, t->params, &t->batch, phase, unit, scratch);
+}
+
+double trainer_stage_leaf(trainer *t, size_t leaf, float *buf, int mode, void *scratch)
+{
+    return t->model->desc->leaf(t->model->self, t->params, &t->batch, leaf, buf, mode, scratch);
+}
+
+void trainer_stage_apply(trainer *t, const float *sum, double loss)
+{
+    t->staged_sum = sum;
+    t->staged_total = loss;
+    ls_err e = { "" };
+    double l = 0;
+    t->applied_st = trainer_step(t, &l, &e);
+    t->applied_loss = l;
+    t->applied_err = e;
+    t->applied = 1;
+}
+
+static ls_status trainer_take_staged(trainer *t, double *total)
+{
+    t->sum = t->staged_sum;
+    *total = t->staged_total;
+    t->staged_sum = NULL;
+    t->worker_work[0] = 1;   /* the work was done elsewhere; one worker of this trainer took part */
     return LS_OK;
 }

@@ -97,5 +97,28 @@ typedef ls_status (*trainer_combine_fn)(void *ctx, const trainer_rank_sums *in, 
                                         ls_err *err);
 /* Before the first step; ranks 1 (or fn NULL) is a single process again. */
 ls_status trainer_set_ranks(trainer *t, int rank, int ranks, trainer_combine_fn fn, void *ctx, ls_err *err);
+/* A step in stages, for a caller that runs the phases and leaves of many
+ * trainers as work units of its own pool (engine/sweep.c) and sums each
+ * trainer's leaves with the canonical tree itself:
+ *   trainer_stage_begin     the batch of step trainer_steps_done + 1 and the
+ *                           model's prepare (one thread);
+ *   trainer_stage_unit      unit `unit` of phase `phase` (model info: phases,
+ *                           units; a barrier between phases);
+ *   trainer_stage_leaf      leaf `leaf` into buf as mode says (TREE_WRITE or
+ *                           TREE_ADD), returns its loss;
+ *   trainer_stage_apply     the tree sum of every leaf and its loss: the rest
+ *                           of trainer_step (the loss check, finish,
+ *                           optimiser) on the calling thread and this
+ *                           trainer's own pool; the next trainer_step does
+ *                           nothing but return what it returned (so a
+ *                           session's step records it as usual).
+ * scratch: model info scratch_bytes, 64-byte aligned, one per concurrent
+ * caller. The bits are trainer_step's: the same model calls on the same
+ * batch, and the caller's tree is the canonical one. Different trainers'
+ * stages may run on different threads at once. */
+ls_status trainer_stage_begin(trainer *t, ls_err *err);
+void trainer_stage_unit(trainer *t, size_t phase, size_t unit, void *scratch);
+double trainer_stage_leaf(trainer *t, size_t leaf, float *buf, int mode, void *scratch);
+void trainer_stage_apply(trainer *t, const float *sum, double loss);
 
 #endif

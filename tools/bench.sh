@@ -46,3 +46,6 @@ echo; sh "$(dirname "$0")/bench_mpi.sh" "$BIN"
 # Exact graph operations (cliques of WormNet, graph edit distance): tools/bench_graph.sh.
 echo
 sh "$(dirname "$0")/bench_graph.sh" "$BIN"
+# Many runs in one process: lockstep sweep against the same runs one after another.
+echo
+sh "$(dirname "$0")/bench_sweep.sh" "$BIN"

@@ -29,18 +29,44 @@ int cmd_runs(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse(argc, argv, CLI_DB, 0, &a, &err);
+    /* --sweep ID: one sweep's runs (cmd_sweep.c). */
+    const char *sweep_id = NULL;
+    char *rest[64];
+    int n_rest = 0;
+    ls_status st = LS_OK;
+    for (int i = 0; i < argc && st == LS_OK; i++) {
+        if (strcmp(argv[i], "--sweep") == 0 || strncmp(argv[i], "--sweep=", 8) == 0) {
+            sweep_id = argv[i][7] == '=' ? argv[i] + 8 : i + 1 < argc ? argv[++i] : NULL;
+            if (sweep_id == NULL || *sweep_id == '\0')
+                st = ls_fail(&err, LS_EINVAL, "--sweep: needs a sweep id");
+        } else if (n_rest == 64) {
+            st = ls_fail(&err, LS_EINVAL, "too many arguments");
+        } else {
+            rest[n_rest++] = argv[i];
+        }
+    }
+    argc = n_rest;
+    argv = rest;
+    if (st == LS_OK)
+        st = cli_parse(argc, argv, CLI_DB, 0, &a, &err);
     if (st != LS_OK) {
         cli_error("runs", &err, st);
         return EXIT_USAGE;
     }
     if (a.help) {
-        puts("usage: lockstep runs [--db FILE]\nLists the runs in the database, oldest first.");
+        puts("usage: lockstep runs [--db FILE] [--sweep ID]\nLists the runs in the database, oldest first.\n"
+             "  --sweep ID   only the runs of sweep ID (lockstep sweep), with final loss and evaluation,\n"
+             "               best first (highest evaluation, else lowest final loss)");
         return EXIT_OK;
     }
     runlog *db;
     if (!open_or_fail("runs", a.db, &db))
         return EXIT_USAGE;
+    if (sweep_id != NULL) {
+        int rc = cli_sweep_runs(db, a.db, sweep_id);
+        runlog_close(db);
+        return rc;
+    }
     runlog_run *runs;
     size_t n;
     if ((st = runlog_list(db, &runs, &n, &err)) != LS_OK) {

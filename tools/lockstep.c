@@ -27,6 +27,7 @@ static void usage(FILE *f)
           "  render  RUN -o FILE.png [--grid N] [--steps N] [--seed S] [--scale K] [--db FILE]\n"
           "          a PNG of a logic-ca run's hard rollout, frame by frame\n"
           "  runs    [--db FILE]                 list runs\n"
+          "  runs    --sweep ID [--db FILE]      a sweep's runs with final loss and evaluation, best first\n"
           "  show    RUN [--db FILE] [--steps]   config, environment, summary, step table\n"
           "  verify  RUN_A RUN_B [--db FILE]     compare two runs bit for bit, step by step\n"
           "          (a run in another database: DB:RUN, e.g. lockstep verify a.db:1 b.db:1)\n"
@@ -42,6 +43,8 @@ static void usage(FILE *f)
           "  golden  check [FILE...] | update [FILE...]\n"
           "  bench   [train flags] --threads 1,2 throughput per thread count, tree vs unordered\n"
           "  graph   cliques FILE -k K [--count|--list] | ged A B | ged --pairs FILE   exact graph operations\n"
+          "  sweep   --seeds 1-8 [--lr 0.01,0.05] [any train flag as a list] [train flags] [--threads N]\n"
+          "          train every combination at once in one process, each run recorded with the sweep's id\n"
           "\n"
           "\"--\" ends the flags of every command: what follows is a name (a run, a file).\n"
           "exit status: 0 success/equal, 1 differ/diverged (or nothing to compare), 2 bad usage or\n"
@@ -107,6 +110,7 @@ int main(int argc, char **argv)
         { "audit", cmd_audit }, { "reproduce", cmd_reproduce },
         { "report", cmd_report },
         { "graph", cmd_graph },
+        { "sweep", cmd_sweep },
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(cmd, cmds[i].name) == 0)

@@ -141,6 +141,7 @@ int cmd_audit(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
+int cmd_sweep(int argc, char **argv);
 
 /* Helpers shared by subcommands. */
 /* runlog_open, after refusing (LS_EIO naming it) a path that exists and is
@@ -217,5 +218,8 @@ typedef struct {
     const char *op_names[16];
 } export_gates;
 ls_status export_gate_counts(trainer *t, export_gates *g, ls_err *err);
+/* `lockstep runs --sweep ID` (cmd_sweep.c): the runs tagged with sweep ID,
+ * with final loss and evaluation, best first; exit status. */
+int cli_sweep_runs(runlog *db, const char *db_path, const char *sweep_id);
 
 #endif
