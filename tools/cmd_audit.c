@@ -46,6 +46,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../engine/audit.h"
 #include "../record/checkpoint.h"
 #include "buildinfo.h"
 
@@ -258,70 +259,26 @@ static ls_status audit_record(runlog *db, const runlog_run *run, audit_result *r
     return LS_OK;
 }
 
-/* The full audit: the config, then every step re-executed from θ_0. */
+/* The full audit: the config, then every step re-executed (engine/audit.h:
+ * the segments between checkpoints at once). */
 static ls_status audit_full(const char *db_path, const runlog_run *run, int threads, audit_result *r, int *threads_used,
                             ls_err *err)
 {
     ls_config cfg;
     if (!audit_config(run, &cfg, r))
         return LS_OK;
-    char id[32];
-    snprintf(id, sizeof id, "%lld", (long long)run->id);
-    ls_session_opts o = { .threads = threads };
-    ls_session *s;
-    ls_err e = { "" };
-    ls_status st = ls_session_reopen(&s, db_path, id, LS_REOPEN_AUDIT, &o, &e);
-    if (st == LS_EMISMATCH) {
-        audit_fail(r, strncmp(e.msg, "step 0:", 7) == 0 ? 0 : -1, "%s", e.msg);
-        return LS_OK;
-    }
-    if (st != LS_OK) {
-        *err = e;
+    audit_report rep;
+    ls_status st = audit_replay(db_path, run->id, threads, &run_interrupted, &rep, err);
+    if (st != LS_OK)
         return st;
-    }
-    ls_session_state ss;
-    ls_session_state_get(s, &ss);
-    *threads_used = ss.threads;
-    r->steps = 0;
-    while (ss.step < ss.target) {
-        if (run_interrupted) {
-            st = ls_fail(&e, LS_EINTR, "interrupted after step %lld", (long long)ss.step);
-            break;
-        }
-        const int64_t next = ss.step + 1;
-        if ((st = ls_session_step(s, NULL, &e)) != LS_OK) {
-            if (st == LS_EMISMATCH) {
-                audit_fail(r, next, "%s", e.msg);
-                st = LS_OK;
-            }
-            break;
-        }
-        ls_session_state_get(s, &ss);
-        r->steps = ss.step;
-    }
-    ls_session_state_get(s, &ss);
-    ls_session_close(s, LS_OK, NULL);
-    if (st != LS_OK) {
-        *err = e;
-        return st;
-    }
-    if (r->proved) {
-        r->traj = ss.traj_hash;
-        r->param_hash = ss.param_hash;
-        runlog *db;
-        runlog_ckpt *ck;
-        size_t n_ck;
-        if (cli_open_db(db_path, &db, err) == LS_OK) {
-            if (runlog_checkpoints(db, run->id, &ck, &n_ck, err) == LS_OK) {
-                r->checkpoints = (int64_t)n_ck;
-                runlog_checkpoints_free(ck, n_ck);
-            }
-            runlog_close(db);
-        }
-        snprintf(r->detail, sizeof r->detail, "steps 0..%lld re-executed at %d thread%s, %lld checkpoint file%s",
-                 (long long)r->steps, ss.threads, ss.threads == 1 ? "" : "s", (long long)r->checkpoints,
-                 r->checkpoints == 1 ? "" : "s");
-    }
+    *threads_used = rep.threads;
+    snprintf(r->detail, sizeof r->detail, "%s", rep.detail);
+    r->proved = rep.proved;
+    r->steps = rep.steps;
+    r->first_bad = rep.first_bad;
+    r->traj = rep.traj_hash;
+    r->param_hash = rep.param_hash;
+    r->checkpoints = rep.checkpoints;
     return LS_OK;
 }
 
