@@ -47,6 +47,7 @@
 #include <unistd.h>
 
 #include "../engine/audit.h"
+#include "../engine/dense.h"
 #include "../record/checkpoint.h"
 #include "buildinfo.h"
 
@@ -427,6 +428,8 @@ int cmd_audit(int argc, char **argv)
     runlog_audit row;
     memset(&row, 0, sizeof row);
     snprintf(row.version, sizeof row.version, "%s", LS_ENGINE_VERSION);
+    snprintf(row.build, sizeof row.build, "%s; %s; simd %s%s%s", LS_BUILD_CC, LS_BUILD_CFLAGS, dense_simd_name(),
+             LS_BUILD_GIT[0] ? "; git " : "", LS_BUILD_GIT);
     gethostname(row.host, sizeof row.host - 1);
     row.threads = threads;
     snprintf(row.mode, sizeof row.mode, "%s", record_only ? "record-only" : "full");

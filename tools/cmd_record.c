@@ -189,6 +189,8 @@ int cmd_show(int argc, char **argv)
             printf("  %s  %s %s%s, steps 0..%lld, %s, host %s, threads %d\n    %s\n", au[i].created,
                    au[i].proved ? "proved" : "failed", au[i].mode, bad, (long long)au[i].steps, au[i].version,
                    au[i].host, au[i].threads, au[i].detail);
+            if (au[i].build[0])
+                printf("    build %s\n", au[i].build);
         }
         free(au);
     }

@@ -141,6 +141,9 @@ int cmd_render(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_rename(int argc, char **argv);
 
 /* Helpers shared by subcommands. */
 /* runlog_open, after refusing (LS_EIO naming it) a path that exists and is
