@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "../record/checkpoint.h"
@@ -116,6 +117,11 @@ int cmd_import(int argc, char **argv)
     for (size_t i = 0; st == LS_OK && i < n; i++)
         ids[i] = runs[i].id;
     runlog_close(src);
+    struct stat sa, sb;
+    if (st == LS_OK && stat(src_path, &sa) == 0 && stat(db_path, &sb) == 0 && sa.st_dev == sb.st_dev &&
+        sa.st_ino == sb.st_ino)
+        st = ls_fail(&err, LS_EEXIST, "%s is the database imported into (--db %s): its runs are there already",
+                     src_path, db_path);
     if (st == LS_OK && (st = cli_check_regular("--db", db_path, &err)) == LS_OK &&
         (st = cli_open_db(db_path, &dst, &err)) == LS_OK) {
         st = runlog_import(dst, src_path, ids, n, new_ids, &err);
