@@ -37,4 +37,4 @@ echo "gol: 3000 training steps at $cores threads in $(awk "BEGIN { printf \"%.1f
 ${CC:-cc} -O2 -DLOCKSTEP_CIRCUIT_MAIN "$tmp/gol.c" -o "$tmp/gol"
 "$tmp/gol"
 echo
-sh "$(dirname "$0")/bench_audit.sh" "$BIN"
+bash "$(dirname "$0")/bench_audit.sh" "$BIN"
