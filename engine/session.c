@@ -13,7 +13,9 @@
  * writes <checkpoint_dir>/<db16>-run-<id>-step-<t>.ckpt (record/checkpoint.h;
  * <db16>: the first 16 hex digits of the database's identity, runlog.h),
  * registers it, then deletes the files and registrations of that run's older
- * checkpoints except the newest LS_KEEP_CHECKPOINTS. Writing,
+ * checkpoints except the newest LS_KEEP_CHECKPOINTS (or the run's own
+ * count, ls_session_opts.keep_checkpoints, kept with it; every one: none
+ * deleted). Writing,
  * registering, then deleting, in that order, means a crash at any moment
  * leaves the newest registered checkpoint intact.
  *

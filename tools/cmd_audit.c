@@ -12,12 +12,13 @@
  * hash, and its parameters hash as the record has them at that step.
  * Milliseconds, and a row edited by hand breaks the chain at its step.
  *
- * audit (full) checks the config the same way, then reopens the run with
- * LS_REOPEN_AUDIT (engine/session.c): from θ_0, whatever checkpoints there
- * are, it recomputes every recorded step and compares loss bits, parameter
- * hash and trajectory hash, and at each step with registered checkpoints
- * checks the files against the recomputed state; the data are checked
- * against the config's data_hash when they load.
+ * audit (full) checks the config the same way, then re-executes the run
+ * (engine/audit.h: the segments between registered checkpoints replayed
+ * concurrently, each an LS_REOPEN_AUDIT session from its checkpoint): every
+ * recorded step's loss bits, parameter hash and trajectory hash, and at
+ * each step with registered checkpoints the files against the recomputed
+ * state; the data are checked against the config's data_hash when they
+ * load. The first bad step is the one a replay from step 0 names.
  *
  * Either way the verdict goes to the record's `audits` table (runlog.h),
  * one line goes to stdout, and --certificate writes a small JSON document
@@ -340,10 +341,12 @@ static void cert_write(FILE *f, const runlog_run *run, uint64_t data_hash, const
 static void audit_usage(void)
 {
     puts("usage: lockstep audit RUN [--db FILE] [--threads N] [--record-only] [--certificate FILE.json]\n"
-         "Proves what a recorded run did. Re-executes it from step 0 (ignoring checkpoints) and checks every\n"
-         "recorded step's loss bits, parameter hash and trajectory hash, the config hash against the config\n"
-         "text, the data against the config's data_hash, and every registered checkpoint file against the\n"
-         "recomputed state. The verdict is stored in the record (table audits) and shown by `show`.\n"
+         "Proves what a recorded run did. Re-executes it and checks every recorded step's loss bits,\n"
+         "parameter hash and trajectory hash, the config hash against the config text, the data against the\n"
+         "config's data_hash, and every registered checkpoint file against the recomputed state. The steps\n"
+         "between two registered checkpoints are replayed concurrently, each segment from its checkpoint\n"
+         "(train --keep-checkpoints all keeps every one); the first bad step named is the one a replay from\n"
+         "step 0 would name. The verdict is stored in the record (table audits) and shown by `show`.\n"
          "  --db FILE            SQLite record (default runs.db)\n"
          "  --threads N          worker threads for the re-execution (default: online CPUs)\n"
          "  --record-only        re-execute nothing: check the trajectory hash chain of the step rows, that\n"
