@@ -301,6 +301,29 @@ static void test_listings(void **state)
     EXPECT(c, 2, "--csv: only with --steps", "show", "lr-1", "--db", "a.db", "--csv");
 }
 
+/* --keep-checkpoints: the run keeps that many of its newest checkpoints,
+ * and a resume goes on with the count recorded with the run. */
+static void test_keep_checkpoints(void **state)
+{
+    const proc_ctx *c = *state;
+    EXPECT(c, 0, "the last 3 kept", "train", "--task", "teacher", "--steps", "20", "--checkpoint-every", "5",
+           "--keep-checkpoints", "3", "--db", "a.db", "--name", "k", "--no-progress");
+    assert_int_equal(db_int(c, "a.db", "SELECT count(*) FROM checkpoints WHERE run = 1"), 3);
+    assert_int_equal(db_int(c, "a.db", "SELECT min(step) FROM checkpoints WHERE run = 1"), 10);
+    assert_int_equal(count_files(c, "a.db.ckpt"), 3);
+    EXPECT(c, 0, NULL, "resume", "k", "--db", "a.db", "--steps", "40", "--no-progress");
+    assert_int_equal(db_int(c, "a.db", "SELECT count(*) FROM checkpoints WHERE run = 1"), 3);
+    assert_int_equal(db_int(c, "a.db", "SELECT min(step) FROM checkpoints WHERE run = 1"), 30);
+    assert_int_equal(count_files(c, "a.db.ckpt"), 3);
+    EXPECT(c, 0, "all kept", "train", "--task", "teacher", "--steps", "20", "--checkpoint-every", "5",
+           "--keep-checkpoints", "all", "--db", "a.db", "--name", "all", "--no-progress");
+    assert_int_equal(db_int(c, "a.db", "SELECT count(*) FROM checkpoints WHERE run = 2"), 4);
+    EXPECT(c, 0, "(4 segments)", "audit", "all", "--db", "a.db", "--threads", "2");
+    EXPECT(c, 0, "the last 2 kept", "train", "--task", "teacher", "--steps", "20", "--checkpoint-every", "5",
+           "--db", "a.db", "--name", "two", "--no-progress");
+    assert_int_equal(db_int(c, "a.db", "SELECT count(*) FROM checkpoints WHERE run = 3"), 2);
+}
+
 int main(void)
 {
     if (proc_find_bin(g_bin, "test_manage", 1) != 0)
@@ -309,6 +332,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_import_verify, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_rm_rename, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_listings, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_keep_checkpoints, setup_dir, proc_ctx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }
