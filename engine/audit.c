@@ -59,8 +59,9 @@ static void audit_segment_run(void *ctx, size_t part, int worker)
         g->st = ls_session_step(s, NULL, &g->err);
         if (g->st == LS_EDIVERGED) {
             /* The record holds a finite loss at every step it has. */
-            char why[sizeof g->err.msg - 64];
-            snprintf(why, sizeof why, "%s", g->err.msg);
+            char why[sizeof g->err.msg];
+            memcpy(why, g->err.msg, sizeof why);
+            why[400] = '\0';   /* room for the rest of the line */
             g->st = ls_fail(&g->err, LS_EMISMATCH, "step %lld: %s; the record has a finite loss", (long long)next,
                             why);
         }
@@ -149,7 +150,7 @@ ls_status audit_replay(const char *db, int64_t run_id, int threads, const volati
     st = session_reopen_segment(&job.first, db, run_id, 0, seg[0].to, &o0, &seg[0].err);
     if (st == LS_EMISMATCH) {
         if (strncmp(seg[0].err.msg, "data_hash:", 10) == 0 && sources[0])
-            snprintf(out->detail, sizeof out->detail, "%s: the files now at %s are not the run's data",
+            snprintf(out->detail, sizeof out->detail, "%.400s: the files now at %.500s are not the run's data",
                      seg[0].err.msg, sources);
         else
             snprintf(out->detail, sizeof out->detail, "%s", seg[0].err.msg);
