@@ -62,8 +62,7 @@ static void audit_segment_run(void *ctx, size_t part, int worker)
             char why[sizeof g->err.msg];
             memcpy(why, g->err.msg, sizeof why);
             why[400] = '\0';   /* room for the rest of the line */
-            g->st = ls_fail(&g->err, LS_EMISMATCH, "step %lld: %s; the record has a finite loss", (long long)next,
-                            why);
+            g->st = ls_fail(&g->err, LS_EMISMATCH, "%s; the record has a finite loss", why);   /* "step N: ..." */
         }
         if (g->st == LS_EMISMATCH)
             g->bad_step = next;
