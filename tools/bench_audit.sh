@@ -27,6 +27,7 @@ cpu() { awk '{ print $1 + $2 }' "$tmp/cpu"; }
 : >"$tmp/audit.t"
 : >"$tmp/train.c"
 : >"$tmp/audit.c"
+: >"$tmp/train1.t"
 for r in $(seq 1 "$REPS"); do
     rm -rf "$tmp/b.db" "$tmp/b.db-wal" "$tmp/b.db-shm" "$tmp/b.db.ckpt"
     a=$(now)
@@ -39,6 +40,13 @@ for r in $(seq 1 "$REPS"); do
     cpu >>"$tmp/audit.c"
     awk "BEGIN { print $b - $a }" >>"$tmp/train.t"
     awk "BEGIN { print $c - $b }" >>"$tmp/audit.t"
+    # The same training at one thread: what "1/cores of the training time" is against.
+    rm -rf "$tmp/c.db" "$tmp/c.db-wal" "$tmp/c.db-shm" "$tmp/c.db.ckpt"
+    d=$(now)
+    "$BIN" train --task fashion-mnist --steps "$STEPS" --checkpoint-every "$EVERY" --keep-checkpoints all \
+        --threads 1 --db "$tmp/c.db" --name c --no-progress >/dev/null
+    e=$(now)
+    awk "BEGIN { print $e - $d }" >>"$tmp/train1.t"
 done
 med() { sort -g "$1" | awk '{ v[NR] = $1 } END { print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 spread() { sort -g "$1" | awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.2f..%.2f", lo, hi }'; }
@@ -48,6 +56,8 @@ echo "audit: fashion-mnist $STEPS steps, a checkpoint every $EVERY, $THREADS thr
 echo "  train  median $(awk "BEGIN { printf \"%.2f\", $t }") s (spread $(spread "$tmp/train.t") s)"
 echo "  audit  median $(awk "BEGIN { printf \"%.2f\", $u }") s (spread $(spread "$tmp/audit.t") s)"
 echo "  audit / train $(awk "BEGIN { printf \"%.2f\", $u / $t }") (wall)"
+t1=$(med "$tmp/train1.t")
+echo "  train at 1 thread median $(awk "BEGIN { printf \"%.2f\", $t1 }") s (spread $(spread "$tmp/train1.t") s); audit / that $(awk "BEGIN { printf \"%.2f\", $u / $t1 }")"
 tc=$(med "$tmp/train.c")
 uc=$(med "$tmp/audit.c")
 echo "  cpu time: train median $(awk "BEGIN { printf \"%.2f\", $tc }") s (spread $(spread "$tmp/train.c") s), audit median $(awk "BEGIN { printf \"%.2f\", $uc }") s (spread $(spread "$tmp/audit.c") s), audit / train $(awk "BEGIN { printf \"%.2f\", $uc / $tc }")"
