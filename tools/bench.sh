@@ -36,5 +36,4 @@ echo "gol: 3000 training steps at $cores threads in $(awk "BEGIN { printf \"%.1f
 "$BIN" export gol --db "$tmp/bench.db" --circuit -o "$tmp/gol.c" --no-progress
 ${CC:-cc} -O2 -DLOCKSTEP_CIRCUIT_MAIN "$tmp/gol.c" -o "$tmp/gol"
 "$tmp/gol"
-echo
-bash "$(dirname "$0")/bench_audit.sh" "$BIN"
+echo; bash "$(dirname "$0")/bench_audit.sh" "$BIN"   # the audit against training (tools/bench_audit.sh)
