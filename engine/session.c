@@ -13,7 +13,9 @@
  * writes <checkpoint_dir>/<db16>-run-<id>-step-<t>.ckpt (record/checkpoint.h;
  * <db16>: the first 16 hex digits of the database's identity, runlog.h),
  * registers it, then deletes the files and registrations of that run's older
- * checkpoints except the newest LS_KEEP_CHECKPOINTS. Writing,
+ * checkpoints except the newest LS_KEEP_CHECKPOINTS (or the run's own
+ * count, ls_session_opts.keep_checkpoints, kept with it; every one: none
+ * deleted). Writing,
  * registering, then deleting, in that order, means a crash at any moment
  * leaves the newest registered checkpoint intact.
  *
@@ -76,6 +78,7 @@ struct ls_session {
     int64_t last_ckpt_step;     /* the step of the newest checkpoint this session wrote, -1 when none */
     runlog_ckpt *audit_ck;      /* LS_REOPEN_AUDIT: the run's registered checkpoints, in step order */
     size_t n_audit_ck;
+    int64_t keep_ckpt;          /* checkpoints kept by prune_checkpoints; 0: every one */
 };
 
 static double now_seconds(void)
@@ -263,7 +266,10 @@ static ls_status prune_checkpoints(ls_session *s, ls_err *err)
     ls_status st = runlog_checkpoints(s->db, s->st.run_id, &ck, &n, err);
     if (st != LS_OK)
         return st;
-    const size_t keep = LS_KEEP_CHECKPOINTS;
+    /* keep_ckpt 0 keeps every one: an audit replays the segments between
+     * checkpoints concurrently (engine/audit.h), so more kept is a faster
+     * audit for more disk. */
+    const size_t keep = s->keep_ckpt > 0 ? (size_t)s->keep_ckpt : n;
     for (size_t i = 0; n > keep && i < n - keep && st == LS_OK; i++) {
         /* Never delete a file a kept registration names, nor the rows of a
          * kept step at the same path. */
@@ -407,6 +413,8 @@ static ls_status audit_checkpoints(ls_session *s, int64_t step, ls_err *err)
     return LS_OK;
 }
 
+static ls_status session_keep(ls_session *s, ls_err *err);
+
 /* ---- the step ---------------------------------------------------------------------------- */
 
 static int same_step(const ls_step *a, const ls_step *b)
@@ -517,7 +525,7 @@ static ls_status session_claim(ls_session *s, const char *host, const char *cfla
              LS_BUILD_GIT[0] ? "; git " : "", LS_BUILD_GIT);
     ls_status st = runlog_process_begin(s->db, s->st.run_id, host, s->st.threads, build, s->st.step, &s->process_id,
                                         err);
-    if (st != LS_OK)
+    if (st != LS_OK || (st = session_keep(s, err)) != LS_OK)
         return st;
     if (s->opts.eval_every > 0) {
         s->eval_every = s->opts.eval_every;
@@ -526,6 +534,23 @@ static ls_status session_claim(ls_session *s, const char *host, const char *cfla
     }
     if (runlog_setting_get(s->db, s->st.run_id, "eval_every", value, sizeof value))
         s->eval_every = strtoll(value, NULL, 10);
+    return LS_OK;
+}
+
+/* How many checkpoints the run keeps: the options' (kept with the run, so
+ * a resume goes on with it), else the run's recorded one, else
+ * LS_KEEP_CHECKPOINTS. */
+static ls_status session_keep(ls_session *s, ls_err *err)
+{
+    char value[32];
+    s->keep_ckpt = LS_KEEP_CHECKPOINTS;
+    if (s->opts.keep_checkpoints != 0) {
+        s->keep_ckpt = s->opts.keep_checkpoints < 0 ? 0 : s->opts.keep_checkpoints;
+        snprintf(value, sizeof value, "%lld", (long long)s->keep_ckpt);
+        return runlog_setting_set(s->db, s->st.run_id, "keep_checkpoints", value, err);
+    }
+    if (runlog_setting_get(s->db, s->st.run_id, "keep_checkpoints", value, sizeof value))
+        s->keep_ckpt = strtoll(value, NULL, 10);
     return LS_OK;
 }
 
@@ -979,6 +1004,92 @@ ls_status ls_session_reopen(ls_session **out, const char *db, const char *run_na
             session_free(s);
         return st;
     }
+    *out = s;
+    return LS_OK;
+}
+
+/* An audit of one segment (engine/audit.c): LS_REOPEN_AUDIT, then, for
+ * from > 0, the state of a checkpoint registered at step `from` in place of
+ * θ_0. The file must be sound, of that step and config, registered with its
+ * state hash, and its parameters must hash as the record has them at that
+ * step; its optimiser state the record cannot vouch for, but the segment
+ * before this one compares the whole file with its recomputed state at that
+ * step, so the earliest finding over all segments is the sequential audit's.
+ * None usable: LS_EMISMATCH naming step `from` and the file. */
+ls_status session_reopen_segment(ls_session **out, const char *db, int64_t run_id, int64_t from, int64_t to,
+                                 const ls_session_opts *opts, ls_err *err)
+{
+    char id[32];
+    snprintf(id, sizeof id, "%lld", (long long)run_id);
+    ls_session *s;
+    ls_status st = ls_session_reopen(&s, db, id, LS_REOPEN_AUDIT, opts, err);
+    if (st != LS_OK)
+        return st;
+    if (from < 0 || to < from || to > s->last_recorded) {
+        const long long last = (long long)s->last_recorded;
+        session_free(s);
+        return ls_fail(err, LS_EINVAL, "run %lld: no segment %lld..%lld in steps 0..%lld", (long long)run_id,
+                       (long long)from, (long long)to, last);
+    }
+    s->st.target = to;
+    if (from == 0) {
+        *out = s;
+        return LS_OK;
+    }
+    const size_t n = trainer_n_params(s->t);
+    size_t ob;
+    void *os = trainer_optim_state(s->t, &ob);
+    float *params = malloc(n * sizeof(float) + ob + 1);
+    if (params == NULL) {
+        session_free(s);
+        return ls_fail(err, LS_ENOMEM, "audit: out of memory for a checkpoint");
+    }
+    unsigned char *opt = (unsigned char *)(params + n);
+    ls_err why = { "" };
+    const runlog_ckpt *used = NULL;
+    st = LS_EMISMATCH;
+    for (size_t i = 0; i < s->n_audit_ck && used == NULL; i++) {
+        const runlog_ckpt *k = &s->audit_ck[i];
+        if (k->step != from)
+            continue;
+        ckpt_expect want = { s->st.config_hash, n, ob, NULL, 0, run_id };
+        ckpt_info info;
+        st = ckpt_load_checked(k->path, &want, params, opt, &info, &why);
+        if (st == LS_ENOMEM)
+            break;
+        if (st == LS_OK && (info.step != from || info.state_hash != k->state_hash))
+            st = ls_fail(&why, LS_EMISMATCH, "%s: holds step %lld with state hash %016llx; registered: step %lld, "
+                         "state hash %016llx", k->path, (long long)info.step, (unsigned long long)info.state_hash,
+                         (long long)from, (unsigned long long)k->state_hash);
+        if (st == LS_OK && hash_params(params, n) != s->recorded[from].param_hash)
+            st = ls_fail(&why, LS_EMISMATCH, "%s: its parameters hash to %016llx, the record has %016llx",
+                         k->path, (unsigned long long)hash_params(params, n),
+                         (unsigned long long)s->recorded[from].param_hash);
+        if (st == LS_OK)
+            used = k;
+    }
+    if (used == NULL) {
+        free(params);
+        session_free(s);
+        if (st == LS_ENOMEM) {
+            *err = why;
+            return st;
+        }
+        return ls_fail(err, LS_EMISMATCH, "step %lld: checkpoint: %s", (long long)from,
+                       why.msg[0] ? why.msg : "none registered at this step");
+    }
+    memcpy(trainer_params_mut(s->t), params, n * sizeof(float));
+    if (ob > 0)
+        memcpy(os, opt, ob);
+    free(params);
+    trainer_set_steps_done(s->t, from);
+    const ls_step *rec = &s->recorded[from];
+    s->st.step = from;
+    s->st.param_hash = rec->param_hash;
+    s->st.traj_hash = rec->traj_hash;
+    s->st.loss = rec->has_loss ? hash_bits_to_double(rec->loss_bits) : 0;
+    s->st.resumed_from = from;
+    snprintf(s->st.checkpoint_path, sizeof s->st.checkpoint_path, "%s", used->path);
     *out = s;
     return LS_OK;
 }

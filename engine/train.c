@@ -340,6 +340,44 @@ static ls_status trainer_prepare_eval(trainer *t, ls_err *err)
     return m->desc->prepare != NULL ? m->desc->prepare(m->self, t->params, NULL, err) : LS_OK;
 }
 
+/* The training loss of the current parameters on the test split: its
+ * first floor(n_test / B) * B samples in batches of the config's B
+ * consecutive samples (the tree's leaves need full batches), each batch's
+ * loss the canonical tree sum of its leaves as in a step, the batches added
+ * in order, divided by the samples for a mean-loss model. So its bits
+ * depend on the config and θ alone. None (*has 0) for a model whose step
+ * has phases, or a test split smaller than one batch. */
+static ls_status trainer_test_loss(trainer *t, double *loss, int *has, ls_err *err)
+{
+    const ls_model *m = t->model;
+    const size_t B = t->cfg.batch;
+    *has = 0;
+    if (m->info.phases > 0 || t->data == NULL || B == 0 || t->data->test.n < B)
+        return LS_OK;
+    ls_dataset test = *t->data;
+    test.train = t->data->test;   /* a leaf reads its samples from the train split */
+    const size_t batches = t->data->test.n / B;
+    double total = 0;
+    for (size_t k = 0; k < batches; k++) {
+        for (size_t j = 0; j < B; j++)
+            t->ids[j] = (uint32_t)(k * B + j);   /* trainer_step recomputes ids: overwriting is safe */
+        t->batch = (ls_batch){ &test, t->ids, B, 0, t->cfg.seed };
+        memset(t->worker_work, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
+        ls_status st = m->desc->prepare != NULL ? m->desc->prepare(m->self, t->params, &t->batch, err) : LS_OK;
+        if (st != LS_OK)
+            return st;
+        double sum;
+        st = t->unordered ? tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, &sum)
+                          : tree_reduce(t->reducer, trainer_leaf, t, &t->sum, &sum);
+        if (st != LS_OK)
+            return ls_fail(err, st, "test loss: %s", ls_strerror(st));
+        total += sum;
+    }
+    *loss = m->info.mean_loss ? total / (double)(batches * B) : total;
+    *has = 1;
+    return LS_OK;
+}
+
 ls_status trainer_metrics(trainer *t, ls_metric *out, size_t *n_out, ls_err *err)
 {
     *n_out = 0;
@@ -358,6 +396,15 @@ ls_status trainer_metrics(trainer *t, ls_metric *out, size_t *n_out, ls_err *err
     snprintf(out[0].name, sizeof out[0].name, "test_acc");
     out[0].value = acc;
     *n_out = 1;
+    double loss;
+    int has_loss = 0;
+    if ((st = trainer_test_loss(t, &loss, &has_loss, err)) != LS_OK)
+        return st;
+    if (has_loss) {
+        snprintf(out[1].name, sizeof out[1].name, "test_loss");
+        out[1].value = loss;
+        *n_out = 2;
+    }
     return LS_OK;
 }
 

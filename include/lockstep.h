@@ -363,6 +363,9 @@ typedef struct {
      * included: replay 1); NULL for none. For a progress line. */
     void (*progress)(void *ctx, const ls_session_state *state, int replay);
     void *progress_ctx;
+    int64_t keep_checkpoints;   /* checkpoints a run keeps, the newest; 0: LS_KEEP_CHECKPOINTS
+                                   (reopen: the run's own); -1: every one, so an audit can
+                                   replay the segments between them concurrently */
 } ls_session_opts;
 
 /* What a session has done; filled by ls_session_state_get. */

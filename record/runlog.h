@@ -233,7 +233,8 @@ int runlog_setting_get(runlog *r, int64_t run_id, const char *key, char *value, 
  * finding that is not a step's, e.g. the config hash or the data). */
 typedef struct {
     char created[32];          /* filled by the reader; the writer stores the time now */
-    char version[64];          /* "lockstep 0.2.0; cc; flags" */
+    char version[64];          /* "lockstep 0.2.0" */
+    char build[512];           /* compiler; flags; SIMD path; git commit ("" when not recorded) */
     char host[128];
     int threads;
     char mode[16];
@@ -245,6 +246,25 @@ typedef struct {
 ls_status runlog_audit_add(runlog *r, int64_t run_id, const runlog_audit *a, ls_err *err);
 /* A run's audits, oldest first; free(*rows). None in an older database. */
 ls_status runlog_audits(runlog *r, int64_t run_id, runlog_audit **rows, size_t *n, ls_err *err);
+/* Moving runs between databases and within one.
+ * runlog_import copies runs ids[n] of the database at src_path into this
+ * one, in one transaction: each run row (config text and hash, status —
+ * "running" whose process is gone becomes "interrupted" —, environment,
+ * times), its steps, evaluations, checkpoint registrations (the files stay
+ * where they are and stay their writer's: this database never deletes
+ * them), sources, settings, processes and audits, and the verdicts whose
+ * runs all come along. new_ids[n] receives the new ids. A name this
+ * database has already is LS_EEXIST naming it, and nothing is copied; a
+ * run still running in a live process is LS_EEXIST too.
+ * runlog_run_delete removes a run and every row of it (verdicts naming
+ * it included) — the caller deletes the files it owns first or after.
+ * runlog_run_rename gives it another name (runlog_check_name's rule; a
+ * name another run has is LS_EEXIST). */
+ls_status runlog_import(runlog *r, const char *src_path, const int64_t *ids, size_t n, int64_t *new_ids,
+                        ls_err *err);
+ls_status runlog_run_delete(runlog *r, int64_t run_id, ls_err *err);
+ls_status runlog_run_rename(runlog *r, int64_t run_id, const char *name, ls_err *err);
+
 /* Test-only crash hook: when set, every batch commit of step rows calls
  * hook(ctx) after BEGIN IMMEDIATE and the inserts, just before COMMIT (a
  * hook that kills the process leaves an uncommitted transaction behind,

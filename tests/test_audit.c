@@ -304,6 +304,117 @@ static void test_data_identity(void **state)
     EXPECT(c, 1, "failed at step 0", "audit", "x", "--db", "r.db", "--record-only");
 }
 
+/* Every checkpoint kept (one every 5 steps): the full audit replays 8
+ * segments concurrently. Whatever the thread count, it finds what a replay
+ * from step 0 finds: the first bad step over all segments (an edit in the
+ * middle of a segment, two edits in different segments, a trajectory hash,
+ * two checkpoint files swapped), the same step the record-only audit names. */
+static void test_parallel_segments(void **state)
+{
+    const proc_ctx *c = *state;
+    EXPECT(c, 0, "all kept", "train", "--task", "teacher", "--steps", "40", "--checkpoint-every", "5",
+           "--keep-checkpoints", "all", "--db", "r.db", "--name", "x", "--threads", "2", "--no-progress");
+    assert_int_equal(db_int(c, "SELECT count(*) FROM checkpoints WHERE run = 1"), 8);
+    EXPECT(c, 0, "steps 0..40 re-executed at 1 thread (8 segments), 8 checkpoint files", "audit", "x", "--db",
+           "r.db", "--threads", "1");
+    EXPECT(c, 0, "at 3 threads (8 segments)", "audit", "x", "--db", "r.db", "--threads", "3");
+    EXPECT(c, 0, "at 8 threads (8 segments)", "audit", "x", "--db", "r.db", "--threads", "8");
+    EXPECT(c, 0, "at 16 threads (8 segments)", "audit", "x", "--db", "r.db", "--threads", "16");
+    static const char *const threads[] = { "1", "2", "3", "8" };
+    db_exec(c, "UPDATE steps SET traj_hash = traj_hash + 1 WHERE run = 1 AND step = 23");
+    EXPECT(c, 1, "failed at step 23", "audit", "x", "--db", "r.db", "--record-only");
+    for (size_t i = 0; i < 4; i++)
+        EXPECT(c, 1, "failed at step 23 (steps 0..22 proved)", "audit", "x", "--db", "r.db", "--threads",
+               threads[i]);
+    db_exec(c, "UPDATE steps SET traj_hash = traj_hash - 1 WHERE run = 1 AND step = 23");
+    db_exec(c, "UPDATE steps SET loss_bits = loss_bits + 1 WHERE run = 1 AND step = 17");
+    EXPECT(c, 1, "failed at step 17", "audit", "x", "--db", "r.db", "--record-only");
+    for (size_t i = 0; i < 4; i++)
+        EXPECT(c, 1, "failed at step 17", "audit", "x", "--db", "r.db", "--threads", threads[i]);
+    /* Two edits: the earlier one is named, whichever segment finishes first. */
+    db_exec(c, "UPDATE steps SET param_hash = param_hash + 1 WHERE run = 1 AND step = 36");
+    for (size_t i = 0; i < 4; i++)
+        EXPECT(c, 1, "failed at step 17", "audit", "x", "--db", "r.db", "--threads", threads[i]);
+    db_exec(c, "UPDATE steps SET loss_bits = loss_bits - 1 WHERE run = 1 AND step = 17");
+    EXPECT(c, 1, "failed at step 36", "audit", "x", "--db", "r.db", "--record-only");
+    for (size_t i = 0; i < 4; i++)
+        EXPECT(c, 1, "failed at step 36", "audit", "x", "--db", "r.db", "--threads", threads[i]);
+    db_exec(c, "UPDATE steps SET param_hash = param_hash - 1 WHERE run = 1 AND step = 36");
+    /* Two checkpoint files swapped: each holds the other's step. */
+    char p10[PATH_MAX], p20[PATH_MAX], tmp[PATH_MAX];
+    ckpt_path(c, 10, p10, sizeof p10);
+    ckpt_path(c, 20, p20, sizeof p20);
+    proc_tpath(c, "swap.tmp", tmp, sizeof tmp);
+    assert_int_equal(rename(p10, tmp), 0);
+    assert_int_equal(rename(p20, p10), 0);
+    assert_int_equal(rename(tmp, p20), 0);
+    EXPECT(c, 1, "failed at step 10", "audit", "x", "--db", "r.db", "--record-only");
+    for (size_t i = 0; i < 4; i++)
+        EXPECT(c, 1, "failed at step 10", "audit", "x", "--db", "r.db", "--threads", threads[i]);
+    assert_int_equal(rename(p10, tmp), 0);
+    assert_int_equal(rename(p20, p10), 0);
+    assert_int_equal(rename(tmp, p20), 0);
+    EXPECT(c, 0, "proved", "audit", "x", "--db", "r.db", "--threads", "2");
+    /* The verdicts: what the audit ran on, and the build. */
+    assert_int_equal(db_int(c, "SELECT count(*) FROM audits WHERE run = 1 AND build LIKE '%simd%' AND version = "
+                               "'lockstep 0.2.0'"), db_int(c, "SELECT count(*) FROM audits"));
+    assert_int_equal(db_int(c, "SELECT count(*) FROM audits WHERE threads = 8 AND first_bad_step = 36"), 1);
+    EXPECT(c, 0, "build ", "show", "x", "--db", "r.db");
+}
+
+/* A minimal .npy (format 1.0) of descr and shape, data bytes given. */
+static void write_npy(const proc_ctx *c, const char *name, const char *descr, const char *shape, const void *data,
+                      size_t len)
+{
+    char dict[128], path[PATH_MAX];
+    int n = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': %s, }", descr, shape);
+    size_t total = 10 + (size_t)n + 1, pad = (64 - total % 64) % 64;
+    proc_tpath(c, name, path, sizeof path);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    const unsigned short hl = (unsigned short)((size_t)n + pad + 1);
+    fwrite("\x93NUMPY\x01\x00", 1, 8, f);
+    fputc(hl & 0xff, f);
+    fputc(hl >> 8, f);
+    fwrite(dict, 1, (size_t)n, f);
+    for (size_t i = 0; i < pad; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+    fwrite(data, 1, len, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* A data file changed after the run: the full audit says the data are not
+ * the run's and names the files they come from. */
+static void test_changed_data_file(void **state)
+{
+    const proc_ctx *c = *state;
+    float x[64 * 4], tx[16 * 4];
+    long long y[64], ty[16];
+    for (int i = 0; i < 64 * 4; i++)
+        x[i] = (float)((i * 37) % 11) / 11.0f;
+    for (int i = 0; i < 16 * 4; i++)
+        tx[i] = (float)((i * 13) % 7) / 7.0f;
+    for (int i = 0; i < 64; i++)
+        y[i] = (i * 5) % 3;
+    for (int i = 0; i < 16; i++)
+        ty[i] = i % 3;
+    write_npy(c, "tx.npy", "<f4", "(64, 4)", x, sizeof x);
+    write_npy(c, "ty.npy", "<i8", "(64,)", y, sizeof y);
+    write_npy(c, "vx.npy", "<f4", "(16, 4)", tx, sizeof tx);
+    write_npy(c, "vy.npy", "<i8", "(16,)", ty, sizeof ty);
+    EXPECT(c, 0, "20 steps", "train", "--task", "arrays", "--train-x", "tx.npy", "--train-y", "ty.npy", "--test-x",
+           "vx.npy", "--test-y", "vy.npy", "--batch", "16", "--steps", "20", "--checkpoint-every", "5",
+           "--keep-checkpoints", "all", "--db", "r.db", "--name", "a", "--no-progress");
+    EXPECT(c, 0, "proved", "audit", "a", "--db", "r.db", "--threads", "2");
+    x[5] = 0.5f;
+    write_npy(c, "tx.npy", "<f4", "(64, 4)", x, sizeof x);
+    EXPECT(c, 1, "data_hash", "audit", "a", "--db", "r.db", "--threads", "2");
+    EXPECT(c, 1, "tx.npy", "audit", "a", "--db", "r.db", "--threads", "1");
+    assert_int_equal(db_int(c, "SELECT count(*) FROM audits WHERE verdict = 'failed' AND detail LIKE "
+                               "'%train_x=%tx.npy%'"), 2);
+}
+
 int main(void)
 {
     if (proc_find_bin(g_bin, "test_audit", 1) != 0)
@@ -314,6 +425,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_checkpoint_altered_found, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_certificate, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_data_identity, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_parallel_segments, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_changed_data_file, setup_dir, proc_ctx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }

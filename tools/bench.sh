@@ -49,3 +49,4 @@ sh "$(dirname "$0")/bench_graph.sh" "$BIN"
 # Many runs in one process: lockstep sweep against the same runs one after another.
 echo
 sh "$(dirname "$0")/bench_sweep.sh" "$BIN"
+echo; bash "$(dirname "$0")/bench_audit.sh" "$BIN"   # the audit against training (tools/bench_audit.sh)

@@ -184,6 +184,14 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
             if (*v == '\0')
                 return ls_fail(err, LS_EINVAL, "--checkpoint-dir: needs a directory name");
             a->checkpoint_dir = v;
+        } else if (strcmp(name, "--keep-checkpoints") == 0 && (accept & CLI_CKPT)) {
+            if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
+                return st;
+            if (strcmp(v, "all") == 0)
+                a->keep_checkpoints = -1;
+            else if ((st = parse_int("--keep-checkpoints", v, 1, INT64_C(1) << 40, &a->keep_checkpoints, err)) !=
+                     LS_OK)
+                return ls_fail(err, LS_EINVAL, "--keep-checkpoints: '%.40s' is not a count >= 1 or 'all'", v);
         } else if (strcmp(name, "--reps") == 0 && (accept & CLI_REPS)) {
             if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
                 return st;

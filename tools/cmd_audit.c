@@ -12,12 +12,13 @@
  * hash, and its parameters hash as the record has them at that step.
  * Milliseconds, and a row edited by hand breaks the chain at its step.
  *
- * audit (full) checks the config the same way, then reopens the run with
- * LS_REOPEN_AUDIT (engine/session.c): from θ_0, whatever checkpoints there
- * are, it recomputes every recorded step and compares loss bits, parameter
- * hash and trajectory hash, and at each step with registered checkpoints
- * checks the files against the recomputed state; the data are checked
- * against the config's data_hash when they load.
+ * audit (full) checks the config the same way, then re-executes the run
+ * (engine/audit.h: the segments between registered checkpoints replayed
+ * concurrently, each an LS_REOPEN_AUDIT session from its checkpoint): every
+ * recorded step's loss bits, parameter hash and trajectory hash, and at
+ * each step with registered checkpoints the files against the recomputed
+ * state; the data are checked against the config's data_hash when they
+ * load. The first bad step is the one a replay from step 0 names.
  *
  * Either way the verdict goes to the record's `audits` table (runlog.h),
  * one line goes to stdout, and --certificate writes a small JSON document
@@ -46,6 +47,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../engine/audit.h"
+#include "../engine/dense.h"
 #include "../record/checkpoint.h"
 #include "buildinfo.h"
 
@@ -258,70 +261,26 @@ static ls_status audit_record(runlog *db, const runlog_run *run, audit_result *r
     return LS_OK;
 }
 
-/* The full audit: the config, then every step re-executed from θ_0. */
+/* The full audit: the config, then every step re-executed (engine/audit.h:
+ * the segments between checkpoints at once). */
 static ls_status audit_full(const char *db_path, const runlog_run *run, int threads, audit_result *r, int *threads_used,
                             ls_err *err)
 {
     ls_config cfg;
     if (!audit_config(run, &cfg, r))
         return LS_OK;
-    char id[32];
-    snprintf(id, sizeof id, "%lld", (long long)run->id);
-    ls_session_opts o = { .threads = threads };
-    ls_session *s;
-    ls_err e = { "" };
-    ls_status st = ls_session_reopen(&s, db_path, id, LS_REOPEN_AUDIT, &o, &e);
-    if (st == LS_EMISMATCH) {
-        audit_fail(r, strncmp(e.msg, "step 0:", 7) == 0 ? 0 : -1, "%s", e.msg);
-        return LS_OK;
-    }
-    if (st != LS_OK) {
-        *err = e;
+    audit_report rep;
+    ls_status st = audit_replay(db_path, run->id, threads, &run_interrupted, &rep, err);
+    if (st != LS_OK)
         return st;
-    }
-    ls_session_state ss;
-    ls_session_state_get(s, &ss);
-    *threads_used = ss.threads;
-    r->steps = 0;
-    while (ss.step < ss.target) {
-        if (run_interrupted) {
-            st = ls_fail(&e, LS_EINTR, "interrupted after step %lld", (long long)ss.step);
-            break;
-        }
-        const int64_t next = ss.step + 1;
-        if ((st = ls_session_step(s, NULL, &e)) != LS_OK) {
-            if (st == LS_EMISMATCH) {
-                audit_fail(r, next, "%s", e.msg);
-                st = LS_OK;
-            }
-            break;
-        }
-        ls_session_state_get(s, &ss);
-        r->steps = ss.step;
-    }
-    ls_session_state_get(s, &ss);
-    ls_session_close(s, LS_OK, NULL);
-    if (st != LS_OK) {
-        *err = e;
-        return st;
-    }
-    if (r->proved) {
-        r->traj = ss.traj_hash;
-        r->param_hash = ss.param_hash;
-        runlog *db;
-        runlog_ckpt *ck;
-        size_t n_ck;
-        if (cli_open_db(db_path, &db, err) == LS_OK) {
-            if (runlog_checkpoints(db, run->id, &ck, &n_ck, err) == LS_OK) {
-                r->checkpoints = (int64_t)n_ck;
-                runlog_checkpoints_free(ck, n_ck);
-            }
-            runlog_close(db);
-        }
-        snprintf(r->detail, sizeof r->detail, "steps 0..%lld re-executed at %d thread%s, %lld checkpoint file%s",
-                 (long long)r->steps, ss.threads, ss.threads == 1 ? "" : "s", (long long)r->checkpoints,
-                 r->checkpoints == 1 ? "" : "s");
-    }
+    *threads_used = rep.threads;
+    snprintf(r->detail, sizeof r->detail, "%s", rep.detail);
+    r->proved = rep.proved;
+    r->steps = rep.steps;
+    r->first_bad = rep.first_bad;
+    r->traj = rep.traj_hash;
+    r->param_hash = rep.param_hash;
+    r->checkpoints = rep.checkpoints;
     return LS_OK;
 }
 
@@ -382,10 +341,12 @@ static void cert_write(FILE *f, const runlog_run *run, uint64_t data_hash, const
 static void audit_usage(void)
 {
     puts("usage: lockstep audit RUN [--db FILE] [--threads N] [--record-only] [--certificate FILE.json]\n"
-         "Proves what a recorded run did. Re-executes it from step 0 (ignoring checkpoints) and checks every\n"
-         "recorded step's loss bits, parameter hash and trajectory hash, the config hash against the config\n"
-         "text, the data against the config's data_hash, and every registered checkpoint file against the\n"
-         "recomputed state. The verdict is stored in the record (table audits) and shown by `show`.\n"
+         "Proves what a recorded run did. Re-executes it and checks every recorded step's loss bits,\n"
+         "parameter hash and trajectory hash, the config hash against the config text, the data against the\n"
+         "config's data_hash, and every registered checkpoint file against the recomputed state. The steps\n"
+         "between two registered checkpoints are replayed concurrently, each segment from its checkpoint\n"
+         "(train --keep-checkpoints all keeps every one); the first bad step named is the one a replay from\n"
+         "step 0 would name. The verdict is stored in the record (table audits) and shown by `show`.\n"
          "  --db FILE            SQLite record (default runs.db)\n"
          "  --threads N          worker threads for the re-execution (default: online CPUs)\n"
          "  --record-only        re-execute nothing: check the trajectory hash chain of the step rows, that\n"
@@ -470,6 +431,8 @@ int cmd_audit(int argc, char **argv)
     runlog_audit row;
     memset(&row, 0, sizeof row);
     snprintf(row.version, sizeof row.version, "%s", LS_ENGINE_VERSION);
+    snprintf(row.build, sizeof row.build, "%s; %s; simd %s%s%s", LS_BUILD_CC, LS_BUILD_CFLAGS, dense_simd_name(),
+             LS_BUILD_GIT[0] ? "; git " : "", LS_BUILD_GIT);
     gethostname(row.host, sizeof row.host - 1);
     row.threads = threads;
     snprintf(row.mode, sizeof row.mode, "%s", record_only ? "record-only" : "full");

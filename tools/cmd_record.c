@@ -5,6 +5,7 @@
 #include "runref.h"
 
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,38 +26,175 @@ static int open_or_fail(const char *cmd, const char *path, runlog **db)
     return 1;
 }
 
+/* ---- output for scripts ------------------------------------------------------
+ * Column names of `runs --json/--csv`, `show --json` and `show --steps
+ * --csv` are documented in docs/formats.md and kept stable: new ones may be
+ * added, none renamed or removed. Hashes are 16 lowercase hex digits, times
+ * UTC ISO 8601 as stored. */
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)(s != NULL ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p == '\n')
+            fputs("\\n", f);
+        else if (*p == '\t')
+            fputs("\\t", f);
+        else if (*p == '\r')
+            fputs("\\r", f);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\u%04x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
+/* A double as JSON: shortest round-trip digits, null when not finite. */
+static void json_num(FILE *f, double v)
+{
+    if (v != v || v - v != 0) {
+        fputs("null", f);
+        return;
+    }
+    char buf[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    fputs(buf, f);
+}
+
+/* A CSV field (RFC 4180): quoted when it holds a comma, quote or line break. */
+static void csv_str(FILE *f, const char *s)
+{
+    s = s != NULL ? s : "";
+    if (strpbrk(s, ",\"\r\n") == NULL) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (; *s; s++) {
+        if (*s == '"')
+            fputc('"', f);
+        fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void csv_num(FILE *f, double v)
+{
+    if (v != v || v - v != 0)
+        return;   /* empty: not a number */
+    char buf[40];
+    for (int prec = 1; prec <= 17; prec++) {
+        snprintf(buf, sizeof buf, "%.*g", prec, v);
+        if (strtod(buf, NULL) == v)
+            break;
+    }
+    fputs(buf, f);
+}
+
+/* A flag of the form --name VALUE or --name=VALUE at argv[*i]; NULL when
+ * argv[*i] is not that flag. A missing value sets *bad. */
+static const char *take_flag(int argc, char **argv, int *i, const char *name, int *bad)
+{
+    const size_t n = strlen(name);
+    if (strncmp(argv[*i], name, n) != 0)
+        return NULL;
+    if (argv[*i][n] == '=')
+        return argv[*i][n + 1] ? argv[*i] + n + 1 : (*bad = 1, NULL);
+    if (argv[*i][n] != '\0')
+        return NULL;
+    if (*i + 1 >= argc || argv[*i + 1][0] == '\0') {
+        *bad = 1;
+        return NULL;
+    }
+    return argv[++*i];
+}
+
+static void runs_usage(void)
+{
+    puts("usage: lockstep runs [--db FILE] [--status S] [--task T] [--name GLOB] [--last N] [--json | --csv]\n"
+         "Lists the runs in the database, oldest first.\n"
+         "  --status S   only runs of status S (running, done, interrupted, diverged, failed)\n"
+         "  --task T     only runs of task T\n"
+         "  --name GLOB  only runs whose name matches the shell pattern GLOB (quote it: 'lr-*')\n"
+         "  --last N     only the N newest of those\n"
+         "  --json       a JSON array of objects; --csv: a header line, then one line a run\n"
+         "               (columns: id name status model task steps threads trajectory config_hash started\n"
+         "               ended host; docs/formats.md)\n"
+         "  --sweep ID   instead: the runs of sweep ID (lockstep sweep) with final loss and evaluation,\n"
+         "               best first (highest evaluation, else lowest final loss)");
+}
+
 int cmd_runs(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    /* --sweep ID: one sweep's runs (cmd_sweep.c). */
-    const char *sweep_id = NULL;
-    char *rest[64];
-    int n_rest = 0;
+    const char *want_status = NULL, *want_task = NULL, *want_name = NULL, *sweep_id = NULL;
+    int64_t last = 0;
+    int json = 0, csv = 0, bad = 0;
+    char *args[64];
+    int n_args = 0, ended = 0;
     ls_status st = LS_OK;
     for (int i = 0; i < argc && st == LS_OK; i++) {
-        if (strcmp(argv[i], "--sweep") == 0 || strncmp(argv[i], "--sweep=", 8) == 0) {
-            sweep_id = argv[i][7] == '=' ? argv[i] + 8 : i + 1 < argc ? argv[++i] : NULL;
-            if (sweep_id == NULL || *sweep_id == '\0')
-                st = ls_fail(&err, LS_EINVAL, "--sweep: needs a sweep id");
-        } else if (n_rest == 64) {
+        const char *v;
+        const char *flag = argv[i];
+        ended |= strcmp(argv[i], "--") == 0;
+        if (ended && n_args < 64) {
+            args[n_args++] = argv[i];
+        } else if (ended) {
+            st = ls_fail(&err, LS_EINVAL, "too many arguments");
+        } else if (strcmp(argv[i], "--json") == 0) {
+            json = 1;
+        } else if (strcmp(argv[i], "--csv") == 0) {
+            csv = 1;
+        } else if ((v = take_flag(argc, argv, &i, "--status", &bad)) != NULL) {
+            static const char *const ok[] = { "running", "done", "interrupted", "diverged", "failed" };
+            int known = 0;
+            for (size_t k = 0; k < 5; k++)
+                known |= strcmp(v, ok[k]) == 0;
+            if (!known)
+                st = ls_fail(&err, LS_EINVAL, "--status: '%.40s' is not running, done, interrupted, diverged or "
+                             "failed", v);
+            want_status = v;
+        } else if ((v = take_flag(argc, argv, &i, "--sweep", &bad)) != NULL) {
+            sweep_id = v;   /* one sweep's runs (cmd_sweep.c) */
+        } else if ((v = take_flag(argc, argv, &i, "--task", &bad)) != NULL) {
+            want_task = v;
+        } else if ((v = take_flag(argc, argv, &i, "--name", &bad)) != NULL) {
+            want_name = v;
+        } else if ((v = take_flag(argc, argv, &i, "--last", &bad)) != NULL) {
+            char *end;
+            errno = 0;
+            long long x = strtoll(v, &end, 10);
+            if (*end != '\0' || errno != 0 || x < 1)
+                st = ls_fail(&err, LS_EINVAL, "--last: '%.40s' is not a count >= 1", v);
+            last = x;
+        } else if (bad) {
+            st = ls_fail(&err, LS_EINVAL, "%.20s: needs a value", flag);
+        } else if (n_args == 64) {
             st = ls_fail(&err, LS_EINVAL, "too many arguments");
         } else {
-            rest[n_rest++] = argv[i];
+            args[n_args++] = argv[i];
         }
+        if (st == LS_OK && bad)
+            st = ls_fail(&err, LS_EINVAL, "%.20s: needs a value", flag);
     }
-    argc = n_rest;
-    argv = rest;
+    if (st == LS_OK && json && csv)
+        st = ls_fail(&err, LS_EINVAL, "--json and --csv: one output format at a time");
     if (st == LS_OK)
-        st = cli_parse(argc, argv, CLI_DB, 0, &a, &err);
+        st = cli_parse(n_args, args, CLI_DB, 0, &a, &err);
     if (st != LS_OK) {
         cli_error("runs", &err, st);
         return EXIT_USAGE;
     }
     if (a.help) {
-        puts("usage: lockstep runs [--db FILE] [--sweep ID]\nLists the runs in the database, oldest first.\n"
-             "  --sweep ID   only the runs of sweep ID (lockstep sweep), with final loss and evaluation,\n"
-             "               best first (highest evaluation, else lowest final loss)");
+        runs_usage();
         return EXIT_OK;
     }
     runlog *db;
@@ -74,9 +212,33 @@ int cmd_runs(int argc, char **argv)
         runlog_close(db);
         return EXIT_USAGE;
     }
-    printf("%-5s %-24s %-12s %-6s %-14s %-8s %-7s %-18s %s\n", "id", "name", "status", "model", "task", "steps",
-           "threads", "trajectory", "started");
+    /* The filters, then the newest `last` of what passes. */
+    char *keep = calloc(n + 1, 1);
+    size_t n_keep = 0;
+    for (size_t i = 0; keep != NULL && i < n; i++) {
+        keep[i] = (want_status == NULL || strcmp(runs[i].status, want_status) == 0) &&
+                  (want_task == NULL || strcmp(runs[i].task, want_task) == 0) &&
+                  (want_name == NULL || fnmatch(want_name, runs[i].name, 0) == 0);
+        n_keep += (size_t)keep[i];
+    }
+    for (size_t i = 0; keep != NULL && i < n && last > 0 && n_keep > (size_t)last; i++)
+        if (keep[i]) {
+            keep[i] = 0;
+            n_keep--;
+        }
+    if (json)
+        printf("[");
+    else if (csv)
+        printf("id,name,status,model,task,steps,threads,trajectory,config_hash,started,ended,host\n");
+    else
+        printf("%-5s %-24s %-12s %-6s %-14s %-8s %-7s %-18s %s\n", "id", "name", "status", "model", "task", "steps",
+               "threads", "trajectory", "started");
+    size_t shown = 0;
     for (size_t i = 0; i < n; i++) {
+        if (keep == NULL || !keep[i]) {
+            runlog_run_free(&runs[i]);
+            continue;
+        }
         /* The thread count of every process that worked on the run, in order. */
         char threads[64];
         snprintf(threads, sizeof threads, "%d", runs[i].threads);
@@ -91,21 +253,213 @@ int cmd_runs(int argc, char **argv)
         }
         if (n_pr > 0)
             free(pr);
-        printf("%-5lld %-24s %-12s %-6s %-14s %-8lld %-7s %016llx %s\n", (long long)runs[i].id, runs[i].name,
-               runs[i].status, runs[i].model, runs[i].task, (long long)runs[i].n_steps, threads,
-               (unsigned long long)runs[i].last_traj_hash, runs[i].started);
+        const runlog_run *r = &runs[i];
+        char traj[24], ch[24];
+        snprintf(traj, sizeof traj, "%016llx", (unsigned long long)r->last_traj_hash);
+        snprintf(ch, sizeof ch, "%016llx", (unsigned long long)r->config_hash);
+        if (json) {
+            printf("%s\n  {\"id\": %lld, \"name\": ", shown ? "," : "", (long long)r->id);
+            json_str(stdout, r->name);
+            printf(", \"status\": ");
+            json_str(stdout, r->status);
+            printf(", \"model\": ");
+            json_str(stdout, r->model);
+            printf(", \"task\": ");
+            json_str(stdout, r->task);
+            printf(", \"steps\": %lld, \"threads\": \"%s\", \"trajectory\": \"%s\", \"config_hash\": \"%s\", "
+                   "\"started\": ", (long long)r->n_steps, threads, traj, ch);
+            json_str(stdout, r->started);
+            printf(", \"ended\": ");
+            if (r->ended[0])
+                json_str(stdout, r->ended);
+            else
+                printf("null");
+            printf(", \"host\": ");
+            json_str(stdout, r->host);
+            printf("}");
+        } else if (csv) {
+            printf("%lld,", (long long)r->id);
+            csv_str(stdout, r->name);
+            printf(",%s,", r->status);
+            csv_str(stdout, r->model);
+            putchar(',');
+            csv_str(stdout, r->task);
+            printf(",%lld,\"%s\",%s,%s,%s,%s,", (long long)r->n_steps, threads, traj, ch, r->started, r->ended);
+            csv_str(stdout, r->host);
+            putchar('\n');
+        } else {
+            printf("%-5lld %-24s %-12s %-6s %-14s %-8lld %-7s %s %s\n", (long long)r->id, r->name, r->status,
+                   r->model, r->task, (long long)r->n_steps, threads, traj, r->started);
+        }
+        shown++;
         runlog_run_free(&runs[i]);
     }
+    if (json)
+        printf("%s]\n", shown ? "\n" : "");
+    free(keep);
     free(runs);
     runlog_close(db);
     return EXIT_OK;
+}
+
+/* show --steps --csv: the step table alone. */
+static ls_status show_csv(runlog *db, int64_t id, ls_err *err)
+{
+    ls_step *steps;
+    size_t n;
+    ls_status st = runlog_read_steps(db, id, &steps, &n, err);
+    if (st != LS_OK)
+        return st;
+    printf("step,loss,loss_bits,param_hash,trajectory,seconds\n");
+    for (size_t i = 0; i < n; i++) {
+        printf("%lld,", (long long)steps[i].step);
+        if (steps[i].has_loss) {
+            csv_num(stdout, hash_bits_to_double(steps[i].loss_bits));
+            printf(",%016llx", (unsigned long long)steps[i].loss_bits);
+        } else {
+            printf(",");
+        }
+        printf(",%016llx,%016llx,", (unsigned long long)steps[i].param_hash, (unsigned long long)steps[i].traj_hash);
+        if (steps[i].has_loss)
+            csv_num(stdout, steps[i].seconds);
+        printf("\n");
+    }
+    free(steps);
+    return LS_OK;
+}
+
+static void json_key_str(const char *key, const char *v, int null_if_empty)
+{
+    printf(",\n  \"%s\": ", key);
+    if (null_if_empty && (v == NULL || v[0] == '\0'))
+        printf("null");
+    else
+        json_str(stdout, v);
+}
+
+/* show --json: one object. */
+static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls_err *err)
+{
+    printf("{\n  \"id\": %lld", (long long)run->id);
+    json_key_str("name", run->name, 0);
+    json_key_str("status", run->status, 0);
+    json_key_str("model", run->model, 0);
+    json_key_str("task", run->task, 0);
+    json_key_str("started", run->started, 0);
+    json_key_str("ended", run->ended, 1);
+    printf(",\n  \"steps\": %lld,\n  \"target_steps\": %lld,\n  \"trajectory\": \"%016llx\",\n"
+           "  \"config_hash\": \"%016llx\",\n  \"threads\": %d,\n  \"checkpoint_every\": %lld",
+           (long long)run->n_steps, (long long)run->target_steps, (unsigned long long)run->last_traj_hash,
+           (unsigned long long)run->config_hash, run->threads, (long long)run->checkpoint_every);
+    json_key_str("engine", run->engine_version, 0);
+    json_key_str("compiler", run->compiler, 0);
+    json_key_str("cflags", run->cflags, 0);
+    json_key_str("host", run->host, 0);
+    json_key_str("cpu", run->cpu, 0);
+    json_key_str("git", run->git_commit, 1);
+    json_key_str("reduce", run->reduce, 0);
+    json_key_str("config", run->config_text, 0);
+    json_key_str("sources", run->source_text, 1);
+    ls_status st = LS_OK;
+    runlog_process *pr;
+    size_t n_pr;
+    printf(",\n  \"processes\": [");
+    if ((st = runlog_processes(db, run->id, &pr, &n_pr, err)) == LS_OK) {
+        for (size_t k = 0; k < n_pr; k++) {
+            printf("%s\n    {\"started\": ", k ? "," : "");
+            json_str(stdout, pr[k].started);
+            printf(", \"ended\": ");
+            if (pr[k].ended[0])
+                json_str(stdout, pr[k].ended);
+            else
+                printf("null");
+            printf(", \"host\": ");
+            json_str(stdout, pr[k].host);
+            printf(", \"pid\": %lld, \"threads\": %d, \"first_step\": %lld, \"last_step\": ", (long long)pr[k].pid,
+                   pr[k].threads, (long long)pr[k].first_step);
+            if (pr[k].last_step >= 0)
+                printf("%lld", (long long)pr[k].last_step);
+            else
+                printf("null");
+            printf(", \"build\": ");
+            json_str(stdout, pr[k].build);
+            printf("}");
+        }
+        if (n_pr > 0)
+            free(pr);
+    }
+    printf("%s],\n  \"evaluations\": [", n_pr ? "\n  " : "");
+    runlog_evalrow *ev;
+    size_t n_ev = 0;
+    if (st == LS_OK && (st = runlog_read_evals(db, run->id, &ev, &n_ev, err)) == LS_OK) {
+        for (size_t i = 0; i < n_ev; i++) {
+            printf("%s\n    {\"step\": %lld, \"name\": ", i ? "," : "", (long long)ev[i].step);
+            json_str(stdout, ev[i].name);
+            printf(", \"value\": ");
+            json_num(stdout, ev[i].value);
+            printf("}");
+        }
+        free(ev);
+    }
+    printf("%s],\n  \"audits\": [", n_ev ? "\n  " : "");
+    runlog_audit *au;
+    size_t n_au = 0;
+    if (st == LS_OK && (st = runlog_audits(db, run->id, &au, &n_au, err)) == LS_OK) {
+        for (size_t i = 0; i < n_au; i++) {
+            printf("%s\n    {\"created\": ", i ? "," : "");
+            json_str(stdout, au[i].created);
+            printf(", \"mode\": ");
+            json_str(stdout, au[i].mode);
+            printf(", \"verdict\": \"%s\", \"steps\": %lld, \"first_bad_step\": ", au[i].proved ? "proved" : "failed",
+                   (long long)au[i].steps);
+            if (au[i].first_bad >= 0)
+                printf("%lld", (long long)au[i].first_bad);
+            else
+                printf("null");
+            printf(", \"version\": ");
+            json_str(stdout, au[i].version);
+            printf(", \"build\": ");
+            json_str(stdout, au[i].build);
+            printf(", \"host\": ");
+            json_str(stdout, au[i].host);
+            printf(", \"threads\": %d, \"detail\": ", au[i].threads);
+            json_str(stdout, au[i].detail);
+            printf("}");
+        }
+        free(au);
+    }
+    printf("%s]", n_au ? "\n  " : "");
+    if (st == LS_OK && with_steps) {
+        ls_step *steps;
+        size_t n;
+        if ((st = runlog_read_steps(db, run->id, &steps, &n, err)) == LS_OK) {
+            printf(",\n  \"step_rows\": [");
+            for (size_t i = 0; i < n; i++) {
+                printf("%s\n    {\"step\": %lld, \"loss\": ", i ? "," : "", (long long)steps[i].step);
+                if (steps[i].has_loss) {
+                    json_num(stdout, hash_bits_to_double(steps[i].loss_bits));
+                    printf(", \"loss_bits\": \"%016llx\"", (unsigned long long)steps[i].loss_bits);
+                } else {
+                    printf("null, \"loss_bits\": null");
+                }
+                printf(", \"param_hash\": \"%016llx\", \"trajectory\": \"%016llx\", \"seconds\": ",
+                       (unsigned long long)steps[i].param_hash, (unsigned long long)steps[i].traj_hash);
+                json_num(stdout, steps[i].seconds);
+                printf("}");
+            }
+            printf("%s]", n ? "\n  " : "");
+            free(steps);
+        }
+    }
+    printf("\n}\n");
+    return st;
 }
 
 int cmd_show(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    int show_steps = 0;
+    int show_steps = 0, json = 0, csv = 0;
     /* --steps is a switch here, not a count. */
     char *args[64];
     int n_args = 0, ended = 0;
@@ -114,6 +468,10 @@ int cmd_show(int argc, char **argv)
         ended |= strcmp(argv[i], "--") == 0;   /* after "--", "--steps" is a run's name */
         if (!ended && strcmp(argv[i], "--steps") == 0)
             show_steps = 1;
+        else if (!ended && strcmp(argv[i], "--json") == 0)
+            json = 1;
+        else if (!ended && strcmp(argv[i], "--csv") == 0)
+            csv = 1;
         else if (n_args == 64)
             st = ls_fail(&err, LS_EINVAL, "too many arguments");
         else
@@ -123,13 +481,20 @@ int cmd_show(int argc, char **argv)
         st = cli_parse(n_args, args, CLI_DB, 1, &a, &err);
     if (st == LS_OK && !a.help && a.n_positional != 1)
         st = ls_fail(&err, LS_EINVAL, "needs one RUN (an id or a name)");
+    if (st == LS_OK && json && csv)
+        st = ls_fail(&err, LS_EINVAL, "--json and --csv: one output format at a time");
+    if (st == LS_OK && csv && !show_steps)
+        st = ls_fail(&err, LS_EINVAL, "--csv: only with --steps (the step table)");
     if (st != LS_OK) {
         cli_error("show", &err, st);
         return EXIT_USAGE;
     }
     if (a.help) {
-        puts("usage: lockstep show RUN [--db FILE] [--steps]\n"
-             "Config, environment, summary and evaluations of a run; --steps adds the step table.");
+        puts("usage: lockstep show RUN [--db FILE] [--steps] [--json | --steps --csv]\n"
+             "Config, environment, summary, evaluations and audits of a run; --steps adds the step table.\n"
+             "  --json          the same as one JSON object (with --steps: and \"step_rows\")\n"
+             "  --steps --csv   the step table alone as CSV: step,loss,loss_bits,param_hash,trajectory,seconds\n"
+             "Column and key names: docs/formats.md; they are kept stable.");
         return EXIT_OK;
     }
     runlog *db;
@@ -142,6 +507,14 @@ int cmd_show(int argc, char **argv)
         cli_error("show", &err, st);
         runlog_close(db);
         return EXIT_USAGE;
+    }
+    if (json || csv) {
+        st = csv ? show_csv(db, id, &err) : show_json(db, &run, show_steps, &err);
+        if (st != LS_OK)
+            cli_error("show", &err, st);
+        runlog_run_free(&run);
+        runlog_close(db);
+        return st == LS_OK ? EXIT_OK : EXIT_USAGE;
     }
     printf("run %lld '%s': %s\n", (long long)run.id, run.name, run.status);
     printf("  started %s, ended %s\n", run.started, run.ended[0] ? run.ended : "-");
@@ -222,6 +595,8 @@ int cmd_show(int argc, char **argv)
             printf("  %s  %s %s%s, steps 0..%lld, %s, host %s, threads %d\n    %s\n", au[i].created,
                    au[i].proved ? "proved" : "failed", au[i].mode, bad, (long long)au[i].steps, au[i].version,
                    au[i].host, au[i].threads, au[i].detail);
+            if (au[i].build[0])
+                printf("    build %s\n", au[i].build);
         }
         free(au);
     }

@@ -10,7 +10,7 @@
 static void resume_usage(void)
 {
     puts("usage: lockstep resume RUN [--db FILE] [--threads N] [--steps N] [--checkpoint-every K]\n"
-         "                      [--checkpoint-dir DIR] [--no-progress]\n"
+         "                      [--checkpoint-dir DIR] [--keep-checkpoints N|all] [--no-progress]\n"
          "Continues a run (an id or a name) that was interrupted, killed or failed: rebuilds the trainer\n"
          "from the recorded config, loads the run's newest checkpoint (none: starts from step 0), recomputes\n"
          "every step recorded after it and checks its loss bits, parameter hash and trajectory hash against\n"
@@ -22,6 +22,8 @@ static void resume_usage(void)
          "                   run is continued when N is beyond its last step\n"
          "  --checkpoint-every K, --checkpoint-dir DIR\n"
          "                   replace the run's checkpoint interval and directory from now on\n"
+         "  --keep-checkpoints N|all\n"
+         "                   replace how many of the newest checkpoints the run keeps\n"
          "  --no-progress    no progress line\n"
          "exit status: 0 done (or nothing to do: the run is done), 1 a recomputed step differs from the\n"
          "record (the step is named) or training diverged, 2 bad usage, unknown run, a run still running\n"
@@ -66,7 +68,8 @@ int cmd_resume(int argc, char **argv)
     char run_id[32];
     snprintf(run_id, sizeof run_id, "%lld", (long long)id);
     run_opts o = { .threads = a.threads[0], .steps = a.steps, .progress = a.progress, .eval_at_end = 1,
-                   .db_path = a.db, .checkpoint_every = a.checkpoint_every, .checkpoint_dir = a.checkpoint_dir };
+                   .db_path = a.db, .checkpoint_every = a.checkpoint_every, .checkpoint_dir = a.checkpoint_dir,
+                   .keep_checkpoints = a.keep_checkpoints };
     run_result r;
     st = run_resume(&o, run_id, &r, &err);
     if (st != LS_OK) {

@@ -34,7 +34,8 @@ static void train_usage(const ls_config *cfg)
 {
     puts("usage: lockstep train [--task T] [--model M] [--steps N] [--batch B] [--leaf L] [--seed S]\n"
          "                      [--threads N] [--db FILE] [--name NAME] [--eval-every K] [--no-progress]\n"
-         "                      [--checkpoint-every K [--checkpoint-dir DIR]] [model/optimiser flags]\n"
+         "                      [--checkpoint-every K [--checkpoint-dir DIR] [--keep-checkpoints N|all]]\n"
+         "                      [model/optimiser flags]\n"
          "Trains one run and records every step (loss, parameter hash, trajectory hash) in the database.\n"
          "  --steps N        steps to train (default: the task's, listed below)\n"
          "  --threads N      worker threads (default: online CPUs); never changes the bits\n"
@@ -48,7 +49,10 @@ static void train_usage(const ls_config *cfg)
          "                   run continues from its newest one with `lockstep resume RUN`\n"
          "  --checkpoint-dir DIR\n"
          "                   where checkpoints go (default: <db>.ckpt/, created when missing);\n"
-         "                   files are named <database id>-run-<id>-step-<t>.ckpt");
+         "                   files are named <database id>-run-<id>-step-<t>.ckpt\n"
+         "  --keep-checkpoints N|all\n"
+         "                   keep the newest N checkpoints (default 2), or all: `lockstep audit` replays\n"
+         "                   the steps between kept checkpoints concurrently");
     print_config_help(cfg);
     puts("exit status: 0 done, 1 diverged, 2 bad usage or input, 130 interrupted");
 }
@@ -71,6 +75,8 @@ int cmd_train(int argc, char **argv)
     ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT, 0, &a, &err);
     if (st == LS_OK && a.checkpoint_dir != NULL && a.checkpoint_every == 0)
         st = ls_fail(&err, LS_EINVAL, "--checkpoint-dir: needs --checkpoint-every K");
+    if (st == LS_OK && a.keep_checkpoints != 0 && a.checkpoint_every == 0)
+        st = ls_fail(&err, LS_EINVAL, "--keep-checkpoints: needs --checkpoint-every K");
     if (st == LS_OK && !a.help)
         st = cli_check_regular("--db", a.db, &err);
     if (st != LS_OK) {
@@ -84,7 +90,8 @@ int cmd_train(int argc, char **argv)
     run_install_signals();
     run_opts o = { .cfg = a.cfg, .threads = a.threads[0], .steps = a.steps, .eval_every = a.eval_every,
                    .progress = a.progress, .eval_at_end = 1, .name = a.name, .db_path = a.db,
-                   .checkpoint_every = a.checkpoint_every, .checkpoint_dir = a.checkpoint_dir };
+                   .checkpoint_every = a.checkpoint_every, .checkpoint_dir = a.checkpoint_dir,
+                   .keep_checkpoints = a.keep_checkpoints };
     run_result r;
     st = run_train(&o, &r, &err);
     if (st != LS_OK) {
@@ -101,8 +108,13 @@ int cmd_train(int argc, char **argv)
     }
     print_result("train", &r, &a.cfg);
     if (r.checkpoints > 0)
-        printf("train: %lld checkpoints written, the last %d kept\n", (long long)r.checkpoints,
-               LS_KEEP_CHECKPOINTS);
+    {
+        if (a.keep_checkpoints < 0)
+            printf("train: %lld checkpoints written, all kept\n", (long long)r.checkpoints);
+        else
+            printf("train: %lld checkpoints written, the last %lld kept\n", (long long)r.checkpoints,
+                   (long long)(a.keep_checkpoints > 0 ? a.keep_checkpoints : LS_KEEP_CHECKPOINTS));
+    }
     return EXIT_OK;
 }
 

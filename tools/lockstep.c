@@ -38,6 +38,9 @@ static void usage(FILE *f)
           "          its checkpoints; the verdict is stored and shown by show\n"
           "  reproduce CERT.json [--threads N]\n"
           "          retrain an audit certificate's config without a database and compare the trajectory\n"
+          "  import  OTHER.db [RUN...] [--db FILE]  copy runs of another database here, with everything recorded\n"
+          "  rm      RUN [--db FILE]             delete a run, its rows and the checkpoint files this database wrote\n"
+          "  rename  RUN NEW [--db FILE]         give a run another name\n"
           "  equiv   --threads 1,2,4,8 [train flags]\n"
           "          train one config at each thread count and verify all against the first\n"
           "  golden  check [FILE...] | update [FILE...]\n"
@@ -111,6 +114,7 @@ int main(int argc, char **argv)
         { "report", cmd_report },
         { "graph", cmd_graph },
         { "sweep", cmd_sweep },
+        { "import", cmd_import }, { "rm", cmd_rm }, { "rename", cmd_rename },
     };
     for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++)
         if (strcmp(cmd, cmds[i].name) == 0)

@@ -104,7 +104,7 @@ static ls_session_opts session_opts(const run_opts *o, run_watch *w)
     ls_session_opts so = {
         .threads = o->threads, .db = o->db_path, .name = o->name, .steps = o->steps,
         .checkpoint_every = o->checkpoint_every, .checkpoint_dir = o->checkpoint_dir, .data = o->data, .eval_every = o->eval_every,
-        .no_final_checkpoint = o->no_final_checkpoint,
+        .no_final_checkpoint = o->no_final_checkpoint, .keep_checkpoints = o->keep_checkpoints,
         .progress = on_step, .progress_ctx = w,
     };
     return so;

@@ -37,6 +37,7 @@ typedef struct {
     int reps;                            /* bench repetitions */
     int64_t checkpoint_every;            /* 0: no checkpoints (resume: the run's own) */
     const char *checkpoint_dir;          /* NULL: <db>.ckpt (resume: the run's own) */
+    int64_t keep_checkpoints;            /* 0: LS_KEEP_CHECKPOINTS (resume: the run's own); -1: all */
     int help;
     const char *positional[4];
     int n_positional;
@@ -80,6 +81,7 @@ typedef struct {
     int64_t checkpoint_every;   /* 0: none (run_resume: 0 keeps the run's own) */
     const char *checkpoint_dir; /* NULL: "<db>.ckpt" (run_resume: the run's own) */
     int no_final_checkpoint;    /* a throwaway record (bench): no checkpoint at the end */
+    int64_t keep_checkpoints;   /* 0: LS_KEEP_CHECKPOINTS (run_resume: the run's own); -1: every one */
 } run_opts;
 
 typedef struct {
@@ -142,6 +144,9 @@ int cmd_reproduce(int argc, char **argv);
 int cmd_report(int argc, char **argv);
 int cmd_graph(int argc, char **argv);
 int cmd_sweep(int argc, char **argv);
+int cmd_import(int argc, char **argv);
+int cmd_rm(int argc, char **argv);
+int cmd_rename(int argc, char **argv);
 
 /* Helpers shared by subcommands. */
 /* runlog_open, after refusing (LS_EIO naming it) a path that exists and is
