@@ -106,8 +106,9 @@ void graph_list_destroy(graph **gs, int32_t count);   /* accepts NULL */
 
 /* Graphs named by a reference (what `lockstep graph` takes): PATH, or PATH:I
  * for the I-th graph (from 0) of a file of several (I all digits). A file is
- * read as the graph text format when its first keyword line says GRAPH (or it
- * is gzip), else as an edge list. Without :I the file must hold one graph. */
+ * gunzipped if it is gzip, then read as the graph text format when its first
+ * line with a field starts with GRAPH, else as an edge list. Without :I the
+ * file must hold one graph. */
 ls_status graph_load_ref(graph **out, const char *ref, ls_err *err);
 /* The parts of graph_load_ref, for callers that read a file once for many
  * references: every graph of a file (an edge list is one), freed by
