@@ -634,11 +634,11 @@ ls_status cliques_count_stats(const graph *g, int k, pool *p, uint64_t *count, c
 /* Roots per window of a listing, and the most cliques buffered at once
  * (a test may lower it, to see roots listed past the buffer). */
 #define LIST_WINDOW 1024
-static _Atomic uint64_t list_budget = (uint64_t)1 << 20;
+static _Atomic uint64_t list_budget = 0;   /* 0: 2^22 node ids (16 MiB) worth of cliques */
 
 uint64_t cliques_list_budget_set(uint64_t cliques)
 {
-    return atomic_exchange(&list_budget, cliques > 0 ? cliques : 1);
+    return atomic_exchange(&list_budget, cliques);
 }
 
 ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(void *ctx, const int32_t *nodes, int k),
@@ -649,7 +649,9 @@ ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(v
     ls_status st = check_args(g, k, err);
     if (st != LS_OK)
         return st;
-    const uint64_t budget = atomic_load(&list_budget);
+    uint64_t budget = atomic_load(&list_budget);
+    if (budget == 0)
+        budget = ((uint64_t)1 << 22) / (uint64_t)k;
     uint64_t remaining = max == 0 ? UINT64_MAX : max;
     uint64_t done = 0;
     if (k == 1) {

@@ -67,9 +67,9 @@ ls_status cliques_degeneracy(const graph *g, int32_t *order, int32_t *rank, int3
  * LOCKSTEP_SIMD does not say off) or off (0): for tests; the results are the
  * same integers either way. Returns the previous setting. */
 int cliques_simd_set(int enabled);
-/* The most cliques a listing buffers at once (default 2^20; roots with more
- * are listed on the calling thread straight into the callback). For tests.
- * Returns the previous value. */
+/* The most cliques a listing buffers at once (0, the default: 2^22 node ids
+ * worth, 16 MiB; roots with more are listed on the calling thread straight
+ * into the callback). For tests. Returns the previous value. */
 uint64_t cliques_list_budget_set(uint64_t cliques);
 
 #endif

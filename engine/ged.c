@@ -7,14 +7,16 @@
  * one met in increasing column order, so ties go to the lowest index and
  * the assignment is a function of the matrix.
  *
- * The exact search assigns a's nodes in a fixed order (decreasing degree,
- * then id), each to an unused node of b (in increasing id) or to deletion,
- * keeping the cost of the decided operations g and a lower bound h of the
- * rest: the optimal node-only cost of the remaining label multisets plus the
- * edge-count difference of the undecided edges. A branch is cut when
- * g + h >= the best path found so far, which starts at the bipartite upper
- * bound. The search finds the minimum, which is unique: the order only
- * changes how fast.
+ * The exact search assigns a's nodes in a fixed order (breadth first from
+ * the highest degree), each to an unused node of b or to deletion, keeping
+ * the cost g of the decided operations and a lower bound h of the rest: the
+ * optimal node-only cost of the remaining label multisets, plus the larger
+ * of the undecided edges' count difference and a degree-matching bound.
+ * Candidates are tried by least g + h first (ties to the lower index); a
+ * branch is cut when g + h >= the best path found so far, which starts at
+ * the bipartite upper bound, and the search ends when a path reaches the
+ * lower bound. The minimum it finds is unique: the order only changes how
+ * fast.
  *
  * A pair's work needs a workspace sized for it; ged_pairs gives each worker
  * one, sized for the largest pair, before the workers start. */
@@ -43,6 +45,9 @@ typedef struct {
     int32_t *best_map;        /* [n] */
     int32_t *deg_a, *deg_b;   /* undirected degree or out-degree */
     int32_t *ideg_a, *ideg_b; /* in-degree (directed) */
+    int32_t *cand_img;        /* [(n+1)(m+1)]: the exact search's candidates per depth */
+    int64_t *cand_inc, *cand_dec, *cand_step;
+    int32_t *sort_a, *sort_b;  /* [n], [m]: degree lists of the exact search's bound */
 } ged_ws;
 
 static void ws_free(ged_ws *w)
@@ -72,6 +77,12 @@ static void ws_free(ged_ws *w)
     free(w->deg_b);
     free(w->ideg_a);
     free(w->ideg_b);
+    free(w->cand_img);
+    free(w->cand_inc);
+    free(w->cand_dec);
+    free(w->cand_step);
+    free(w->sort_a);
+    free(w->sort_b);
     memset(w, 0, sizeof *w);
 }
 
@@ -104,9 +115,16 @@ static ls_status ws_alloc(ged_ws *w, int32_t n, int32_t m, ls_err *err)
     w->deg_b = malloc(sm * sizeof *w->deg_b);
     w->ideg_a = malloc(sn * sizeof *w->ideg_a);
     w->ideg_b = malloc(sm * sizeof *w->ideg_b);
+    w->cand_img = malloc(sn * sm * sizeof *w->cand_img);
+    w->cand_inc = malloc(sn * sm * sizeof *w->cand_inc);
+    w->cand_dec = malloc(sn * sm * sizeof *w->cand_dec);
+    w->cand_step = malloc(sn * sm * sizeof *w->cand_step);
+    w->sort_a = malloc(sn * sizeof *w->sort_a);
+    w->sort_b = malloc(sm * sizeof *w->sort_b);
     if (!w->cost || !w->u || !w->v || !w->minv || !w->p || !w->way || !w->assign || !w->used || !w->A || !w->B ||
         !w->la || !w->lb || !w->lab_tmp || !w->cnt_a || !w->cnt_b || !w->order || !w->map || !w->pre ||
-        !w->best_map || !w->deg_a || !w->deg_b || !w->ideg_a || !w->ideg_b) {
+        !w->best_map || !w->deg_a || !w->deg_b || !w->ideg_a || !w->ideg_b || !w->cand_img || !w->cand_inc ||
+        !w->cand_dec || !w->cand_step || !w->sort_a || !w->sort_b) {
         ws_free(w);
         return ls_fail(err, LS_ENOMEM, "ged: out of memory for graphs of %ld and %ld nodes", (long)n, (long)m);
     }
@@ -313,10 +331,50 @@ typedef struct {
     int32_t common;          /* sum over labels of min(remaining in a, remaining in b) */
     int64_t ea_rem, eb_rem;  /* undecided edges of a, of b */
     int32_t used;            /* b nodes used so far */
+    int64_t floor;           /* the lower bound: a path of this cost ends the search */
+    int done;
 } search;
 
 /* The least cost of the undecided operations (see the file comment). */
-static int64_t rest_bound(const search *s, int32_t ra, int32_t rb)
+/* Degrees sorted in decreasing order (insertion sort: short lists). */
+static void sort_desc(int32_t *x, int32_t n)
+{
+    for (int32_t i = 1; i < n; i++) {
+        int32_t v = x[i], k = i;
+        while (k > 0 && x[k - 1] < v) {
+            x[k] = x[k - 1];
+            k--;
+        }
+        x[k] = v;
+    }
+}
+
+/* Twice a lower bound of the edge operations at the unplaced nodes of a
+ * (order[t+1..n)) and the free nodes of b: a node u put at j keeps at most
+ * min(deg u, deg j) of its edges, and an undecided edge has at most two
+ * such ends, so half the sum over a matching of the degree differences'
+ * costs (deletion and insertion: against degree 0) is a lower bound. The
+ * cost is a convex function of the difference, so matching the sorted
+ * sequences is the optimal matching. Directed: out- and in-degrees each. */
+static int64_t degree_bound2(const search *s, int32_t t, int in)
+{
+    ged_ws *w = s->w;
+    const int32_t *da = in ? w->ideg_a : w->deg_a, *db = in ? w->ideg_b : w->deg_b;
+    int32_t na = 0, nb = 0;
+    for (int32_t q = t + 1; q < s->n; q++)
+        w->sort_a[na++] = da[w->order[q]];
+    for (int32_t j = 0; j < s->m; j++)
+        if (w->pre[j] < 0)
+            w->sort_b[nb++] = db[j];
+    sort_desc(w->sort_a, na);
+    sort_desc(w->sort_b, nb);
+    int64_t sum = 0;
+    for (int32_t i = 0; i < na || i < nb; i++)
+        sum += edge_diff_cost(i < na ? w->sort_a[i] : 0, i < nb ? w->sort_b[i] : 0, s->c);
+    return sum;
+}
+
+static int64_t rest_bound(const search *s, int32_t t, int32_t ra, int32_t rb)
 {
     const ged_costs *c = s->c;
     int64_t common = s->common;
@@ -324,7 +382,11 @@ static int64_t rest_bound(const search *s, int32_t ra, int32_t rb)
     int64_t y0 = (ra - common) * c->node_del + (rb - common) * c->node_ins;
     int64_t y1 = (mn - common) * c->node_sub + (ra - mn) * c->node_del + (rb - mn) * c->node_ins;
     int64_t node = y0 < y1 ? y0 : y1;
-    return node + edge_diff_cost(s->ea_rem, s->eb_rem, c);
+    int64_t edges = edge_diff_cost(s->ea_rem, s->eb_rem, c);
+    int64_t deg2 = degree_bound2(s, t, 0) + (s->directed ? degree_bound2(s, t, 1) : 0);
+    if ((deg2 + 1) / 2 > edges)
+        edges = (deg2 + 1) / 2;   /* the edge cost is an integer: round up */
+    return node + edges;
 }
 
 static void take_label(int32_t *mine, const int32_t *other, int32_t l, int32_t *common)
@@ -341,6 +403,11 @@ static void give_label(int32_t *mine, const int32_t *other, int32_t l, int32_t *
         (*common)++;
 }
 
+/* The search below, at depth t with t nodes of a placed at cost g. The
+ * candidates for the next node (each free b node, then deletion) are tried
+ * cheapest step first, ties to the lower index, so the first descent is the
+ * greedy path and good incumbents come early; the search ends as soon as a
+ * path reaches the lower bound (nothing can be cheaper). */
 static void dfs(search *s, int32_t t, int64_t g)
 {
     ged_ws *w = s->w;
@@ -352,6 +419,8 @@ static void dfs(search *s, int32_t t, int64_t g)
         if (total < s->best) {
             s->best = total;
             memcpy(w->best_map, w->map, (size_t)n * sizeof *w->map);
+            if (total <= s->floor)
+                s->done = 1;
         }
         return;
     }
@@ -368,6 +437,13 @@ static void dfs(search *s, int32_t t, int64_t g)
     take_label(w->cnt_a, w->cnt_b, w->la[u], &s->common);
     s->ea_rem -= a_dec;
     int32_t ra = n - t - 1;
+    /* This depth's candidates: image (-1: deletion), step cost plus the
+     * bound of the rest after it, b-edges decided. */
+    int32_t *cimg = w->cand_img + (size_t)t * ((size_t)m + 1);
+    int64_t *cinc = w->cand_inc + (size_t)t * ((size_t)m + 1);
+    int64_t *cdec = w->cand_dec + (size_t)t * ((size_t)m + 1);
+    int64_t *cstep = w->cand_step + (size_t)t * ((size_t)m + 1);
+    int32_t K = 0;
     for (int32_t j = 0; j <= m; j++) {
         int32_t img = j < m ? j : -1;
         if (img >= 0 && w->pre[img] >= 0)
@@ -398,8 +474,41 @@ static void dfs(search *s, int32_t t, int64_t g)
                 }
             }
         }
-        if (g + inc >= s->best)
+        /* f = inc + the bound of the rest with u at img. */
+        if (img >= 0) {
+            w->pre[img] = u;
+            s->used++;
+            take_label(w->cnt_b, w->cnt_a, w->lb[img], &s->common);
+            s->eb_rem -= b_dec;
+        }
+        int64_t f = inc + rest_bound(s, t, ra, m - s->used);
+        if (img >= 0) {
+            s->eb_rem += b_dec;
+            give_label(w->cnt_b, w->cnt_a, w->lb[img], &s->common);
+            s->used--;
+            w->pre[img] = -1;
+        }
+        if (g + f >= s->best)
             continue;
+        /* Insertion by (f, then the order of j): stable. */
+        int32_t k = K++;
+        while (k > 0 && cinc[k - 1] > f) {
+            cimg[k] = cimg[k - 1];
+            cinc[k] = cinc[k - 1];
+            cdec[k] = cdec[k - 1];
+            cstep[k] = cstep[k - 1];
+            k--;
+        }
+        cimg[k] = img;
+        cinc[k] = f;
+        cdec[k] = b_dec;
+        cstep[k] = inc;
+    }
+    for (int32_t k = 0; k < K && !s->done; k++) {
+        int32_t img = cimg[k];
+        int64_t f = cinc[k], b_dec = cdec[k];
+        if (g + f >= s->best)
+            break;   /* the rest cost as much or more */
         /* Place u at img; bound the rest. */
         w->map[u] = img;
         if (img >= 0) {
@@ -408,9 +517,7 @@ static void dfs(search *s, int32_t t, int64_t g)
             take_label(w->cnt_b, w->cnt_a, w->lb[img], &s->common);
             s->eb_rem -= b_dec;
         }
-        int64_t h = rest_bound(s, ra, m - s->used);
-        if (g + inc + h < s->best)
-            dfs(s, t + 1, g + inc);
+        dfs(s, t + 1, g + cstep[k]);
         if (img >= 0) {
             s->eb_rem += b_dec;
             give_label(w->cnt_b, w->cnt_a, w->lb[img], &s->common);
@@ -460,22 +567,34 @@ static void ged_one(ged_ws *w, const graph *a, const graph *b, const ged_costs *
         r->exact = upper;
         return;
     }
-    /* Exact: search order by decreasing degree, then id. */
-    for (int32_t i = 0; i < n; i++)
-        w->order[i] = i;
-    for (int32_t i = 1; i < n; i++) {
-        int32_t x = w->order[i], dx = w->deg_a[x] + w->ideg_a[x];
-        int32_t k = i;
-        while (k > 0) {
-            int32_t y = w->order[k - 1], dy = w->deg_a[y] + w->ideg_a[y];
-            if (dy > dx || (dy == dx && y < x))
-                break;
-            w->order[k] = y;
-            k--;
+    /* Exact: the search order is breadth first from the node of highest
+     * degree (ties to the lower id), neighbours in id order, the next
+     * component from the highest remaining degree: each node placed is
+     * adjacent to nodes already placed, so its edges' costs count at once. */
+    {
+        char *seen = w->used;   /* free until the next lsap */
+        memset(seen, 0, (size_t)n + 1);
+        int32_t head = 0, tail = 0;
+        while (tail < n) {
+            if (head == tail) {
+                int32_t best = -1, bd = -1;
+                for (int32_t i = 0; i < n; i++)
+                    if (!seen[i] && w->deg_a[i] + w->ideg_a[i] > bd) {
+                        best = i;
+                        bd = w->deg_a[i] + w->ideg_a[i];
+                    }
+                seen[best] = 1;
+                w->order[tail++] = best;
+            }
+            int32_t v = w->order[head++];
+            for (int32_t i = 0; i < n; i++)
+                if (!seen[i] && (w->A[(size_t)v * (size_t)n + (size_t)i] || w->A[(size_t)i * (size_t)n + (size_t)v])) {
+                    seen[i] = 1;
+                    w->order[tail++] = i;
+                }
         }
-        w->order[k] = x;
     }
-    search s = {w, c, n, m, directed, upper + 1, 0, a->n_edges, b->n_edges, 0};
+    search s = {w, c, n, m, directed, upper + 1, 0, a->n_edges, b->n_edges, 0, lower, 0};
     memset(w->cnt_a, 0, (size_t)(L > 0 ? L : 1) * sizeof *w->cnt_a);
     memset(w->cnt_b, 0, (size_t)(L > 0 ? L : 1) * sizeof *w->cnt_b);
     for (int32_t i = 0; i < n; i++)

@@ -43,7 +43,7 @@ typedef struct {
 
 #define GED_COSTS_UNIT ((ged_costs){1, 1, 1, 1, 1})
 #define GED_DEFAULT_NODE_CAP 10
-#define GED_MAX_NODES 4096   /* larger graphs are refused: the matrix is (n+m)^2 */
+#define GED_MAX_NODES 1024   /* larger graphs are refused: the matrix is (n+m)^2 int64, the solver O((n+m)^3) */
 
 typedef struct {
     int64_t lower;

@@ -394,6 +394,19 @@ static int parse_nonneg(const char *s, int64_t max, int64_t *v)
     return 1;
 }
 
+/* 1 if s is one or more decimal digits. */
+static int all_digits(const char *s)
+{
+    if (*s == '+')
+        s++;
+    if (*s == 0)
+        return 0;
+    for (; *s; s++)
+        if (!isdigit((unsigned char)*s))
+            return 0;
+    return 1;
+}
+
 /* Shows a field in an error: at most 40 characters of it. */
 #define FIELD_SHOWN "%.40s"
 
@@ -480,17 +493,17 @@ static ls_status parse_edgelist(graph **out, const char *path, char *buf, graph_
                 goto done;
             }
         }
-        int64_t ia, ib;
+        int64_t ia = 0, ib = 0;
         if (mode == 0)
-            mode = parse_nonneg(f[0], GRAPH_MAX_NODES - 1, &ia) && parse_nonneg(f[1], GRAPH_MAX_NODES - 1, &ib) ? 1 : 2;
+            mode = all_digits(f[0]) && all_digits(f[1]) ? 1 : 2;
         if (mode == 1) {
             for (int k = 0; k < 2; k++) {
                 int64_t v;
-                if (!parse_nonneg(f[k], GRAPH_MAX_NODES - 1, &v)) {
+                if (!parse_nonneg(f[k], GRAPH_FILE_MAX_NODES - 1, &v)) {
                     st = ls_fail(err, LS_EFORMAT,
                                  "%s:%zu: field %d: '" FIELD_SHOWN "' is not a node id (an integer 0..%ld, as on the "
                                  "first edge line)",
-                                 path, line, k + 1, f[k], (long)GRAPH_MAX_NODES - 1);
+                                 path, line, k + 1, f[k], (long)GRAPH_FILE_MAX_NODES - 1);
                     goto done;
                 }
                 if (k == 0)
@@ -690,9 +703,9 @@ static ls_status parse_text(graph ***out, int32_t *count, const char *path, char
                 st = ls_fail(err, LS_EFORMAT, "%s:%zu: a second NODES line for this GRAPH", path, line);
                 goto fail;
             }
-            if (nf != 2 || !parse_nonneg(f[1], GRAPH_MAX_NODES, &v)) {
+            if (nf != 2 || !parse_nonneg(f[1], GRAPH_FILE_MAX_NODES, &v)) {
                 st = ls_fail(err, LS_EFORMAT, "%s:%zu: field 2: '" FIELD_SHOWN "' is not a node count (0..%ld)", path,
-                             line, nf >= 2 ? f[1] : "", (long)GRAPH_MAX_NODES);
+                             line, nf >= 2 ? f[1] : "", (long)GRAPH_FILE_MAX_NODES);
                 goto fail;
             }
             t.n = v;

@@ -14,8 +14,9 @@
  *   - an edge list: one edge `a b [weight]` a line, `#` starts a comment,
  *     fields split by blanks or tabs; the weight, when present, must be a
  *     number and is ignored. The first edge line decides the node ids: if
- *     both its fields are non-negative integers, every node field must be
- *     one (node v is the integer v, n = the largest + 1); otherwise the
+ *     both its fields are decimal digits, every node field must be an
+ *     integer below GRAPH_FILE_MAX_NODES (node v is the integer v, n = the
+ *     largest + 1; NODES has the same limit); otherwise the
  *     fields are names, and node ids are the ranks of the distinct names in
  *     byte order (strcmp), so the ids are a function of the set of edges;
  *     the names are kept (graph_name).
@@ -41,6 +42,9 @@
 
 /* The most nodes a graph may have: ids and counts fit in int32_t. */
 #define GRAPH_MAX_NODES ((int32_t)0x3fffffff)
+/* The most nodes a file may ask for with integer ids or NODES (2^24): one
+ * line "0 999999999" must not make the reader allocate gigabytes. */
+#define GRAPH_FILE_MAX_NODES ((int32_t)1 << 24)
 
 typedef struct {
     int64_t self_loops;   /* pairs a a */
@@ -102,8 +106,9 @@ void graph_list_destroy(graph **gs, int32_t count);   /* accepts NULL */
 
 /* Graphs named by a reference (what `lockstep graph` takes): PATH, or PATH:I
  * for the I-th graph (from 0) of a file of several (I all digits). A file is
- * read as the graph text format when its first keyword line says GRAPH (or it
- * is gzip), else as an edge list. Without :I the file must hold one graph. */
+ * gunzipped if it is gzip, then read as the graph text format when its first
+ * line with a field starts with GRAPH, else as an edge list. Without :I the
+ * file must hold one graph. */
 ls_status graph_load_ref(graph **out, const char *ref, ls_err *err);
 /* The parts of graph_load_ref, for callers that read a file once for many
  * references: every graph of a file (an edge list is one), freed by

@@ -355,6 +355,8 @@ static void test_bad_files(void **state)
     expect_bad(0, "0 1 2 3\n", LS_EFORMAT, ":1: field 4: unexpected", NULL);
     expect_bad(0, "a b w\n", LS_EFORMAT, ":1: field 3: 'w' is not a number", NULL);
     expect_bad(0, "0 1\n1 99999999999\n", LS_EFORMAT, ":2: field 2:", "not a node id");
+    expect_bad(0, "0 16777216\n", LS_EFORMAT, ":1: field 2: '16777216' is not a node id", "0..16777215");
+    expect_bad(1, "GRAPH\nNODES 16777217\n", LS_EFORMAT, ":2: field 2: '16777217' is not a node count", NULL);
     expect_bad(1, "NODES 3\n", LS_EFORMAT, ":1: field 1: 'NODES' before the first GRAPH", NULL);
     expect_bad(1, "GRAPH\n0 1\n", LS_EFORMAT, ":2:", "before this GRAPH's NODES");
     expect_bad(1, "GRAPH\nNODES 3\n0 3\n", LS_EFORMAT, ":3: field 2: '3' is not a node id (NODES 3)", NULL);
