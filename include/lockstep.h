@@ -52,16 +52,16 @@ extern "C" {
 #endif
 
 #define LS_VERSION_MAJOR 0
-#define LS_VERSION_MINOR 2
+#define LS_VERSION_MINOR 3
 #define LS_VERSION_PATCH 0
-#define LS_VERSION_STRING "0.2.0"
+#define LS_VERSION_STRING "0.3.0"
 
 #define LS_HASH_FORMAT 1
 #define LS_CONFIG_FORMAT 1
 #define LS_RECORD_SCHEMA 1
 #define LS_GOLDEN_FORMAT 1
 
-/* "0.2.0": the version of the library actually linked. */
+/* "0.3.0": the version of the library actually linked. */
 const char *ls_version(void);
 
 /* ---- status ------------------------------------------------------------- */

@@ -233,7 +233,7 @@ int runlog_setting_get(runlog *r, int64_t run_id, const char *key, char *value, 
  * finding that is not a step's, e.g. the config hash or the data). */
 typedef struct {
     char created[32];          /* filled by the reader; the writer stores the time now */
-    char version[64];          /* "lockstep 0.2.0" */
+    char version[64];          /* "lockstep 0.3.0" */
     char build[512];           /* compiler; flags; SIMD path; git commit ("" when not recorded) */
     char host[128];
     int threads;

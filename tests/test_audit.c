@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "../include/lockstep.h"
 #include <unistd.h>
 
 #include "../record/hash.h"
@@ -357,7 +359,7 @@ static void test_parallel_segments(void **state)
     EXPECT(c, 0, "proved", "audit", "x", "--db", "r.db", "--threads", "2");
     /* The verdicts: what the audit ran on, and the build. */
     assert_int_equal(db_int(c, "SELECT count(*) FROM audits WHERE run = 1 AND build LIKE '%simd%' AND version = "
-                               "'lockstep 0.2.0'"), db_int(c, "SELECT count(*) FROM audits"));
+                               "'lockstep " LS_VERSION_STRING "'"), db_int(c, "SELECT count(*) FROM audits"));
     assert_int_equal(db_int(c, "SELECT count(*) FROM audits WHERE threads = 8 AND first_bad_step = 36"), 1);
     EXPECT(c, 0, "build ", "show", "x", "--db", "r.db");
 }
