@@ -185,18 +185,41 @@ UNROLL
     }
 
     const float *pb = g->bm + r0 * g->ldb + n0;
-    for (size_t r = r0; r < r1; r++, pb += g->ldb) {
-        __m512 wv[Z_NV];
+    const size_t ldb = g->ldb, a_r = g->a_r;
+    const int full = tail == (__mmask16)0xFFFF;
+    const float *pa[Z_MB];
 UNROLL
-        for (int v = 0; v < nv; v++)
-            wv[v] = _mm512_maskz_loadu_ps(mask[v], pb + 16 * v);
-        const size_t ar = r * g->a_r;
-UNROLL
-        for (int i = 0; i < mb; i++) {
-            const __m512 x = _mm512_set1_ps(arow[i][ar]);
+    for (int i = 0; i < Z_MB; i++)
+        pa[i] = arow[i] + r0 * a_r;
+    if (full) {
+        for (size_t r = r0; r < r1; r++, pb += ldb) {
+            __m512 wv[Z_NV];
 UNROLL
             for (int v = 0; v < nv; v++)
-                acc[i][v] = _mm512_add_ps(acc[i][v], _mm512_mul_ps(x, wv[v]));
+                wv[v] = _mm512_loadu_ps(pb + 16 * v);
+UNROLL
+            for (int i = 0; i < mb; i++) {
+                const __m512 x = _mm512_set1_ps(*pa[i]);
+                pa[i] += a_r;
+UNROLL
+                for (int v = 0; v < nv; v++)
+                    acc[i][v] = _mm512_add_ps(acc[i][v], _mm512_mul_ps(x, wv[v]));
+            }
+        }
+    } else {
+        for (size_t r = r0; r < r1; r++, pb += ldb) {
+            __m512 wv[Z_NV];
+UNROLL
+            for (int v = 0; v < nv; v++)
+                wv[v] = _mm512_maskz_loadu_ps(mask[v], pb + 16 * v);
+UNROLL
+            for (int i = 0; i < mb; i++) {
+                const __m512 x = _mm512_set1_ps(*pa[i]);
+                pa[i] += a_r;
+UNROLL
+                for (int v = 0; v < nv; v++)
+                    acc[i][v] = _mm512_add_ps(acc[i][v], _mm512_mul_ps(x, wv[v]));
+            }
         }
     }
 
@@ -371,7 +394,7 @@ void gemm_y(const gemm *g, int start, int end, size_t rc)
 }
 
 /* Reduction block of the forward pass (rows of w per block). */
-#define FWD_RC 64
+#define FWD_RC SIZE_MAX
 
 static void gemm_run(int path, const gemm *g, int start, int end, size_t rc)
 {
