@@ -15,6 +15,12 @@
  * discarded) change no element's sequence of operations — which is why the
  * bits equal the scalar twin whatever the shape, and tests check it.
  *
+ * The loop nest (gemm_z, gemm_y): for each panel of 64 (AVX2: 16) columns of
+ * Bm, for each tile of 4 rows of A, the whole reduction r = 0 .. R-1 with
+ * the tile's accumulators in registers. A full AVX-512 tile runs
+ * micro_z44, one plain loop without masks or branches; edge tiles (fewer
+ * rows, fewer or partial vectors) run the same operations with masks.
+ *
  * The binary is built without -march: the SIMD functions carry
  * __attribute__((target(...))) and are chosen at run time with
  * __builtin_cpu_supports. The choice is made once (pthread_once, so any
@@ -136,10 +142,16 @@ enum { START_ZERO, START_BIAS, START_C };
 enum { END_STORE, END_ADD };
 
 /* Rows of A per tile, and vectors of n per tile, for each ISA. AVX-512 has 32
- * registers: 4 x 4 accumulators + 4 vectors of Bm + a broadcast. AVX2 has 16:
- * 4 x 2 accumulators + 2 + 1 + a product. Measured on a Zen 4 core (separate
- * mul and add peak ~85 GFLOP/s there): 4 x 4 AVX-512 ~80 GFLOP/s, 4 x 2 AVX2
- * ~65; AVX2 tiles of 4 x 3 and 6 x 2 were no faster (6 x 2 spills with gcc). */
+ * registers: 4 x 4 accumulators + 4 vectors of Bm + a broadcast + a product.
+ * Per row r of the reduction a full tile does 4 vector loads of Bm, 4
+ * broadcasts of A and 16 multiplies + 16 adds; a Zen 4 core issues one
+ * 512-bit multiply and one 512-bit add a cycle, so the tile is 16 cycles of
+ * arithmetic with the loads in its shadow. Measured alone (the loop of
+ * micro_z44 over data in L1 or streaming from L2, 784 rows per call) it
+ * reaches the core's separate mul+add peak on a quiet core; 32-row calls
+ * lose ~20% to the tile's entry and exit, one reason the MLP's default
+ * leaf is 64. AVX2 has 16 registers: 4 x 2 accumulators + 2 + 1 + a product;
+ * AVX2 tiles of 4 x 3 and 6 x 2 were no faster (6 x 2 spills with gcc). */
 #define Z_MB 4
 #define Z_NV 4
 #define Y_MB 4
@@ -153,6 +165,45 @@ enum { END_STORE, END_ADD };
 #else
 #define UNROLL _Pragma("GCC unroll 4")
 #endif
+
+/* The micro-kernel of a full tile (4 rows of A, 64 columns of Bm, no
+ * masks): acc[i][v] = acc[i][v] + A[i][r] * Bm[r][16v ..] for r = 0 .. R-1
+ * in order, the 16 accumulators in registers throughout. A separate
+ * function with one plain loop: the compiler keeps its registers for the
+ * tile, and the loop has no branch but its own. */
+static __attribute__((target("avx512f"), noinline))
+void micro_z44(float *restrict accio, const float *a, size_t a_i, size_t a_r, const float *b, size_t ldb, size_t R)
+{
+    __m512 acc[4][4];
+UNROLL
+    for (int i = 0; i < 4; i++)
+UNROLL
+        for (int v = 0; v < 4; v++)
+            acc[i][v] = _mm512_load_ps(accio + 64 * i + 16 * v);
+    const float *a0 = a, *a1 = a + a_i, *a2 = a + 2 * a_i, *a3 = a + 3 * a_i;
+    for (size_t r = 0; r < R; r++) {
+        const __m512 w0 = _mm512_loadu_ps(b), w1 = _mm512_loadu_ps(b + 16), w2 = _mm512_loadu_ps(b + 32),
+                     w3 = _mm512_loadu_ps(b + 48);
+        b += ldb;
+        const __m512 x[4] = { _mm512_set1_ps(*a0), _mm512_set1_ps(*a1), _mm512_set1_ps(*a2), _mm512_set1_ps(*a3) };
+        a0 += a_r;
+        a1 += a_r;
+        a2 += a_r;
+        a3 += a_r;
+UNROLL
+        for (int i = 0; i < 4; i++) {
+            acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_mul_ps(x[i], w0));
+            acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_mul_ps(x[i], w1));
+            acc[i][2] = _mm512_add_ps(acc[i][2], _mm512_mul_ps(x[i], w2));
+            acc[i][3] = _mm512_add_ps(acc[i][3], _mm512_mul_ps(x[i], w3));
+        }
+    }
+UNROLL
+    for (int i = 0; i < 4; i++)
+UNROLL
+        for (int v = 0; v < 4; v++)
+            _mm512_store_ps(accio + 64 * i + 16 * v, acc[i][v]);
+}
 
 /* One tile: rows i0 .. i0+mb-1, vectors n0 .. n0 + 16*nv - 1 (the last one
  * masked by tail), reduction r0 .. r1-1. mb and nv are constants at every
@@ -191,7 +242,20 @@ UNROLL
 UNROLL
     for (int i = 0; i < Z_MB; i++)
         pa[i] = arow[i] + r0 * a_r;
-    if (full) {
+    if (full && mb == 4 && nv == 4) {
+        _Alignas(64) float accio[4 * 64];
+UNROLL
+        for (int i = 0; i < 4; i++)
+UNROLL
+            for (int v = 0; v < 4; v++)
+                _mm512_store_ps(accio + 64 * i + 16 * v, acc[i][v]);
+        micro_z44(accio, pa[0], g->a_i, a_r, pb, ldb, r1 - r0);
+UNROLL
+        for (int i = 0; i < 4; i++)
+UNROLL
+            for (int v = 0; v < 4; v++)
+                acc[i][v] = _mm512_load_ps(accio + 64 * i + 16 * v);
+    } else if (full) {
         for (size_t r = r0; r < r1; r++, pb += ldb) {
             __m512 wv[Z_NV];
 UNROLL
@@ -300,9 +364,12 @@ UNROLL
 #undef Y_LOAD
 }
 
-/* Columns of n per block and rows of r per block of the reduction: a block
- * of Bm (rc x 64 floats = 16 KiB) stays in L1 while every tile of rows of A
- * passes over it. */
+/* Columns of n per panel: one tile's width. Each panel of Bm (R rows of 64
+ * floats, 200 KiB for the MLP's first layer) is read once per tile of rows
+ * of A and stays in L2 while the tiles pass over it; the reduction is not
+ * blocked (rc = SIZE_MAX) in either kernel, so every accumulator stays in a
+ * register from the first row of the reduction to the last and is stored
+ * once. */
 #define Z_NB (16 * Z_NV)
 #define Y_NB (8 * Y_NV)
 
@@ -393,7 +460,7 @@ void gemm_y(const gemm *g, int start, int end, size_t rc)
     }
 }
 
-/* Reduction block of the forward pass (rows of w per block). */
+/* Reduction block of the forward pass: none (see Z_NB). */
 #define FWD_RC SIZE_MAX
 
 static void gemm_run(int path, const gemm *g, int start, int end, size_t rc)
