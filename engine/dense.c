@@ -167,19 +167,22 @@ enum { END_STORE, END_ADD };
 #endif
 
 /* The micro-kernel of a full tile (4 rows of A, 64 columns of Bm, no
- * masks): acc[i][v] = acc[i][v] + A[i][r] * Bm[r][16v ..] for r = 0 .. R-1
- * in order, the 16 accumulators in registers throughout. A separate
- * function with one plain loop: the compiler keeps its registers for the
- * tile, and the loop has no branch but its own. */
+ * masks). Each of the 16 accumulators starts at 0.0f (sp == NULL) or at
+ * sp[i*sld + 16v ..] (the bias with sld = 0, or C's partial sums with sld =
+ * ldc), then acc = acc + A[i][r] * Bm[r][16v ..] for r = 0 .. R-1 in order,
+ * in registers throughout; then C = acc, or C = C + acc when add_c. A
+ * separate function with one plain loop: the compiler keeps its registers for
+ * the tile, and the loop has no branch but its own. */
 static __attribute__((target("avx512f"), noinline))
-void micro_z44(float *restrict accio, const float *a, size_t a_i, size_t a_r, const float *b, size_t ldb, size_t R)
+void micro_z44(const float *sp, size_t sld, float *c, size_t ldc, int add_c,
+               const float *a, size_t a_i, size_t a_r, const float *b, size_t ldb, size_t R)
 {
     __m512 acc[4][4];
 UNROLL
     for (int i = 0; i < 4; i++)
 UNROLL
         for (int v = 0; v < 4; v++)
-            acc[i][v] = _mm512_load_ps(accio + 64 * i + 16 * v);
+            acc[i][v] = sp == NULL ? _mm512_setzero_ps() : _mm512_loadu_ps(sp + (size_t)i * sld + 16 * v);
     const float *a0 = a, *a1 = a + a_i, *a2 = a + 2 * a_i, *a3 = a + 3 * a_i;
     for (size_t r = 0; r < R; r++) {
         const __m512 w0 = _mm512_loadu_ps(b), w1 = _mm512_loadu_ps(b + 16), w2 = _mm512_loadu_ps(b + 32),
@@ -201,8 +204,11 @@ UNROLL
 UNROLL
     for (int i = 0; i < 4; i++)
 UNROLL
-        for (int v = 0; v < 4; v++)
-            _mm512_store_ps(accio + 64 * i + 16 * v, acc[i][v]);
+        for (int v = 0; v < 4; v++) {
+            float *p = c + (size_t)i * ldc + 16 * v;
+            /* The old value is the left operand, as in tile_z's END_ADD. */
+            _mm512_storeu_ps(p, add_c ? _mm512_add_ps(_mm512_loadu_ps(p), acc[i][v]) : acc[i][v]);
+        }
 }
 
 /* One tile: rows i0 .. i0+mb-1, vectors n0 .. n0 + 16*nv - 1 (the last one
@@ -212,6 +218,13 @@ static FORCE_INLINE __attribute__((target("avx512f")))
 void tile_z(const gemm *g, size_t i0, size_t n0, size_t r0, size_t r1, int start, int end,
             const int mb, const int nv, __mmask16 tail)
 {
+    if (mb == Z_MB && nv == Z_NV && tail == (__mmask16)0xFFFF) {
+        float *c = g->c + i0 * g->ldc + n0;
+        const float *sp = start == START_ZERO ? NULL : start == START_BIAS ? g->bias + n0 : c;
+        micro_z44(sp, start == START_C ? g->ldc : 0, c, g->ldc, end == END_ADD, g->a + i0 * g->a_i, g->a_i,
+                  g->a_r, g->bm + r0 * g->ldb + n0, g->ldb, r1 - r0);
+        return;
+    }
     __m512 acc[Z_MB][Z_NV];
     const float *arow[Z_MB];
     __mmask16 mask[Z_NV];
@@ -242,20 +255,7 @@ UNROLL
 UNROLL
     for (int i = 0; i < Z_MB; i++)
         pa[i] = arow[i] + r0 * a_r;
-    if (full && mb == 4 && nv == 4) {
-        _Alignas(64) float accio[4 * 64];
-UNROLL
-        for (int i = 0; i < 4; i++)
-UNROLL
-            for (int v = 0; v < 4; v++)
-                _mm512_store_ps(accio + 64 * i + 16 * v, acc[i][v]);
-        micro_z44(accio, pa[0], g->a_i, a_r, pb, ldb, r1 - r0);
-UNROLL
-        for (int i = 0; i < 4; i++)
-UNROLL
-            for (int v = 0; v < 4; v++)
-                acc[i][v] = _mm512_load_ps(accio + 64 * i + 16 * v);
-    } else if (full) {
+    if (full) {
         for (size_t r = r0; r < r1; r++, pb += ldb) {
             __m512 wv[Z_NV];
 UNROLL
