@@ -17,6 +17,7 @@ tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 path=$("$BIN" bench --peak --threads 1 | awk '{ print $2 }')
 echo "dense: MLP 784-256-256-10, batch 128, fashion-mnist, default leaf; simd $path; $REPS interleaved repetitions of $STEPS steps"
+echo "dense: load average $(cut -d' ' -f1-3 /proc/loadavg) at start on $(nproc) cores (other work makes every figure lower and the spread wider)"
 echo "dense: flops counted: forward, weight gradient and input gradient (2 per multiply-add); peak = $BIN bench --peak"
 rep=0
 while [ "$rep" -lt "$REPS" ]; do
