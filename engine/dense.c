@@ -492,7 +492,66 @@ void dbias_y(float *dbias, const float *dout, size_t B, size_t N, int accumulate
     }
 }
 
+/* One 8 x 8 block: dst[j][i] = src[i][j]. Unpacks pair rows, shuffles make
+ * 4-row columns in each 128-bit half, and the half swaps finish them. */
+static __attribute__((target("avx2")))
+void transpose8_y(float *dst, size_t ldd, const float *src, size_t lds)
+{
+    const __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds), r2 = _mm256_loadu_ps(src + 2 * lds),
+                 r3 = _mm256_loadu_ps(src + 3 * lds), r4 = _mm256_loadu_ps(src + 4 * lds),
+                 r5 = _mm256_loadu_ps(src + 5 * lds), r6 = _mm256_loadu_ps(src + 6 * lds),
+                 r7 = _mm256_loadu_ps(src + 7 * lds);
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+                 t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+                 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)),
+                 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2)),
+                 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)),
+                 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2)),
+                 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0)),
+                 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2)),
+                 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0)),
+                 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(dst + ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/* Whole 8 x 8 blocks through transpose8_y, the ragged edges element by element. */
+static __attribute__((target("avx2")))
+void transpose_y(float *dst, const float *src, size_t R, size_t C)
+{
+    const size_t R8 = R / 8 * 8, C8 = C / 8 * 8;
+    for (size_t r = 0; r < R8; r += 8)
+        for (size_t c = 0; c < C8; c += 8)
+            transpose8_y(dst + c * R + r, R, src + r * C + c, C);
+    for (size_t r = 0; r < R; r++)
+        for (size_t c = r < R8 ? C8 : 0; c < C; c++)
+            dst[c * R + r] = src[r * C + c];
+}
+
 #endif /* DENSE_X86 */
+
+void dense_transpose(float *dst, const float *src, size_t R, size_t C)
+{
+#if DENSE_X86
+    if (current_path() != PATH_SCALAR) {
+        transpose_y(dst, src, R, C);
+        return;
+    }
+#endif
+    /* 32 x 32 blocks so the strided side stays in cache. */
+    for (size_t r0 = 0; r0 < R; r0 += 32)
+        for (size_t c0 = 0; c0 < C; c0 += 32)
+            for (size_t r = r0; r < R && r < r0 + 32; r++)
+                for (size_t c = c0; c < C && c < c0 + 32; c++)
+                    dst[c * R + r] = src[r * C + c];
+}
 
 void dense_forward(float *out, const float *in, const float *w, const float *bias,
                    size_t B, size_t K, size_t N)

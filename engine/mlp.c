@@ -182,13 +182,7 @@ void mlp_prepare(mlp *m, const float *params)
     for (size_t l = 1; l < m->n_layers; l++) {
         const size_t K = m->sizes[l], N = m->sizes[l + 1];
         const float *w = params + m->w_off[l];
-        float *wt = m->wt[l];
-        /* wt[n][k] = w[k][n], in 32 x 32 blocks to stay in cache. */
-        for (size_t k0 = 0; k0 < K; k0 += 32)
-            for (size_t n0 = 0; n0 < N; n0 += 32)
-                for (size_t k = k0; k < K && k < k0 + 32; k++)
-                    for (size_t n = n0; n < N && n < n0 + 32; n++)
-                        wt[n * K + k] = w[k * N + n];
+        dense_transpose(m->wt[l], w, K, N);   /* wt[n][k] = w[k][n] */
     }
 }
 

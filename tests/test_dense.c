@@ -279,6 +279,40 @@ static void test_panel_edges(void **state)
     check_shape(9, 1000, 130);
 }
 
+/* dense_transpose on every path against the definition, for all edge sizes
+ * of the 8 x 8 blocks and the MLP's weights; no store past the output. */
+static void check_transpose(size_t R, size_t C)
+{
+    float *src = alloc_in(R * C), *got = alloc_out(R * C);
+    for (int path = 0; path <= n_simd; path++) {
+        const int prev = dense_set_simd(path == 0 ? DENSE_SIMD_OFF : simd_settings[path - 1]);
+        for (size_t i = 0; i < R * C; i++)
+            got[i] = 7.0f;
+        dense_transpose(got, src, R, C);
+        for (size_t r = 0; r < R; r++)
+            for (size_t c = 0; c < C; c++)
+                if (memcmp(&got[c * R + r], &src[r * C + c], sizeof(float)) != 0)
+                    fail_msg("transpose R=%zu C=%zu path %d: [%zu][%zu] wrong", R, C, path, c, r);
+        check_guard(got, R * C);
+        dense_set_simd(prev);
+    }
+    free(src);
+    free(got);
+}
+
+static void test_transpose(void **state)
+{
+    (void)state;
+    rng_state = 0x7a7aULL;
+    for (size_t R = 1; R <= 19; R++)
+        for (size_t C = 1; C <= 19; C++)
+            check_transpose(R, C);
+    check_transpose(256, 256);
+    check_transpose(256, 10);
+    check_transpose(784, 256);
+    check_transpose(33, 250);
+}
+
 /* accumulate == 1 on G equals G + (the accumulate == 0 result), element-wise. */
 static void test_accumulate_adds_sum(void **state)
 {
@@ -346,6 +380,7 @@ int main(void)
         cmocka_unit_test(test_empty_dims),
         cmocka_unit_test(test_real_shapes),
         cmocka_unit_test(test_panel_edges),
+        cmocka_unit_test(test_transpose),
         cmocka_unit_test(test_accumulate_adds_sum),
     };
     return cmocka_run_group_tests(tests, setup_paths, NULL) ? 1 : 0;
