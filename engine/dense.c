@@ -146,11 +146,11 @@ enum { END_STORE, END_ADD };
  * Per row r of the reduction a full tile does 4 vector loads of Bm, 4
  * broadcasts of A and 16 multiplies + 16 adds; a Zen 4 core issues one
  * 512-bit multiply and one 512-bit add a cycle, so the tile is 16 cycles of
- * arithmetic with the loads in its shadow. Measured alone (the loop of
- * micro_z44 over data in L1 or streaming from L2, 784 rows per call) it
- * reaches the core's separate mul+add peak on a quiet core; 32-row calls
- * lose ~20% to the tile's entry and exit, one reason the MLP's default
- * leaf is 64. AVX2 has 16 registers: 4 x 2 accumulators + 2 + 1 + a product;
+ * arithmetic with the loads in its shadow. A stand-alone copy of
+ * micro_z44's loop (data in L1 or streaming from L2, 784 rows per call) ran
+ * at 95-100% of the separate mul+add peak measured in the same process when
+ * the core was not shared; 32-row calls lose ~20% to the tile's entry and
+ * exit, one reason the MLP's default leaf is 64. AVX2 has 16 registers: 4 x 2 accumulators + 2 + 1 + a product;
  * AVX2 tiles of 4 x 3 and 6 x 2 were no faster (6 x 2 spills with gcc). */
 #define Z_MB 4
 #define Z_NV 4
