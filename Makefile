@@ -74,8 +74,10 @@ INSTALLED = $(bindir)/lockstep $(libdir)/liblockstep.a $(libdir)/liblockstep.so.
 DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-dev \
             dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy \
             libopenmpi-dev openmpi-bin python3-networkx
+# `make bench-peer` only (PyTorch with OpenBLAS, the peer it is timed against).
+PEER_PKGS := python3-torch libopenblas0-pthread
 
-.PHONY: all deps build test demo bench golden-check golden-update help clean mpi \
+.PHONY: all deps build test demo bench bench-peer golden-check golden-update help clean mpi \
         check-builds check-asan check-tsan check-layers install uninstall examples
 .PHONY: check-report
 .DEFAULT_GOAL := all
@@ -89,6 +91,7 @@ help:
 	@echo "make demo          deps + build + train Fashion-MNIST at 1 thread and every core, verify"
 	@echo "make bench         throughput per thread count, tree vs unordered"
 	@echo "make mpi           build $(BUILD)/lockstep-mpi (Open MPI: mpirun -np R $(BUILD)/lockstep-mpi train ...)"
+	@echo "make bench-peer    installs python3-torch, times the same MLP in PyTorch at 1 and 2 threads (not in test)"
 	@echo "make golden-check  re-run every golden file at several thread counts"
 	@echo "make check-layers  every #include \"...\" goes to its own folder or a lower layer"
 	@echo "make check-builds  gcc -O0/-O2/-O3 -march=native, clang -O2/-O3 -march=native, SIMD off: golden files identical"
@@ -311,6 +314,19 @@ demo: deps
 bench: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	@sh tools/bench.sh $(BIN)
+
+# PyTorch + OpenBLAS on the same MLP, interleaved with lockstep's own runs.
+bench-peer: deps
+	@$(MAKE) --no-print-directory $(BIN)
+	@missing=$$(for p in $(PEER_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
+	    | grep -q 'install ok installed' || echo $$p; done); \
+	if [ -n "$$missing" ]; then \
+	  echo "bench-peer: installing $$missing"; \
+	  if [ "$$(id -u)" != 0 ]; then echo "bench-peer: run as root to install: $$missing" >&2; exit 2; fi; \
+	  export DEBIAN_FRONTEND=noninteractive; \
+	  apt-get update -q && apt-get install -y -q --no-install-recommends $$missing; \
+	fi
+	@/usr/bin/python3 tools/bench_peer.py $(BIN)
 
 golden-check: $(BIN)
 	$(BIN) golden check

@@ -9,6 +9,7 @@
  * so it has the same bits on every build and host.
  */
 #include "dataset.h"
+#include "../base/simd.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -626,6 +627,16 @@ void dataset_destroy(ls_dataset *d)
     free(d);
 }
 
+/* dst[k] = src[k] / 255, one rounded division per element (so every vector
+ * width gives the same bits, base/simd.h). */
+LS_SIMD_CLONES
+static void bytes_to_unit(float *restrict dst, const uint8_t *restrict src, size_t n)
+{
+    #pragma omp simd
+    for (size_t k = 0; k < n; k++)
+        dst[k] = (float)src[k] / 255.0f;
+}
+
 void dataset_gather(const ls_split *s, const uint32_t *ids, size_t count, float *x, uint8_t *y)
 {
     const size_t dim = s->dim;
@@ -633,9 +644,7 @@ void dataset_gather(const ls_split *s, const uint32_t *ids, size_t count, float 
         size_t id = ids[i];
         float *dst = x + i * dim;
         if (s->x8 != NULL) {
-            const uint8_t *src = s->x8 + id * dim;
-            for (size_t k = 0; k < dim; k++)
-                dst[k] = (float)src[k] / 255.0f;
+            bytes_to_unit(dst, s->x8 + id * dim, dim);
         } else {
             memcpy(dst, s->xf + id * dim, dim * sizeof(float));
         }

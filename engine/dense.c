@@ -15,6 +15,12 @@
  * discarded) change no element's sequence of operations — which is why the
  * bits equal the scalar twin whatever the shape, and tests check it.
  *
+ * The loop nest (gemm_z, gemm_y): for each panel of 64 (AVX2: 16) columns of
+ * Bm, for each tile of 4 rows of A, the whole reduction r = 0 .. R-1 with
+ * the tile's accumulators in registers. A full AVX-512 tile runs
+ * micro_z44, one plain loop without masks or branches; edge tiles (fewer
+ * rows, fewer or partial vectors) run the same operations with masks.
+ *
  * The binary is built without -march: the SIMD functions carry
  * __attribute__((target(...))) and are chosen at run time with
  * __builtin_cpu_supports. The choice is made once (pthread_once, so any
@@ -136,10 +142,16 @@ enum { START_ZERO, START_BIAS, START_C };
 enum { END_STORE, END_ADD };
 
 /* Rows of A per tile, and vectors of n per tile, for each ISA. AVX-512 has 32
- * registers: 4 x 4 accumulators + 4 vectors of Bm + a broadcast. AVX2 has 16:
- * 4 x 2 accumulators + 2 + 1 + a product. Measured on a Zen 4 core (separate
- * mul and add peak ~85 GFLOP/s there): 4 x 4 AVX-512 ~80 GFLOP/s, 4 x 2 AVX2
- * ~65; AVX2 tiles of 4 x 3 and 6 x 2 were no faster (6 x 2 spills with gcc). */
+ * registers: 4 x 4 accumulators + 4 vectors of Bm + a broadcast + a product.
+ * Per row r of the reduction a full tile does 4 vector loads of Bm, 4
+ * broadcasts of A and 16 multiplies + 16 adds; a Zen 4 core issues one
+ * 512-bit multiply and one 512-bit add a cycle, so the tile is 16 cycles of
+ * arithmetic with the loads in its shadow. A stand-alone copy of
+ * micro_z44's loop (data in L1 or streaming from L2, 784 rows per call) ran
+ * at 95-100% of the separate mul+add peak measured in the same process when
+ * the core was not shared; 32-row calls lose ~20% to the tile's entry and
+ * exit, one reason the MLP's default leaf is 64. AVX2 has 16 registers: 4 x 2 accumulators + 2 + 1 + a product;
+ * AVX2 tiles of 4 x 3 and 6 x 2 were no faster (6 x 2 spills with gcc). */
 #define Z_MB 4
 #define Z_NV 4
 #define Y_MB 4
@@ -154,6 +166,51 @@ enum { END_STORE, END_ADD };
 #define UNROLL _Pragma("GCC unroll 4")
 #endif
 
+/* The micro-kernel of a full tile (4 rows of A, 64 columns of Bm, no
+ * masks). Each of the 16 accumulators starts at 0.0f (sp == NULL) or at
+ * sp[i*sld + 16v ..] (the bias with sld = 0, or C's partial sums with sld =
+ * ldc), then acc = acc + A[i][r] * Bm[r][16v ..] for r = 0 .. R-1 in order,
+ * in registers throughout; then C = acc, or C = C + acc when add_c. A
+ * separate function with one plain loop: the compiler keeps its registers for
+ * the tile, and the loop has no branch but its own. */
+static __attribute__((target("avx512f"), noinline))
+void micro_z44(const float *sp, size_t sld, float *c, size_t ldc, int add_c,
+               const float *a, size_t a_i, size_t a_r, const float *b, size_t ldb, size_t R)
+{
+    __m512 acc[4][4];
+UNROLL
+    for (int i = 0; i < 4; i++)
+UNROLL
+        for (int v = 0; v < 4; v++)
+            acc[i][v] = sp == NULL ? _mm512_setzero_ps() : _mm512_loadu_ps(sp + (size_t)i * sld + 16 * v);
+    const float *a0 = a, *a1 = a + a_i, *a2 = a + 2 * a_i, *a3 = a + 3 * a_i;
+    for (size_t r = 0; r < R; r++) {
+        const __m512 w0 = _mm512_loadu_ps(b), w1 = _mm512_loadu_ps(b + 16), w2 = _mm512_loadu_ps(b + 32),
+                     w3 = _mm512_loadu_ps(b + 48);
+        b += ldb;
+        const __m512 x[4] = { _mm512_set1_ps(*a0), _mm512_set1_ps(*a1), _mm512_set1_ps(*a2), _mm512_set1_ps(*a3) };
+        a0 += a_r;
+        a1 += a_r;
+        a2 += a_r;
+        a3 += a_r;
+UNROLL
+        for (int i = 0; i < 4; i++) {
+            acc[i][0] = _mm512_add_ps(acc[i][0], _mm512_mul_ps(x[i], w0));
+            acc[i][1] = _mm512_add_ps(acc[i][1], _mm512_mul_ps(x[i], w1));
+            acc[i][2] = _mm512_add_ps(acc[i][2], _mm512_mul_ps(x[i], w2));
+            acc[i][3] = _mm512_add_ps(acc[i][3], _mm512_mul_ps(x[i], w3));
+        }
+    }
+UNROLL
+    for (int i = 0; i < 4; i++)
+UNROLL
+        for (int v = 0; v < 4; v++) {
+            float *p = c + (size_t)i * ldc + 16 * v;
+            /* The old value is the left operand, as in tile_z's END_ADD. */
+            _mm512_storeu_ps(p, add_c ? _mm512_add_ps(_mm512_loadu_ps(p), acc[i][v]) : acc[i][v]);
+        }
+}
+
 /* One tile: rows i0 .. i0+mb-1, vectors n0 .. n0 + 16*nv - 1 (the last one
  * masked by tail), reduction r0 .. r1-1. mb and nv are constants at every
  * call site, so the loops unroll and acc stays in registers. */
@@ -161,6 +218,13 @@ static FORCE_INLINE __attribute__((target("avx512f")))
 void tile_z(const gemm *g, size_t i0, size_t n0, size_t r0, size_t r1, int start, int end,
             const int mb, const int nv, __mmask16 tail)
 {
+    if (mb == Z_MB && nv == Z_NV && tail == (__mmask16)0xFFFF) {
+        float *c = g->c + i0 * g->ldc + n0;
+        const float *sp = start == START_ZERO ? NULL : start == START_BIAS ? g->bias + n0 : c;
+        micro_z44(sp, start == START_C ? g->ldc : 0, c, g->ldc, end == END_ADD, g->a + i0 * g->a_i, g->a_i,
+                  g->a_r, g->bm + r0 * g->ldb + n0, g->ldb, r1 - r0);
+        return;
+    }
     __m512 acc[Z_MB][Z_NV];
     const float *arow[Z_MB];
     __mmask16 mask[Z_NV];
@@ -185,18 +249,41 @@ UNROLL
     }
 
     const float *pb = g->bm + r0 * g->ldb + n0;
-    for (size_t r = r0; r < r1; r++, pb += g->ldb) {
-        __m512 wv[Z_NV];
+    const size_t ldb = g->ldb, a_r = g->a_r;
+    const int full = tail == (__mmask16)0xFFFF;
+    const float *pa[Z_MB];
 UNROLL
-        for (int v = 0; v < nv; v++)
-            wv[v] = _mm512_maskz_loadu_ps(mask[v], pb + 16 * v);
-        const size_t ar = r * g->a_r;
-UNROLL
-        for (int i = 0; i < mb; i++) {
-            const __m512 x = _mm512_set1_ps(arow[i][ar]);
+    for (int i = 0; i < Z_MB; i++)
+        pa[i] = arow[i] + r0 * a_r;
+    if (full) {
+        for (size_t r = r0; r < r1; r++, pb += ldb) {
+            __m512 wv[Z_NV];
 UNROLL
             for (int v = 0; v < nv; v++)
-                acc[i][v] = _mm512_add_ps(acc[i][v], _mm512_mul_ps(x, wv[v]));
+                wv[v] = _mm512_loadu_ps(pb + 16 * v);
+UNROLL
+            for (int i = 0; i < mb; i++) {
+                const __m512 x = _mm512_set1_ps(*pa[i]);
+                pa[i] += a_r;
+UNROLL
+                for (int v = 0; v < nv; v++)
+                    acc[i][v] = _mm512_add_ps(acc[i][v], _mm512_mul_ps(x, wv[v]));
+            }
+        }
+    } else {
+        for (size_t r = r0; r < r1; r++, pb += ldb) {
+            __m512 wv[Z_NV];
+UNROLL
+            for (int v = 0; v < nv; v++)
+                wv[v] = _mm512_maskz_loadu_ps(mask[v], pb + 16 * v);
+UNROLL
+            for (int i = 0; i < mb; i++) {
+                const __m512 x = _mm512_set1_ps(*pa[i]);
+                pa[i] += a_r;
+UNROLL
+                for (int v = 0; v < nv; v++)
+                    acc[i][v] = _mm512_add_ps(acc[i][v], _mm512_mul_ps(x, wv[v]));
+            }
         }
     }
 
@@ -277,9 +364,12 @@ UNROLL
 #undef Y_LOAD
 }
 
-/* Columns of n per block and rows of r per block of the reduction: a block
- * of Bm (rc x 64 floats = 16 KiB) stays in L1 while every tile of rows of A
- * passes over it. */
+/* Columns of n per panel: one tile's width. Each panel of Bm (R rows of 64
+ * floats, 200 KiB for the MLP's first layer) is read once per tile of rows
+ * of A and stays in L2 while the tiles pass over it; the reduction is not
+ * blocked (rc = SIZE_MAX) in either kernel, so every accumulator stays in a
+ * register from the first row of the reduction to the last and is stored
+ * once. */
 #define Z_NB (16 * Z_NV)
 #define Y_NB (8 * Y_NV)
 
@@ -370,8 +460,8 @@ void gemm_y(const gemm *g, int start, int end, size_t rc)
     }
 }
 
-/* Reduction block of the forward pass (rows of w per block). */
-#define FWD_RC 64
+/* Reduction block of the forward pass: none (see Z_NB). */
+#define FWD_RC SIZE_MAX
 
 static void gemm_run(int path, const gemm *g, int start, int end, size_t rc)
 {
@@ -402,7 +492,66 @@ void dbias_y(float *dbias, const float *dout, size_t B, size_t N, int accumulate
     }
 }
 
+/* One 8 x 8 block: dst[j][i] = src[i][j]. Unpacks pair rows, shuffles make
+ * 4-row columns in each 128-bit half, and the half swaps finish them. */
+static __attribute__((target("avx2")))
+void transpose8_y(float *dst, size_t ldd, const float *src, size_t lds)
+{
+    const __m256 r0 = _mm256_loadu_ps(src), r1 = _mm256_loadu_ps(src + lds), r2 = _mm256_loadu_ps(src + 2 * lds),
+                 r3 = _mm256_loadu_ps(src + 3 * lds), r4 = _mm256_loadu_ps(src + 4 * lds),
+                 r5 = _mm256_loadu_ps(src + 5 * lds), r6 = _mm256_loadu_ps(src + 6 * lds),
+                 r7 = _mm256_loadu_ps(src + 7 * lds);
+    const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+                 t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+                 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0)),
+                 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2)),
+                 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0)),
+                 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2)),
+                 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0)),
+                 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2)),
+                 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0)),
+                 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+    _mm256_storeu_ps(dst, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(dst + ldd, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(dst + 2 * ldd, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(dst + 3 * ldd, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(dst + 4 * ldd, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(dst + 5 * ldd, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(dst + 6 * ldd, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(dst + 7 * ldd, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+
+/* Whole 8 x 8 blocks through transpose8_y, the ragged edges element by element. */
+static __attribute__((target("avx2")))
+void transpose_y(float *dst, const float *src, size_t R, size_t C)
+{
+    const size_t R8 = R / 8 * 8, C8 = C / 8 * 8;
+    for (size_t r = 0; r < R8; r += 8)
+        for (size_t c = 0; c < C8; c += 8)
+            transpose8_y(dst + c * R + r, R, src + r * C + c, C);
+    for (size_t r = 0; r < R; r++)
+        for (size_t c = r < R8 ? C8 : 0; c < C; c++)
+            dst[c * R + r] = src[r * C + c];
+}
+
 #endif /* DENSE_X86 */
+
+void dense_transpose(float *dst, const float *src, size_t R, size_t C)
+{
+#if DENSE_X86
+    if (current_path() != PATH_SCALAR) {
+        transpose_y(dst, src, R, C);
+        return;
+    }
+#endif
+    /* 32 x 32 blocks so the strided side stays in cache. */
+    for (size_t r0 = 0; r0 < R; r0 += 32)
+        for (size_t c0 = 0; c0 < C; c0 += 32)
+            for (size_t r = r0; r < R && r < r0 + 32; r++)
+                for (size_t c = c0; c < C && c < c0 + 32; c++)
+                    dst[c * R + r] = src[r * C + c];
+}
 
 void dense_forward(float *out, const float *in, const float *w, const float *bias,
                    size_t B, size_t K, size_t N)

@@ -27,6 +27,11 @@ void dense_forward(float *out, const float *in, const float *w, const float *bia
 void dense_backward_weights(float *dw, float *dbias, const float *in, const float *dout,
                             size_t B, size_t K, size_t N, int accumulate);
 
+/* dst[c][r] = src[r][c] for r < R, c < C: dst is [C][R], src [R][C], not
+ * overlapping. A copy, so every path gives the same bits; the SIMD path
+ * moves 8 x 8 blocks through registers. */
+void dense_transpose(float *dst, const float *src, size_t R, size_t C);
+
 /* The scalar twins, always available (tests compare them with the above). */
 void dense_forward_scalar(float *out, const float *in, const float *w, const float *bias,
                           size_t B, size_t K, size_t N);

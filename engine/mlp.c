@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../base/simd.h"
 #include "dense.h"
 #include "dmath.h"
 #include "rng.h"
@@ -181,14 +182,27 @@ void mlp_prepare(mlp *m, const float *params)
     for (size_t l = 1; l < m->n_layers; l++) {
         const size_t K = m->sizes[l], N = m->sizes[l + 1];
         const float *w = params + m->w_off[l];
-        float *wt = m->wt[l];
-        /* wt[n][k] = w[k][n], in 32 x 32 blocks to stay in cache. */
-        for (size_t k0 = 0; k0 < K; k0 += 32)
-            for (size_t n0 = 0; n0 < N; n0 += 32)
-                for (size_t k = k0; k < K && k < k0 + 32; k++)
-                    for (size_t n = n0; n < N && n < n0 + 32; n++)
-                        wt[n * K + k] = w[k * N + n];
+        dense_transpose(m->wt[l], w, K, N);   /* wt[n][k] = w[k][n] */
     }
+}
+
+/* ReLU in place: x > 0 ? x : 0 (NaN and -0.0 become +0.0). Element-wise, so
+ * every vector width gives the same bits (base/simd.h). */
+LS_SIMD_CLONES
+static void relu(float *restrict x, size_t n)
+{
+    #pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        x[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+/* The ReLU's backward: d[i] passes where the layer's output h[i] is > 0. */
+LS_SIMD_CLONES
+static void relu_mask(float *restrict d, const float *restrict h, size_t n)
+{
+    #pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        d[i] = h[i] > 0.0f ? d[i] : 0.0f;
 }
 
 static float *scratch_at(void *scratch, size_t off)
@@ -207,8 +221,7 @@ static void forward(const mlp *m, const float *params, const float *x, size_t co
         if (l + 1 < m->n_layers) {
             /* ReLU; pre > 0 is false for NaN, which becomes 0 (a NaN loss
              * still shows up through the logits of a diverged run). */
-            for (size_t i = 0; i < count * N; i++)
-                out[i] = out[i] > 0.0f ? out[i] : 0.0f;
+            relu(out, count * N);
         }
         in = out;
     }
@@ -239,14 +252,17 @@ double mlp_leaf(const mlp *m, const float *params, const float *x, const uint8_t
             if (zb[i] > zmax)
                 zmax = zb[i];
         const double mb = (double)zmax;
+        double e[256];   /* C <= 256 (mlp_create); each e_i is computed once */
         double s = 0.0;
-        for (size_t i = 0; i < C; i++)
-            s = s + dmath_exp((double)zb[i] - mb);
+        for (size_t i = 0; i < C; i++) {
+            e[i] = dmath_exp((double)zb[i] - mb);
+            s = s + e[i];
+        }
         const size_t yb = y[b];
         const double lb = yb < C ? dmath_log(s) - ((double)zb[yb] - mb) : (double)NAN;
         loss = loss + lb;
         for (size_t i = 0; i < C; i++)
-            db[i] = (float)(dmath_exp((double)zb[i] - mb) / s) - (i == yb ? 1.0f : 0.0f);
+            db[i] = (float)(e[i] / s) - (i == yb ? 1.0f : 0.0f);
     }
 
     /* Backward, last layer first. dout is d(loss)/d(output of layer l) for
@@ -265,9 +281,7 @@ double mlp_leaf(const mlp *m, const float *params, const float *x, const uint8_t
          * its output h is > 0 exactly where its pre-activation was > 0. */
         float *dh = scratch_at(scratch, m->grad_off[1 - cur]);
         dense_forward(dh, dout, m->wt[l], NULL, count, N, K);
-        const float *h = in;
-        for (size_t i = 0; i < count * K; i++)
-            dh[i] = h[i] > 0.0f ? dh[i] : 0.0f;
+        relu_mask(dh, in, count * K);
         dout = dh;
         cur = 1 - cur;
     }

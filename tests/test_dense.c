@@ -243,8 +243,9 @@ static void test_empty_dims(void **state)
     check_shape(2, 3, 0);
 }
 
-/* The shapes of the 784-256-256-10 MLP at a leaf of 32: forward, backward
- * weights, and the d(input) products dense_forward(dout, W^T). */
+/* The shapes of the 784-256-256-10 MLP at a leaf of 32 and of 64 (the
+ * default): forward, backward weights, and the d(input) products
+ * dense_forward(dout, W^T); 33 and 63 rows end in a partial row tile. */
 static void test_real_shapes(void **state)
 {
     (void)state;
@@ -254,6 +255,62 @@ static void test_real_shapes(void **state)
     check_shape(32, 256, 10);
     check_shape(32, 10, 256);
     check_shape(33, 784, 256);
+    check_shape(64, 784, 256);
+    check_shape(64, 256, 256);
+    check_shape(64, 256, 10);
+    check_shape(64, 10, 256);
+    check_shape(63, 257, 200);
+}
+
+/* Full tiles (4 rows x 64 columns) next to every kind of edge: partial row
+ * tiles, partial column panels of 1 to 4 vectors, and reductions of 1 and
+ * of many rows, so the micro-kernel of full tiles and the edge tiles meet in
+ * one call. */
+static void test_panel_edges(void **state)
+{
+    (void)state;
+    rng_state = 0xed6eULL;
+    const size_t Ns[] = { 63, 64, 65, 80, 127, 128, 129, 191, 193, 255, 257 };
+    const size_t Bs[] = { 4, 5, 7, 8, 11, 12, 13 };
+    for (size_t i = 0; i < sizeof Ns / sizeof Ns[0]; i++)
+        for (size_t j = 0; j < sizeof Bs / sizeof Bs[0]; j++)
+            check_shape(Bs[j], 1 + below(100), Ns[i]);
+    check_shape(8, 1, 128);
+    check_shape(9, 1000, 130);
+}
+
+/* dense_transpose on every path against the definition, for all edge sizes
+ * of the 8 x 8 blocks and the MLP's weights; no store past the output. */
+static void check_transpose(size_t R, size_t C)
+{
+    float *src = alloc_in(R * C), *got = alloc_out(R * C);
+    for (int path = 0; path <= n_simd; path++) {
+        const int prev = dense_set_simd(path == 0 ? DENSE_SIMD_OFF : simd_settings[path - 1]);
+        for (size_t i = 0; i < R * C; i++)
+            got[i] = 7.0f;
+        dense_transpose(got, src, R, C);
+        for (size_t r = 0; r < R; r++)
+            for (size_t c = 0; c < C; c++)
+                if (memcmp(&got[c * R + r], &src[r * C + c], sizeof(float)) != 0)
+                    fail_msg("transpose R=%zu C=%zu path %d: [%zu][%zu] wrong", R, C, path, c, r);
+        check_guard(got, R * C);
+        dense_set_simd(prev);
+    }
+    free(src);
+    free(got);
+}
+
+static void test_transpose(void **state)
+{
+    (void)state;
+    rng_state = 0x7a7aULL;
+    for (size_t R = 1; R <= 19; R++)
+        for (size_t C = 1; C <= 19; C++)
+            check_transpose(R, C);
+    check_transpose(256, 256);
+    check_transpose(256, 10);
+    check_transpose(784, 256);
+    check_transpose(33, 250);
 }
 
 /* accumulate == 1 on G equals G + (the accumulate == 0 result), element-wise. */
@@ -322,6 +379,8 @@ int main(void)
         cmocka_unit_test(test_random_shapes),
         cmocka_unit_test(test_empty_dims),
         cmocka_unit_test(test_real_shapes),
+        cmocka_unit_test(test_panel_edges),
+        cmocka_unit_test(test_transpose),
         cmocka_unit_test(test_accumulate_adds_sum),
     };
     return cmocka_run_group_tests(tests, setup_paths, NULL) ? 1 : 0;

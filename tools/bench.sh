@@ -14,6 +14,7 @@ for leaf in 64 32; do
     "$BIN" bench --task fashion-mnist --batch 128 --leaf $leaf --threads "1,$cores" \
         --steps "${STEPS:-200}" --reps "${REPS:-7}"
 done
+echo; sh "$(dirname "$0")/bench_dense.sh" "$BIN"   # the MLP against the core's FP32 peak
 
 # The logic cellular automaton: step time and speedup (no unordered foil:
 # its leaves are (sample, part) pairs computed in phases).

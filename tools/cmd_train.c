@@ -250,7 +250,9 @@ static void bench_usage(void)
          "MLP, and the time spent hashing and recording a step in SQLite. Nothing is recorded in\n"
          "runs.db.\n"
          "For the logic CA (gol, checkerboard) there is no unordered foil: the step time and the\n"
-         "speedup are the figures.");
+         "speedup are the figures.\n"
+         "With --peak [--threads T]: the FP32 peak of T cores for the kernels' arithmetic (see\n"
+         "lockstep bench --peak --help).");
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -267,6 +269,9 @@ static double median(double *v, int n)
 
 int cmd_bench(int argc, char **argv)
 {
+    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], "--peak") == 0)
+            return bench_peak(argc, argv);   /* the core's FP32 peak (bench_peak.c) */
     cli_args a;
     ls_err err = { "" };
     ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_STEPS_FLAG | CLI_THREAD_LIST | CLI_REPS, 0, &a, &err);

@@ -135,6 +135,7 @@ int cmd_verify(int argc, char **argv);
 int cmd_equiv(int argc, char **argv);
 int cmd_golden(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int bench_peak(int argc, char **argv);   /* bench --peak (bench_peak.c) */
 int cmd_resume(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_render(int argc, char **argv);

@@ -1,0 +1,56 @@
+#!/bin/sh
+# bench_dense.sh — the MLP against the processor's limit (part of `make bench`).
+#
+# Each repetition measures, one after the other: the FP32 peak of 1 and of 2
+# cores for the kernels' arithmetic (`lockstep bench --peak`: independent
+# vector multiplies and adds on the SIMD path in use, no FMA), then the MLP
+# (784-256-256-10, batch 128, Fashion-MNIST, the model's default leaf) at 1
+# and at 2 threads. Interleaving puts the same noise of a shared machine on
+# all of them; the fraction of peak is taken within each repetition. Prints
+# the medians over REPS repetitions (default 7) and the spread (min..max).
+#   sh tools/bench_dense.sh [build/lockstep]     REPS=7 STEPS=100
+set -e
+BIN=${1:-build/lockstep}
+REPS=${REPS:-7}
+STEPS=${STEPS:-100}
+tmp=$(mktemp)
+trap 'rm -f "$tmp"' EXIT
+path=$("$BIN" bench --peak --threads 1 | awk '{ print $2 }')
+echo "dense: MLP 784-256-256-10, batch 128, fashion-mnist, default leaf; simd $path; $REPS interleaved repetitions of $STEPS steps"
+echo "dense: load average $(cut -d' ' -f1-3 /proc/loadavg) at start on $(nproc) cores (other work makes every figure lower and the spread wider)"
+echo "dense: flops counted: forward, weight gradient and input gradient (2 per multiply-add); peak = $BIN bench --peak"
+rep=0
+while [ "$rep" -lt "$REPS" ]; do
+    for t in 1 2; do
+        "$BIN" bench --peak --threads $t | awk -v r=$rep '{ print "peak", r, $3, $4 }' >>"$tmp"
+    done
+    for t in 1 2; do
+        "$BIN" bench --task fashion-mnist --batch 128 --threads $t --steps "$STEPS" --reps 1 |
+            awk -v r=$rep -v t=$t '$1 == t && $2 + 0 > 0 { print "mlp", r, t, $2, $6 }' >>"$tmp"
+    done
+    rep=$((rep + 1))
+done
+awk '
+function med(a, n,   i, j, x) {   # sorts a[1..n] in place; returns the median
+    for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j >= 1 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+    return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+$1 == "peak" { peak[$2, $3] = $4 }
+$1 == "mlp"  { sps[$2, $3] = $4; gf[$2, $3] = $5; reps[$2] = 1 }
+END {
+    printf "%-8s %-26s %-20s %-22s %-20s %s\n", "threads", "samples/s med [min..max]", "MLP GFLOP/s med", "peak GFLOP/s med [min..max]", "fraction of peak", "speedup vs 1"
+    for (t = 1; t <= 2; t++) {
+        n = 0
+        for (r in reps) {
+            n++
+            s[n] = sps[r, t]; g[n] = gf[r, t]; p[n] = peak[r, t]
+            f[n] = peak[r, t] > 0 ? gf[r, t] / peak[r, t] : 0
+            q[n] = sps[r, 1] > 0 ? sps[r, t] / sps[r, 1] : 0
+        }
+        ms = med(s, n); lo = s[1]; hi = s[n]
+        mg = med(g, n); mp = med(p, n); plo = p[1]; phi = p[n]
+        mf = med(f, n); flo = f[1]; fhi = f[n]; mq = med(q, n)
+        printf "%-8d %-26s %-20.1f %-27s %-20s %.2f\n", t, sprintf("%.0f [%.0f..%.0f]", ms, lo, hi), mg,
+               sprintf("%.1f [%.1f..%.1f]", mp, plo, phi), sprintf("%.1f%% [%.1f..%.1f]", 100 * mf, 100 * flo, 100 * fhi), mq
+    }
+}' "$tmp"
