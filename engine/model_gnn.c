@@ -599,7 +599,7 @@ static ls_status gm_create(void **self, ls_model_info *info, const ls_config *cf
         const size_t offs[4] = { m->net.off_w1[l], m->net.off_b1[l], m->net.off_w2[l], m->net.off_b2[l] };
         static const char *const what[4] = { "W1", "b1", "W2", "b2" };
         for (int j = 0; j < 4; j++, t++) {
-            snprintf(m->names[t], sizeof m->names[t], "l%zu.%s", l + 1, what[j]);
+            snprintf(m->names[t], sizeof m->names[t], "l%u.%s", (unsigned)(l + 1) % 100u, what[j]);   /* l < GNN_MAX_LAYERS */
             m->tensors[t] = (ls_tensor){ m->names[t], offs[j], (j & 1) ? 1u : 2u,
                                          { (j & 1) ? H : (j == 0 ? d : H), (j & 1) ? 0 : H } };
         }
