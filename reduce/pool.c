@@ -14,9 +14,10 @@
  * caller returns once the parts are done, without waiting for threads that
  * never woke. Such a late thread may look at the job after the caller moved
  * on; it reads the job and then claims with a compare-and-swap that names
- * the generation, and every field is a sequentially consistent atomic, so a
- * successful claim proves the job it read is still the current one (the
- * next job is written only after every part of this one was claimed). A
+ * the generation and needs a part left, and every field is a sequentially
+ * consistent atomic, so a successful claim proves the job it read is still
+ * the current one (the next job is written only after every part of this
+ * one was claimed and done). A
  * late thread touches neither the old context nor the next job's parts.
  *
  * Waking: waking a sleeping thread costs tens of microseconds (more in a
@@ -59,7 +60,7 @@ struct pool {
     _Atomic(void *) ctx;
     _Atomic size_t base;            /* pool_parallel_for: part index of claim 0 */
     _Atomic uint32_t n_parts;
-    _Atomic uint64_t claim;         /* (generation mod 2^32) << 32 | next part to claim */
+    _Atomic uint64_t claim;         /* (generation mod 2^32) << 32 | parts not yet claimed */
     _Atomic uint64_t generation;    /* bumped once per job */
     _Atomic uint32_t done;          /* parts of the current job finished */
 
@@ -102,11 +103,14 @@ static void pool_work(pool *p, uint64_t g, int id)
     uint64_t tag = (g & 0xffffffffu) << 32;
     uint64_t w = atomic_load(&p->claim);
     for (;;) {
-        if ((w & ~(uint64_t)0xffffffffu) != tag || (uint32_t)w >= n)
+        /* The word counts the parts left, not the next part: a finished job
+         * reads 0 whatever n this thread read, so a late thread whose n is
+         * the next job's cannot claim past the end of this one. */
+        if ((w & ~(uint64_t)0xffffffffu) != tag || (uint32_t)w == 0)
             return;
-        if (!atomic_compare_exchange_weak(&p->claim, &w, w + 1))
+        if (!atomic_compare_exchange_weak(&p->claim, &w, w - 1))
             continue;   /* w now holds the current word */
-        uint32_t i = (uint32_t)w;
+        uint32_t i = n - (uint32_t)w;
         if (run_fn != NULL)
             run_fn(ctx, (int)i, p->n_threads);
         else
@@ -231,7 +235,7 @@ static void pool_job(pool *p, pool_fn run_fn, pool_part_fn part_fn, void *ctx, s
     atomic_store(&p->base, base);
     atomic_store(&p->n_parts, n);
     atomic_store(&p->done, 0);
-    atomic_store(&p->claim, (g & 0xffffffffu) << 32);
+    atomic_store(&p->claim, (g & 0xffffffffu) << 32 | n);
     atomic_store(&p->generation, g);
 
     /* Wake sleepers up to `active` working threads, counting the caller and
