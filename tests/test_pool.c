@@ -208,6 +208,37 @@ static void test_sleeping_workers(void **state)
     pool_destroy(p);
 }
 
+/* The last part outlasts the caller's polling, so the caller sleeps and the
+ * worker that finishes it must wake it; by turns the slow part is the
+ * caller's own or a worker's. */
+static void slow_part(void *arg, size_t part, int worker)
+{
+    (void)worker;
+    count_ctx *c = arg;
+    if (part == 1) {
+        struct timespec ts = { 0, 3 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    atomic_fetch_add_explicit(&c->parts, 1, memory_order_relaxed);
+}
+
+static void test_caller_sleeps(void **state)
+{
+    (void)state;
+    int threads[] = { 2, 16 };
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        pool *p;
+        assert_int_equal(pool_create(&p, threads[t], NULL), LS_OK);
+        count_ctx c;
+        atomic_init(&c.parts, 0);
+        atomic_init(&c.slices, 0);
+        for (int j = 0; j < 20; j++)
+            pool_parallel_for(p, 2, slow_part, &c);
+        assert_int_equal(atomic_load(&c.parts), 40);
+        pool_destroy(p);
+    }
+}
+
 static void test_bad_sizes(void **state)
 {
     (void)state;
@@ -244,6 +275,7 @@ int main(void)
         cmocka_unit_test(test_oversubscribed_results),
         cmocka_unit_test(test_many_short_jobs),
         cmocka_unit_test(test_sleeping_workers),
+        cmocka_unit_test(test_caller_sleeps),
         cmocka_unit_test(test_bad_sizes),
         cmocka_unit_test(test_create_destroy_loop),
     };
