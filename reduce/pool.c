@@ -32,6 +32,7 @@
  * count (both sequentially consistent), so one of them sees the other — no
  * wakeup is lost. The caller's wait for the last part works the same way.
  */
+#define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include "pool.h"
 
 #include <pthread.h>
@@ -68,7 +69,7 @@ struct pool {
     _Atomic int sleepers;           /* threads asleep (or about to be) on start_cv */
     _Atomic int caller_asleep;      /* the caller is asleep (or about to be) on done_cv */
     _Atomic int shutdown;
-    int active;                     /* threads worth running at once: min(n_threads, cores) */
+    int active;                     /* threads worth running at once: min(n_threads, usable CPUs) */
 
     pthread_mutex_t mu;
     pthread_cond_t start_cv;        /* signals: a new generation was published, or shutdown */
@@ -89,6 +90,23 @@ static void pool_pause(int i)
 #endif
     if ((i & 63) == 63)
         sched_yield();
+}
+
+/* CPUs this process may run on: the affinity mask (taskset, a container's
+ * cpuset) when the system tells it, else the online CPUs. */
+static int pool_usable_cpus(void)
+{
+    int online = pool_online_cpus();
+#ifdef __linux__
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n >= 1 && n < online)
+            return n;
+    }
+#endif
+    return online;
 }
 
 /* Claims and runs parts of generation g until none is left (or the job is
@@ -169,7 +187,7 @@ ls_status pool_create(pool **out, int n_threads, ls_err *err)
     if (p == NULL)
         return ls_fail(err, LS_ENOMEM, "pool: out of memory");
     p->n_threads = n_threads;
-    int cpus = pool_online_cpus();
+    int cpus = pool_usable_cpus();
     p->active = n_threads < cpus ? n_threads : cpus;
     atomic_init(&p->run_fn, NULL);
     atomic_init(&p->part_fn, NULL);
@@ -222,6 +240,11 @@ void pool_destroy(pool *p)
 int pool_threads(const pool *p)
 {
     return p->n_threads;
+}
+
+int pool_active(const pool *p)
+{
+    return p->active;
 }
 
 /* Publishes a job of n parts (n >= 1), takes parts on the calling thread,

@@ -36,6 +36,11 @@ typedef void (*pool_part_fn)(void *ctx, size_t part, int worker);
 ls_status pool_create(pool **out, int n_threads, ls_err *err);
 void pool_destroy(pool *p);          /* joins the threads; accepts NULL */
 int pool_threads(const pool *p);
+/* Threads that work on a job at once: min(pool_threads, the CPUs this
+ * process may use when the pool was created). A plan that cuts work into
+ * pieces for the threads (the tree's block size) should size the pieces
+ * for these, not for threads that would only wait for a CPU. */
+int pool_active(const pool *p);
 
 /* Calls fn(ctx, w, pool_threads(p)) exactly once for every w in
  * 0..pool_threads(p)−1, each call on some thread of the pool (the caller

@@ -2,6 +2,8 @@
  * once per job, on some thread of the pool, whatever the number of threads
  * against cores (up to 64 threads per core); no wakeup is lost over many
  * short jobs back to back; a pool whose workers sleep shuts down. */
+#define _GNU_SOURCE   /* sched_setaffinity */
+#include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -239,6 +241,36 @@ static void test_caller_sleeps(void **state)
     }
 }
 
+/* Pinned to one CPU (as under taskset), a 16-thread pool must neither spin
+ * on that CPU nor lose a job: many short jobs, exact counts. */
+static void test_one_cpu(void **state)
+{
+    (void)state;
+#ifdef __linux__
+    cpu_set_t old, one;
+    assert_int_equal(sched_getaffinity(0, sizeof old, &old), 0);
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &old))
+        cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    pool *p;
+    assert_int_equal(pool_create(&p, 16, NULL), LS_OK);
+    count_ctx c;
+    atomic_init(&c.parts, 0);
+    atomic_init(&c.slices, 0);
+    for (int j = 0; j < 2000; j++) {
+        pool_parallel_for(p, 7, count_part, &c);
+        pool_run(p, count_slice, &c);
+    }
+    pool_destroy(p);
+    assert_int_equal(sched_setaffinity(0, sizeof old, &old), 0);
+    assert_int_equal(atomic_load(&c.parts), 2000 * 7);
+    assert_int_equal(atomic_load(&c.slices), 2000 * 16);
+#endif
+}
+
 static void test_bad_sizes(void **state)
 {
     (void)state;
@@ -276,6 +308,7 @@ int main(void)
         cmocka_unit_test(test_many_short_jobs),
         cmocka_unit_test(test_sleeping_workers),
         cmocka_unit_test(test_caller_sleeps),
+        cmocka_unit_test(test_one_cpu),
         cmocka_unit_test(test_bad_sizes),
         cmocka_unit_test(test_create_destroy_loop),
     };
