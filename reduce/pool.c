@@ -1,17 +1,38 @@
-/* pool.c — the worker pool: one mutex, two condition variables.
+/* pool.c — the worker pool: parts claimed from one atomic word, bounded
+ * spinning, then a condition variable.
  *
- * A job is one generation: pool_run publishes (fn, ctx), bumps the generation
- * and wakes every worker; each runs fn once outside the lock and counts itself
- * out; the last one wakes the caller. Shutdown is flagged under the lock,
- * broadcast and joined.
+ * A job is one generation. The caller writes the job (function, context,
+ * number of parts), resets the claim word to (generation, 0) and publishes
+ * the generation; every thread then claims parts by compare-and-swap on the
+ * claim word, runs each, and counts it done; the caller takes parts like
+ * any worker, then waits until all are done.
  *
- * Waking a sleeping thread costs tens of microseconds (more in a virtual
- * machine), and a training step runs several jobs back to back, so before
- * sleeping on a condition variable a worker watches the generation counter
- * for a short while, and the caller watches the pending count. That is only
- * done when there are no more threads than CPUs: an oversubscribed pool would
- * spin on CPUs the working threads need.
+ * Why claims and not a fixed share per thread: with more threads than cores
+ * (or another process on a core) some thread is always descheduled, and a
+ * fixed share waits for it — a 13-thread pool on 2 cores ran at a third of
+ * one thread's speed. Here a thread that does not run takes no part, and the
+ * caller returns once the parts are done, without waiting for threads that
+ * never woke. Such a late thread may look at the job after the caller moved
+ * on; it reads the job and then claims with a compare-and-swap that names
+ * the generation and needs a part left, and every field is a sequentially
+ * consistent atomic, so a successful claim proves the job it read is still
+ * the current one (the next job is written only after every part of this
+ * one was claimed and done). A
+ * late thread touches neither the old context nor the next job's parts.
+ *
+ * Waking: waking a sleeping thread costs tens of microseconds (more in a
+ * virtual machine), and a training step runs several jobs back to back, so a
+ * thread that finished watches the generation for a while (about 0.5 ms)
+ * before it sleeps. At most min(threads, cores) − 1 threads watch at once —
+ * more would only spin on cores the working threads need — and a job wakes
+ * sleepers only up to that many working threads. Every 64th poll yields
+ * the CPU, for the descheduled thread that may need it. Sleeping and waking
+ * follow the Dekker pattern: the sleeper counts itself and then looks at
+ * the generation, the publisher writes the generation and then looks at the
+ * count (both sequentially consistent), so one of them sees the other — no
+ * wakeup is lost. The caller's wait for the last part works the same way.
  */
+#define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
 #include "pool.h"
 
 #include <pthread.h>
@@ -25,6 +46,8 @@
 /* Polls of a waiting thread before it sleeps: about 0.5 ms, longer than the
  * serial work between two jobs of a training step. */
 #define POOL_SPIN 20000
+/* Most parts one job hands out; pool_parallel_for runs more as several jobs. */
+#define POOL_MAX_PARTS UINT32_MAX
 
 typedef struct {
     pool *owner;
@@ -32,18 +55,28 @@ typedef struct {
 } pool_worker;
 
 struct pool {
+    /* The current job, written by the caller before it publishes the generation. */
+    _Atomic(pool_fn) run_fn;        /* pool_run's function, or NULL */
+    _Atomic(pool_part_fn) part_fn;  /* pool_parallel_for's function, or NULL */
+    _Atomic(void *) ctx;
+    _Atomic size_t base;            /* pool_parallel_for: part index of claim 0 */
+    _Atomic uint32_t n_parts;
+    _Atomic uint64_t claim;         /* (generation mod 2^32) << 32 | parts not yet claimed */
+    _Atomic uint64_t generation;    /* bumped once per job */
+    _Atomic uint32_t done;          /* parts of the current job finished */
+
+    _Atomic int spinners;           /* threads watching the generation */
+    _Atomic int sleepers;           /* threads asleep (or about to be) on start_cv */
+    _Atomic int caller_asleep;      /* the caller is asleep (or about to be) on done_cv */
+    _Atomic int shutdown;
+    int active;                     /* threads worth running at once: min(n_threads, usable CPUs) */
+
     pthread_mutex_t mu;
-    pthread_cond_t start_cv;   /* signals: a new generation was published, or shutdown */
-    pthread_cond_t done_cv;    /* signals: the last worker of a generation finished */
-    _Atomic uint64_t generation;  /* bumped once per pool_run (under mu; read outside it to spin) */
-    _Atomic int pending;       /* workers (other than the caller) still running this generation */
-    int spin;                  /* polls before sleeping; 0 when oversubscribed */
-    int shutdown;
-    pool_fn fn;
-    void *ctx;
+    pthread_cond_t start_cv;        /* signals: a new generation was published, or shutdown */
+    pthread_cond_t done_cv;         /* signals: the last part of a job finished */
     int n_threads;
-    pthread_t *threads;        /* [n_threads - 1], points into this allocation */
-    pool_worker *workers;      /* [n_threads - 1], likewise */
+    pthread_t *threads;             /* [n_threads - 1], points into this allocation */
+    pool_worker *workers;           /* [n_threads - 1], likewise */
     int n_started;
 };
 
@@ -59,32 +92,87 @@ static void pool_pause(int i)
         sched_yield();
 }
 
+/* CPUs this process may run on: the affinity mask (taskset, a container's
+ * cpuset) when the system tells it, else the online CPUs. */
+static int pool_usable_cpus(void)
+{
+    int online = pool_online_cpus();
+#ifdef __linux__
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        int n = CPU_COUNT(&set);
+        if (n >= 1 && n < online)
+            return n;
+    }
+#endif
+    return online;
+}
+
+/* Claims and runs parts of generation g until none is left (or the job is
+ * no longer g); `id` is the thread's number. */
+static void pool_work(pool *p, uint64_t g, int id)
+{
+    pool_fn run_fn = atomic_load(&p->run_fn);
+    pool_part_fn part_fn = atomic_load(&p->part_fn);
+    void *ctx = atomic_load(&p->ctx);
+    size_t base = atomic_load(&p->base);
+    uint32_t n = atomic_load(&p->n_parts);
+    uint64_t tag = (g & 0xffffffffu) << 32;
+    uint64_t w = atomic_load(&p->claim);
+    for (;;) {
+        /* The word counts the parts left, not the next part: a finished job
+         * reads 0 whatever n this thread read, so a late thread whose n is
+         * the next job's cannot claim past the end of this one. */
+        if ((w & ~(uint64_t)0xffffffffu) != tag || (uint32_t)w == 0)
+            return;
+        if (!atomic_compare_exchange_weak(&p->claim, &w, w - 1))
+            continue;   /* w now holds the current word */
+        uint32_t i = n - (uint32_t)w;
+        if (run_fn != NULL)
+            run_fn(ctx, (int)i, p->n_threads);
+        else
+            part_fn(ctx, base + i, id);
+        /* Nothing of the job is touched after this count. */
+        if (atomic_fetch_add(&p->done, 1) + 1 == n && atomic_load(&p->caller_asleep)) {
+            pthread_mutex_lock(&p->mu);
+            pthread_cond_signal(&p->done_cv);
+            pthread_mutex_unlock(&p->mu);
+        }
+        w = atomic_load(&p->claim);
+    }
+}
+
+/* Waits for a generation other than *seen; returns 0 on shutdown. */
+static int pool_wait_job(pool *p, uint64_t *seen)
+{
+    if (atomic_fetch_add(&p->spinners, 1) < p->active - 1) {
+        for (int i = 0; i < POOL_SPIN; i++) {
+            if (atomic_load_explicit(&p->generation, memory_order_relaxed) != *seen)
+                break;
+            pool_pause(i);
+        }
+    }
+    atomic_fetch_sub(&p->spinners, 1);
+    if (atomic_load(&p->generation) == *seen) {
+        pthread_mutex_lock(&p->mu);
+        atomic_fetch_add(&p->sleepers, 1);
+        while (!atomic_load(&p->shutdown) && atomic_load(&p->generation) == *seen)
+            pthread_cond_wait(&p->start_cv, &p->mu);
+        atomic_fetch_sub(&p->sleepers, 1);
+        pthread_mutex_unlock(&p->mu);
+    }
+    *seen = atomic_load(&p->generation);
+    return !atomic_load(&p->shutdown);
+}
+
 static void *pool_worker_main(void *arg)
 {
     pool_worker *w = arg;
     pool *p = w->owner;
     uint64_t seen = 0;
-    for (;;) {
-        for (int i = 0; i < p->spin && atomic_load_explicit(&p->generation, memory_order_acquire) == seen; i++)
-            pool_pause(i);
-        pthread_mutex_lock(&p->mu);
-        while (!p->shutdown && atomic_load_explicit(&p->generation, memory_order_relaxed) == seen)
-            pthread_cond_wait(&p->start_cv, &p->mu);
-        if (p->shutdown) {
-            pthread_mutex_unlock(&p->mu);
-            break;
-        }
-        seen = atomic_load_explicit(&p->generation, memory_order_relaxed);
-        pool_fn fn = p->fn;
-        void *ctx = p->ctx;
-        pthread_mutex_unlock(&p->mu);
-        fn(ctx, w->id, p->n_threads);
-        if (atomic_fetch_sub_explicit(&p->pending, 1, memory_order_acq_rel) == 1) {
-            pthread_mutex_lock(&p->mu);
-            pthread_cond_signal(&p->done_cv);
-            pthread_mutex_unlock(&p->mu);
-        }
-    }
+    while (pool_wait_job(p, &seen))
+        pool_work(p, seen, w->id);
     return NULL;
 }
 
@@ -99,7 +187,20 @@ ls_status pool_create(pool **out, int n_threads, ls_err *err)
     if (p == NULL)
         return ls_fail(err, LS_ENOMEM, "pool: out of memory");
     p->n_threads = n_threads;
-    p->spin = n_threads <= pool_online_cpus() ? POOL_SPIN : 0;
+    int cpus = pool_usable_cpus();
+    p->active = n_threads < cpus ? n_threads : cpus;
+    atomic_init(&p->run_fn, NULL);
+    atomic_init(&p->part_fn, NULL);
+    atomic_init(&p->ctx, NULL);
+    atomic_init(&p->base, 0);
+    atomic_init(&p->n_parts, 0);
+    atomic_init(&p->claim, 0);
+    atomic_init(&p->generation, 0);
+    atomic_init(&p->done, 0);
+    atomic_init(&p->spinners, 0);
+    atomic_init(&p->sleepers, 0);
+    atomic_init(&p->caller_asleep, 0);
+    atomic_init(&p->shutdown, 0);
     p->workers = (pool_worker *)(p + 1);
     p->threads = (pthread_t *)(p->workers + extra);
     pthread_mutex_init(&p->mu, NULL);
@@ -123,9 +224,9 @@ void pool_destroy(pool *p)
     if (p == NULL)
         return;
     pthread_mutex_lock(&p->mu);
-    p->shutdown = 1;
+    atomic_store(&p->shutdown, 1);
     /* Ends the spinning of any worker at once, too. */
-    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
+    atomic_fetch_add(&p->generation, 1);
     pthread_cond_broadcast(&p->start_cv);
     pthread_mutex_unlock(&p->mu);
     for (int i = 0; i < p->n_started; i++)
@@ -141,47 +242,72 @@ int pool_threads(const pool *p)
     return p->n_threads;
 }
 
+int pool_active(const pool *p)
+{
+    return p->active;
+}
+
+/* Publishes a job of n parts (n >= 1), takes parts on the calling thread,
+ * and returns when all are done. */
+static void pool_job(pool *p, pool_fn run_fn, pool_part_fn part_fn, void *ctx, size_t base, uint32_t n)
+{
+    uint64_t g = atomic_load_explicit(&p->generation, memory_order_relaxed) + 1;
+    atomic_store(&p->run_fn, run_fn);
+    atomic_store(&p->part_fn, part_fn);
+    atomic_store(&p->ctx, ctx);
+    atomic_store(&p->base, base);
+    atomic_store(&p->n_parts, n);
+    atomic_store(&p->done, 0);
+    atomic_store(&p->claim, (g & 0xffffffffu) << 32 | n);
+    atomic_store(&p->generation, g);
+
+    /* Wake sleepers up to `active` working threads, counting the caller and
+     * the threads that watch the generation. */
+    int want = (n < (uint32_t)p->active ? (int)n : p->active) - 1 - atomic_load(&p->spinners);
+    if (want > 0 && atomic_load(&p->sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        for (int i = 0; i < want; i++)
+            pthread_cond_signal(&p->start_cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+
+    pool_work(p, g, 0);
+
+    /* Parts still running on other threads: watch, then sleep. */
+    for (int i = 0; i < POOL_SPIN && atomic_load_explicit(&p->done, memory_order_relaxed) != n; i++)
+        pool_pause(i);
+    if (atomic_load(&p->done) != n) {
+        pthread_mutex_lock(&p->mu);
+        atomic_store(&p->caller_asleep, 1);
+        while (atomic_load(&p->done) != n)
+            pthread_cond_wait(&p->done_cv, &p->mu);
+        atomic_store(&p->caller_asleep, 0);
+        pthread_mutex_unlock(&p->mu);
+    }
+    /* The sequentially consistent load that saw done == n orders every
+     * part's writes before the caller's reads. */
+}
+
 void pool_run(pool *p, pool_fn fn, void *ctx)
 {
     if (p->n_threads == 1) {
         fn(ctx, 0, 1);
         return;
     }
-    pthread_mutex_lock(&p->mu);
-    p->fn = fn;
-    p->ctx = ctx;
-    atomic_store_explicit(&p->pending, p->n_threads - 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&p->generation, 1, memory_order_release);
-    pthread_cond_broadcast(&p->start_cv);
-    pthread_mutex_unlock(&p->mu);
-
-    fn(ctx, 0, p->n_threads);
-
-    for (int i = 0; i < p->spin && atomic_load_explicit(&p->pending, memory_order_acquire) > 0; i++)
-        pool_pause(i);
-    pthread_mutex_lock(&p->mu);
-    while (atomic_load_explicit(&p->pending, memory_order_acquire) > 0)
-        pthread_cond_wait(&p->done_cv, &p->mu);
-    pthread_mutex_unlock(&p->mu);
-}
-
-typedef struct {
-    size_t n_parts;
-    pool_part_fn fn;
-    void *ctx;
-} pool_for_job;
-
-static void pool_for_worker(void *arg, int worker, int n_workers)
-{
-    const pool_for_job *job = arg;
-    for (size_t part = (size_t)worker; part < job->n_parts; part += (size_t)n_workers)
-        job->fn(job->ctx, part, worker);
+    pool_job(p, fn, NULL, ctx, 0, (uint32_t)p->n_threads);
 }
 
 void pool_parallel_for(pool *p, size_t n_parts, pool_part_fn fn, void *ctx)
 {
-    pool_for_job job = { n_parts, fn, ctx };
-    pool_run(p, pool_for_worker, &job);
+    if (p->n_threads == 1) {
+        for (size_t i = 0; i < n_parts; i++)
+            fn(ctx, i, 0);
+        return;
+    }
+    for (size_t base = 0; base < n_parts; base += POOL_MAX_PARTS) {
+        size_t n = n_parts - base < POOL_MAX_PARTS ? n_parts - base : POOL_MAX_PARTS;
+        pool_job(p, NULL, fn, ctx, base, (uint32_t)n);
+    }
 }
 
 int pool_online_cpus(void)

@@ -1,12 +1,21 @@
 /* pool.h — a fixed-size pool of worker threads.
  *
- * pool_run calls fn(ctx, worker, n_workers) once on every worker at the same
- * time and returns when all have returned: the ggml pattern, where worker
- * `ith` of `nth` takes a computed slice. The calling thread is worker 0, so a
- * pool of one thread runs everything inline on the same code path — the
- * sequential path is the parallel path with one worker, not a second
- * implementation. pool_parallel_for hands part p to worker p mod n_workers, a
- * fixed schedule, so a test can see that every worker did some work.
+ * A job is a set of parts, each run exactly once by some thread of the pool;
+ * the caller takes parts too, and the job returns when every part is done.
+ * Which thread runs which part is decided at run time (the first free thread
+ * claims the next part), so a thread the OS has descheduled — more threads
+ * than cores, or another process on the machine — never holds a fixed share
+ * of the work: the threads that do run take it. Results therefore must not
+ * depend on which thread computes a part, only on the part: that is the
+ * contract every caller keeps (a part writes its own slot; per-thread
+ * scratch is indexed by the number the callback is given, which no other
+ * part running at the same time is given).
+ *
+ * pool_run is the ggml pattern: fn(ctx, w, n) for every w in 0..n−1, n the
+ * pool's thread count, where part w takes a computed slice; w names the
+ * slice, not a thread. A pool of one thread runs everything inline on the
+ * same code path — the sequential path is the parallel path with one worker,
+ * not a second implementation.
  *
  * Workers never allocate. A pool is driven by one thread at a time.
  */
@@ -27,10 +36,23 @@ typedef void (*pool_part_fn)(void *ctx, size_t part, int worker);
 ls_status pool_create(pool **out, int n_threads, ls_err *err);
 void pool_destroy(pool *p);          /* joins the threads; accepts NULL */
 int pool_threads(const pool *p);
+/* Threads that work on a job at once: min(pool_threads, the CPUs this
+ * process may use when the pool was created). A plan that cuts work into
+ * pieces for the threads (the tree's block size) should size the pieces
+ * for these, not for threads that would only wait for a CPU. */
+int pool_active(const pool *p);
 
+/* Calls fn(ctx, w, pool_threads(p)) exactly once for every w in
+ * 0..pool_threads(p)−1, each call on some thread of the pool (the caller
+ * included), calls with different w possibly at the same time; returns when
+ * all have returned (a barrier). */
 void pool_run(pool *p, pool_fn fn, void *ctx);
-/* Runs fn for parts 0..n_parts-1; part p on worker p % n_workers, in
- * increasing p on each worker. Returns when every part is done (a barrier). */
+/* Runs fn(ctx, part, worker) exactly once for every part in 0..n_parts−1 and
+ * returns when every part is done (a barrier). worker (0..pool_threads−1)
+ * identifies the calling thread: two parts running at the same time never
+ * have the same worker, so it may index per-thread scratch. Parts are
+ * claimed in increasing order, so each thread sees its parts in increasing
+ * order; which thread gets which part varies from run to run. */
 void pool_parallel_for(pool *p, size_t n_parts, pool_part_fn fn, void *ctx);
 
 /* Number of online CPUs (at least 1): the default thread count. */

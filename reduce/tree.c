@@ -217,7 +217,10 @@ ls_status tree_reducer_create(tree_reducer **out, pool *p, size_t len, size_t n_
         r->unit[i].first = i;
         r->unit[i].count = 1;
     }
-    size_t bs = tree_block_size(n_leaves, nw);
+    /* Blocks sized for the threads that run at once: with more threads than
+     * CPUs, smaller blocks would only mean more buffers and merges (any plan
+     * gives the same bits). */
+    size_t bs = tree_block_size(n_leaves, pool_active(p));
     for (size_t first = 0; first < n_leaves; first += bs) {
         r->plan[r->plan_blocks].first = first;
         r->plan[r->plan_blocks].count = n_leaves - first < bs ? n_leaves - first : bs;

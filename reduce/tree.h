@@ -95,7 +95,7 @@ size_t tree_block_size(size_t n_leaves, int n_workers);
  * into the reducer (valid until the next call). */
 ls_status tree_reduce(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float **sum, double *loss);
 /* The same with an explicit plan: blocks in hand-out order, block at position
- * i to worker i % n_workers. The blocks must partition [0, n_leaves) into
+ * i to pool_run slice i % n_workers. The blocks must partition [0, n_leaves) into
  * aligned blocks (else LS_EINVAL). Any valid plan gives the same bits. */
 ls_status tree_reduce_plan(tree_reducer *r, const tree_block *blocks, size_t n_blocks,
                            tree_leaf_fn fn, void *ctx, const float **sum, double *loss);

@@ -1,5 +1,9 @@
-/* test_pool.c — the worker pool: every worker runs once per job, parts are
- * handed out by the fixed schedule, one thread runs inline. */
+/* test_pool.c — the worker pool: every slice and every part runs exactly
+ * once per job, on some thread of the pool, whatever the number of threads
+ * against cores (up to 64 threads per core); no wakeup is lost over many
+ * short jobs back to back; a pool whose workers sleep shuts down. */
+#define _GNU_SOURCE   /* sched_setaffinity */
+#include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -7,7 +11,9 @@
 #include <cmocka.h>
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
+#include <time.h>
 
 #include "../reduce/pool.h"
 
@@ -25,10 +31,12 @@ static void record_worker(void *arg, int worker, int n_workers)
     c->self[worker] = pthread_self();
 }
 
+/* pool_run: every slice w once, told the pool's size; the slices ran on at
+ * most pool_threads distinct threads. */
 static void test_run_each_worker_once(void **state)
 {
     (void)state;
-    int threads[] = { 1, 2, 3, 8, 16 };
+    int threads[] = { 1, 2, 3, 8, 16, 64 };
     for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
         pool *p;
         assert_int_equal(pool_create(&p, threads[t], NULL), LS_OK);
@@ -41,11 +49,9 @@ static void test_run_each_worker_once(void **state)
                 assert_int_equal(c.calls[w], 1);
                 assert_int_equal(c.n_seen[w], threads[t]);
             }
-            /* Worker 0 is the caller; the others are distinct threads. */
-            assert_true(pthread_equal(c.self[0], pthread_self()));
-            for (int w = 1; w < threads[t]; w++)
-                for (int v = 0; v < w; v++)
-                    assert_false(pthread_equal(c.self[w], c.self[v]));
+            assert_int_equal(c.calls[threads[t]], 0);
+            if (threads[t] == 1)
+                assert_true(pthread_equal(c.self[0], pthread_self()));
         }
         pool_destroy(p);
     }
@@ -54,35 +60,215 @@ static void test_run_each_worker_once(void **state)
 typedef struct {
     int hits[1000];
     int worker_of[1000];
+    _Atomic int running[POOL_MAX_THREADS];   /* parts running now with this worker number */
+    _Atomic int clash;                       /* two parts ran at once with one worker number */
+    size_t last[POOL_MAX_THREADS];           /* last part + 1 each worker number ran */
+    int out_of_order;
 } part_ctx;
 
 static void record_part(void *arg, size_t part, int worker)
 {
     part_ctx *c = arg;
+    if (atomic_fetch_add(&c->running[worker], 1) != 0)
+        atomic_store(&c->clash, 1);
     c->hits[part]++;
     c->worker_of[part] = worker;
+    if (part + 1 <= c->last[worker])
+        c->out_of_order = 1;
+    c->last[worker] = part + 1;
+    atomic_fetch_sub(&c->running[worker], 1);
 }
 
-static void test_parallel_for_schedule(void **state)
+/* Every part exactly once; the worker number is a valid thread number, never
+ * shared by two parts running at once, and each worker's parts come in
+ * increasing order. */
+static void test_parallel_for_parts(void **state)
 {
     (void)state;
-    int threads[] = { 1, 2, 3, 7 };
+    int threads[] = { 1, 2, 3, 7, 64 };
     for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
         pool *p;
         assert_int_equal(pool_create(&p, threads[t], NULL), LS_OK);
-        size_t sizes[] = { 0, 1, 5, 999 };
-        for (size_t s = 0; s < 4; s++) {
-            part_ctx c;
+        size_t sizes[] = { 0, 1, 5, 63, 64, 65, 999 };
+        for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+            static part_ctx c;
             memset(&c, 0, sizeof c);
             pool_parallel_for(p, sizes[s], record_part, &c);
             for (size_t i = 0; i < sizes[s]; i++) {
                 assert_int_equal(c.hits[i], 1);
-                assert_int_equal(c.worker_of[i], (int)(i % (size_t)threads[t]));
+                assert_true(c.worker_of[i] >= 0 && c.worker_of[i] < threads[t]);
             }
             assert_int_equal(c.hits[sizes[s]], 0);
+            assert_int_equal(atomic_load(&c.clash), 0);
+            assert_int_equal(c.out_of_order, 0);
         }
         pool_destroy(p);
     }
+}
+
+/* A result that depends only on the part (a hash of its index, written to
+ * its own slot), summed afterwards in part order: the same bits at every
+ * thread count, 64 threads on however few cores included. */
+static void hash_part(void *arg, size_t part, int worker)
+{
+    (void)worker;
+    uint64_t *out = arg;
+    uint64_t x = part * 0x9e3779b97f4a7c15u + 1;
+    for (int i = 0; i < 200; i++)
+        x = (x ^ (x >> 31)) * 0xbf58476d1ce4e5b9u;
+    out[part] = x;
+}
+
+static void test_oversubscribed_results(void **state)
+{
+    (void)state;
+    enum { N = 4096 };
+    static uint64_t ref[N], got[N];
+    for (size_t i = 0; i < N; i++)
+        hash_part(ref, i, 0);
+    int threads[] = { 2, 3, 8, 64, 256 };
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        pool *p;
+        assert_int_equal(pool_create(&p, threads[t], NULL), LS_OK);
+        for (int rep = 0; rep < 20; rep++) {
+            memset(got, 0, sizeof got);
+            pool_parallel_for(p, N, hash_part, got);
+            assert_memory_equal(got, ref, sizeof ref);
+        }
+        pool_destroy(p);
+    }
+}
+
+/* Many short jobs back to back, both kinds alternating, with a counter that
+ * must end exact: a lost wakeup hangs (the test's time limit), a part run
+ * twice or never breaks the count. */
+typedef struct {
+    _Atomic long parts;
+    _Atomic long slices;
+} count_ctx;
+
+static void count_part(void *arg, size_t part, int worker)
+{
+    (void)part;
+    (void)worker;
+    count_ctx *c = arg;
+    atomic_fetch_add_explicit(&c->parts, 1, memory_order_relaxed);
+}
+
+static void count_slice(void *arg, int worker, int n_workers)
+{
+    (void)worker;
+    (void)n_workers;
+    count_ctx *c = arg;
+    atomic_fetch_add_explicit(&c->slices, 1, memory_order_relaxed);
+}
+
+static void test_many_short_jobs(void **state)
+{
+    (void)state;
+    int threads[] = { 2, 4, 64 };
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        pool *p;
+        assert_int_equal(pool_create(&p, threads[t], NULL), LS_OK);
+        count_ctx c;
+        atomic_init(&c.parts, 0);
+        atomic_init(&c.slices, 0);
+        long want_parts = 0;
+        const int jobs = threads[t] > 8 ? 2000 : 20000;
+        for (int j = 0; j < jobs; j++) {
+            size_t n = (size_t)(j % 5);
+            pool_parallel_for(p, n, count_part, &c);
+            want_parts += (long)n;
+            pool_run(p, count_slice, &c);
+        }
+        assert_int_equal(atomic_load(&c.parts), want_parts);
+        assert_int_equal(atomic_load(&c.slices), (long)jobs * threads[t]);
+        pool_destroy(p);
+    }
+}
+
+/* Jobs far apart (the workers have stopped watching and sleep), then
+ * shutdown with every worker asleep. */
+static void test_sleeping_workers(void **state)
+{
+    (void)state;
+    pool *p;
+    assert_int_equal(pool_create(&p, 8, NULL), LS_OK);
+    for (int j = 0; j < 3; j++) {
+        struct timespec ts = { 0, 20 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+        count_ctx c;
+        atomic_init(&c.parts, 0);
+        atomic_init(&c.slices, 0);
+        pool_parallel_for(p, 100, count_part, &c);
+        pool_run(p, count_slice, &c);
+        assert_int_equal(atomic_load(&c.parts), 100);
+        assert_int_equal(atomic_load(&c.slices), 8);
+    }
+    struct timespec ts = { 0, 20 * 1000 * 1000 };
+    nanosleep(&ts, NULL);
+    pool_destroy(p);
+}
+
+/* The last part outlasts the caller's polling, so the caller sleeps and the
+ * worker that finishes it must wake it; by turns the slow part is the
+ * caller's own or a worker's. */
+static void slow_part(void *arg, size_t part, int worker)
+{
+    (void)worker;
+    count_ctx *c = arg;
+    if (part == 1) {
+        struct timespec ts = { 0, 3 * 1000 * 1000 };
+        nanosleep(&ts, NULL);
+    }
+    atomic_fetch_add_explicit(&c->parts, 1, memory_order_relaxed);
+}
+
+static void test_caller_sleeps(void **state)
+{
+    (void)state;
+    int threads[] = { 2, 16 };
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        pool *p;
+        assert_int_equal(pool_create(&p, threads[t], NULL), LS_OK);
+        count_ctx c;
+        atomic_init(&c.parts, 0);
+        atomic_init(&c.slices, 0);
+        for (int j = 0; j < 20; j++)
+            pool_parallel_for(p, 2, slow_part, &c);
+        assert_int_equal(atomic_load(&c.parts), 40);
+        pool_destroy(p);
+    }
+}
+
+/* Pinned to one CPU (as under taskset), a 16-thread pool must neither spin
+ * on that CPU nor lose a job: many short jobs, exact counts. */
+static void test_one_cpu(void **state)
+{
+    (void)state;
+#ifdef __linux__
+    cpu_set_t old, one;
+    assert_int_equal(sched_getaffinity(0, sizeof old, &old), 0);
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, &old))
+        cpu++;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+    pool *p;
+    assert_int_equal(pool_create(&p, 16, NULL), LS_OK);
+    count_ctx c;
+    atomic_init(&c.parts, 0);
+    atomic_init(&c.slices, 0);
+    for (int j = 0; j < 2000; j++) {
+        pool_parallel_for(p, 7, count_part, &c);
+        pool_run(p, count_slice, &c);
+    }
+    pool_destroy(p);
+    assert_int_equal(sched_setaffinity(0, sizeof old, &old), 0);
+    assert_int_equal(atomic_load(&c.parts), 2000 * 7);
+    assert_int_equal(atomic_load(&c.slices), 2000 * 16);
+#endif
 }
 
 static void test_bad_sizes(void **state)
@@ -117,7 +303,12 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_run_each_worker_once),
-        cmocka_unit_test(test_parallel_for_schedule),
+        cmocka_unit_test(test_parallel_for_parts),
+        cmocka_unit_test(test_oversubscribed_results),
+        cmocka_unit_test(test_many_short_jobs),
+        cmocka_unit_test(test_sleeping_workers),
+        cmocka_unit_test(test_caller_sleeps),
+        cmocka_unit_test(test_one_cpu),
         cmocka_unit_test(test_bad_sizes),
         cmocka_unit_test(test_create_destroy_loop),
     };

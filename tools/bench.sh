@@ -16,14 +16,14 @@ for leaf in 64 32; do
 done
 echo; sh "$(dirname "$0")/bench_dense.sh" "$BIN"   # the MLP against the core's FP32 peak
 
-# The logic cellular automaton: step time and speedup (no unordered foil:
-# its leaves are (sample, part) pairs computed in phases).
+# Threads beyond cores, with and without a busy core (tools/bench_pool.sh).
 echo
-"$BIN" bench --task gol --threads "1,$cores" --steps 300 --reps "${REPS:-7}"
+sh tools/bench_pool.sh "$BIN"
+
+# The logic cellular automaton: step times, the whole gol training, the goals
+# (tools/bench_ca.sh).
 echo
-"$BIN" bench --task checkerboard --threads "1,$cores" --steps 10 --reps "${REPS:-7}"
-echo
-"$BIN" bench --task checkerboard --async --threads "1,$cores" --steps 6 --reps "${REPS:-7}"
+sh tools/bench_ca.sh "$BIN"
 
 # The message-passing network on the graph tasks (tools/bench_gnn.sh).
 echo
@@ -34,10 +34,7 @@ echo
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo
-start=$(date +%s.%N)
 "$BIN" train --task gol --threads "$cores" --db "$tmp/bench.db" --name gol --no-progress
-end=$(date +%s.%N)
-echo "gol: 3000 training steps at $cores threads in $(awk "BEGIN { printf \"%.1f\", $end - $start }") s (wall, including evaluation and record)"
 "$BIN" export gol --db "$tmp/bench.db" --circuit -o "$tmp/gol.c" --no-progress
 ${CC:-cc} -O2 -DLOCKSTEP_CIRCUIT_MAIN "$tmp/gol.c" -o "$tmp/gol"
 "$tmp/gol"

@@ -1,0 +1,49 @@
+#!/bin/sh
+# bench_ca.sh — the logic CA (issue 10, goal 3): step time at 1 and 2 threads
+# for gol, checkerboard and the asynchronous checkerboard (`lockstep bench`,
+# median of REPS repetitions), then a whole Game of Life training (3000
+# steps at 2 threads, with its evaluations and the record), wall time,
+# median of GOL_REPS runs. Goals: checkerboard step <= 12 ms at 2 threads,
+# async checkerboard step <= half of BASE_ASYNC_MS (the README's figure
+# before the change, 38.1 ms), gol training <= 1 s.
+set -e
+BIN=${1:-build/lockstep}
+REPS=${REPS:-7}
+GOL_REPS=${GOL_REPS:-5}
+BASE_ASYNC_MS=${BASE_ASYNC_MS:-38.1}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+echo "bench_ca: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC'), simd ${LOCKSTEP_SIMD:-default}"
+step_ms() {   # task steps flags... -> "ms1 ms2"
+    task=$1 steps=$2
+    shift 2
+    "$BIN" bench --task "$task" "$@" --threads 1,2 --steps "$steps" --reps "$REPS" 2>/dev/null |
+        awk '$1 == 1 { a = $7 } $1 == 2 { b = $7 } END { printf "%.2f %.2f", a / 1000, b / 1000 }'
+}
+fail=0
+printf '%-22s %-10s %-10s %s\n' task "1 thread" "2 threads" goal
+for row in "gol 300 gol" "checkerboard 10 checkerboard" "checkerboard 6 async --async"; do
+    set -- $row
+    task=$1 steps=$2 label=$3
+    shift 3
+    set -- $(step_ms "$task" "$steps" "$@")
+    goal=""
+    case $label in
+    checkerboard) goal=$(awk -v b="$2" 'BEGIN { print b <= 12 ? "met (<= 12 ms)" : "NOT met (<= 12 ms)" }') ;;
+    async) goal=$(awk -v b="$2" -v base="$BASE_ASYNC_MS" 'BEGIN { printf "%s (<= %.2f ms, half of %s)", b <= base / 2 ? "met" : "NOT met", base / 2, base }') ;;
+    esac
+    case $goal in NOT*) fail=1 ;; esac
+    printf '%-22s %-10s %-10s %s\n' "$label step ms" "$1" "$2" "$goal"
+done
+for r in $(seq 1 "$GOL_REPS"); do
+    rm -rf "$tmp/gol.db" "$tmp/gol.db.ckpt"
+    start=$(date +%s.%N)
+    "$BIN" train --task gol --threads 2 --db "$tmp/gol.db" --name gol --no-progress >/dev/null 2>&1
+    end=$(date +%s.%N)
+    awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f\n", b - a }' >>"$tmp/gol.s"
+done
+sort -g "$tmp/gol.s" | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
+    printf "gol training (3000 steps, 2 threads, evaluations and record): median %.2f s, spread %.2f..%.2f s, %s\n",
+           m, v[1], v[NR], m <= 1 ? "goal met (<= 1 s)" : "goal NOT met (<= 1 s)"; exit m <= 1 ? 0 : 3 }' || fail=1
+echo
+if [ "$fail" = 0 ]; then echo "bench_ca: goals met"; else echo "bench_ca: some goal NOT met"; fi
