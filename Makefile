@@ -75,7 +75,7 @@ DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-de
             dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy \
             libopenmpi-dev openmpi-bin python3-networkx
 # `make bench-peer` only (PyTorch with OpenBLAS, the peer it is timed against).
-PEER_PKGS := python3-torch libopenblas0-pthread
+PEER_PKGS := python3-torch libopenblas0-pthread python3-scipy
 
 .PHONY: all deps build test demo bench bench-peer golden-check golden-update help clean mpi \
         check-builds check-asan check-tsan check-layers install uninstall examples
@@ -91,7 +91,7 @@ help:
 	@echo "make demo          deps + build + train Fashion-MNIST at 1 thread and every core, verify"
 	@echo "make bench         throughput per thread count, tree vs unordered"
 	@echo "make mpi           build $(BUILD)/lockstep-mpi (Open MPI: mpirun -np R $(BUILD)/lockstep-mpi train ...)"
-	@echo "make bench-peer    installs python3-torch, times the same MLP in PyTorch at 1 and 2 threads (not in test)"
+	@echo "make bench-peer    installs python3-torch (+ scipy): the MLP in PyTorch at 1 and 2 threads, cliques and GED in networkx (not in test)"
 	@echo "make golden-check  re-run every golden file at several thread counts"
 	@echo "make check-layers  every #include \"...\" goes to its own folder or a lower layer"
 	@echo "make check-builds  gcc -O0/-O2/-O3 -march=native, clang -O2/-O3 -march=native, SIMD off: golden files identical"
@@ -327,6 +327,7 @@ bench-peer: deps
 	  apt-get update -q && apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 	@/usr/bin/python3 tools/bench_peer.py $(BIN)
+	@/usr/bin/python3 tools/bench_peer_graph.py $(BIN)
 
 golden-check: $(BIN)
 	$(BIN) golden check

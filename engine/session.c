@@ -604,7 +604,7 @@ static void session_free(ls_session *s)
 ls_status ls_session_open(ls_session **out, const ls_config *cfg_in, const ls_session_opts *opts, ls_err *err)
 {
     *out = NULL;
-    ls_session *s;
+    ls_session *s = NULL;
     ls_status st = session_new(&s, opts, err);
     if (st != LS_OK)
         return st;
@@ -979,7 +979,7 @@ ls_status ls_session_reopen(ls_session **out, const char *db, const char *run_na
         return ls_fail(err, LS_EINVAL, "ls_session_reopen: unknown mode %d", how);
     ls_session_opts o = opts != NULL ? *opts : (ls_session_opts){ 0 };
     o.db = db;
-    ls_session *s;
+    ls_session *s = NULL;
     ls_status st = session_new(&s, &o, err);
     if (st != LS_OK)
         return st;
@@ -1021,7 +1021,7 @@ ls_status session_reopen_segment(ls_session **out, const char *db, int64_t run_i
 {
     char id[32];
     snprintf(id, sizeof id, "%lld", (long long)run_id);
-    ls_session *s;
+    ls_session *s = NULL;
     ls_status st = ls_session_reopen(&s, db, id, LS_REOPEN_AUDIT, opts, err);
     if (st != LS_OK)
         return st;

@@ -475,7 +475,13 @@ int cmd_sweep(int argc, char **argv)
                 snprintf(prefix, sizeof prefix, "%s-%d", stamp, attempt);
             int taken = 0;
             for (size_t k = 0; k < n_runs && st == LS_OK && !taken; k++) {
-                snprintf(m[k].name, sizeof m[k].name, "%s%s%s", prefix, m[k].label[0] ? "-" : "", m[k].label);
+                int w = snprintf(m[k].name, sizeof m[k].name, "%s%s%s", prefix, m[k].label[0] ? "-" : "",
+                                 m[k].label);
+                if (w < 0 || (size_t)w >= sizeof m[k].name) {
+                    st = ls_fail(&err, LS_EINVAL, "run name '%.40s...': longer than %zu bytes (a shorter --name)",
+                                 m[k].name, sizeof m[k].name - 1);
+                    break;
+                }
                 int64_t id;
                 if ((st = runlog_check_name(m[k].name, &err)) == LS_OK && runlog_find(db, m[k].name, &id, NULL) == LS_OK)
                     taken = 1;
