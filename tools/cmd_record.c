@@ -626,66 +626,6 @@ int cmd_show(int argc, char **argv)
     return st == LS_OK ? EXIT_OK : EXIT_USAGE;
 }
 
-/* The row of step `step` in rows[n] (in step order), or NULL. */
-static const ls_step *find_step(const ls_step *rows, size_t n, int64_t step)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (rows[mid].step < step)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    return lo < n && rows[lo].step == step ? &rows[lo] : NULL;
-}
-
-/* The value of key in a canonical config text ("key=value" lines), or NULL. */
-static const char *config_line_value(const char *text, const char *key, size_t *len)
-{
-    const size_t kl = strlen(key);
-    for (const char *p = text; *p;) {
-        const size_t l = strcspn(p, "\n");
-        if (l > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
-            *len = l - kl - 1;
-            return p + kl + 1;
-        }
-        p += l + (p[l] == '\n');
-    }
-    return NULL;
-}
-
-/* "lr 0x1.47ae14p-7 vs 0x1.99999ap-5, seed 1 vs 2" for the keys whose
- * values differ or that only one text has. */
-static void config_keys_differing(const char *a, const char *b, long long ida, long long idb, char *out, size_t cap)
-{
-    size_t at = 0;
-    out[0] = '\0';
-    for (int pass = 0; pass < 2; pass++) {
-        const char *text = pass ? b : a, *other = pass ? a : b;
-        for (const char *p = text; *p && at < cap;) {
-            const size_t l = strcspn(p, "\n");
-            const char *eq = memchr(p, '=', l);
-            if (eq != NULL) {
-                char key[64];
-                const size_t kl = (size_t)(eq - p) < sizeof key ? (size_t)(eq - p) : sizeof key - 1;
-                memcpy(key, p, kl);
-                key[kl] = '\0';
-                size_t vl, ol;
-                const char *v = eq + 1, *o = config_line_value(other, key, &ol);
-                vl = l - kl - 1;
-                int w = 0;
-                if (o == NULL)
-                    w = snprintf(out + at, cap - at, "%s%s only in run %lld", at ? ", " : "", key, pass ? idb : ida);
-                else if (!pass && (ol != vl || memcmp(o, v, vl) != 0))
-                    w = snprintf(out + at, cap - at, "%s%s %.*s vs %.*s", at ? ", " : "", key, (int)vl, v, (int)ol, o);
-                at += w > 0 ? (size_t)w : 0;
-            }
-            p += l + (p[l] == '\n');
-        }
-    }
-}
-
 int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
 {
     const char *cmd = strncmp(kind, "equiv", 5) == 0 ? "equiv" : "verify";
@@ -748,14 +688,17 @@ int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
         snprintf(span, sizeof span, "%zu common steps from %lld to %lld", common, (long long)lo, (long long)hi);
     if (!quiet && strcmp(ra.config_text, rb.config_text) != 0) {
         char keys[512];
-        config_keys_differing(ra.config_text, rb.config_text, (long long)a, (long long)b, keys, sizeof keys);
+        char la[24], lb[24];
+        snprintf(la, sizeof la, "%lld", (long long)a);
+        snprintf(lb, sizeof lb, "%lld", (long long)b);
+        compare_config_diff(ra.config_text, rb.config_text, la, lb, keys, sizeof keys);
         printf("warning: runs %lld and %lld have different configs: %s\n", (long long)a, (long long)b, keys);
     }
     if (!quiet && (na != nb || na != common))
         printf("note: run %lld has %zu step rows, run %lld has %zu; comparing %s\n", (long long)a, na,
                (long long)b, nb, span);
     char detail[512];
-    const ls_step *x = first >= 0 ? find_step(sa, na, first) : NULL, *y = first >= 0 ? find_step(sb, nb, first) : NULL;
+    const ls_step *x = first >= 0 ? compare_find_step(sa, na, first) : NULL, *y = first >= 0 ? compare_find_step(sb, nb, first) : NULL;
     if (first >= 0 && (x == NULL || y == NULL)) {
         fprintf(stderr, "lockstep %s: the record names step %lld as the first difference, which the runs' rows do "
                 "not hold\n", cmd, (long long)first);
@@ -763,7 +706,7 @@ int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
     }
     if (first < 0) {
         rc = 0;
-        const ls_step *last = find_step(sa, na, hi);
+        const ls_step *last = compare_find_step(sa, na, hi);
         snprintf(detail, sizeof detail, "identical over %s", span);
         if (!quiet)
             printf("runs %lld and %lld are bit-identical over %s (trajectory %016llx)\n", (long long)a, (long long)b,

@@ -229,20 +229,6 @@ static void row_kv_mono(FILE *f, const char *k, const char *v)
     fputs("</td></tr>\n", f);
 }
 
-/* The value of key in "key=value" lines, or NULL; *len its length. */
-static const char *config_lookup(const char *text, const char *key, size_t kl, size_t *len)
-{
-    for (const char *p = text; *p;) {
-        const size_t l = strcspn(p, "\n");
-        if (l > kl && strncmp(p, key, kl) == 0 && p[kl] == '=') {
-            *len = l - kl - 1;
-            return p + kl + 1;
-        }
-        p += l + (p[l] == '\n');
-    }
-    return NULL;
-}
-
 /* A config value as text, a float's %a form with its shortest decimal beside it. */
 static void config_value_html(FILE *f, const char *v, size_t vl)
 {
@@ -317,12 +303,12 @@ static void write_config_diff(FILE *f, report_run *r, size_t n)
             int seen = 0;
             size_t vl;
             for (size_t j = 0; j < k && !seen; j++)
-                seen = config_lookup(r[j].run.config_text, p, kl, &vl) != NULL;
+                seen = compare_config_value(r[j].run.config_text, p, kl, &vl) != NULL;
             int differs = 0;
-            const char *v0 = config_lookup(r[0].run.config_text, p, kl, &vl);
+            const char *v0 = compare_config_value(r[0].run.config_text, p, kl, &vl);
             const size_t vl0 = v0 != NULL ? vl : 0;
             for (size_t j = 1; j < n && !differs && !seen; j++) {
-                const char *v = config_lookup(r[j].run.config_text, p, kl, &vl);
+                const char *v = compare_config_value(r[j].run.config_text, p, kl, &vl);
                 differs = (v == NULL) != (v0 == NULL) || (v != NULL && (vl != vl0 || memcmp(v, v0, vl) != 0));
             }
             if (eq != NULL && differs && !seen) {
@@ -336,7 +322,7 @@ static void write_config_diff(FILE *f, report_run *r, size_t n)
                 html_textn(f, p, kl);
                 fputs("</th>", f);
                 for (size_t j = 0; j < n; j++) {
-                    const char *v = config_lookup(r[j].run.config_text, p, kl, &vl);
+                    const char *v = compare_config_value(r[j].run.config_text, p, kl, &vl);
                     fputs("<td class=\"mono\">", f);
                     if (v != NULL)
                         config_value_html(f, v, vl);

@@ -9,7 +9,7 @@
 
 #include "tools.h"
 
-static const ls_step *find_row(const ls_step *rows, size_t n, int64_t step)
+const ls_step *compare_find_step(const ls_step *rows, size_t n, int64_t step)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -47,14 +47,14 @@ void compare_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb, comp
         snprintf(r->span, sizeof r->span, "%zu common steps from %lld to %lld", r->common, (long long)r->lo,
                  (long long)r->hi);
     r->first = runlog_divergence_rows(a, na, b, nb);
-    const ls_step *last = find_row(a, na, r->hi);
+    const ls_step *last = compare_find_step(a, na, r->hi);
     r->last_traj = last != NULL ? last->traj_hash : 0;
     if (r->first < 0) {
         r->equal = 1;
         snprintf(r->detail, sizeof r->detail, "identical over %s", r->span);
         return;
     }
-    const ls_step *x = find_row(a, na, r->first), *y = find_row(b, nb, r->first);
+    const ls_step *x = compare_find_step(a, na, r->first), *y = compare_find_step(b, nb, r->first);
     char losses[256];
     if (x->has_loss && y->has_loss)
         snprintf(losses, sizeof losses, "loss %.17g (%016llx) vs %.17g (%016llx)%s",
@@ -67,8 +67,7 @@ void compare_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb, comp
              losses, (unsigned long long)x->param_hash, (unsigned long long)y->param_hash);
 }
 
-/* The value of key (kl bytes) in "key=value" lines, or NULL; *len its length. */
-static const char *line_value(const char *text, const char *key, size_t kl, size_t *len)
+const char *compare_config_value(const char *text, const char *key, size_t kl, size_t *len)
 {
     for (const char *p = text; *p;) {
         const size_t l = strcspn(p, "\n");
@@ -81,9 +80,7 @@ static const char *line_value(const char *text, const char *key, size_t kl, size
     return NULL;
 }
 
-/* As verify says it: "lr 0x1.47ae14p-7 vs 0x1.47ae14p-6, seed only in run A". */
-static void config_keys_differing(const char *a, const char *b, const char *la, const char *lb, char *out,
-                                  size_t cap)
+void compare_config_diff(const char *a, const char *b, const char *la, const char *lb, char *out, size_t cap)
 {
     size_t at = 0;
     out[0] = '\0';
@@ -95,7 +92,7 @@ static void config_keys_differing(const char *a, const char *b, const char *la, 
             if (eq != NULL) {
                 const size_t kl = (size_t)(eq - p), vl = l - kl - 1;
                 size_t ol;
-                const char *o = line_value(other, p, kl, &ol);
+                const char *o = compare_config_value(other, p, kl, &ol);
                 int w = 0;
                 if (o == NULL)
                     w = snprintf(out + at, cap - at, "%s%.*s only in run %s", at ? ", " : "", (int)kl, p,
@@ -181,7 +178,7 @@ int compare_verify_across(const runref *a, const runref *b)
     }
     if (strcmp(x.run.config_text, y.run.config_text) != 0) {
         char keys[512];
-        config_keys_differing(x.run.config_text, y.run.config_text, x.label, y.label, keys, sizeof keys);
+        compare_config_diff(x.run.config_text, y.run.config_text, x.label, y.label, keys, sizeof keys);
         printf("warning: runs %s and %s have different configs: %s\n", x.label, y.label, keys);
     }
     if (x.n != y.n || x.n != r.common)

@@ -23,6 +23,18 @@ typedef struct {
     char detail[512];       /* verify's detail: "identical over ..." or "step N: loss ... vs ...; param hash ..." */
 } compare_result;
 
+/* The row of step `step` in rows[n] (in step order), or NULL. */
+const ls_step *compare_find_step(const ls_step *rows, size_t n, int64_t step);
+
+/* The value of key (kl bytes) in a canonical config text ("key=value"
+ * lines), or NULL; *len its length. */
+const char *compare_config_value(const char *text, const char *key, size_t kl, size_t *len);
+
+/* As verify says it, for the keys whose values differ or that only one
+ * config text has: "lr 0x1.47ae14p-7 vs 0x1.47ae14p-6, seed only in run B"
+ * (la, lb: how the two runs are named). */
+void compare_config_diff(const char *a, const char *b, const char *la, const char *lb, char *out, size_t cap);
+
 /* a[na], b[nb]: step rows in step order. */
 void compare_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r);
 
