@@ -417,3 +417,27 @@ const char *proc_nobody_bin(const char *bin)
     snprintf(nobody_path, sizeof nobody_path, "%s", to);
     return nobody_path;
 }
+
+void proc_run_checked(proc_res *r, const char *dir, const char *bin, const char *const *argv, double deadline_s)
+{
+    proc_child p;
+    proc_describe("lockstep", argv, r->cmd, sizeof r->cmd);
+    proc_start_bin(&p, dir, NULL, NULL, bin, argv);
+    proc_finish(&p, r, deadline_s);
+    if (r->timed_out)
+        fail_msg("%s: still running after %.0f s (killed)", r->cmd, deadline_s);
+    if (r->sig != 0)
+        fail_msg("%s: died of signal %d\nstderr: %s", r->cmd, r->sig, r->err);
+}
+
+void proc_expect(const proc_res *r, int code, const char *want, int one_line)
+{
+    if (r->code != code)
+        fail_msg("%s: exit %d, want %d\nstdout: %s\nstderr: %s", r->cmd, r->code, code, r->out, r->err);
+    const char *where = code == 2 ? r->err : r->out;
+    if (want != NULL && strstr(where, want) == NULL)
+        fail_msg("%s: %s lacks \"%s\"\nstdout: %s\nstderr: %s", r->cmd, code == 2 ? "stderr" : "stdout", want,
+                 r->out, r->err);
+    if (one_line && code == 2 && strchr(r->err, '\n') != r->err + strlen(r->err) - 1)
+        fail_msg("%s: want one line on stderr, got: %s", r->cmd, r->err);
+}

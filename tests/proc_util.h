@@ -127,6 +127,15 @@ void proc_start_bin_to(proc_child *p, const char *cwd, char **env, const proc_op
  * setting r->timed_out), then reaps it into r->code and r->sig. */
 void proc_finish(proc_child *p, proc_res *r, double deadline_s);
 
+/* proc_start_bin in dir, then proc_finish; fails the running case when the
+ * child was killed at the deadline or died of a signal (r->cmd names it). */
+void proc_run_checked(proc_res *r, const char *dir, const char *bin, const char *const *argv, double deadline_s);
+
+/* Fails the running case unless r exited with `code` and its stdout (its
+ * stderr, for exit 2) holds `want` (NULL: anything). With one_line set, an
+ * exit 2 must also say exactly one line on stderr. */
+void proc_expect(const proc_res *r, int code, const char *want, int one_line);
+
 /* ---- the binary ---- */
 
 /* The absolute path of LOCKSTEP_BIN (else build/lockstep) into out

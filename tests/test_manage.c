@@ -38,26 +38,12 @@ static int setup_dir(void **state)
 
 static void run_argv(proc_res *r, const proc_ctx *c, const char *const *argv)
 {
-    proc_child p;
-    proc_describe("lockstep", argv, r->cmd, sizeof r->cmd);
-    proc_start_bin(&p, c->dir, NULL, NULL, g_bin, argv);
-    proc_finish(&p, r, DEADLINE);
-    if (r->timed_out)
-        fail_msg("%s: still running after %.0f s (killed)", r->cmd, DEADLINE);
-    if (r->sig != 0)
-        fail_msg("%s: died of signal %d\nstderr: %s", r->cmd, r->sig, r->err);
+    proc_run_checked(r, c->dir, g_bin, argv, DEADLINE);
 }
 
 static void expect_run(const proc_res *r, int code, const char *want)
 {
-    if (r->code != code)
-        fail_msg("%s: exit %d, want %d\nstdout: %s\nstderr: %s", r->cmd, r->code, code, r->out, r->err);
-    const char *where = code == 2 ? r->err : r->out;
-    if (want != NULL && strstr(where, want) == NULL)
-        fail_msg("%s: %s lacks \"%s\"\nstdout: %s\nstderr: %s", r->cmd, code == 2 ? "stderr" : "stdout", want,
-                 r->out, r->err);
-    if (code == 2 && strchr(r->err, '\n') != r->err + strlen(r->err) - 1)
-        fail_msg("%s: want one line on stderr, got: %s", r->cmd, r->err);
+    proc_expect(r, code, want, 1);
 }
 
 #define EXPECT(c, code, want, ...)                        \

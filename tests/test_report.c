@@ -43,14 +43,7 @@ static int setup_dir(void **state)
 
 static void run_argv(proc_res *r, const proc_ctx *c, const char *const *argv)
 {
-    proc_child p;
-    proc_describe("lockstep", argv, r->cmd, sizeof r->cmd);
-    proc_start_bin(&p, c->dir, NULL, NULL, g_bin, argv);
-    proc_finish(&p, r, REPORT_DEADLINE);
-    if (r->timed_out)
-        fail_msg("%s: still running after %.0f s (killed)", r->cmd, REPORT_DEADLINE);
-    if (r->sig != 0)
-        fail_msg("%s: died of signal %d\nstderr: %s", r->cmd, r->sig, r->err);
+    proc_run_checked(r, c->dir, g_bin, argv, REPORT_DEADLINE);
 }
 
 #define RUN(r, c, ...)                                    \
@@ -69,12 +62,7 @@ static void run_argv(proc_res *r, const proc_ctx *c, const char *const *argv)
 
 static void expect_run(const proc_res *r, int code, const char *want)
 {
-    if (r->code != code)
-        fail_msg("%s: exit %d, want %d\nstdout: %s\nstderr: %s", r->cmd, r->code, code, r->out, r->err);
-    const char *where = code == 2 ? r->err : r->out;
-    if (want != NULL && strstr(where, want) == NULL)
-        fail_msg("%s: %s lacks \"%s\"\nstdout: %s\nstderr: %s", r->cmd, code == 2 ? "stderr" : "stdout", want,
-                 r->out, r->err);
+    proc_expect(r, code, want, 0);
 }
 
 /* What a writer put into a memory stream, NUL-terminated (free it). */
