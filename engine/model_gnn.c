@@ -71,7 +71,18 @@ typedef struct {
     size_t wl_mixed[2];
     ls_tensor tensors[4 * GNN_MAX_LAYERS + 2];
     char names[4 * GNN_MAX_LAYERS + 2][16];
+    /* EDIT: one slot per test graph, written by gm_metric_part (one writer
+     * each, on any thread), summed in graph order by gm_metrics. */
+    struct edit_slot *slots;
+    size_t n_slots;
 } gnn_inst;
+
+struct edit_slot {
+    size_t nodes, right;       /* the graph's nodes, and those predicted right */
+    int64_t ged, ged_none;     /* exact GED to the target: edited as predicted, and unedited */
+    ls_status st;
+    ls_err err;
+};
 
 typedef struct {
     int64_t *off_in, *off_out;
@@ -303,49 +314,66 @@ static ls_status edit_graph(const gnn_inst *m, const float *row, const uint8_t *
     return graph_create(out, k, 0, src, dst, (int64_t)pairs, label, NULL, err);
 }
 
-static ls_status edit_metrics(const gnn_inst *m, const float *params, const ls_split *s, gnn_scratch *w,
-                              ls_metric *out, size_t *n_out, ls_err *err)
+/* Test graph i of a graph-edit task: its nodes predicted right, and the
+ * exact GED from the graph edited as predicted (and unedited) to the target. */
+static void gm_metric_part(void *self, const float *params, const ls_dataset *data, size_t i, void *scratch)
 {
+    gnn_inst *m = self;
+    if (m->kind != GNN_KIND_EDIT || i >= m->n_slots)
+        return;
+    struct edit_slot *o = &m->slots[i];
+    gnn_scratch w = carve(m, scratch);
+    const ls_split *s = &data->test;
+    uint8_t pred[GNN_MAX_NODES], keep_pred[GNN_MAX_NODES], keep_target[GNN_MAX_NODES], keep_all[GNN_MAX_NODES];
+    const float *row = row_of(m, s, i);
+    const size_t n = (size_t)row[3];
+    const float *target = row + GNN_HEADER + m->N * m->F + m->N * m->N;
+    size_t r;
+    graph_sample(m, params, row, s->y[i], NULL, &w, &r, pred);
+    o->nodes = n;
+    o->right = r;
+    for (size_t v = 0; v < n; v++) {
+        keep_pred[v] = pred[v] == 0;
+        keep_target[v] = target[v] == 0.0f;
+        keep_all[v] = 1;
+    }
+    graph *a = NULL, *t = NULL, *all = NULL;
+    ged_result res, res_all;
+    o->err.msg[0] = '\0';
+    ls_status st = edit_graph(m, row, keep_pred, &a, &o->err);
+    if (st == LS_OK)
+        st = edit_graph(m, row, keep_target, &t, &o->err);
+    if (st == LS_OK)
+        st = ged_compute(a, t, NULL, GNN_MAX_NODES, &res, &o->err);
+    if (st == LS_OK)
+        st = edit_graph(m, row, keep_all, &all, &o->err);
+    if (st == LS_OK)
+        st = ged_compute(all, t, NULL, GNN_MAX_NODES, &res_all, &o->err);
+    o->ged = st == LS_OK ? res.exact : 0;
+    o->ged_none = st == LS_OK ? res_all.exact : 0;
+    o->st = st;
+    graph_destroy(a);
+    graph_destroy(t);
+    graph_destroy(all);
+}
+
+/* The slots of gm_metric_part, in graph order. */
+static ls_status edit_metrics(const gnn_inst *m, const ls_split *s, ls_metric *out, size_t *n_out, ls_err *err)
+{
+    if (m->n_slots != s->n)
+        return ls_fail(err, LS_EINVAL, "model gnn: %zu test graphs, %zu evaluated", s->n, m->n_slots);
     size_t nodes = 0, nodes_right = 0, graphs_right = 0;
     double ged_sum = 0.0, ged_none = 0.0;
-    uint8_t pred[GNN_MAX_NODES], keep_pred[GNN_MAX_NODES], keep_target[GNN_MAX_NODES], keep_all[GNN_MAX_NODES];
-    ls_status st = LS_OK;
-    /* Each example's distance in its own slot, summed in example order. */
-    for (size_t i = 0; i < s->n && st == LS_OK; i++) {
-        const float *row = row_of(m, s, i);
-        const size_t n = (size_t)row[3];
-        const float *target = row + GNN_HEADER + m->N * m->F + m->N * m->N;
-        size_t r;
-        graph_sample(m, params, row, s->y[i], NULL, w, &r, pred);
-        nodes += n;
-        nodes_right += r;
-        graphs_right += r == n;
-        for (size_t v = 0; v < n; v++) {
-            keep_pred[v] = pred[v] == 0;
-            keep_target[v] = target[v] == 0.0f;
-            keep_all[v] = 1;
-        }
-        graph *a = NULL, *t = NULL, *all = NULL;
-        ged_result res, res_all;
-        st = edit_graph(m, row, keep_pred, &a, err);
-        if (st == LS_OK)
-            st = edit_graph(m, row, keep_target, &t, err);
-        if (st == LS_OK)
-            st = ged_compute(a, t, NULL, GNN_MAX_NODES, &res, err);
-        if (st == LS_OK)
-            st = edit_graph(m, row, keep_all, &all, err);
-        if (st == LS_OK)
-            st = ged_compute(all, t, NULL, GNN_MAX_NODES, &res_all, err);
-        if (st == LS_OK) {
-            ged_sum = ged_sum + (double)res.exact;
-            ged_none = ged_none + (double)res_all.exact;
-        }
-        graph_destroy(a);
-        graph_destroy(t);
-        graph_destroy(all);
+    for (size_t i = 0; i < m->n_slots; i++) {
+        const struct edit_slot *o = &m->slots[i];
+        if (o->st != LS_OK)
+            return ls_fail(err, o->st, "test graph %zu: %s", i, o->err.msg);
+        nodes += o->nodes;
+        nodes_right += o->right;
+        graphs_right += o->right == o->nodes;
+        ged_sum = ged_sum + (double)o->ged;
+        ged_none = ged_none + (double)o->ged_none;
     }
-    if (st != LS_OK)
-        return st;
     const double G = s->n ? (double)s->n : 1.0;
     snprintf(out[0].name, sizeof out[0].name, "node_acc");
     out[0].value = nodes ? (double)nodes_right / (double)nodes : 0.0;
@@ -370,7 +398,7 @@ static ls_status gm_metrics(void *self, const float *params, const ls_dataset *d
     gnn_scratch w = carve(m, scratch);
     ls_status st = LS_OK;
     if (m->kind == GNN_KIND_EDIT)
-        st = edit_metrics(m, params, &data->test, &w, out, n_out, err);
+        st = edit_metrics(m, &data->test, out, n_out, err);
     else {
         const size_t te = count_right(m, params, &data->test, 0, data->test.n, &w, NULL);
         const size_t tr = count_right(m, params, &data->train, 0, data->train.n, &w, NULL);
@@ -405,6 +433,7 @@ static void gm_destroy(void *self)
     free(m->g_off);
     free(m->g_adj);
     free(m->g_x);
+    free(m->slots);
     free(m);
 }
 
@@ -615,6 +644,14 @@ static ls_status gm_create(void **self, ls_model_info *info, const ls_config *cf
     double flops = 0;
     for (size_t l = 0; l < m->net.L; l++)
         flops += 6.0 * (double)N * (double)((l == 0 ? m->F : H) * H + H * H);
+    if (m->kind == GNN_KIND_EDIT && data->test.n > 0) {
+        m->slots = calloc(data->test.n, sizeof *m->slots);
+        if (m->slots == NULL) {
+            gm_destroy(m);
+            return ls_fail(err, LS_ENOMEM, "model gnn: out of memory");
+        }
+        m->n_slots = data->test.n;
+    }
     *info = (ls_model_info){
         .n_params = np,
         .leaf_len = np,
@@ -650,4 +687,5 @@ const ls_model_desc gnn_model = {
     .finish = gm_finish,
     .eval = gm_eval,
     .metrics = gm_metrics,
+    .metric_part = gm_metric_part,
 };

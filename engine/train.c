@@ -378,6 +378,13 @@ static ls_status trainer_test_loss(trainer *t, double *loss, int *has, ls_err *e
     return LS_OK;
 }
 
+static void trainer_metric_part(void *ctx, size_t sample, int worker)
+{
+    trainer *t = ctx;
+    t->model->desc->metric_part(t->model->self, t->params, t->data, sample,
+                                t->scratch + (size_t)worker * t->scratch_stride);
+}
+
 ls_status trainer_metrics(trainer *t, ls_metric *out, size_t *n_out, ls_err *err)
 {
     *n_out = 0;
@@ -385,6 +392,8 @@ ls_status trainer_metrics(trainer *t, ls_metric *out, size_t *n_out, ls_err *err
         ls_status st = trainer_prepare_eval(t, err);
         if (st != LS_OK)
             return st;
+        if (t->model->desc->metric_part != NULL && t->data != NULL)
+            pool_parallel_for(t->pool, t->data->test.n, trainer_metric_part, t);
         return t->model->desc->metrics(t->model->self, t->params, t->data, out, n_out, err);
     }
     if (t->model->desc->eval == NULL || t->data == NULL || t->data->test.n == 0)

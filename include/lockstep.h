@@ -296,6 +296,13 @@ typedef struct ls_model_desc {
     /* Optional: figures of the current parameters instead of test_acc. */
     ls_status (*metrics)(void *self, const float *params, const ls_dataset *data, ls_metric *out, size_t *n_out,
                          ls_err *err);
+    /* Optional, with metrics: per-sample work the engine spreads over its
+     * threads just before it calls metrics — metric_part for every test
+     * sample, in any order, on any thread. It may write only what belongs to
+     * that sample (a slot of its own in the model's instance), so metrics,
+     * combining the slots in sample order, gives the same figures at any
+     * thread count. scratch: scratch_bytes, as for leaf. */
+    void (*metric_part)(void *self, const float *params, const ls_dataset *data, size_t sample, void *scratch);
 } ls_model_desc;
 
 /* ---- tasks --------------------------------------------------------------- */

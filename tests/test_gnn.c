@@ -649,7 +649,9 @@ static void test_graph_edit_ged(void **state)
 
 /* ---- the tasks at several thread counts ---------------------------------- */
 
-static uint64_t run_task(const char *task, const char *const *sets, int threads, int steps, const ls_dataset *data)
+/* The trajectory hash after `steps` steps; the evaluation then into m[*n]. */
+static uint64_t run_task(const char *task, const char *const *sets, int threads, int steps, const ls_dataset *data,
+                         ls_metric *m, size_t *n)
 {
     ls_config *cfg = NULL;
     ls_err err = { { 0 } };
@@ -667,6 +669,8 @@ static uint64_t run_task(const char *task, const char *const *sets, int threads,
         assert_int_equal(ls_session_step(s, NULL, &err), LS_OK);
     ls_session_state st;
     ls_session_state_get(s, &st);
+    if (m != NULL && ls_session_evaluate(s, m, n, &err) != LS_OK)
+        fail_msg("%s: evaluate: %s", task, err.msg);
     assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
     ls_config_destroy(cfg);
     return st.traj_hash;
@@ -676,14 +680,23 @@ static void threads_equal(const char *task, const char *const *sets, int steps)
 {
     static const int THREADS[] = { 1, 2, 3, 8 };
     uint64_t ref = 0;
+    ls_metric m0[LS_MAX_METRICS], m[LS_MAX_METRICS];
+    size_t n0 = 0, n = 0;
     for (size_t i = 0; i < 4; i++) {
-        const uint64_t h = run_task(task, sets, THREADS[i], steps, NULL);
+        const uint64_t h = run_task(task, sets, THREADS[i], steps, NULL, i == 0 ? m0 : m, i == 0 ? &n0 : &n);
         if (i == 0)
             ref = h;
         else if (h != ref)
             fail_msg("%s: threads %d trajectory %016llx != threads 1 %016llx", task, THREADS[i],
                      (unsigned long long)h, (unsigned long long)ref);
+        /* The evaluation (graph-edit's GEDs computed per test graph on the
+         * pool's threads) is the same to the bit at every thread count. */
+        for (size_t k = 0; i > 0 && k < n0; k++)
+            if (n != n0 || strcmp(m[k].name, m0[k].name) != 0 || memcmp(&m[k].value, &m0[k].value, sizeof(double)))
+                fail_msg("%s: threads %d: %s %.17g != threads 1 %s %.17g", task, THREADS[i], m[k].name, m[k].value,
+                         m0[k].name, m0[k].value);
     }
+    assert_true(n0 > 0);
     printf("%s: %d steps, one trajectory hash %016llx at threads 1, 2, 3, 8\n", task, steps,
            (unsigned long long)ref);
 }
