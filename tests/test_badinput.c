@@ -1003,6 +1003,15 @@ static const bad_row BAD[] = {
     { "audit: an unknown run", S_PLAIN, NULL, { "audit", "nosuch", DB }, { "nosuch" }, NULL, NULL, 0, 0 },
     { "audit: --threads 0", S_PLAIN, NULL, { "audit", "good", DB, "--threads", "0" }, { "--threads" }, NULL, NULL,
       0, 0 },
+    /* -- the graph tasks' own files and keys (engine/task_karate.c, task_atlas.c) -- */
+    { "karate: --edges not an edge list", S_PLAIN, NULL, { "train", "--task", "karate", DB, "--edges", "txt" },
+      { "txt:1", "edge line" }, "txt", NULL, 0, 0 },
+    { "karate: --edges missing", S_PLAIN, NULL, { "train", "--task", "karate", DB, "--edges", "nosuch.edges" },
+      { "nosuch.edges" }, NULL, "nosuch.edges", 0, 0 },
+    { "karate: --clubs not `node club` lines", S_PLAIN, NULL, { "train", "--task", "karate", DB, "--clubs", "txt" },
+      { "txt:1", "node club" }, "txt", NULL, 0, 0 },
+    { "atlas: an unknown --label", S_PLAIN, NULL, { "train", "--task", "atlas", DB, "--label", "square" },
+      { "--label", "square" }, NULL, NULL, 0, 0 },
 };
 
 #undef DB
