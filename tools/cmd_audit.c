@@ -286,26 +286,6 @@ static ls_status audit_full(const char *db_path, const runlog_run *run, int thre
 
 /* ---- the certificate ------------------------------------------------------------ */
 
-static void json_string(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", f);
-        else if (*p == '\t')
-            fputs("\\t", f);
-        else if (*p == '\r')
-            fputs("\\r", f);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 static void utc_now(char *buf, size_t cap)
 {
     time_t t = time(NULL);
@@ -319,20 +299,20 @@ static void cert_write(FILE *f, const runlog_run *run, uint64_t data_hash, const
     char when[32];
     utc_now(when, sizeof when);
     fputs("{\n  \"lockstep\": ", f);
-    json_string(f, LS_VERSION_STRING);
+    cli_json_str(f, LS_VERSION_STRING);
     fputs(",\n  \"build\": ", f);
-    json_string(f, LS_BUILD_CC "; " LS_BUILD_CFLAGS);
+    cli_json_str(f, LS_BUILD_CC "; " LS_BUILD_CFLAGS);
     fputs(",\n  \"config\": ", f);
-    json_string(f, run->config_text);
+    cli_json_str(f, run->config_text);
     fprintf(f, ",\n  \"data_hash\": \"%016llx\",\n  \"sources\": ", (unsigned long long)data_hash);
     if (run->source_text != NULL && run->source_text[0])
-        json_string(f, run->source_text);
+        cli_json_str(f, run->source_text);
     else
         fputs("null", f);
     fprintf(f, ",\n  \"steps\": %lld,\n  \"trajectory\": \"%016llx\",\n  \"param_hash\": \"%016llx\",\n"
             "  \"verdict\": \"%s\",\n  \"audited\": ", (long long)r->steps, (unsigned long long)r->traj,
             (unsigned long long)r->param_hash, r->proved ? "proved" : "failed");
-    json_string(f, when);
+    cli_json_str(f, when);
     fputs("\n}\n", f);
 }
 

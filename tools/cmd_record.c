@@ -32,40 +32,13 @@ static int open_or_fail(const char *cmd, const char *path, runlog **db)
  * added, none renamed or removed. Hashes are 16 lowercase hex digits, times
  * UTC ISO 8601 as stored. */
 
-static void json_str(FILE *f, const char *s)
-{
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s != NULL ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", f);
-        else if (*p == '\t')
-            fputs("\\t", f);
-        else if (*p == '\r')
-            fputs("\\r", f);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
-}
-
 /* A double as JSON: shortest round-trip digits, null when not finite. */
 static void json_num(FILE *f, double v)
 {
-    if (v != v || v - v != 0) {
+    if (v != v || v - v != 0)
         fputs("null", f);
-        return;
-    }
-    char buf[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v)
-            break;
-    }
-    fputs(buf, f);
+    else
+        cli_shortest_double(f, v);
 }
 
 /* A CSV field (RFC 4180): quoted when it holds a comma, quote or line break. */
@@ -87,15 +60,8 @@ static void csv_str(FILE *f, const char *s)
 
 static void csv_num(FILE *f, double v)
 {
-    if (v != v || v - v != 0)
-        return;   /* empty: not a number */
-    char buf[40];
-    for (int prec = 1; prec <= 17; prec++) {
-        snprintf(buf, sizeof buf, "%.*g", prec, v);
-        if (strtod(buf, NULL) == v)
-            break;
-    }
-    fputs(buf, f);
+    if (v == v && v - v == 0)   /* empty: not a number */
+        cli_shortest_double(f, v);
 }
 
 /* A flag of the form --name VALUE or --name=VALUE at argv[*i]; NULL when
@@ -259,23 +225,23 @@ int cmd_runs(int argc, char **argv)
         snprintf(ch, sizeof ch, "%016llx", (unsigned long long)r->config_hash);
         if (json) {
             printf("%s\n  {\"id\": %lld, \"name\": ", shown ? "," : "", (long long)r->id);
-            json_str(stdout, r->name);
+            cli_json_str(stdout, r->name);
             printf(", \"status\": ");
-            json_str(stdout, r->status);
+            cli_json_str(stdout, r->status);
             printf(", \"model\": ");
-            json_str(stdout, r->model);
+            cli_json_str(stdout, r->model);
             printf(", \"task\": ");
-            json_str(stdout, r->task);
+            cli_json_str(stdout, r->task);
             printf(", \"steps\": %lld, \"threads\": \"%s\", \"trajectory\": \"%s\", \"config_hash\": \"%s\", "
                    "\"started\": ", (long long)r->n_steps, threads, traj, ch);
-            json_str(stdout, r->started);
+            cli_json_str(stdout, r->started);
             printf(", \"ended\": ");
             if (r->ended[0])
-                json_str(stdout, r->ended);
+                cli_json_str(stdout, r->ended);
             else
                 printf("null");
             printf(", \"host\": ");
-            json_str(stdout, r->host);
+            cli_json_str(stdout, r->host);
             printf("}");
         } else if (csv) {
             printf("%lld,", (long long)r->id);
@@ -334,7 +300,7 @@ static void json_key_str(const char *key, const char *v, int null_if_empty)
     if (null_if_empty && (v == NULL || v[0] == '\0'))
         printf("null");
     else
-        json_str(stdout, v);
+        cli_json_str(stdout, v);
 }
 
 /* show --json: one object. */
@@ -367,14 +333,14 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
     if ((st = runlog_processes(db, run->id, &pr, &n_pr, err)) == LS_OK) {
         for (size_t k = 0; k < n_pr; k++) {
             printf("%s\n    {\"started\": ", k ? "," : "");
-            json_str(stdout, pr[k].started);
+            cli_json_str(stdout, pr[k].started);
             printf(", \"ended\": ");
             if (pr[k].ended[0])
-                json_str(stdout, pr[k].ended);
+                cli_json_str(stdout, pr[k].ended);
             else
                 printf("null");
             printf(", \"host\": ");
-            json_str(stdout, pr[k].host);
+            cli_json_str(stdout, pr[k].host);
             printf(", \"pid\": %lld, \"threads\": %d, \"first_step\": %lld, \"last_step\": ", (long long)pr[k].pid,
                    pr[k].threads, (long long)pr[k].first_step);
             if (pr[k].last_step >= 0)
@@ -382,7 +348,7 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
             else
                 printf("null");
             printf(", \"build\": ");
-            json_str(stdout, pr[k].build);
+            cli_json_str(stdout, pr[k].build);
             printf("}");
         }
         if (n_pr > 0)
@@ -394,7 +360,7 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
     if (st == LS_OK && (st = runlog_read_evals(db, run->id, &ev, &n_ev, err)) == LS_OK) {
         for (size_t i = 0; i < n_ev; i++) {
             printf("%s\n    {\"step\": %lld, \"name\": ", i ? "," : "", (long long)ev[i].step);
-            json_str(stdout, ev[i].name);
+            cli_json_str(stdout, ev[i].name);
             printf(", \"value\": ");
             json_num(stdout, ev[i].value);
             printf("}");
@@ -407,9 +373,9 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
     if (st == LS_OK && (st = runlog_audits(db, run->id, &au, &n_au, err)) == LS_OK) {
         for (size_t i = 0; i < n_au; i++) {
             printf("%s\n    {\"created\": ", i ? "," : "");
-            json_str(stdout, au[i].created);
+            cli_json_str(stdout, au[i].created);
             printf(", \"mode\": ");
-            json_str(stdout, au[i].mode);
+            cli_json_str(stdout, au[i].mode);
             printf(", \"verdict\": \"%s\", \"steps\": %lld, \"first_bad_step\": ", au[i].proved ? "proved" : "failed",
                    (long long)au[i].steps);
             if (au[i].first_bad >= 0)
@@ -417,13 +383,13 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
             else
                 printf("null");
             printf(", \"version\": ");
-            json_str(stdout, au[i].version);
+            cli_json_str(stdout, au[i].version);
             printf(", \"build\": ");
-            json_str(stdout, au[i].build);
+            cli_json_str(stdout, au[i].build);
             printf(", \"host\": ");
-            json_str(stdout, au[i].host);
+            cli_json_str(stdout, au[i].host);
             printf(", \"threads\": %d, \"detail\": ", au[i].threads);
-            json_str(stdout, au[i].detail);
+            cli_json_str(stdout, au[i].detail);
             printf("}");
         }
         free(au);

@@ -150,6 +150,10 @@ int cmd_rm(int argc, char **argv);
 int cmd_rename(int argc, char **argv);
 
 /* Helpers shared by subcommands. */
+/* s (NULL: "") as a JSON string, quotes and control characters escaped. */
+void cli_json_str(FILE *f, const char *s);
+/* A finite double in the fewest %g digits that read back to the same bits. */
+void cli_shortest_double(FILE *f, double v);
 /* runlog_open, after refusing (LS_EIO naming it) a path that exists and is
  * not a regular file: a FIFO, a device, a directory. */
 ls_status cli_open_db(const char *path, runlog **db, ls_err *err);
