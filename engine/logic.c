@@ -404,37 +404,6 @@ const char *logic_simd_name(void)
 
 #define FORCE_INLINE inline __attribute__((always_inline))
 
-/* Rows are read in wiring order, i.e. at random: fetch the rows of the gate
- * PF_AHEAD places ahead (its first PF_LINES cache lines; longer rows are
- * streamed by the hardware). Prefetches change no result. */
-#define PF_AHEAD 8
-#define PF_LINES 4
-
-static FORCE_INLINE void prefetch_row(const float *row, size_t n, int write)
-{
-    const size_t lines = n * sizeof(float) < PF_LINES * 64 ? (n * sizeof(float) + 63) / 64 : PF_LINES;
-    for (size_t i = 0; i < lines; i++) {
-        if (write)
-            __builtin_prefetch(row + 16 * i, 1, 3);
-        else
-            __builtin_prefetch(row + 16 * i, 0, 3);
-    }
-}
-
-static FORCE_INLINE void prefetch_gate(const float *x, float *dx, const logic_layer *L, size_t g, size_t n,
-                                       size_t ld)
-{
-    if (g + PF_AHEAD < L->out) {
-        const size_t ra = L->a[g + PF_AHEAD], rb = L->b[g + PF_AHEAD];
-        prefetch_row(x + ra * ld, n, 0);
-        prefetch_row(x + rb * ld, n, 0);
-        if (dx != NULL) {
-            prefetch_row(dx + ra * ld, n, 1);
-            prefetch_row(dx + rb * ld, n, 1);
-        }
-    }
-}
-
 /* ---- AVX-512F: 16 lanes per register, one register per statistic. ---- */
 
 static __attribute__((target("avx512f")))
@@ -444,7 +413,6 @@ void forward_z(float *y, const float *x, const logic_layer *L, const float *coef
      * whole (it lies inside the row: ld is a multiple of 16). */
     const size_t nv = (n + 15) / 16;
     for (size_t g = 0; g < L->out; g++) {
-        prefetch_gate(x, NULL, L, g, n, ld);
         const float *xa = x + (size_t)L->a[g] * ld;
         const float *xb = x + (size_t)L->b[g] * ld;
         float *yg = y + g * ld;
@@ -528,7 +496,6 @@ void backward_z(float *dx, float *stats, const float *dy, const float *x, const 
                 const float *coef, size_t n, size_t ld, int accumulate)
 {
     for (size_t g = 0; g < L->out; g++) {
-        prefetch_gate(x, dx, L, g, n, ld);
         const size_t ra = L->a[g], rb = L->b[g];
         if (dx != NULL)
             backward_z_gate(stats + 4 * g, dy + g * ld, x + ra * ld, x + rb * ld, dx + ra * ld, dx + rb * ld,
@@ -546,7 +513,6 @@ void forward_y(float *y, const float *x, const logic_layer *L, const float *coef
 {
     const size_t nv = (n + 7) / 8;
     for (size_t g = 0; g < L->out; g++) {
-        prefetch_gate(x, NULL, L, g, n, ld);
         const float *xa = x + (size_t)L->a[g] * ld;
         const float *xb = x + (size_t)L->b[g] * ld;
         float *yg = y + g * ld;
@@ -663,7 +629,6 @@ void backward_y(float *dx, float *stats, const float *dy, const float *x, const 
                 const float *coef, size_t n, size_t ld, int accumulate)
 {
     for (size_t g = 0; g < L->out; g++) {
-        prefetch_gate(x, dx, L, g, n, ld);
         const size_t ra = L->a[g], rb = L->b[g];
         if (dx != NULL)
             backward_y_gate(stats + 4 * g, dy + g * ld, x + ra * ld, x + rb * ld, dx + ra * ld, dx + rb * ld,
