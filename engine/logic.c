@@ -379,6 +379,40 @@ void logic_backward_scalar(float *dx, float *stats, const float *dy, const float
     }
 }
 
+/* logic_backward_lanes, written as its definition: sample by sample, each
+ * with its own 16 accumulators starting at 0.0f and tree16. */
+void logic_backward_lanes_scalar(float *dx, float *stats, size_t stats_stride, const float *dy, const float *x,
+                                 const logic_layer *L, const float *coef, size_t nvl, size_t m, int accumulate)
+{
+    const size_t ld = nvl * LOGIC_LANES;
+    for (size_t g = 0; g < L->out; g++) {
+        const size_t ra = L->a[g], rb = L->b[g];
+        const float *xa = x + ra * ld;
+        const float *xb = x + rb * ld;
+        const float *dg = dy + g * ld;
+        const float ca = coef[4 * g + 1], cb = coef[4 * g + 2], cab = coef[4 * g + 3];
+        for (size_t j = 0; j < m; j++) {
+            float acc[4][LOGIC_LANES];
+            memset(acc, 0, sizeof acc);
+            for (size_t vl = 0; vl < nvl; vl++) {
+                const size_t e = vl * LOGIC_LANES + j;
+                const float d = dg[e], av = xa[e], bv = xb[e];
+                const float ab = av * bv;
+                const size_t v = vl % LOGIC_LANES;
+                acc[0][v] = acc[0][v] + d;
+                acc[1][v] = acc[1][v] + d * av;
+                acc[2][v] = acc[2][v] + d * bv;
+                acc[3][v] = acc[3][v] + d * ab;
+                if (dx != NULL) {
+                    dx[ra * ld + e] = dx[ra * ld + e] + d * (ca + cab * bv);
+                    dx[rb * ld + e] = dx[rb * ld + e] + d * (cb + cab * av);
+                }
+            }
+            store_stats(stats + j * stats_stride + 4 * g, acc, accumulate);
+        }
+    }
+}
+
 /* ---- Run-time choice of the path (engine/simd.c). ---- */
 
 enum { PATH_SCALAR = SIMD_PATH_SCALAR, PATH_AVX2 = SIMD_PATH_AVX2, PATH_AVX512 = SIMD_PATH_AVX512 };
@@ -636,6 +670,206 @@ void backward_y(float *dx, float *stats, const float *dy, const float *x, const 
         else
             backward_y_gate(stats + 4 * g, dy + g * ld, x + ra * ld, x + rb * ld, NULL, NULL,
                             coef + 4 * g, n, accumulate, 0);
+    }
+}
+
+/* ---- logic_backward_lanes: one vector per virtual accumulator. ----
+ *
+ * Lane j of every vector is sample j, so the 16 virtual accumulators of a
+ * statistic are 16 vectors and the pairwise tree is 15 vertical adds (for
+ * all samples at once) instead of a horizontal tree per sample. Two
+ * shortcuts keep the definition's bits. Write f(x) = x + 0.0f: it maps −0
+ * to +0 and leaves every other value (NaN and ±inf included) as it is. In
+ * round-to-nearest without flush-to-zero (dmath refuses FTZ/DAZ), a sum is
+ * −0 only when both operands are −0, hence
+ *     f(a) + b = f(a + b)   and   f(a) + f(b) = f(a + b)   for all a, b.
+ * An accumulator of the definition is (0.0f + t1) + t2 + ... = f(t1 + t2 +
+ * ...), a node of the tree is the sum of two such values, an empty
+ * accumulator is +0.0f and adding it is one more f; f(f(x)) = f(x). So the
+ * definition's S equals f applied once to the same tree computed without
+ * the empty accumulators (those of virtual lanes >= nvl when nvl < 16) and
+ * without the additions from 0.0f: at each level of the tree a node whose
+ * right half is empty is its left half. tests/test_logic.c checks it with
+ * −0, denormals and sums that cancel, on every path. */
+
+/* The tree over the accumulators a[0 .. P−1] (the others empty), then f;
+ * a is overwritten. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+__m512 lanes_tree_z(__m512 *a, size_t P)
+{
+    if (P == 0)
+        return _mm512_setzero_ps();
+    for (size_t n = P; n > 1; n = (n + 1) / 2) {
+        for (size_t i = 0; i < n / 2; i++)
+            a[i] = _mm512_add_ps(a[2 * i], a[2 * i + 1]);
+        if (n & 1)
+            a[n / 2] = a[n - 1];
+    }
+    return _mm512_add_ps(a[0], _mm512_setzero_ps());
+}
+
+/* (S0, S1, S2, S3) of sample j to st + j·stride for j < m: after the two
+ * unpacks, 128-bit block b of q[r] holds sample 4b + r's four statistics. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+void lanes_store_z(float *st, size_t stride, const __m512 *S, size_t m, int accumulate)
+{
+    const __m512 t0 = _mm512_unpacklo_ps(S[0], S[1]), t1 = _mm512_unpackhi_ps(S[0], S[1]);
+    const __m512 t2 = _mm512_unpacklo_ps(S[2], S[3]), t3 = _mm512_unpackhi_ps(S[2], S[3]);
+    float q[4][LOGIC_LANES];
+    _mm512_storeu_ps(q[0], _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2))));
+    _mm512_storeu_ps(q[1], _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2))));
+    _mm512_storeu_ps(q[2], _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3))));
+    _mm512_storeu_ps(q[3], _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3))));
+    for (size_t j = 0; j < m; j++) {
+        __m128 v = _mm_loadu_ps(q[j & 3] + 4 * (j >> 2));
+        float *sj = st + j * stride;
+        if (accumulate)
+            v = _mm_add_ps(_mm_loadu_ps(sj), v);
+        _mm_storeu_ps(sj, v);
+    }
+}
+
+static FORCE_INLINE __attribute__((target("avx512f")))
+void lanes_z_gate(float *st, size_t stride, const float *dg, const float *xa, const float *xb, float *dxa,
+                  float *dxb, const float *cg, size_t nvl, size_t m, int accumulate, const int with_dx)
+{
+    const __m512 ca = _mm512_set1_ps(cg[1]), cb = _mm512_set1_ps(cg[2]), cab = _mm512_set1_ps(cg[3]);
+    __m512 acc[4][LOGIC_LANES];
+    for (size_t vl = 0; vl < nvl; vl++) {
+        const size_t o = vl * LOGIC_LANES, v = vl % LOGIC_LANES;
+        const __m512 d = _mm512_loadu_ps(dg + o), av = _mm512_loadu_ps(xa + o), bv = _mm512_loadu_ps(xb + o);
+        const __m512 t1 = _mm512_mul_ps(d, av), t2 = _mm512_mul_ps(d, bv);
+        const __m512 t3 = _mm512_mul_ps(d, _mm512_mul_ps(av, bv));
+        if (vl < LOGIC_LANES) {
+            acc[0][v] = d;
+            acc[1][v] = t1;
+            acc[2][v] = t2;
+            acc[3][v] = t3;
+        } else {
+            acc[0][v] = _mm512_add_ps(acc[0][v], d);
+            acc[1][v] = _mm512_add_ps(acc[1][v], t1);
+            acc[2][v] = _mm512_add_ps(acc[2][v], t2);
+            acc[3][v] = _mm512_add_ps(acc[3][v], t3);
+        }
+        if (with_dx) {
+            const __m512 ta = _mm512_mul_ps(d, _mm512_add_ps(ca, _mm512_mul_ps(cab, bv)));
+            _mm512_storeu_ps(dxa + o, _mm512_add_ps(_mm512_loadu_ps(dxa + o), ta));
+            const __m512 tb = _mm512_mul_ps(d, _mm512_add_ps(cb, _mm512_mul_ps(cab, av)));
+            _mm512_storeu_ps(dxb + o, _mm512_add_ps(_mm512_loadu_ps(dxb + o), tb));
+        }
+    }
+    const size_t P = nvl < LOGIC_LANES ? nvl : LOGIC_LANES;
+    __m512 S[4];
+    for (int k = 0; k < 4; k++)
+        S[k] = lanes_tree_z(acc[k], P);
+    lanes_store_z(st, stride, S, m, accumulate);
+}
+
+static __attribute__((target("avx512f")))
+void lanes_z(float *dx, float *stats, size_t stride, const float *dy, const float *x, const logic_layer *L,
+             const float *coef, size_t nvl, size_t m, int accumulate)
+{
+    const size_t ld = nvl * LOGIC_LANES;
+    for (size_t g = 0; g < L->out; g++) {
+        const size_t ra = L->a[g], rb = L->b[g];
+        if (dx != NULL)
+            lanes_z_gate(stats + 4 * g, stride, dy + g * ld, x + ra * ld, x + rb * ld, dx + ra * ld, dx + rb * ld,
+                         coef + 4 * g, nvl, m, accumulate, 1);
+        else
+            lanes_z_gate(stats + 4 * g, stride, dy + g * ld, x + ra * ld, x + rb * ld, NULL, NULL, coef + 4 * g,
+                         nvl, m, accumulate, 0);
+    }
+}
+
+/* AVX2: the 16 lanes as two halves of 8 samples, each run on its own (a
+ * half with no sample below m is skipped); the same tree and stores. */
+static FORCE_INLINE __attribute__((target("avx2")))
+__m256 lanes_tree_y(__m256 *a, size_t P)
+{
+    if (P == 0)
+        return _mm256_setzero_ps();
+    for (size_t n = P; n > 1; n = (n + 1) / 2) {
+        for (size_t i = 0; i < n / 2; i++)
+            a[i] = _mm256_add_ps(a[2 * i], a[2 * i + 1]);
+        if (n & 1)
+            a[n / 2] = a[n - 1];
+    }
+    return _mm256_add_ps(a[0], _mm256_setzero_ps());
+}
+
+static FORCE_INLINE __attribute__((target("avx2")))
+void lanes_store_y(float *st, size_t stride, const __m256 *S, size_t m, int accumulate)
+{
+    const __m256 t0 = _mm256_unpacklo_ps(S[0], S[1]), t1 = _mm256_unpackhi_ps(S[0], S[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(S[2], S[3]), t3 = _mm256_unpackhi_ps(S[2], S[3]);
+    float q[4][8];
+    _mm256_storeu_ps(q[0], _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2))));
+    _mm256_storeu_ps(q[1], _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2))));
+    _mm256_storeu_ps(q[2], _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3))));
+    _mm256_storeu_ps(q[3], _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3))));
+    for (size_t j = 0; j < m; j++) {
+        __m128 v = _mm_loadu_ps(q[j & 3] + 4 * (j >> 2));
+        float *sj = st + j * stride;
+        if (accumulate)
+            v = _mm_add_ps(_mm_loadu_ps(sj), v);
+        _mm_storeu_ps(sj, v);
+    }
+}
+
+/* Samples h·8 .. h·8 + 7 of one gate (m of them below the group's m). */
+static FORCE_INLINE __attribute__((target("avx2")))
+void lanes_y_half(float *st, size_t stride, const float *dg, const float *xa, const float *xb, float *dxa,
+                  float *dxb, const float *cg, size_t nvl, size_t m, int accumulate, const int with_dx)
+{
+    const __m256 ca = _mm256_set1_ps(cg[1]), cb = _mm256_set1_ps(cg[2]), cab = _mm256_set1_ps(cg[3]);
+    __m256 acc[4][LOGIC_LANES];
+    for (size_t vl = 0; vl < nvl; vl++) {
+        const size_t o = vl * LOGIC_LANES, v = vl % LOGIC_LANES;
+        const __m256 d = _mm256_loadu_ps(dg + o), av = _mm256_loadu_ps(xa + o), bv = _mm256_loadu_ps(xb + o);
+        const __m256 t1 = _mm256_mul_ps(d, av), t2 = _mm256_mul_ps(d, bv);
+        const __m256 t3 = _mm256_mul_ps(d, _mm256_mul_ps(av, bv));
+        if (vl < LOGIC_LANES) {
+            acc[0][v] = d;
+            acc[1][v] = t1;
+            acc[2][v] = t2;
+            acc[3][v] = t3;
+        } else {
+            acc[0][v] = _mm256_add_ps(acc[0][v], d);
+            acc[1][v] = _mm256_add_ps(acc[1][v], t1);
+            acc[2][v] = _mm256_add_ps(acc[2][v], t2);
+            acc[3][v] = _mm256_add_ps(acc[3][v], t3);
+        }
+        if (with_dx) {
+            const __m256 ta = _mm256_mul_ps(d, _mm256_add_ps(ca, _mm256_mul_ps(cab, bv)));
+            _mm256_storeu_ps(dxa + o, _mm256_add_ps(_mm256_loadu_ps(dxa + o), ta));
+            const __m256 tb = _mm256_mul_ps(d, _mm256_add_ps(cb, _mm256_mul_ps(cab, av)));
+            _mm256_storeu_ps(dxb + o, _mm256_add_ps(_mm256_loadu_ps(dxb + o), tb));
+        }
+    }
+    const size_t P = nvl < LOGIC_LANES ? nvl : LOGIC_LANES;
+    __m256 S[4];
+    for (int k = 0; k < 4; k++)
+        S[k] = lanes_tree_y(acc[k], P);
+    lanes_store_y(st, stride, S, m, accumulate);
+}
+
+static __attribute__((target("avx2")))
+void lanes_y(float *dx, float *stats, size_t stride, const float *dy, const float *x, const logic_layer *L,
+             const float *coef, size_t nvl, size_t m, int accumulate)
+{
+    const size_t ld = nvl * LOGIC_LANES;
+    for (size_t g = 0; g < L->out; g++) {
+        const size_t ra = L->a[g], rb = L->b[g];
+        for (size_t h = 0; 8 * h < m; h++) {
+            const size_t o = 8 * h, mh = m - o < 8 ? m - o : 8;
+            float *sh = stats + o * stride + 4 * g;
+            if (dx != NULL)
+                lanes_y_half(sh, stride, dy + g * ld + o, x + ra * ld + o, x + rb * ld + o, dx + ra * ld + o,
+                             dx + rb * ld + o, coef + 4 * g, nvl, mh, accumulate, 1);
+            else
+                lanes_y_half(sh, stride, dy + g * ld + o, x + ra * ld + o, x + rb * ld + o, NULL, NULL,
+                             coef + 4 * g, nvl, mh, accumulate, 0);
+        }
     }
 }
 
@@ -1105,4 +1339,22 @@ void logic_backward(float *dx, float *stats, const float *dy, const float *x, co
 #endif
     (void)path;
     logic_backward_scalar(dx, stats, dy, x, L, coef, n, ld, accumulate);
+}
+
+void logic_backward_lanes(float *dx, float *stats, size_t stats_stride, const float *dy, const float *x,
+                          const logic_layer *L, const float *coef, size_t nvl, size_t m, int accumulate)
+{
+    const int path = current_path();
+#if LOGIC_X86
+    if (path == PATH_AVX512) {
+        lanes_z(dx, stats, stats_stride, dy, x, L, coef, nvl, m, accumulate);
+        return;
+    }
+    if (path == PATH_AVX2) {
+        lanes_y(dx, stats, stats_stride, dy, x, L, coef, nvl, m, accumulate);
+        return;
+    }
+#endif
+    (void)path;
+    logic_backward_lanes_scalar(dx, stats, stats_stride, dy, x, L, coef, nvl, m, accumulate);
 }

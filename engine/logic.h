@@ -101,14 +101,36 @@ void logic_forward(float *y, const float *x, const logic_layer *L, const float *
 void logic_backward(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
                     const float *coef, size_t n, size_t ld, int accumulate);
 
+/* logic_backward for a group of up to LOGIC_LANES samples side by side:
+ * the rows are [nvl][LOGIC_LANES] (ld = nvl·LOGIC_LANES), element
+ * vl·LOGIC_LANES + j being virtual lane vl of sample j. For every sample
+ * j < m, dx's lanes of sample j and the statistics of sample j are exactly
+ * what logic_backward computes for that sample alone with n = nvl lanes:
+ *     for g = 0 .. out−1 in order, for every vl < nvl (e = vl·16 + j):
+ *         dx[a_g][e] = dx[a_g][e] + d·(cA + cAB·b),  then
+ *         dx[b_g][e] = dx[b_g][e] + d·(cB + cAB·a)      (when dx is not NULL)
+ *     S_k of gate g: virtual lane vl into accumulator vl mod 16 (increasing
+ *     vl, starting at 0.0f), then logic_backward's pairwise tree,
+ * written to stats[j·stats_stride + 4g + k] (accumulate == 0) or added to
+ * it (accumulate == 1). Lanes j >= m of dx are left unspecified (they
+ * only ever mix with lanes j of other rows) and their statistics are not
+ * written. The SIMD paths sum the 16 accumulators of all samples at once,
+ * one vector per accumulator (logic.c says why skipping the empty ones and
+ * the additions from 0.0f gives the same bits). m <= 16; stats rows of
+ * different samples must not overlap. */
+void logic_backward_lanes(float *dx, float *stats, size_t stats_stride, const float *dy, const float *x,
+                          const logic_layer *L, const float *coef, size_t nvl, size_t m, int accumulate);
+
 /* The scalar twins (tests compare them with the above). */
 void logic_forward_scalar(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld);
 void logic_backward_scalar(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
                            const float *coef, size_t n, size_t ld, int accumulate);
+void logic_backward_lanes_scalar(float *dx, float *stats, size_t stats_stride, const float *dy, const float *x,
+                                 const logic_layer *L, const float *coef, size_t nvl, size_t m, int accumulate);
 /* 0: scalar twins (also LOCKSTEP_SIMD=off), 1: the best path the CPU offers
  * (default), 2: at most AVX2 (also LOCKSTEP_SIMD=avx2); returns the previous
- * setting. Applies to logic_forward, logic_backward, logic_coeffs and
- * logic_expand; every path gives the same bits. */
+ * setting. Applies to logic_forward, logic_backward, logic_backward_lanes,
+ * logic_coeffs and logic_expand; every path gives the same bits. */
 int logic_set_simd(int enabled);
 const char *logic_simd_name(void);   /* "avx512", "avx2" or "scalar" */
 

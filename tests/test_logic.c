@@ -475,6 +475,149 @@ static void test_kernels_random_shapes(void **state)
     kernel_case(150, 100, 27, 0, 1);
 }
 
+/* ---- logic_backward_lanes: a group of samples side by side. ---- */
+
+/* Values that probe the shortcuts of the lanes kernels: many zeros of both
+ * signs (all-−0 accumulators, −0 terms), denormals, small integers whose
+ * sums cancel exactly, and ordinary values. */
+static float nasty(void)
+{
+    const uint32_t r = next_u32() % 16;
+    const float sign = (next_u32() & 1) ? -1.0f : 1.0f;
+    switch (r) {
+    case 0: case 1: case 2: return 0.0f;
+    case 3: case 4: case 5: return -0.0f;
+    case 6: return sign * 0x1p-140f;               /* denormal */
+    case 7: return sign * 0x1.8p-127f;             /* denormal */
+    case 8: case 9: return sign;                   /* ±1: cancels */
+    case 10: return sign * 3.0f;
+    default: return signed_val();
+    }
+}
+
+/* One case: nvl virtual lanes, m samples, random wiring (a == b allowed),
+ * NaN in the lanes of samples >= m. Every path of logic_backward_lanes
+ * (and its scalar twin) against logic_backward_scalar run on each sample
+ * alone; stats and dx lanes of samples < m compared bit for bit. */
+static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumulate, int with_dx, int all_neg_zero)
+{
+    const size_t W = LOGIC_LANES, ld = nvl * W, lds = (nvl + 15) / 16 * 16 + 16;
+    const size_t stride = out * 4 + 4 * below(3);   /* samples' stats rows, with gaps */
+    float *x = xalloc(in * ld * sizeof(float)), *dy = xalloc(out * ld * sizeof(float));
+    float *dx0 = xalloc(in * ld * sizeof(float)), *dx = xalloc(in * ld * sizeof(float));
+    float *coef = xalloc(out * 4 * sizeof(float));
+    float *st0 = xalloc(W * stride * sizeof(float)), *st = xalloc(W * stride * sizeof(float));
+    float *st_ref = xalloc(W * stride * sizeof(float));
+    float *xs = xalloc(in * lds * sizeof(float)), *dys = xalloc(out * lds * sizeof(float));
+    float *dxs = xalloc(in * lds * sizeof(float));
+    uint32_t *a = xalloc(out * sizeof(uint32_t)), *b = xalloc(out * sizeof(uint32_t));
+    for (size_t i = 0; i < in * ld; i++) {
+        x[i] = i % W < m ? nasty() : NAN;
+        dx0[i] = i % W < m ? nasty() : 1e30f;
+    }
+    for (size_t i = 0; i < out * ld; i++)
+        dy[i] = i % W < m ? (all_neg_zero ? -0.0f : nasty()) : NAN;
+    for (size_t i = 0; i < out * 4; i++)
+        coef[i] = nasty();
+    for (size_t i = 0; i < W * stride; i++)
+        st0[i] = nasty();
+    for (size_t g = 0; g < out; g++) {
+        a[g] = (uint32_t)below(in);
+        b[g] = below(4) == 0 ? a[g] : (uint32_t)below(in);
+    }
+    const logic_layer L = { in, out, a, b };
+
+    /* the reference: each sample alone, in logic_backward's layout */
+    memcpy(st_ref, st0, W * stride * sizeof(float));
+    float *dx_ref = xalloc(in * ld * sizeof(float));
+    memcpy(dx_ref, dx0, in * ld * sizeof(float));
+    for (size_t j = 0; j < m; j++) {
+        for (size_t r = 0; r < in; r++)
+            for (size_t l = 0; l < lds; l++) {
+                xs[r * lds + l] = l < nvl ? x[(r * nvl + l) * W + j] : NAN;
+                dxs[r * lds + l] = l < nvl ? dx0[(r * nvl + l) * W + j] : NAN;
+            }
+        for (size_t g = 0; g < out; g++)
+            for (size_t l = 0; l < lds; l++)
+                dys[g * lds + l] = l < nvl ? dy[(g * nvl + l) * W + j] : NAN;
+        logic_backward_scalar(with_dx ? dxs : NULL, st_ref + j * stride, dys, xs, &L, coef, nvl, lds, accumulate);
+        for (size_t r = 0; r < in; r++)
+            for (size_t l = 0; l < nvl; l++)
+                dx_ref[(r * nvl + l) * W + j] = dxs[r * lds + l];
+    }
+
+    for (int path = 0; path < 3; path++) {
+        const int prev = logic_set_simd(path);
+        for (int twin = 0; twin < (path == 0 ? 2 : 1); twin++) {
+            memcpy(dx, dx0, in * ld * sizeof(float));
+            memcpy(st, st0, W * stride * sizeof(float));
+            if (twin)
+                logic_backward_lanes_scalar(with_dx ? dx : NULL, st, stride, dy, x, &L, coef, nvl, m, accumulate);
+            else
+                logic_backward_lanes(with_dx ? dx : NULL, st, stride, dy, x, &L, coef, nvl, m, accumulate);
+            /* every sample's stats row, gaps and samples >= m untouched */
+            assert_memory_equal(st, st_ref, W * stride * sizeof(float));
+            for (size_t i = 0; i < in * ld; i++)
+                if (i % W < m && memcmp(&dx[i], with_dx ? &dx_ref[i] : &dx0[i], sizeof(float)) != 0)
+                    fail_msg("lanes: path %s, nvl %zu, m %zu: dx element %zu is %a, expected %a", logic_simd_name(),
+                             nvl, m, i, (double)dx[i], (double)(with_dx ? dx_ref[i] : dx0[i]));
+        }
+        logic_set_simd(prev);
+    }
+    free(x); free(dy); free(dx0); free(dx); free(dx_ref); free(coef); free(st0); free(st); free(st_ref);
+    free(xs); free(dys); free(dxs); free(a); free(b);
+}
+
+static void test_backward_lanes(void **state)
+{
+    (void)state;
+    static const size_t NVL[] = { 1, 2, 3, 9, 16, 17, 33 }, M[] = { 1, 5, 8, 9, 10, 16 };
+    for (size_t i = 0; i < sizeof NVL / sizeof NVL[0]; i++)
+        for (size_t j = 0; j < sizeof M / sizeof M[0]; j++)
+            for (int acc = 0; acc < 2; acc++)
+                for (int with_dx = 0; with_dx < 2; with_dx++) {
+                    lanes_case(1 + below(40), 1 + below(40), NVL[i], M[j], acc, with_dx, 0);
+                    if (j == 0 || M[j] == 16)
+                        lanes_case(1 + below(10), 1 + below(10), NVL[i], M[j], acc, with_dx, 1);
+                }
+    for (int t = 0; t < 20; t++)
+        lanes_case(1 + below(200), 1 + below(200), 1 + below(64), 1 + below(16), (int)below(2), below(4) != 0, 0);
+}
+
+/* The shortcuts are needed to be checked: on all-zero inputs the statistics
+ * of the definition are +0, while a sum without the additions from 0.0f
+ * would be −0 (a check that could not tell them apart would pass either). */
+static void test_backward_lanes_negative_zero(void **state)
+{
+    (void)state;
+    enum { NVL = 9, M = 16 };
+    float *x = xalloc(2 * NVL * 16 * sizeof(float)), *dy = xalloc(NVL * 16 * sizeof(float));
+    for (size_t i = 0; i < NVL * 16; i++) {
+        x[i] = 1.0f;
+        x[NVL * 16 + i] = 1.0f;
+        dy[i] = -0.0f;
+    }
+    uint32_t a = 0, b = 1;
+    const float coef[4] = { 0.0f, 1.0f, 1.0f, 1.0f };
+    const logic_layer L = { 2, 1, &a, &b };
+    const float neg = -0.0f + -0.0f;   /* what a sum from the first term would give */
+    assert_true(signbit(neg));
+    for (int path = 0; path < 3; path++) {
+        const int prev = logic_set_simd(path);
+        float st[M * 4];
+        for (int acc = 0; acc < 2; acc++) {
+            for (size_t i = 0; i < M * 4; i++)
+                st[i] = -0.0f;
+            logic_backward_lanes(NULL, st, 4, dy, x, &L, coef, NVL, M, acc);
+            for (size_t i = 0; i < M * 4; i++)   /* +0 written; −0 + +0 = +0 added */
+                assert_false(signbit(st[i]));
+        }
+        logic_set_simd(prev);
+    }
+    free(x);
+    free(dy);
+}
+
 /* The 16-accumulator order is really what the kernels compute: on this
  * input a plain left-to-right sum, and an order that pairs the accumulators
  * differently, give other bits, so the comparison above can fail. */
@@ -748,6 +891,8 @@ int main(void)
         cmocka_unit_test(test_set_simd),
         cmocka_unit_test(test_kernels_every_tail),
         cmocka_unit_test(test_kernels_random_shapes),
+        cmocka_unit_test(test_backward_lanes),
+        cmocka_unit_test(test_backward_lanes_negative_zero),
         cmocka_unit_test(test_stats_order_matters),
         cmocka_unit_test(test_expand_against_direct),
         cmocka_unit_test(test_expand_paths),
