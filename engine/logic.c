@@ -676,50 +676,93 @@ void backward_y(float *dx, float *stats, const float *dy, const float *x, const 
 /* ---- logic_backward_lanes: one vector per virtual accumulator. ----
  *
  * Lane j of every vector is sample j, so the 16 virtual accumulators of a
- * statistic are 16 vectors and the pairwise tree is 15 vertical adds (for
- * all samples at once) instead of a horizontal tree per sample. Two
- * shortcuts keep the definition's bits. Write f(x) = x + 0.0f: it maps −0
- * to +0 and leaves every other value (NaN and ±inf included) as it is. In
- * round-to-nearest without flush-to-zero (dmath refuses FTZ/DAZ), a sum is
+ * statistic are 16 vectors and the pairwise tree is vertical adds for all
+ * samples at once instead of a horizontal tree per sample. Two shortcuts
+ * keep the definition's bits. Write f(x) = x + 0.0f: it maps −0 to +0 and
+ * leaves every other value (NaN and ±inf included) as it is. In
+ * round-to-nearest without flush-to-zero (dmath refuses FTZ/DAZ) a sum is
  * −0 only when both operands are −0, hence
  *     f(a) + b = f(a + b)   and   f(a) + f(b) = f(a + b)   for all a, b.
  * An accumulator of the definition is (0.0f + t1) + t2 + ... = f(t1 + t2 +
  * ...), a node of the tree is the sum of two such values, an empty
  * accumulator is +0.0f and adding it is one more f; f(f(x)) = f(x). So the
- * definition's S equals f applied once to the same tree computed without
- * the empty accumulators (those of virtual lanes >= nvl when nvl < 16) and
- * without the additions from 0.0f: at each level of the tree a node whose
- * right half is empty is its left half. tests/test_logic.c checks it with
- * −0, denormals and sums that cancel, on every path. */
+ * definition's S is f applied once to the same tree computed without the
+ * empty accumulators (those of virtual lanes >= nvl when nvl < 16) and
+ * without the additions from 0.0f: a node whose right half is empty is its
+ * left half. tests/test_logic.c checks it with −0, denormals and sums that
+ * cancel, on every path.
+ *
+ * A gate is computed accumulator by accumulator (accumulator v: virtual
+ * lanes v, v + 16, ... in increasing order), four at a time into a node of
+ * the tree's second level, so the tree is built as the accumulators come
+ * and stays in registers. dx's elements are each touched by one virtual
+ * lane, so the order of the virtual lanes does not matter to them. */
 
-/* The tree over the accumulators a[0 .. P−1] (the others empty), then f;
- * a is overwritten. */
+/* The four statistics of one node of the tree, for 16 (8) samples. */
+typedef struct { __m512 s0, s1, s2, s3; } stat4_z;
+typedef struct { __m256 s0, s1, s2, s3; } stat4_y;
+
 static FORCE_INLINE __attribute__((target("avx512f")))
-__m512 lanes_tree_z(__m512 *a, size_t P)
+stat4_z add4_z(stat4_z a, stat4_z b)
 {
-    if (P == 0)
-        return _mm512_setzero_ps();
-    for (size_t n = P; n > 1; n = (n + 1) / 2) {
-        for (size_t i = 0; i < n / 2; i++)
-            a[i] = _mm512_add_ps(a[2 * i], a[2 * i + 1]);
-        if (n & 1)
-            a[n / 2] = a[n - 1];
+    return (stat4_z){ _mm512_add_ps(a.s0, b.s0), _mm512_add_ps(a.s1, b.s1), _mm512_add_ps(a.s2, b.s2),
+                      _mm512_add_ps(a.s3, b.s3) };
+}
+
+/* Accumulator v of a gate (virtual lanes v, v + 16, ... < nvl; v < nvl),
+ * and the dx of those lanes. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+stat4_z lanes_acc_z(size_t v, size_t nvl, const float *dg, const float *xa, const float *xb, float *dxa,
+                    float *dxb, __m512 ca, __m512 cb, __m512 cab, const int with_dx)
+{
+    stat4_z t = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
+    for (size_t vl = v; vl < nvl; vl += LOGIC_LANES) {
+        const size_t o = vl * LOGIC_LANES;
+        const __m512 d = _mm512_loadu_ps(dg + o), av = _mm512_loadu_ps(xa + o), bv = _mm512_loadu_ps(xb + o);
+        const stat4_z u = { d, _mm512_mul_ps(d, av), _mm512_mul_ps(d, bv), _mm512_mul_ps(d, _mm512_mul_ps(av, bv)) };
+        t = vl == v ? u : add4_z(t, u);   /* the first term as it is: f comes at the root */
+        if (with_dx) {
+            const __m512 ta = _mm512_mul_ps(d, _mm512_add_ps(ca, _mm512_mul_ps(cab, bv)));
+            _mm512_storeu_ps(dxa + o, _mm512_add_ps(_mm512_loadu_ps(dxa + o), ta));
+            const __m512 tb = _mm512_mul_ps(d, _mm512_add_ps(cb, _mm512_mul_ps(cab, av)));
+            _mm512_storeu_ps(dxb + o, _mm512_add_ps(_mm512_loadu_ps(dxb + o), tb));
+        }
     }
-    return _mm512_add_ps(a[0], _mm512_setzero_ps());
+    return t;
+}
+
+/* The node ((v0 + v1) + (v2 + v3)) of accumulators v0 = 4q .. 4q + 3, those
+ * at or above P empty (v0 < P). */
+static FORCE_INLINE __attribute__((target("avx512f")))
+stat4_z lanes_quad_z(size_t v0, size_t P, size_t nvl, const float *dg, const float *xa, const float *xb,
+                     float *dxa, float *dxb, __m512 ca, __m512 cb, __m512 cab, const int with_dx)
+{
+    stat4_z q = lanes_acc_z(v0, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+    if (v0 + 1 < P)
+        q = add4_z(q, lanes_acc_z(v0 + 1, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+    if (v0 + 2 < P) {
+        stat4_z u = lanes_acc_z(v0 + 2, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+        if (v0 + 3 < P)
+            u = add4_z(u, lanes_acc_z(v0 + 3, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+        q = add4_z(q, u);
+    }
+    return q;
 }
 
 /* (S0, S1, S2, S3) of sample j to st + j·stride for j < m: after the two
  * unpacks, 128-bit block b of q[r] holds sample 4b + r's four statistics. */
 static FORCE_INLINE __attribute__((target("avx512f")))
-void lanes_store_z(float *st, size_t stride, const __m512 *S, size_t m, int accumulate)
+void lanes_store_z(float *st, size_t stride, stat4_z S, size_t m, int accumulate)
 {
-    const __m512 t0 = _mm512_unpacklo_ps(S[0], S[1]), t1 = _mm512_unpackhi_ps(S[0], S[1]);
-    const __m512 t2 = _mm512_unpacklo_ps(S[2], S[3]), t3 = _mm512_unpackhi_ps(S[2], S[3]);
+    const __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(S.s0, S.s1));
+    const __m512d t1 = _mm512_castps_pd(_mm512_unpackhi_ps(S.s0, S.s1));
+    const __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(S.s2, S.s3));
+    const __m512d t3 = _mm512_castps_pd(_mm512_unpackhi_ps(S.s2, S.s3));
     float q[4][LOGIC_LANES];
-    _mm512_storeu_ps(q[0], _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2))));
-    _mm512_storeu_ps(q[1], _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2))));
-    _mm512_storeu_ps(q[2], _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3))));
-    _mm512_storeu_ps(q[3], _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3))));
+    _mm512_storeu_ps(q[0], _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2)));
+    _mm512_storeu_ps(q[1], _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2)));
+    _mm512_storeu_ps(q[2], _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3)));
+    _mm512_storeu_ps(q[3], _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3)));
     for (size_t j = 0; j < m; j++) {
         __m128 v = _mm_loadu_ps(q[j & 3] + 4 * (j >> 2));
         float *sj = st + j * stride;
@@ -734,35 +777,21 @@ void lanes_z_gate(float *st, size_t stride, const float *dg, const float *xa, co
                   float *dxb, const float *cg, size_t nvl, size_t m, int accumulate, const int with_dx)
 {
     const __m512 ca = _mm512_set1_ps(cg[1]), cb = _mm512_set1_ps(cg[2]), cab = _mm512_set1_ps(cg[3]);
-    __m512 acc[4][LOGIC_LANES];
-    for (size_t vl = 0; vl < nvl; vl++) {
-        const size_t o = vl * LOGIC_LANES, v = vl % LOGIC_LANES;
-        const __m512 d = _mm512_loadu_ps(dg + o), av = _mm512_loadu_ps(xa + o), bv = _mm512_loadu_ps(xb + o);
-        const __m512 t1 = _mm512_mul_ps(d, av), t2 = _mm512_mul_ps(d, bv);
-        const __m512 t3 = _mm512_mul_ps(d, _mm512_mul_ps(av, bv));
-        if (vl < LOGIC_LANES) {
-            acc[0][v] = d;
-            acc[1][v] = t1;
-            acc[2][v] = t2;
-            acc[3][v] = t3;
-        } else {
-            acc[0][v] = _mm512_add_ps(acc[0][v], d);
-            acc[1][v] = _mm512_add_ps(acc[1][v], t1);
-            acc[2][v] = _mm512_add_ps(acc[2][v], t2);
-            acc[3][v] = _mm512_add_ps(acc[3][v], t3);
-        }
-        if (with_dx) {
-            const __m512 ta = _mm512_mul_ps(d, _mm512_add_ps(ca, _mm512_mul_ps(cab, bv)));
-            _mm512_storeu_ps(dxa + o, _mm512_add_ps(_mm512_loadu_ps(dxa + o), ta));
-            const __m512 tb = _mm512_mul_ps(d, _mm512_add_ps(cb, _mm512_mul_ps(cab, av)));
-            _mm512_storeu_ps(dxb + o, _mm512_add_ps(_mm512_loadu_ps(dxb + o), tb));
+    const __m512 zero = _mm512_setzero_ps();
+    const size_t P = nvl < LOGIC_LANES ? nvl : LOGIC_LANES;
+    stat4_z h = { zero, zero, zero, zero };
+    if (P > 0) {
+        h = lanes_quad_z(0, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+        if (P > 4)
+            h = add4_z(h, lanes_quad_z(4, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+        if (P > 8) {
+            stat4_z q = lanes_quad_z(8, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+            if (P > 12)
+                q = add4_z(q, lanes_quad_z(12, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+            h = add4_z(h, q);
         }
     }
-    const size_t P = nvl < LOGIC_LANES ? nvl : LOGIC_LANES;
-    __m512 S[4];
-    for (int k = 0; k < 4; k++)
-        S[k] = lanes_tree_z(acc[k], P);
-    lanes_store_z(st, stride, S, m, accumulate);
+    lanes_store_z(st, stride, add4_z(h, (stat4_z){ zero, zero, zero, zero }), m, accumulate);   /* f */
 }
 
 static __attribute__((target("avx512f")))
@@ -782,31 +811,62 @@ void lanes_z(float *dx, float *stats, size_t stride, const float *dy, const floa
 }
 
 /* AVX2: the 16 lanes as two halves of 8 samples, each run on its own (a
- * half with no sample below m is skipped); the same tree and stores. */
+ * half with no sample below m is skipped); the same order of sums. */
 static FORCE_INLINE __attribute__((target("avx2")))
-__m256 lanes_tree_y(__m256 *a, size_t P)
+stat4_y add4_y(stat4_y a, stat4_y b)
 {
-    if (P == 0)
-        return _mm256_setzero_ps();
-    for (size_t n = P; n > 1; n = (n + 1) / 2) {
-        for (size_t i = 0; i < n / 2; i++)
-            a[i] = _mm256_add_ps(a[2 * i], a[2 * i + 1]);
-        if (n & 1)
-            a[n / 2] = a[n - 1];
-    }
-    return _mm256_add_ps(a[0], _mm256_setzero_ps());
+    return (stat4_y){ _mm256_add_ps(a.s0, b.s0), _mm256_add_ps(a.s1, b.s1), _mm256_add_ps(a.s2, b.s2),
+                      _mm256_add_ps(a.s3, b.s3) };
 }
 
 static FORCE_INLINE __attribute__((target("avx2")))
-void lanes_store_y(float *st, size_t stride, const __m256 *S, size_t m, int accumulate)
+stat4_y lanes_acc_y(size_t v, size_t nvl, const float *dg, const float *xa, const float *xb, float *dxa,
+                    float *dxb, __m256 ca, __m256 cb, __m256 cab, const int with_dx)
 {
-    const __m256 t0 = _mm256_unpacklo_ps(S[0], S[1]), t1 = _mm256_unpackhi_ps(S[0], S[1]);
-    const __m256 t2 = _mm256_unpacklo_ps(S[2], S[3]), t3 = _mm256_unpackhi_ps(S[2], S[3]);
+    stat4_y t = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
+    for (size_t vl = v; vl < nvl; vl += LOGIC_LANES) {
+        const size_t o = vl * LOGIC_LANES;
+        const __m256 d = _mm256_loadu_ps(dg + o), av = _mm256_loadu_ps(xa + o), bv = _mm256_loadu_ps(xb + o);
+        const stat4_y u = { d, _mm256_mul_ps(d, av), _mm256_mul_ps(d, bv), _mm256_mul_ps(d, _mm256_mul_ps(av, bv)) };
+        t = vl == v ? u : add4_y(t, u);
+        if (with_dx) {
+            const __m256 ta = _mm256_mul_ps(d, _mm256_add_ps(ca, _mm256_mul_ps(cab, bv)));
+            _mm256_storeu_ps(dxa + o, _mm256_add_ps(_mm256_loadu_ps(dxa + o), ta));
+            const __m256 tb = _mm256_mul_ps(d, _mm256_add_ps(cb, _mm256_mul_ps(cab, av)));
+            _mm256_storeu_ps(dxb + o, _mm256_add_ps(_mm256_loadu_ps(dxb + o), tb));
+        }
+    }
+    return t;
+}
+
+static FORCE_INLINE __attribute__((target("avx2")))
+stat4_y lanes_quad_y(size_t v0, size_t P, size_t nvl, const float *dg, const float *xa, const float *xb,
+                     float *dxa, float *dxb, __m256 ca, __m256 cb, __m256 cab, const int with_dx)
+{
+    stat4_y q = lanes_acc_y(v0, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+    if (v0 + 1 < P)
+        q = add4_y(q, lanes_acc_y(v0 + 1, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+    if (v0 + 2 < P) {
+        stat4_y u = lanes_acc_y(v0 + 2, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+        if (v0 + 3 < P)
+            u = add4_y(u, lanes_acc_y(v0 + 3, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+        q = add4_y(q, u);
+    }
+    return q;
+}
+
+static FORCE_INLINE __attribute__((target("avx2")))
+void lanes_store_y(float *st, size_t stride, stat4_y S, size_t m, int accumulate)
+{
+    const __m256d t0 = _mm256_castps_pd(_mm256_unpacklo_ps(S.s0, S.s1));
+    const __m256d t1 = _mm256_castps_pd(_mm256_unpackhi_ps(S.s0, S.s1));
+    const __m256d t2 = _mm256_castps_pd(_mm256_unpacklo_ps(S.s2, S.s3));
+    const __m256d t3 = _mm256_castps_pd(_mm256_unpackhi_ps(S.s2, S.s3));
     float q[4][8];
-    _mm256_storeu_ps(q[0], _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2))));
-    _mm256_storeu_ps(q[1], _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2))));
-    _mm256_storeu_ps(q[2], _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3))));
-    _mm256_storeu_ps(q[3], _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3))));
+    _mm256_storeu_ps(q[0], _mm256_castpd_ps(_mm256_unpacklo_pd(t0, t2)));
+    _mm256_storeu_ps(q[1], _mm256_castpd_ps(_mm256_unpackhi_pd(t0, t2)));
+    _mm256_storeu_ps(q[2], _mm256_castpd_ps(_mm256_unpacklo_pd(t1, t3)));
+    _mm256_storeu_ps(q[3], _mm256_castpd_ps(_mm256_unpackhi_pd(t1, t3)));
     for (size_t j = 0; j < m; j++) {
         __m128 v = _mm_loadu_ps(q[j & 3] + 4 * (j >> 2));
         float *sj = st + j * stride;
@@ -816,41 +876,27 @@ void lanes_store_y(float *st, size_t stride, const __m256 *S, size_t m, int accu
     }
 }
 
-/* Samples h·8 .. h·8 + 7 of one gate (m of them below the group's m). */
+/* Samples o .. o + 7 of one gate, m of them stored. */
 static FORCE_INLINE __attribute__((target("avx2")))
 void lanes_y_half(float *st, size_t stride, const float *dg, const float *xa, const float *xb, float *dxa,
                   float *dxb, const float *cg, size_t nvl, size_t m, int accumulate, const int with_dx)
 {
     const __m256 ca = _mm256_set1_ps(cg[1]), cb = _mm256_set1_ps(cg[2]), cab = _mm256_set1_ps(cg[3]);
-    __m256 acc[4][LOGIC_LANES];
-    for (size_t vl = 0; vl < nvl; vl++) {
-        const size_t o = vl * LOGIC_LANES, v = vl % LOGIC_LANES;
-        const __m256 d = _mm256_loadu_ps(dg + o), av = _mm256_loadu_ps(xa + o), bv = _mm256_loadu_ps(xb + o);
-        const __m256 t1 = _mm256_mul_ps(d, av), t2 = _mm256_mul_ps(d, bv);
-        const __m256 t3 = _mm256_mul_ps(d, _mm256_mul_ps(av, bv));
-        if (vl < LOGIC_LANES) {
-            acc[0][v] = d;
-            acc[1][v] = t1;
-            acc[2][v] = t2;
-            acc[3][v] = t3;
-        } else {
-            acc[0][v] = _mm256_add_ps(acc[0][v], d);
-            acc[1][v] = _mm256_add_ps(acc[1][v], t1);
-            acc[2][v] = _mm256_add_ps(acc[2][v], t2);
-            acc[3][v] = _mm256_add_ps(acc[3][v], t3);
-        }
-        if (with_dx) {
-            const __m256 ta = _mm256_mul_ps(d, _mm256_add_ps(ca, _mm256_mul_ps(cab, bv)));
-            _mm256_storeu_ps(dxa + o, _mm256_add_ps(_mm256_loadu_ps(dxa + o), ta));
-            const __m256 tb = _mm256_mul_ps(d, _mm256_add_ps(cb, _mm256_mul_ps(cab, av)));
-            _mm256_storeu_ps(dxb + o, _mm256_add_ps(_mm256_loadu_ps(dxb + o), tb));
+    const __m256 zero = _mm256_setzero_ps();
+    const size_t P = nvl < LOGIC_LANES ? nvl : LOGIC_LANES;
+    stat4_y h = { zero, zero, zero, zero };
+    if (P > 0) {
+        h = lanes_quad_y(0, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+        if (P > 4)
+            h = add4_y(h, lanes_quad_y(4, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+        if (P > 8) {
+            stat4_y q = lanes_quad_y(8, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+            if (P > 12)
+                q = add4_y(q, lanes_quad_y(12, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+            h = add4_y(h, q);
         }
     }
-    const size_t P = nvl < LOGIC_LANES ? nvl : LOGIC_LANES;
-    __m256 S[4];
-    for (int k = 0; k < 4; k++)
-        S[k] = lanes_tree_y(acc[k], P);
-    lanes_store_y(st, stride, S, m, accumulate);
+    lanes_store_y(st, stride, add4_y(h, (stat4_y){ zero, zero, zero, zero }), m, accumulate);   /* f */
 }
 
 static __attribute__((target("avx2")))
@@ -860,8 +906,8 @@ void lanes_y(float *dx, float *stats, size_t stride, const float *dy, const floa
     const size_t ld = nvl * LOGIC_LANES;
     for (size_t g = 0; g < L->out; g++) {
         const size_t ra = L->a[g], rb = L->b[g];
-        for (size_t h = 0; 8 * h < m; h++) {
-            const size_t o = 8 * h, mh = m - o < 8 ? m - o : 8;
+        for (size_t o = 0; o < m; o += 8) {
+            const size_t mh = m - o < 8 ? m - o : 8;
             float *sh = stats + o * stride + 4 * g;
             if (dx != NULL)
                 lanes_y_half(sh, stride, dy + g * ld + o, x + ra * ld + o, x + rb * ld + o, dx + ra * ld + o,

@@ -32,6 +32,7 @@
  */
 #include "logic_ca.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -95,7 +96,10 @@ typedef struct {
     size_t prow[LOGIC_CA_MAX_PERCEPTION];   /* first row of kernel layer l's output */
     size_t urow[LOGIC_MAX_LAYERS];       /* first row of update layer j's output */
     size_t prows, urows;      /* rows of each block */
-    size_t max_nc;
+    size_t max_nc;            /* most cells of a unit */
+    int lanes;                /* lanes mode: a unit is a group of samples (header comment) */
+    size_t units;             /* units of a phase: B·R, or the groups in lanes mode */
+    size_t max_m;             /* most samples of a unit: 1, or the largest group */
     size_t off_pa, off_ua, off_d0, off_d1, off_mask;   /* byte offsets in the scratch */
 
     uint32_t *wires;          /* [2][gates]: net.a, net.b */
@@ -596,7 +600,7 @@ ls_status logic_ca_hard_metrics(const logic_ca_hard *h, const ls_config *cfg, ls
     return hard_metrics(h, &c, out, n_out, err);
 }
 
-/* ---- Training: one part of one phase ---- */
+/* ---- Training: one unit of one phase ---- */
 
 typedef struct {
     logic_ca *ca;
@@ -605,86 +609,114 @@ typedef struct {
     int kind;
 } phase_ctx;
 
-/* A part's view: its cells and its scratch. */
+/* A unit's view: its samples s .. s+m−1 (one per part; up to LOGIC_LANES
+ * in lanes mode), their cells cell0 .. cell0+nc−1 and its scratch. Element
+ * (virtual lane vl, sample j) of a row is vl·W + j. */
 typedef struct {
-    size_t s, r, cell0, nc, ldp, ldu;
+    size_t s, m, W, r, cell0, nc, ldp, ldu;
     float *pa, *ua, *d0, *d1;
-    uint8_t *mask;
+    uint8_t *mask;            /* [2][max_m][max_nc]: fire masks of CA steps t and t+1 */
 } part_view;
 
-static void fire_mask(const logic_ca *ca, const ls_batch *b, const part_view *v, size_t u, uint8_t *m)
+static void fire_mask(const logic_ca *ca, const ls_batch *b, const part_view *v, size_t j, size_t u, uint8_t *m)
 {
     if (!ca->async) {
         memset(m, 1, v->nc);
         return;
     }
     for (size_t i = 0; i < v->nc; i++)
-        m[i] = rng_uniformf(b->seed, RNG_CA_MASK, (uint64_t)b->step, v->s, u * ca->N + v->cell0 + i) <
+        m[i] = rng_uniformf(b->seed, RNG_CA_MASK, (uint64_t)b->step, v->s + j, u * ca->N + v->cell0 + i) <
                ca->fire_rate;
 }
 
-/* Activations of CA step t of the part's cells from st = state_t [C][N];
- * returns the update network's output rows (C rows of ldu). */
-static const float *part_forward(const logic_ca *ca, const part_view *v, const float *st)
+/* State plane of sample s at CA step t, [C][N]. */
+static float *state_at(const logic_ca *ca, size_t t, size_t s)
 {
-    const size_t C = ca->C, K = ca->K, S = ca->S, N = ca->N, nc = v->nc, ldp = v->ldp, ldu = v->ldu;
+    return ca->state + (t * ca->B + s) * ca->C * ca->N;
+}
+
+/* Activations of CA step t of the unit's cells from state_t; returns the
+ * update network's output rows (C rows of ldu). The lanes of samples j >= m
+ * (lanes mode) are zeros: they run through the gates like the others and
+ * are never read back. */
+static const float *part_forward(const logic_ca *ca, const part_view *v, size_t t)
+{
+    const size_t C = ca->C, K = ca->K, S = ca->S, N = ca->N, nc = v->nc, W = v->W, ldp = v->ldp, ldu = v->ldu;
+    const float *st = state_at(ca, t, v->s);   /* sample s + j at st + j·C·N */
     float *pa = v->pa, *ua = v->ua;
     for (size_t p = 0; p < 9; p++) {
         const int32_t *nb = ca->nbr + p * N + v->cell0;
         for (size_t c = 0; c < C; c++) {
-            float *dst = pa + p * ldp + c * nc;
+            float *dst = pa + p * ldp + c * nc * W;
             const float *src = st + c * N;
             for (size_t i = 0; i < nc; i++)
-                dst[i] = nb[i] >= 0 ? src[nb[i]] : 0.0f;
+                for (size_t j = 0; j < W; j++)
+                    dst[i * W + j] = j < v->m && nb[i] >= 0 ? src[j * C * N + (size_t)nb[i]] : 0.0f;
         }
     }
     for (size_t l = 0; l < ca->np; l++) {
         const size_t off = ca->net.gate_off[l];
         logic_forward(pa + ca->prow[l] * ldp, pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, &ca->net.layer[l],
-                      ca->coef + 4 * off, C * nc, ldp);
+                      ca->coef + 4 * off, C * nc * W, ldp);
     }
     const float *plast = pa + ca->prow[ca->np - 1] * ldp;
     for (size_t c = 0; c < C; c++)
-        memcpy(ua + c * ldu, st + c * N + v->cell0, nc * sizeof(float));
+        for (size_t i = 0; i < nc; i++)
+            for (size_t j = 0; j < W; j++)
+                ua[c * ldu + i * W + j] = j < v->m ? st[j * C * N + c * N + v->cell0 + i] : 0.0f;
     for (size_t c = 0; c < C; c++)
         for (size_t s = 0; s < S; s++)
             for (size_t k = 0; k < K; k++)
-                memcpy(ua + (C + c * S * K + s * K + k) * ldu, plast + (k * S + s) * ldp + c * nc,
-                       nc * sizeof(float));
+                memcpy(ua + (C + c * S * K + s * K + k) * ldu, plast + (k * S + s) * ldp + c * nc * W,
+                       nc * W * sizeof(float));
     for (size_t j = 0; j < ca->nu; j++) {
         const size_t l = ca->np + j, off = ca->net.gate_off[l];
         logic_forward(ua + ca->urow[j] * ldu, ua + (j == 0 ? 0 : ca->urow[j - 1]) * ldu, &ca->net.layer[l],
-                      ca->coef + 4 * off, nc, ldu);
+                      ca->coef + 4 * off, nc * W, ldu);
     }
     return ua + ca->urow[ca->nu - 1] * ldu;
 }
 
-/* Backward of CA step t from dY (C rows of ldu in v->d0), activations from
- * part_forward. Statistics into stats (written when acc == 0, else added);
- * with write_d the gradients w.r.t. the step's input states go to down and
- * dpatch (sample s, buffer t & 1). */
-static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *stats, int acc, int write_d)
+/* One gate layer's backward on the unit: nvl virtual lanes of its m samples;
+ * sample j's statistics at stats + j·stride. */
+static void layer_backward(const part_view *v, float *dx, float *stats, size_t stride, const float *dy,
+                           const float *x, const logic_layer *L, const float *coef, size_t nvl, size_t ld, int acc)
 {
-    const size_t C = ca->C, K = ca->K, S = ca->S, N = ca->N, nc = v->nc, ldp = v->ldp, ldu = v->ldu;
+    if (v->W == 1)
+        logic_backward(dx, stats, dy, x, L, coef, nvl, ld, acc);
+    else
+        logic_backward_lanes(dx, stats, stride, dy, x, L, coef, nvl, v->m, acc);
+}
+
+/* Backward of CA step t from dY (C rows of ldu in v->d0), activations from
+ * part_forward. Sample j's statistics into stats + j·stride (written when
+ * acc == 0, else added); with write_d the gradients w.r.t. the step's input
+ * states go to down and dpatch (buffer t & 1). */
+static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *stats, size_t stride, int acc,
+                          int write_d)
+{
+    const size_t C = ca->C, K = ca->K, S = ca->S, N = ca->N, nc = v->nc, W = v->W, ldp = v->ldp, ldu = v->ldu;
     float *cur = v->d0, *oth = v->d1, *tmp;
     for (size_t j = ca->nu; j-- > 0;) {
         const size_t l = ca->np + j, off = ca->net.gate_off[l];
         const logic_layer *L = &ca->net.layer[l];
         memset(oth, 0, L->in * ldu * sizeof(float));
-        logic_backward(oth, stats + 4 * off, cur, v->ua + (j == 0 ? 0 : ca->urow[j - 1]) * ldu, L,
+        layer_backward(v, oth, stats + 4 * off, stride, cur, v->ua + (j == 0 ? 0 : ca->urow[j - 1]) * ldu, L,
                        ca->coef + 4 * off, nc, ldu, acc);
         tmp = cur, cur = oth, oth = tmp;
     }
-    if (write_d) {
-        float *down = ca->down + v->s * C * N + v->cell0;
-        for (size_t c = 0; c < C; c++)
-            memcpy(down + c * N, cur + c * ldu, nc * sizeof(float));
-    }
+    if (write_d)
+        for (size_t j = 0; j < v->m; j++) {
+            float *down = ca->down + (v->s + j) * C * N + v->cell0;
+            for (size_t c = 0; c < C; c++)
+                for (size_t i = 0; i < nc; i++)
+                    down[c * N + i] = cur[c * ldu + i * W + j];
+        }
     for (size_t c = 0; c < C; c++)
         for (size_t s = 0; s < S; s++)
             for (size_t k = 0; k < K; k++)
-                memcpy(oth + (k * S + s) * ldp + c * nc, cur + (C + c * S * K + s * K + k) * ldu,
-                       nc * sizeof(float));
+                memcpy(oth + (k * S + s) * ldp + c * nc * W, cur + (C + c * S * K + s * K + k) * ldu,
+                       nc * W * sizeof(float));
     tmp = cur, cur = oth, oth = tmp;
     for (size_t l = ca->np; l-- > 0;) {
         const size_t off = ca->net.gate_off[l];
@@ -692,88 +724,128 @@ static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *sta
         float *dx = l > 0 || write_d ? oth : NULL;
         if (dx != NULL)
             memset(dx, 0, L->in * ldp * sizeof(float));
-        logic_backward(dx, stats + 4 * off, cur, v->pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, L,
+        layer_backward(v, dx, stats + 4 * off, stride, cur, v->pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, L,
                        ca->coef + 4 * off, C * nc, ldp, acc);
         tmp = cur, cur = oth, oth = tmp;
     }
-    if (write_d) {
-        float *dp = ca->dpatch + ((t & 1) * ca->B + v->s) * 9 * C * N + v->cell0;
-        for (size_t p = 0; p < 9; p++)
-            for (size_t c = 0; c < C; c++)
-                memcpy(dp + (p * C + c) * N, cur + p * ldp + c * nc, nc * sizeof(float));
-    }
+    if (write_d)
+        for (size_t j = 0; j < v->m; j++) {
+            float *dp = ca->dpatch + ((t & 1) * ca->B + v->s + j) * 9 * C * N + v->cell0;
+            for (size_t p = 0; p < 9; p++)
+                for (size_t c = 0; c < C; c++)
+                    for (size_t i = 0; i < nc; i++)
+                        dp[(p * C + c) * N + i] = cur[p * ldp + (c * nc + i) * W + j];
+        }
 }
 
-static void phase_part(void *ctx, size_t part, void *scratch)
+/* Unit `unit`'s samples and cells: part unit % R of sample unit / R, or in
+ * lanes mode group `unit`, samples [unit·B/groups, (unit+1)·B/groups).
+ * Returns 0 when none of its samples is in a batch of `batch`. */
+static int unit_view(const logic_ca *ca, size_t unit, size_t batch, void *scratch, part_view *v)
+{
+    if (ca->lanes) {
+        v->s = unit * ca->B / ca->units;
+        const size_t end = (unit + 1) * ca->B / ca->units;
+        v->m = (end < batch ? end : batch) - v->s;
+        v->W = LOGIC_LANES;
+        v->r = 0;
+    } else {
+        v->s = unit / ca->R;
+        v->m = 1;
+        v->W = 1;
+        v->r = unit % ca->R;
+    }
+    if (v->s >= batch)
+        return 0;
+    v->cell0 = ca->row_lo[v->r] * ca->G;
+    v->nc = (ca->row_lo[v->r + 1] - ca->row_lo[v->r]) * ca->G;
+    v->ldp = round16(ca->C * v->nc * v->W);
+    v->ldu = round16(v->nc * v->W);
+    v->pa = (float *)(void *)((char *)scratch + ca->off_pa);
+    v->ua = (float *)(void *)((char *)scratch + ca->off_ua);
+    v->d0 = (float *)(void *)((char *)scratch + ca->off_d0);
+    v->d1 = (float *)(void *)((char *)scratch + ca->off_d1);
+    v->mask = (uint8_t *)scratch + ca->off_mask;
+    return 1;
+}
+
+static void phase_part(void *ctx, size_t unit, void *scratch)
 {
     const phase_ctx *ph = ctx;
     logic_ca *ca = ph->ca;
     const ls_batch *b = ph->b;
-    const size_t C = ca->C, N = ca->N, B = ca->B, t = ph->t;
+    const size_t C = ca->C, N = ca->N, R = ca->R, t = ph->t;
     part_view v;
-    v.s = part / ca->R;
-    v.r = part % ca->R;
-    v.cell0 = ca->row_lo[v.r] * ca->G;
-    v.nc = (ca->row_lo[v.r + 1] - ca->row_lo[v.r]) * ca->G;
-    v.ldp = round16(C * v.nc);
-    v.ldu = round16(v.nc);
-    v.pa = (float *)(void *)((char *)scratch + ca->off_pa);
-    v.ua = (float *)(void *)((char *)scratch + ca->off_ua);
-    v.d0 = (float *)(void *)((char *)scratch + ca->off_d0);
-    v.d1 = (float *)(void *)((char *)scratch + ca->off_d1);
-    v.mask = (uint8_t *)scratch + ca->off_mask;
-    const float *st = ca->state + (t * B + v.s) * C * N;
-    float *dstate = ca->dstate + v.s * C * N;
-    uint8_t *m = v.mask, *m1 = v.mask + ca->max_nc;
+    if (!unit_view(ca, unit, b->batch, scratch, &v))
+        return;
+    const size_t nc = v.nc, W = v.W, ldu = v.ldu;
+    uint8_t *mask = v.mask, *mask1 = v.mask + ca->max_m * ca->max_nc;   /* sample j's at + j·nc */
 
     if (ph->kind == PH_BWD) {
-        /* d_state_{t+1} of the part's cells (see the header comment). */
-        fire_mask(ca, b, &v, t + 1, m1);
-        const float *down = ca->down + v.s * C * N;
-        const float *dp = ca->dpatch + (((t + 1) & 1) * B + v.s) * 9 * C * N;
-        for (size_t c = 0; c < C; c++)
-            for (size_t i = 0; i < v.nc; i++) {
-                const size_t n = v.cell0 + i;
-                float d = down[c * N + n];
-                for (size_t p = 0; p < 9; p++) {
-                    const int32_t src = ca->nbr[(8 - p) * N + n];
-                    if (src >= 0)
-                        d = d + dp[(p * C + c) * N + (size_t)src];
+        /* d_state_{t+1} of the unit's cells (see the header comment). */
+        for (size_t j = 0; j < v.m; j++) {
+            const size_t s = v.s + j;
+            uint8_t *m1 = mask1 + j * nc;
+            fire_mask(ca, b, &v, j, t + 1, m1);
+            const float *down = ca->down + s * C * N;
+            const float *dp = ca->dpatch + (((t + 1) & 1) * ca->B + s) * 9 * C * N;
+            float *dstate = ca->dstate + s * C * N;
+            for (size_t c = 0; c < C; c++)
+                for (size_t i = 0; i < nc; i++) {
+                    const size_t n = v.cell0 + i;
+                    float d = down[c * N + n];
+                    for (size_t p = 0; p < 9; p++) {
+                        const int32_t src = ca->nbr[(8 - p) * N + n];
+                        if (src >= 0)
+                            d = d + dp[(p * C + c) * N + (size_t)src];
+                    }
+                    if (!m1[i])
+                        d = d + dstate[c * N + n];
+                    dstate[c * N + n] = d;
                 }
-                if (!m1[i])
-                    d = d + dstate[c * N + n];
-                dstate[c * N + n] = d;
-            }
+        }
     }
 
-    fire_mask(ca, b, &v, t, m);
-    const float *y = part_forward(ca, &v, st);
+    for (size_t j = 0; j < v.m; j++)
+        fire_mask(ca, b, &v, j, t, mask + j * nc);
+    const float *y = part_forward(ca, &v, t);
     if (ph->kind == PH_FWD || ph->kind == PH_LAST) {
-        float *next = ca->state + ((t + 1) * B + v.s) * C * N;
-        for (size_t c = 0; c < C; c++)
-            for (size_t i = 0; i < v.nc; i++) {
+        for (size_t j = 0; j < v.m; j++) {
+            const size_t s = v.s + j;
+            const uint8_t *m = mask + j * nc;
+            const float *st = state_at(ca, t, s);
+            float *next = state_at(ca, t + 1, s);
+            for (size_t c = 0; c < C; c++)
+                for (size_t i = 0; i < nc; i++) {
+                    const size_t n = v.cell0 + i;
+                    next[c * N + n] = m[i] ? y[c * ldu + i * W + j] : st[c * N + n];
+                }
+            if (ph->kind == PH_FWD)
+                continue;
+            /* The loss on channel 0 after the last step, binary64 in cell order. */
+            const float *tg = ca->target + s * N;
+            float *dstate = ca->dstate + s * C * N;
+            double loss = 0.0;
+            for (size_t i = 0; i < nc; i++) {
                 const size_t n = v.cell0 + i;
-                next[c * N + n] = m[i] ? y[c * v.ldu + i] : st[c * N + n];
+                const double e = (double)next[n] - (double)tg[n];
+                loss = loss + e * e;
+                dstate[n] = 2.0f * (next[n] - tg[n]);
             }
+            for (size_t c = 1; c < C; c++)
+                memset(dstate + c * N + v.cell0, 0, nc * sizeof(float));
+            ca->leaf_loss[s * R + v.r] = loss;
+        }
         if (ph->kind == PH_FWD)
             return;
-        /* The loss on channel 0 after the last step, binary64 in cell order. */
-        const float *tg = ca->target + v.s * N;
-        double loss = 0.0;
-        for (size_t i = 0; i < v.nc; i++) {
-            const size_t n = v.cell0 + i;
-            const double e = (double)next[n] - (double)tg[n];
-            loss = loss + e * e;
-            dstate[n] = 2.0f * (next[n] - tg[n]);
-        }
-        for (size_t c = 1; c < C; c++)
-            memset(dstate + c * N + v.cell0, 0, v.nc * sizeof(float));
-        ca->leaf_loss[part] = loss;
     }
     for (size_t c = 0; c < C; c++)
-        for (size_t i = 0; i < v.nc; i++)
-            v.d0[c * v.ldu + i] = m[i] ? dstate[c * N + v.cell0 + i] : 0.0f;
-    part_backward(ca, &v, t, ca->leaf_store + part * ca->leaf_stride, ph->kind == PH_BWD, t > 0);
+        for (size_t i = 0; i < nc; i++)
+            for (size_t j = 0; j < W; j++)
+                v.d0[c * ldu + i * W + j] =
+                    j < v.m && mask[j * nc + i] ? ca->dstate[(v.s + j) * C * N + c * N + v.cell0 + i] : 0.0f;
+    part_backward(ca, &v, t, ca->leaf_store + (v.s * R + v.r) * ca->leaf_stride, R * ca->leaf_stride,
+                  ph->kind == PH_BWD, t > 0);
 }
 
 /* The batch's start states and targets (one thread, before the phases). */
@@ -942,6 +1014,43 @@ static ls_status ca_check(const ls_config *config, ls_err *err)
     return check_config(&c, err);
 }
 
+/* logic_ca_set_lanes's setting, read by create. */
+static atomic_int lanes_setting = LOGIC_CA_LANES_AUTO;
+
+int logic_ca_set_lanes(int mode)
+{
+    return atomic_exchange(&lanes_setting, mode);
+}
+
+/* Lanes mode pays when a group's vectors are fuller than a sample's padded
+ * rows, or nearly so (it also saves the horizontal tree of every gate and
+ * sample): per sample and gate the per-part path runs round16(n)/16
+ * vectors of n virtual lanes, lanes mode n/m for groups of at least m
+ * samples. Taken when 2·16·n <= 3·round16(n)·m for both networks (n = C·N
+ * and N), e.g. gol (n = 9) from groups of 6. */
+static int lanes_pay(size_t n, size_t m)
+{
+    return 2 * LOGIC_LANES * n <= 3 * round16(n) * m;
+}
+
+/* Units of a phase: B·R parts, or in lanes mode (parts = 1 and at most
+ * LOGIC_CA_LANES_MAX virtual lanes) ceil(B/16) groups of nearly equal size,
+ * at least two when B >= 2 so that two threads have work. */
+static void choose_units(logic_ca *ca)
+{
+    const size_t B = ca->B, N = ca->N, C = ca->C;
+    const int mode = atomic_load(&lanes_setting);
+    size_t groups = (B + LOGIC_LANES - 1) / LOGIC_LANES;
+    if (groups < 2 && B >= 2)
+        groups = 2;
+    const size_t smallest = B / groups;
+    ca->lanes = ca->R == 1 && C * N <= LOGIC_CA_LANES_MAX &&
+                (mode == LOGIC_CA_LANES_ALWAYS ||
+                 (mode == LOGIC_CA_LANES_AUTO && lanes_pay(C * N, smallest) && lanes_pay(N, smallest)));
+    ca->units = ca->lanes ? groups : B * ca->R;
+    ca->max_m = ca->lanes ? (B + groups - 1) / groups : 1;
+}
+
 static ls_status ca_create(void **self, ls_model_info *info, const ls_config *config, const ls_dataset *data,
                            ls_err *err)
 {
@@ -1030,13 +1139,15 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
     ca->leaf_loss = (double *)(void *)(ca->leaf_store + B * R * ca->leaf_stride);   /* 64-byte aligned */
     memset(ca->batchmem, 0, batch_floats * sizeof(float));
 
-    /* Scratch plan for the largest part. */
+    /* Scratch plan for the largest unit. */
     size_t max_rows = 0;
     for (size_t r = 0; r < R; r++)
         if (ca->row_lo[r + 1] - ca->row_lo[r] > max_rows)
             max_rows = ca->row_lo[r + 1] - ca->row_lo[r];
     ca->max_nc = max_rows * G;
-    const size_t ldp = round16(C * ca->max_nc), ldu = round16(ca->max_nc);
+    choose_units(ca);
+    const size_t W = ca->lanes ? LOGIC_LANES : 1;
+    const size_t ldp = round16(C * ca->max_nc * W), ldu = round16(ca->max_nc * W);
     size_t row = 9, dmax = 9 * ldp;
     for (size_t l = 0; l < ca->np; l++) {
         ca->prow[l] = row;
@@ -1066,9 +1177,9 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
         .leaf_len = gates * 4,
         .leaves = B * R,
         .phases = 2 * T - 1,
-        .units = B * R,
+        .units = ca->units,
         .finish_units = gates,
-        .scratch_bytes = ca->off_mask + round_bytes(2 * ca->max_nc),
+        .scratch_bytes = ca->off_mask + round_bytes(2 * ca->max_m * ca->max_nc),
         .mean_loss = 0,
     };
     *self = ca;

@@ -81,6 +81,15 @@
  * phases of batch·parts units, then batch·parts leaves. */
 extern const ls_model_desc logic_ca_model;
 
+/* Lanes mode (see Parts above): LOGIC_CA_LANES_AUTO (the default) takes it
+ * when it pays, ALWAYS whenever parts = 1 and C·G² <= LOGIC_CA_LANES_MAX,
+ * NEVER keeps one unit per (sample, part). Every mode gives the same bits;
+ * the setting is read when a model is created. Returns the previous one.
+ * For tests and benchmarks. */
+enum { LOGIC_CA_LANES_NEVER = 0, LOGIC_CA_LANES_AUTO = 1, LOGIC_CA_LANES_ALWAYS = 2 };
+#define LOGIC_CA_LANES_MAX 64
+int logic_ca_set_lanes(int mode);
+
 /* gol: the 512 boards as a data set (train = test, dim 9, x8 bytes 0/1 —
  * not pixels —, y all 0, n_classes 0, name "gol", hash = XXH3_64bits of the
  * 4608 board bytes). checkerboard: *out = NULL (start states are generated). */

@@ -24,6 +24,8 @@
 #include "../engine/config.h"
 #include "../engine/logic.h"
 #include "../engine/logic_ca.h"
+#include "../engine/train.h"
+#include "../record/hash.h"
 #include "../reduce/pool.h"
 #include "../engine/rng.h"
 
@@ -90,6 +92,20 @@ static ls_config small_cfg(const char *task, size_t C, size_t K, const char *per
     return cfg;
 }
 
+/* Units of a phase (logic_ca.h): B·R, or in lanes mode (parts = 1, at
+ * most LOGIC_CA_LANES_MAX virtual lanes) ceil(B/16) groups, at least 2
+ * when B >= 2. */
+static size_t expected_units(const ls_config *cfg, int lanes)
+{
+    const size_t B = cfg->batch, R = key_int(cfg, "parts"), C = key_int(cfg, "channels"), G = key_int(cfg, "grid");
+    if (!lanes)
+        return B * R;
+    assert_int_equal(R, 1);
+    assert_true(C * G * G <= LOGIC_CA_LANES_MAX);
+    const size_t groups = (B + 15) / 16;
+    return groups < 2 && B >= 2 ? 2 : groups;
+}
+
 static ls_model *make_model(const ls_config *cfg)
 {
     ls_model *m = NULL;
@@ -103,7 +119,7 @@ static ls_model *make_model(const ls_config *cfg)
     assert_string_equal(m->name, "logic-ca");
     assert_ptr_equal(m->desc, &logic_ca_model);
     assert_int_equal(m->info.phases, 2 * T - 1);
-    assert_int_equal(m->info.units, cfg->batch * R);
+    assert_int_equal(m->info.units, expected_units(cfg, m->info.units != cfg->batch * R));
     assert_int_equal(m->info.leaves, cfg->batch * R);
     assert_int_equal(m->info.leaf_len, m->info.n_params / 16 * 4);
     return m;
@@ -164,9 +180,10 @@ static void leaf_job(void *arg, size_t leaf, int worker)
                                        LS_LEAF_WRITE, j->e->scratch + (size_t)worker * j->e->stride);
 }
 
-/* One step's gradient work: prepare, the 2T − 1 phases of b->batch · R units
- * (R parts a sample), then every leaf written into leaves [B·R][leaf_len]
- * and its loss into losses [B·R]. */
+/* One step's gradient work: prepare, the 2T − 1 phases of the model's units
+ * (as the engine runs them: all of them; units whose samples are beyond
+ * b->batch do nothing), then every leaf of the b->batch samples written
+ * into leaves [B·R][leaf_len] and its loss into losses [B·R]. */
 static void grad_run(ls_model *m, size_t parts, const float *params, const ls_batch *b, const sched *e,
                      float *leaves, double *losses)
 {
@@ -175,16 +192,16 @@ static void grad_run(ls_model *m, size_t parts, const float *params, const ls_ba
     if (st != LS_OK)
         fprintf(stderr, "prepare: %s\n", err.msg);
     assert_int_equal(st, LS_OK);
-    const size_t n = b->batch * parts;
-    assert_true(n <= m->info.units);
+    const size_t n = b->batch * parts, units = m->info.units;
+    assert_true(n <= m->info.leaves);
     step_job j = { e, m, params, b, 0, leaves, losses };
     for (size_t ph = 0; ph < m->info.phases; ph++) {
         j.phase = ph;
         if (e->p != NULL)
-            pool_parallel_for(e->p, n, unit_job, &j);
+            pool_parallel_for(e->p, units, unit_job, &j);
         else
-            for (size_t i = 0; i < n; i++)
-                unit_job(&j, e->reversed ? n - 1 - i : i, 0);
+            for (size_t i = 0; i < units; i++)
+                unit_job(&j, e->reversed ? units - 1 - i : i, 0);
     }
     if (e->p != NULL)
         pool_parallel_for(e->p, n, leaf_job, &j);
@@ -631,6 +648,203 @@ static void test_partial_batch(void **state)
     free(part);
     free(params);
     model_destroy(m);
+}
+
+/* ---- lanes mode: the same bits as one unit per (sample, part) ---- */
+
+/* The leaves and losses of one step with lanes mode forced on, on every
+ * schedule (in order, reversed with dirty scratch, 1, 2, 3 and 8 threads,
+ * scalar twins, at most AVX2), against lanes mode off. */
+static void check_lanes(const ls_config *cfg, const ls_dataset *data, const uint32_t *ids, int64_t step)
+{
+    const int prev = logic_ca_set_lanes(LOGIC_CA_LANES_NEVER);
+    ls_model *off = make_model(cfg);
+    logic_ca_set_lanes(LOGIC_CA_LANES_ALWAYS);
+    ls_model *on = make_model(cfg);
+    logic_ca_set_lanes(prev);
+    const size_t R = key_int(cfg, "parts"), B = cfg->batch;
+    assert_int_equal(off->info.units, B * R);
+    assert_int_equal(on->info.units, expected_units(cfg, 1));
+    assert_int_equal(on->info.scratch_bytes >= off->info.scratch_bytes, 1);
+    float *params = malloc(off->info.n_params * sizeof *params);
+    off->desc->init(off->self, params, cfg->seed);
+    for (size_t i = 0; i < off->info.n_params; i++)   /* away from the init's symmetry */
+        params[i] += 2.0f * unit() - 1.0f;
+    ls_batch b = { .data = data, .ids = ids, .batch = B, .step = step, .seed = cfg->seed };
+    const size_t nl = B * R, lb = nl * off->info.leaf_len * sizeof(float);
+    float *ref = malloc(lb), *got = malloc(lb);
+    double *rl = malloc(nl * sizeof *rl), *gl = malloc(nl * sizeof *gl);
+    sched e;
+    make_sched(&e, off, 0, 0, 0);
+    grad_run(off, R, params, &b, &e, ref, rl);
+    free_sched(&e);
+    double total = 0;
+    for (size_t i = 0; i < nl; i++)
+        total += rl[i];
+    assert_true(isfinite(total) && total > 0);
+
+    static const struct { int threads, rev, fill, simd; } runs[] = {
+        { 0, 0, 0, 1 }, { 0, 1, 0xff, 1 }, { 1, 0, 0x7f, 1 }, { 2, 0, 0xaa, 1 }, { 3, 0, 0x55, 1 },
+        { 8, 0, 0xff, 1 }, { 2, 0, 0x11, 0 }, { 3, 1, 0x11, 2 },
+    };
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        const int sp = logic_set_simd(runs[k].simd);
+        make_sched(&e, on, runs[k].threads, runs[k].rev, runs[k].fill);
+        memset(got, 0x5a, lb);
+        grad_run(on, R, params, &b, &e, got, gl);
+        grad_run(on, R, params, &b, &e, got, gl);   /* the per-batch arrays reused */
+        free_sched(&e);
+        logic_set_simd(sp);
+        if (memcmp(ref, got, lb) != 0 || memcmp(rl, gl, nl * sizeof *rl) != 0)
+            fail_msg("lanes: batch %zu, ca_steps %zu, async %d, periodic %d: run %zu differs", B,
+                     key_int(cfg, "ca_steps"), (int)key_int(cfg, "async"), (int)key_int(cfg, "periodic"), k);
+    }
+    /* a batch smaller than the configured one: its samples' bits */
+    if (B > 1) {
+        b.batch = B - B / 3;
+        make_sched(&e, on, 2, 0, 0x33);
+        memset(got, 0x5a, lb);
+        grad_run(on, R, params, &b, &e, got, gl);
+        free_sched(&e);
+        assert_memory_equal(ref, got, b.batch * R * on->info.leaf_len * sizeof(float));
+        assert_memory_equal(rl, gl, b.batch * R * sizeof *rl);
+    }
+    free(ref);
+    free(got);
+    free(rl);
+    free(gl);
+    free(params);
+    model_destroy(off);
+    model_destroy(on);
+}
+
+/* The Game of Life configs: the notebook's (batch 20, one CA step,
+ * periodic), longer rollouts, async, other batches, zero borders. */
+typedef struct { size_t batch, ca_steps; int async, periodic; } gol_case;
+static const gol_case GOL_CASES[] = {
+    { 20, 1, 0, 1 }, { 20, 2, 0, 1 }, { 20, 3, 0, 0 }, { 20, 2, 1, 1 }, { 37, 1, 0, 1 },
+    { 5, 2, 1, 0 },  { 1, 1, 0, 1 },  { 1, 3, 1, 0 },  { 37, 3, 1, 0 }, { 20, 1, 0, 0 },
+};
+
+static ls_config gol_cfg(const gol_case *c)
+{
+    ls_config cfg;
+    assert_int_equal(config_defaults(&cfg, "gol", NULL, NULL), LS_OK);
+    if (c->async) {
+        set_key(&cfg, "async", "1");
+        set_key(&cfg, "fire_rate", "0.6");
+    }
+    set_key(&cfg, "ca_steps", "%zu", c->ca_steps);
+    set_key(&cfg, "periodic", "%d", c->periodic);
+    set_key(&cfg, "batch", "%zu", c->batch);
+    return cfg;
+}
+
+static void test_lanes_leaves(void **state)
+{
+    (void)state;
+    ls_dataset *d;
+    ls_config cfg = gol_cfg(&GOL_CASES[0]);
+    assert_int_equal(logic_ca_make_data(&cfg, &d, NULL), LS_OK);
+    uint32_t ids[40];
+    for (size_t i = 0; i < 40; i++)
+        ids[i] = (uint32_t)((i * 37 + 11) % 512);
+    for (size_t i = 0; i < sizeof GOL_CASES / sizeof GOL_CASES[0]; i++) {
+        cfg = gol_cfg(&GOL_CASES[i]);
+        check_lanes(&cfg, d, ids, 7);
+    }
+    /* two channels (lanes (c, cell)), a smaller network */
+    cfg = small_cfg("gol", 2, 4, "8,4,2", "16,8,4,2", 3, 2, 1, 1, 1, 13);
+    check_lanes(&cfg, d, ids, 3);
+    dataset_destroy(d);
+    /* checkerboard with one part: 32 virtual lanes in the perception (more
+     * than 16: accumulators of two terms), 64 with one channel on 8×8 */
+    cfg = small_cfg("checkerboard", 2, 3, "8,4,2", "16,8,4,2", 4, 3, 0, 1, 1, 18);
+    check_lanes(&cfg, NULL, NULL, 2);
+    cfg = small_cfg("checkerboard", 1, 2, "8,4", "16,8,4,2,1", 8, 2, 1, 0, 1, 9);
+    check_lanes(&cfg, NULL, NULL, 5);
+}
+
+/* Whole trainings: the loss bits and parameter hash of every step, lanes
+ * mode on (forced and chosen) and off, at 1, 2, 3 and 8 threads. */
+static void traj_run(ls_config cfg, int threads, int steps, const ls_dataset *data, uint64_t *out)
+{
+    trainer *t;
+    ls_err err = { { 0 } };
+    ls_status st = trainer_create(&t, &cfg, threads, data, &err);
+    if (st != LS_OK)
+        fail_msg("trainer_create: %s", err.msg);
+    char text[CONFIG_TEXT_MAX];
+    config_text(&cfg, text, sizeof text);
+    uint64_t ph = hash_params(trainer_params(t), trainer_n_params(t));
+    uint64_t traj = hash_traj0(text, ph);
+    for (int s = 0; s < steps; s++) {
+        double loss;
+        st = trainer_step(t, &loss, &err);
+        if (st != LS_OK)
+            fail_msg("trainer_step: %s", err.msg);
+        ph = hash_params(trainer_params(t), trainer_n_params(t));
+        traj = hash_traj_next(traj, ph, loss);
+        out[2 * s] = ph;
+        out[2 * s + 1] = traj;
+    }
+    trainer_destroy(t);
+}
+
+static void test_lanes_training(void **state)
+{
+    (void)state;
+    enum { STEPS = 4 };
+    static const int threads[] = { 1, 2, 3, 8 };
+    static const int modes[] = { LOGIC_CA_LANES_ALWAYS, LOGIC_CA_LANES_AUTO };
+    for (size_t i = 0; i < sizeof GOL_CASES / sizeof GOL_CASES[0]; i++) {
+        ls_config cfg = gol_cfg(&GOL_CASES[i]);
+        ls_dataset *d;
+        assert_int_equal(logic_ca_make_data(&cfg, &d, NULL), LS_OK);
+        uint64_t ref[2 * STEPS], got[2 * STEPS];
+        const int prev = logic_ca_set_lanes(LOGIC_CA_LANES_NEVER);
+        traj_run(cfg, 1, STEPS, d, ref);
+        for (size_t m = 0; m < 2; m++) {
+            logic_ca_set_lanes(modes[m]);
+            for (size_t k = 0; k < 4; k++) {
+                traj_run(cfg, threads[k], STEPS, d, got);
+                if (memcmp(ref, got, sizeof ref) != 0)
+                    fail_msg("gol case %zu, lanes mode %d, %d threads: trajectory %016llx, without lanes %016llx", i,
+                             modes[m], threads[k], (unsigned long long)got[2 * STEPS - 1],
+                             (unsigned long long)ref[2 * STEPS - 1]);
+            }
+        }
+        logic_ca_set_lanes(prev);
+        dataset_destroy(d);
+    }
+}
+
+/* The default gol config takes lanes mode by itself (two groups of 10);
+ * a batch of 5 (groups of 2 and 3) does not, unless forced. */
+static void test_lanes_choice(void **state)
+{
+    (void)state;
+    const int prev = logic_ca_set_lanes(LOGIC_CA_LANES_AUTO);
+    gol_case c = GOL_CASES[0];
+    ls_config cfg = gol_cfg(&c);
+    ls_model *m = make_model(&cfg);
+    assert_int_equal(m->info.units, 2);
+    model_destroy(m);
+    c.batch = 5;
+    cfg = gol_cfg(&c);
+    m = make_model(&cfg);
+    assert_int_equal(m->info.units, 5);
+    model_destroy(m);
+    logic_ca_set_lanes(LOGIC_CA_LANES_ALWAYS);
+    m = make_model(&cfg);
+    assert_int_equal(m->info.units, 2);
+    model_destroy(m);
+    /* never with several parts */
+    cfg = small_cfg("checkerboard", 1, 2, "8,4", "16,8,4,2,1", 4, 2, 1, 0, 2, 20);
+    m = make_model(&cfg);
+    assert_int_equal(m->info.units, 40);
+    model_destroy(m);
+    assert_int_equal(logic_ca_set_lanes(prev), LOGIC_CA_LANES_ALWAYS);
 }
 
 /* ---- shape, wiring, init ---- */
@@ -1220,6 +1434,9 @@ int main(void)
         cmocka_unit_test(test_schedules_checkerboard),
         cmocka_unit_test(test_schedules_defaults),
         cmocka_unit_test(test_partial_batch),
+        cmocka_unit_test(test_lanes_leaves),
+        cmocka_unit_test(test_lanes_training),
+        cmocka_unit_test(test_lanes_choice),
         cmocka_unit_test(test_shape_and_wiring),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_gol_data),
