@@ -749,8 +749,17 @@ stat4_z lanes_quad_z(size_t v0, size_t P, size_t nvl, const float *dg, const flo
     return q;
 }
 
+/* st[0..3] = v, or st[k] = st[k] + v[k] with accumulate. */
+static FORCE_INLINE __attribute__((target("avx2")))
+void lanes_put4(float *st, __m128 v, int accumulate)
+{
+    if (accumulate)
+        v = _mm_add_ps(_mm_loadu_ps(st), v);
+    _mm_storeu_ps(st, v);
+}
+
 /* (S0, S1, S2, S3) of sample j to st + j·stride for j < m: after the two
- * unpacks, 128-bit block b of q[r] holds sample 4b + r's four statistics. */
+ * unpacks, 128-bit block b of u_r holds sample 4b + r's four statistics. */
 static FORCE_INLINE __attribute__((target("avx512f")))
 void lanes_store_z(float *st, size_t stride, stat4_z S, size_t m, int accumulate)
 {
@@ -758,18 +767,19 @@ void lanes_store_z(float *st, size_t stride, stat4_z S, size_t m, int accumulate
     const __m512d t1 = _mm512_castps_pd(_mm512_unpackhi_ps(S.s0, S.s1));
     const __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(S.s2, S.s3));
     const __m512d t3 = _mm512_castps_pd(_mm512_unpackhi_ps(S.s2, S.s3));
-    float q[4][LOGIC_LANES];
-    _mm512_storeu_ps(q[0], _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2)));
-    _mm512_storeu_ps(q[1], _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2)));
-    _mm512_storeu_ps(q[2], _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3)));
-    _mm512_storeu_ps(q[3], _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3)));
-    for (size_t j = 0; j < m; j++) {
-        __m128 v = _mm_loadu_ps(q[j & 3] + 4 * (j >> 2));
-        float *sj = st + j * stride;
-        if (accumulate)
-            v = _mm_add_ps(_mm_loadu_ps(sj), v);
-        _mm_storeu_ps(sj, v);
-    }
+    const __m512 u0 = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2)), u1 = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    const __m512 u2 = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3)), u3 = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+#define LANES_PUT_Z(j, u, b)                                                             \
+    do {                                                                                 \
+        if ((j) >= m)                                                                    \
+            return;                                                                      \
+        lanes_put4(st + (size_t)(j) * stride, _mm512_extractf32x4_ps(u, b), accumulate); \
+    } while (0)
+    LANES_PUT_Z(0, u0, 0); LANES_PUT_Z(1, u1, 0); LANES_PUT_Z(2, u2, 0); LANES_PUT_Z(3, u3, 0);
+    LANES_PUT_Z(4, u0, 1); LANES_PUT_Z(5, u1, 1); LANES_PUT_Z(6, u2, 1); LANES_PUT_Z(7, u3, 1);
+    LANES_PUT_Z(8, u0, 2); LANES_PUT_Z(9, u1, 2); LANES_PUT_Z(10, u2, 2); LANES_PUT_Z(11, u3, 2);
+    LANES_PUT_Z(12, u0, 3); LANES_PUT_Z(13, u1, 3); LANES_PUT_Z(14, u2, 3); LANES_PUT_Z(15, u3, 3);
+#undef LANES_PUT_Z
 }
 
 static FORCE_INLINE __attribute__((target("avx512f")))
@@ -862,18 +872,17 @@ void lanes_store_y(float *st, size_t stride, stat4_y S, size_t m, int accumulate
     const __m256d t1 = _mm256_castps_pd(_mm256_unpackhi_ps(S.s0, S.s1));
     const __m256d t2 = _mm256_castps_pd(_mm256_unpacklo_ps(S.s2, S.s3));
     const __m256d t3 = _mm256_castps_pd(_mm256_unpackhi_ps(S.s2, S.s3));
-    float q[4][8];
-    _mm256_storeu_ps(q[0], _mm256_castpd_ps(_mm256_unpacklo_pd(t0, t2)));
-    _mm256_storeu_ps(q[1], _mm256_castpd_ps(_mm256_unpackhi_pd(t0, t2)));
-    _mm256_storeu_ps(q[2], _mm256_castpd_ps(_mm256_unpacklo_pd(t1, t3)));
-    _mm256_storeu_ps(q[3], _mm256_castpd_ps(_mm256_unpackhi_pd(t1, t3)));
-    for (size_t j = 0; j < m; j++) {
-        __m128 v = _mm_loadu_ps(q[j & 3] + 4 * (j >> 2));
-        float *sj = st + j * stride;
-        if (accumulate)
-            v = _mm_add_ps(_mm_loadu_ps(sj), v);
-        _mm_storeu_ps(sj, v);
-    }
+    const __m256 u0 = _mm256_castpd_ps(_mm256_unpacklo_pd(t0, t2)), u1 = _mm256_castpd_ps(_mm256_unpackhi_pd(t0, t2));
+    const __m256 u2 = _mm256_castpd_ps(_mm256_unpacklo_pd(t1, t3)), u3 = _mm256_castpd_ps(_mm256_unpackhi_pd(t1, t3));
+#define LANES_PUT_Y(j, u, b)                                                             \
+    do {                                                                                 \
+        if ((j) >= m)                                                                    \
+            return;                                                                      \
+        lanes_put4(st + (size_t)(j) * stride, _mm256_extractf128_ps(u, b), accumulate);  \
+    } while (0)
+    LANES_PUT_Y(0, u0, 0); LANES_PUT_Y(1, u1, 0); LANES_PUT_Y(2, u2, 0); LANES_PUT_Y(3, u3, 0);
+    LANES_PUT_Y(4, u0, 1); LANES_PUT_Y(5, u1, 1); LANES_PUT_Y(6, u2, 1); LANES_PUT_Y(7, u3, 1);
+#undef LANES_PUT_Y
 }
 
 /* Samples o .. o + 7 of one gate, m of them stored. */
