@@ -379,10 +379,24 @@ void logic_backward_scalar(float *dx, float *stats, const float *dy, const float
     }
 }
 
+void logic_first_touch(uint8_t *first, uint8_t *untouched, const logic_layer *L)
+{
+    memset(untouched, 1, L->in);
+    for (size_t g = 0; g < L->out; g++) {
+        const uint32_t a = L->a[g], b = L->b[g];
+        uint8_t f = untouched[a];
+        untouched[a] = 0;
+        f = (uint8_t)(f | untouched[b] << 1);
+        untouched[b] = 0;
+        first[g] = f;
+    }
+}
+
 /* logic_backward_lanes, written as its definition: sample by sample, each
  * with its own 16 accumulators starting at 0.0f and tree16. */
 void logic_backward_lanes_scalar(float *dx, float *stats, size_t stats_stride, const float *dy, const float *x,
-                                 const logic_layer *L, const float *coef, size_t nvl, size_t m, int accumulate)
+                                 const logic_layer *L, const float *coef, const uint8_t *first, size_t nvl,
+                                 size_t m, int accumulate)
 {
     const size_t ld = nvl * LOGIC_LANES;
     for (size_t g = 0; g < L->out; g++) {
@@ -391,6 +405,7 @@ void logic_backward_lanes_scalar(float *dx, float *stats, size_t stats_stride, c
         const float *xb = x + rb * ld;
         const float *dg = dy + g * ld;
         const float ca = coef[4 * g + 1], cb = coef[4 * g + 2], cab = coef[4 * g + 3];
+        const int fa = first != NULL && (first[g] & 1), fb = first != NULL && (first[g] & 2);
         for (size_t j = 0; j < m; j++) {
             float acc[4][LOGIC_LANES];
             memset(acc, 0, sizeof acc);
@@ -404,8 +419,8 @@ void logic_backward_lanes_scalar(float *dx, float *stats, size_t stats_stride, c
                 acc[2][v] = acc[2][v] + d * bv;
                 acc[3][v] = acc[3][v] + d * ab;
                 if (dx != NULL) {
-                    dx[ra * ld + e] = dx[ra * ld + e] + d * (ca + cab * bv);
-                    dx[rb * ld + e] = dx[rb * ld + e] + d * (cb + cab * av);
+                    dx[ra * ld + e] = (fa ? 0.0f : dx[ra * ld + e]) + d * (ca + cab * bv);
+                    dx[rb * ld + e] = (fb ? 0.0f : dx[rb * ld + e]) + d * (cb + cab * av);
                 }
             }
             store_stats(stats + j * stats_stride + 4 * g, acc, accumulate);
@@ -713,7 +728,8 @@ stat4_z add4_z(stat4_z a, stat4_z b)
  * and the dx of those lanes. */
 static FORCE_INLINE __attribute__((target("avx512f")))
 stat4_z lanes_acc_z(size_t v, size_t nvl, const float *dg, const float *xa, const float *xb, float *dxa,
-                    float *dxb, __m512 ca, __m512 cb, __m512 cab, const int with_dx)
+                    float *dxb, __m512 ca, __m512 cb, __m512 cab, __mmask16 keep_a, __mmask16 keep_b,
+                    const int with_dx)
 {
     stat4_z t = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
     for (size_t vl = v; vl < nvl; vl += LOGIC_LANES) {
@@ -722,10 +738,11 @@ stat4_z lanes_acc_z(size_t v, size_t nvl, const float *dg, const float *xa, cons
         const stat4_z u = { d, _mm512_mul_ps(d, av), _mm512_mul_ps(d, bv), _mm512_mul_ps(d, _mm512_mul_ps(av, bv)) };
         t = vl == v ? u : add4_z(t, u);   /* the first term as it is: f comes at the root */
         if (with_dx) {
+            /* a first touch loads nothing: +0 (maskz) */
             const __m512 ta = _mm512_mul_ps(d, _mm512_add_ps(ca, _mm512_mul_ps(cab, bv)));
-            _mm512_storeu_ps(dxa + o, _mm512_add_ps(_mm512_loadu_ps(dxa + o), ta));
+            _mm512_storeu_ps(dxa + o, _mm512_add_ps(_mm512_maskz_loadu_ps(keep_a, dxa + o), ta));
             const __m512 tb = _mm512_mul_ps(d, _mm512_add_ps(cb, _mm512_mul_ps(cab, av)));
-            _mm512_storeu_ps(dxb + o, _mm512_add_ps(_mm512_loadu_ps(dxb + o), tb));
+            _mm512_storeu_ps(dxb + o, _mm512_add_ps(_mm512_maskz_loadu_ps(keep_b, dxb + o), tb));
         }
     }
     return t;
@@ -735,15 +752,15 @@ stat4_z lanes_acc_z(size_t v, size_t nvl, const float *dg, const float *xa, cons
  * at or above P empty (v0 < P). */
 static FORCE_INLINE __attribute__((target("avx512f")))
 stat4_z lanes_quad_z(size_t v0, size_t P, size_t nvl, const float *dg, const float *xa, const float *xb,
-                     float *dxa, float *dxb, __m512 ca, __m512 cb, __m512 cab, const int with_dx)
+                     float *dxa, float *dxb, __m512 ca, __m512 cb, __m512 cab, __mmask16 keep_a, __mmask16 keep_b, const int with_dx)
 {
-    stat4_z q = lanes_acc_z(v0, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+    stat4_z q = lanes_acc_z(v0, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
     if (v0 + 1 < P)
-        q = add4_z(q, lanes_acc_z(v0 + 1, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+        q = add4_z(q, lanes_acc_z(v0 + 1, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
     if (v0 + 2 < P) {
-        stat4_z u = lanes_acc_z(v0 + 2, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+        stat4_z u = lanes_acc_z(v0 + 2, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
         if (v0 + 3 < P)
-            u = add4_z(u, lanes_acc_z(v0 + 3, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+            u = add4_z(u, lanes_acc_z(v0 + 3, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
         q = add4_z(q, u);
     }
     return q;
@@ -784,20 +801,22 @@ void lanes_store_z(float *st, size_t stride, stat4_z S, size_t m, int accumulate
 
 static FORCE_INLINE __attribute__((target("avx512f")))
 void lanes_z_gate(float *st, size_t stride, const float *dg, const float *xa, const float *xb, float *dxa,
-                  float *dxb, const float *cg, size_t nvl, size_t m, int accumulate, const int with_dx)
+                  float *dxb, const float *cg, unsigned first, size_t nvl, size_t m, int accumulate,
+                  const int with_dx)
 {
     const __m512 ca = _mm512_set1_ps(cg[1]), cb = _mm512_set1_ps(cg[2]), cab = _mm512_set1_ps(cg[3]);
+    const __mmask16 keep_a = (first & 1) ? 0 : 0xFFFF, keep_b = (first & 2) ? 0 : 0xFFFF;
     const __m512 zero = _mm512_setzero_ps();
     const size_t P = nvl < LOGIC_LANES ? nvl : LOGIC_LANES;
     stat4_z h = { zero, zero, zero, zero };
     if (P > 0) {
-        h = lanes_quad_z(0, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+        h = lanes_quad_z(0, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
         if (P > 4)
-            h = add4_z(h, lanes_quad_z(4, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+            h = add4_z(h, lanes_quad_z(4, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
         if (P > 8) {
-            stat4_z q = lanes_quad_z(8, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+            stat4_z q = lanes_quad_z(8, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
             if (P > 12)
-                q = add4_z(q, lanes_quad_z(12, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+                q = add4_z(q, lanes_quad_z(12, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
             h = add4_z(h, q);
         }
     }
@@ -806,17 +825,17 @@ void lanes_z_gate(float *st, size_t stride, const float *dg, const float *xa, co
 
 static __attribute__((target("avx512f")))
 void lanes_z(float *dx, float *stats, size_t stride, const float *dy, const float *x, const logic_layer *L,
-             const float *coef, size_t nvl, size_t m, int accumulate)
+             const float *coef, const uint8_t *first, size_t nvl, size_t m, int accumulate)
 {
     const size_t ld = nvl * LOGIC_LANES;
     for (size_t g = 0; g < L->out; g++) {
         const size_t ra = L->a[g], rb = L->b[g];
         if (dx != NULL)
             lanes_z_gate(stats + 4 * g, stride, dy + g * ld, x + ra * ld, x + rb * ld, dx + ra * ld, dx + rb * ld,
-                         coef + 4 * g, nvl, m, accumulate, 1);
+                         coef + 4 * g, first != NULL ? first[g] : 0u, nvl, m, accumulate, 1);
         else
             lanes_z_gate(stats + 4 * g, stride, dy + g * ld, x + ra * ld, x + rb * ld, NULL, NULL, coef + 4 * g,
-                         nvl, m, accumulate, 0);
+                         0u, nvl, m, accumulate, 0);
     }
 }
 
@@ -831,7 +850,8 @@ stat4_y add4_y(stat4_y a, stat4_y b)
 
 static FORCE_INLINE __attribute__((target("avx2")))
 stat4_y lanes_acc_y(size_t v, size_t nvl, const float *dg, const float *xa, const float *xb, float *dxa,
-                    float *dxb, __m256 ca, __m256 cb, __m256 cab, const int with_dx)
+                    float *dxb, __m256 ca, __m256 cb, __m256 cab, __m256 keep_a, __m256 keep_b,
+                    const int with_dx)
 {
     stat4_y t = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
     for (size_t vl = v; vl < nvl; vl += LOGIC_LANES) {
@@ -840,10 +860,11 @@ stat4_y lanes_acc_y(size_t v, size_t nvl, const float *dg, const float *xa, cons
         const stat4_y u = { d, _mm256_mul_ps(d, av), _mm256_mul_ps(d, bv), _mm256_mul_ps(d, _mm256_mul_ps(av, bv)) };
         t = vl == v ? u : add4_y(t, u);
         if (with_dx) {
+            /* a first touch: whatever the row holds, and 0 bits: +0 */
             const __m256 ta = _mm256_mul_ps(d, _mm256_add_ps(ca, _mm256_mul_ps(cab, bv)));
-            _mm256_storeu_ps(dxa + o, _mm256_add_ps(_mm256_loadu_ps(dxa + o), ta));
+            _mm256_storeu_ps(dxa + o, _mm256_add_ps(_mm256_and_ps(_mm256_loadu_ps(dxa + o), keep_a), ta));
             const __m256 tb = _mm256_mul_ps(d, _mm256_add_ps(cb, _mm256_mul_ps(cab, av)));
-            _mm256_storeu_ps(dxb + o, _mm256_add_ps(_mm256_loadu_ps(dxb + o), tb));
+            _mm256_storeu_ps(dxb + o, _mm256_add_ps(_mm256_and_ps(_mm256_loadu_ps(dxb + o), keep_b), tb));
         }
     }
     return t;
@@ -851,15 +872,15 @@ stat4_y lanes_acc_y(size_t v, size_t nvl, const float *dg, const float *xa, cons
 
 static FORCE_INLINE __attribute__((target("avx2")))
 stat4_y lanes_quad_y(size_t v0, size_t P, size_t nvl, const float *dg, const float *xa, const float *xb,
-                     float *dxa, float *dxb, __m256 ca, __m256 cb, __m256 cab, const int with_dx)
+                     float *dxa, float *dxb, __m256 ca, __m256 cb, __m256 cab, __m256 keep_a, __m256 keep_b, const int with_dx)
 {
-    stat4_y q = lanes_acc_y(v0, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+    stat4_y q = lanes_acc_y(v0, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
     if (v0 + 1 < P)
-        q = add4_y(q, lanes_acc_y(v0 + 1, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+        q = add4_y(q, lanes_acc_y(v0 + 1, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
     if (v0 + 2 < P) {
-        stat4_y u = lanes_acc_y(v0 + 2, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+        stat4_y u = lanes_acc_y(v0 + 2, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
         if (v0 + 3 < P)
-            u = add4_y(u, lanes_acc_y(v0 + 3, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+            u = add4_y(u, lanes_acc_y(v0 + 3, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
         q = add4_y(q, u);
     }
     return q;
@@ -888,20 +909,23 @@ void lanes_store_y(float *st, size_t stride, stat4_y S, size_t m, int accumulate
 /* Samples o .. o + 7 of one gate, m of them stored. */
 static FORCE_INLINE __attribute__((target("avx2")))
 void lanes_y_half(float *st, size_t stride, const float *dg, const float *xa, const float *xb, float *dxa,
-                  float *dxb, const float *cg, size_t nvl, size_t m, int accumulate, const int with_dx)
+                  float *dxb, const float *cg, unsigned first, size_t nvl, size_t m, int accumulate,
+                  const int with_dx)
 {
     const __m256 ca = _mm256_set1_ps(cg[1]), cb = _mm256_set1_ps(cg[2]), cab = _mm256_set1_ps(cg[3]);
+    const __m256 keep_a = _mm256_castsi256_ps(_mm256_set1_epi32((first & 1) ? 0 : -1));
+    const __m256 keep_b = _mm256_castsi256_ps(_mm256_set1_epi32((first & 2) ? 0 : -1));
     const __m256 zero = _mm256_setzero_ps();
     const size_t P = nvl < LOGIC_LANES ? nvl : LOGIC_LANES;
     stat4_y h = { zero, zero, zero, zero };
     if (P > 0) {
-        h = lanes_quad_y(0, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+        h = lanes_quad_y(0, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
         if (P > 4)
-            h = add4_y(h, lanes_quad_y(4, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+            h = add4_y(h, lanes_quad_y(4, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
         if (P > 8) {
-            stat4_y q = lanes_quad_y(8, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx);
+            stat4_y q = lanes_quad_y(8, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
             if (P > 12)
-                q = add4_y(q, lanes_quad_y(12, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, with_dx));
+                q = add4_y(q, lanes_quad_y(12, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
             h = add4_y(h, q);
         }
     }
@@ -910,20 +934,21 @@ void lanes_y_half(float *st, size_t stride, const float *dg, const float *xa, co
 
 static __attribute__((target("avx2")))
 void lanes_y(float *dx, float *stats, size_t stride, const float *dy, const float *x, const logic_layer *L,
-             const float *coef, size_t nvl, size_t m, int accumulate)
+             const float *coef, const uint8_t *first, size_t nvl, size_t m, int accumulate)
 {
     const size_t ld = nvl * LOGIC_LANES;
     for (size_t g = 0; g < L->out; g++) {
         const size_t ra = L->a[g], rb = L->b[g];
+        const unsigned fg = first != NULL ? first[g] : 0u;
         for (size_t o = 0; o < m; o += 8) {
             const size_t mh = m - o < 8 ? m - o : 8;
             float *sh = stats + o * stride + 4 * g;
             if (dx != NULL)
                 lanes_y_half(sh, stride, dy + g * ld + o, x + ra * ld + o, x + rb * ld + o, dx + ra * ld + o,
-                             dx + rb * ld + o, coef + 4 * g, nvl, mh, accumulate, 1);
+                             dx + rb * ld + o, coef + 4 * g, fg, nvl, mh, accumulate, 1);
             else
                 lanes_y_half(sh, stride, dy + g * ld + o, x + ra * ld + o, x + rb * ld + o, NULL, NULL,
-                             coef + 4 * g, nvl, mh, accumulate, 0);
+                             coef + 4 * g, 0u, nvl, mh, accumulate, 0);
         }
     }
 }
@@ -1397,19 +1422,20 @@ void logic_backward(float *dx, float *stats, const float *dy, const float *x, co
 }
 
 void logic_backward_lanes(float *dx, float *stats, size_t stats_stride, const float *dy, const float *x,
-                          const logic_layer *L, const float *coef, size_t nvl, size_t m, int accumulate)
+                          const logic_layer *L, const float *coef, const uint8_t *first, size_t nvl, size_t m,
+                          int accumulate)
 {
     const int path = current_path();
 #if LOGIC_X86
     if (path == PATH_AVX512) {
-        lanes_z(dx, stats, stats_stride, dy, x, L, coef, nvl, m, accumulate);
+        lanes_z(dx, stats, stats_stride, dy, x, L, coef, first, nvl, m, accumulate);
         return;
     }
     if (path == PATH_AVX2) {
-        lanes_y(dx, stats, stats_stride, dy, x, L, coef, nvl, m, accumulate);
+        lanes_y(dx, stats, stats_stride, dy, x, L, coef, first, nvl, m, accumulate);
         return;
     }
 #endif
     (void)path;
-    logic_backward_lanes_scalar(dx, stats, stats_stride, dy, x, L, coef, nvl, m, accumulate);
+    logic_backward_lanes_scalar(dx, stats, stats_stride, dy, x, L, coef, first, nvl, m, accumulate);
 }

@@ -112,21 +112,32 @@ void logic_backward(float *dx, float *stats, const float *dy, const float *x, co
  *     S_k of gate g: virtual lane vl into accumulator vl mod 16 (increasing
  *     vl, starting at 0.0f), then logic_backward's pairwise tree,
  * written to stats[j·stats_stride + 4g + k] (accumulate == 0) or added to
- * it (accumulate == 1). Lanes j >= m of dx are left unspecified (they
+ * it (accumulate == 1). With first != NULL, dx[a_g][e] on the right is
+ * read as 0.0f when bit 0 of first[g] is set, dx[b_g][e] when bit 1 is
+ * (logic_first_touch: the same bits as a dx cleared to zero beforehand,
+ * without clearing it). Lanes j >= m of dx are left unspecified (they
  * only ever mix with lanes j of other rows) and their statistics are not
  * written. The SIMD paths sum the 16 accumulators of all samples at once,
  * one vector per accumulator (logic.c says why skipping the empty ones and
  * the additions from 0.0f gives the same bits). m <= 16; stats rows of
  * different samples must not overlap. */
 void logic_backward_lanes(float *dx, float *stats, size_t stats_stride, const float *dy, const float *x,
-                          const logic_layer *L, const float *coef, size_t nvl, size_t m, int accumulate);
+                          const logic_layer *L, const float *coef, const uint8_t *first, size_t nvl, size_t m,
+                          int accumulate);
+/* first[g] for a dx that starts at zero: bit 0 when gate g is the first to
+ * update row a_g, bit 1 when it is the first to update row b_g (not when
+ * b_g == a_g: the a-update came first); untouched[r] = 1 for the input rows
+ * no gate reads (the caller clears those), else 0. first: [out], untouched:
+ * [in]. */
+void logic_first_touch(uint8_t *first, uint8_t *untouched, const logic_layer *L);
 
 /* The scalar twins (tests compare them with the above). */
 void logic_forward_scalar(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld);
 void logic_backward_scalar(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
                            const float *coef, size_t n, size_t ld, int accumulate);
 void logic_backward_lanes_scalar(float *dx, float *stats, size_t stats_stride, const float *dy, const float *x,
-                                 const logic_layer *L, const float *coef, size_t nvl, size_t m, int accumulate);
+                                 const logic_layer *L, const float *coef, const uint8_t *first, size_t nvl,
+                                 size_t m, int accumulate);
 /* 0: scalar twins (also LOCKSTEP_SIMD=off), 1: the best path the CPU offers
  * (default), 2: at most AVX2 (also LOCKSTEP_SIMD=avx2); returns the previous
  * setting. Applies to logic_forward, logic_backward, logic_backward_lanes,

@@ -102,7 +102,10 @@ typedef struct {
     size_t max_m;             /* most samples of a unit: 1, or the largest group */
     size_t off_pa, off_ua, off_d0, off_d1, off_mask;   /* byte offsets in the scratch */
 
-    uint32_t *wires;          /* [2][gates]: net.a, net.b */
+    uint32_t *wires;          /* [2][gates]: net.a, net.b, then first and untouched */
+    uint8_t *first;           /* [gates] logic_first_touch of every layer (lanes mode) */
+    uint8_t *untouched;       /* layer l's input rows no gate reads, from untouched + in_off[l] */
+    size_t in_off[LOGIC_CA_MAX_LAYERS];
     size_t *row_lo;           /* [R + 1] first grid row of each part */
     int32_t *nbr;             /* [9][N]: the cell at patch position p of cell n, or −1 */
     float *p, *coef;          /* [gates][16], [gates][4]: set by prepare */
@@ -677,15 +680,28 @@ static const float *part_forward(const logic_ca *ca, const part_view *v, size_t 
     return ua + ca->urow[ca->nu - 1] * ldu;
 }
 
-/* One gate layer's backward on the unit: nvl virtual lanes of its m samples;
- * sample j's statistics at stats + j·stride. */
-static void layer_backward(const part_view *v, float *dx, float *stats, size_t stride, const float *dy,
-                           const float *x, const logic_layer *L, const float *coef, size_t nvl, size_t ld, int acc)
+/* Backward of gate layer l on the unit: nvl virtual lanes of its m
+ * samples, sample j's statistics at stats + j·stride (stats of the whole
+ * network), dx (when not NULL) cleared first. In lanes mode dx is not
+ * cleared but written on first touch (logic_first_touch), only the rows no
+ * gate reads are cleared: the same bits without a pass over dx. */
+static void layer_backward(const logic_ca *ca, const part_view *v, size_t l, float *dx, float *stats, size_t stride,
+                           const float *dy, const float *x, size_t nvl, size_t ld, int acc)
 {
-    if (v->W == 1)
-        logic_backward(dx, stats, dy, x, L, coef, nvl, ld, acc);
-    else
-        logic_backward_lanes(dx, stats, stride, dy, x, L, coef, nvl, v->m, acc);
+    const logic_layer *L = &ca->net.layer[l];
+    const size_t off = ca->net.gate_off[l];
+    if (v->W == 1) {
+        if (dx != NULL)
+            memset(dx, 0, L->in * ld * sizeof(float));
+        logic_backward(dx, stats + 4 * off, dy, x, L, ca->coef + 4 * off, nvl, ld, acc);
+        return;
+    }
+    if (dx != NULL)
+        for (size_t r = 0; r < L->in; r++)
+            if (ca->untouched[ca->in_off[l] + r])
+                memset(dx + r * ld, 0, ld * sizeof(float));
+    logic_backward_lanes(dx, stats + 4 * off, stride, dy, x, L, ca->coef + 4 * off,
+                         dx != NULL ? ca->first + off : NULL, nvl, v->m, acc);
 }
 
 /* Backward of CA step t from dY (C rows of ldu in v->d0), activations from
@@ -698,11 +714,8 @@ static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *sta
     const size_t C = ca->C, K = ca->K, S = ca->S, N = ca->N, nc = v->nc, W = v->W, ldp = v->ldp, ldu = v->ldu;
     float *cur = v->d0, *oth = v->d1, *tmp;
     for (size_t j = ca->nu; j-- > 0;) {
-        const size_t l = ca->np + j, off = ca->net.gate_off[l];
-        const logic_layer *L = &ca->net.layer[l];
-        memset(oth, 0, L->in * ldu * sizeof(float));
-        layer_backward(v, oth, stats + 4 * off, stride, cur, v->ua + (j == 0 ? 0 : ca->urow[j - 1]) * ldu, L,
-                       ca->coef + 4 * off, nc, ldu, acc);
+        layer_backward(ca, v, ca->np + j, oth, stats, stride, cur, v->ua + (j == 0 ? 0 : ca->urow[j - 1]) * ldu,
+                       nc, ldu, acc);
         tmp = cur, cur = oth, oth = tmp;
     }
     if (write_d)
@@ -719,13 +732,9 @@ static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *sta
                        nc * W * sizeof(float));
     tmp = cur, cur = oth, oth = tmp;
     for (size_t l = ca->np; l-- > 0;) {
-        const size_t off = ca->net.gate_off[l];
-        const logic_layer *L = &ca->net.layer[l];
         float *dx = l > 0 || write_d ? oth : NULL;
-        if (dx != NULL)
-            memset(dx, 0, L->in * ldp * sizeof(float));
-        layer_backward(v, dx, stats + 4 * off, stride, cur, v->pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, L,
-                       ca->coef + 4 * off, C * nc, ldp, acc);
+        layer_backward(ca, v, l, dx, stats, stride, cur, v->pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, C * nc,
+                       ldp, acc);
         tmp = cur, cur = oth, oth = tmp;
     }
     if (write_d)
@@ -1083,7 +1092,18 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
 
     net_shape(&ca->net, cfg);
     const size_t gates = ca->net.gates;
-    ca->wires = malloc(2 * gates * sizeof(uint32_t));
+    /* The input rows of all layers, for untouched. */
+    size_t rows_in = 0;
+    for (size_t l = 0; l < ca->np + ca->nu; l++) {
+        ca->in_off[l] = rows_in;
+        if (l == 0)
+            rows_in += 9;
+        else if (l < ca->np)
+            rows_in += K * cfg->perception[l - 1];
+        else
+            rows_in += l == ca->np ? ca->uin : cfg->layers[l - ca->np - 1];
+    }
+    ca->wires = malloc(2 * gates * sizeof(uint32_t) + gates + rows_in);
     ca->tables = malloc((R + 1) * sizeof(size_t) + 9 * N * sizeof(int32_t));
     ca->coefmem = alloc_aligned(gates * (LOGIC_OPS + 4) * sizeof(float));
     const size_t plane = C * N;
@@ -1103,6 +1123,10 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
         ca_destroy(ca);
         return st;
     }
+    ca->first = (uint8_t *)(ca->wires + 2 * gates);
+    ca->untouched = ca->first + gates;
+    for (size_t l = 0; l < ca->np + ca->nu; l++)
+        logic_first_touch(ca->first + ca->net.gate_off[l], ca->untouched + ca->in_off[l], &ca->net.layer[l]);
     ca->row_lo = ca->tables;
     ca->nbr = (int32_t *)(void *)(ca->row_lo + R + 1);
     for (size_t r = 0; r <= R; r++)

@@ -499,7 +499,8 @@ static float nasty(void)
  * NaN in the lanes of samples >= m. Every path of logic_backward_lanes
  * (and its scalar twin) against logic_backward_scalar run on each sample
  * alone; stats and dx lanes of samples < m compared bit for bit. */
-static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumulate, int with_dx, int all_neg_zero)
+static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumulate, int with_dx, int all_neg_zero,
+                       int use_first)
 {
     const size_t W = LOGIC_LANES, ld = nvl * W, lds = (nvl + 15) / 16 * 16 + 16;
     const size_t stride = out * 4 + 4 * below(3);   /* samples' stats rows, with gaps */
@@ -526,6 +527,19 @@ static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumula
         b[g] = below(4) == 0 ? a[g] : (uint32_t)below(in);
     }
     const logic_layer L = { in, out, a, b };
+    /* with first: the rows the gates touch hold NaN for the kernel and
+     * start at +0 for the reference (the bits of a cleared dx) */
+    uint8_t *first = xalloc(out), *untouched = xalloc(in);
+    logic_first_touch(first, untouched, &L);
+    float *dx_in = xalloc(in * ld * sizeof(float));
+    memcpy(dx_in, dx0, in * ld * sizeof(float));
+    if (use_first)
+        for (size_t r = 0; r < in; r++)
+            if (!untouched[r])
+                for (size_t e = 0; e < ld; e++) {
+                    dx0[r * ld + e] = 0.0f;
+                    dx_in[r * ld + e] = NAN;
+                }
 
     /* the reference: each sample alone, in logic_backward's layout */
     memcpy(st_ref, st0, W * stride * sizeof(float));
@@ -549,12 +563,13 @@ static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumula
     for (int path = 0; path < 3; path++) {
         const int prev = logic_set_simd(path);
         for (int twin = 0; twin < (path == 0 ? 2 : 1); twin++) {
-            memcpy(dx, dx0, in * ld * sizeof(float));
+            memcpy(dx, with_dx ? dx_in : dx0, in * ld * sizeof(float));
             memcpy(st, st0, W * stride * sizeof(float));
+            const uint8_t *fl = use_first ? first : NULL;
             if (twin)
-                logic_backward_lanes_scalar(with_dx ? dx : NULL, st, stride, dy, x, &L, coef, nvl, m, accumulate);
+                logic_backward_lanes_scalar(with_dx ? dx : NULL, st, stride, dy, x, &L, coef, fl, nvl, m, accumulate);
             else
-                logic_backward_lanes(with_dx ? dx : NULL, st, stride, dy, x, &L, coef, nvl, m, accumulate);
+                logic_backward_lanes(with_dx ? dx : NULL, st, stride, dy, x, &L, coef, fl, nvl, m, accumulate);
             /* every sample's stats row, gaps and samples >= m untouched */
             assert_memory_equal(st, st_ref, W * stride * sizeof(float));
             for (size_t i = 0; i < in * ld; i++)
@@ -565,7 +580,7 @@ static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumula
         logic_set_simd(prev);
     }
     free(x); free(dy); free(dx0); free(dx); free(dx_ref); free(coef); free(st0); free(st); free(st_ref);
-    free(xs); free(dys); free(dxs); free(a); free(b);
+    free(xs); free(dys); free(dxs); free(a); free(b); free(first); free(untouched); free(dx_in);
 }
 
 static void test_backward_lanes(void **state)
@@ -576,12 +591,46 @@ static void test_backward_lanes(void **state)
         for (size_t j = 0; j < sizeof M / sizeof M[0]; j++)
             for (int acc = 0; acc < 2; acc++)
                 for (int with_dx = 0; with_dx < 2; with_dx++) {
-                    lanes_case(1 + below(40), 1 + below(40), NVL[i], M[j], acc, with_dx, 0);
+                    lanes_case(1 + below(40), 1 + below(40), NVL[i], M[j], acc, with_dx, 0, 0);
+                    lanes_case(1 + below(40), 1 + below(40), NVL[i], M[j], acc, with_dx, 0, 1);
                     if (j == 0 || M[j] == 16)
-                        lanes_case(1 + below(10), 1 + below(10), NVL[i], M[j], acc, with_dx, 1);
+                        lanes_case(1 + below(10), 1 + below(10), NVL[i], M[j], acc, with_dx, 1, (int)below(2));
                 }
     for (int t = 0; t < 20; t++)
-        lanes_case(1 + below(200), 1 + below(200), 1 + below(64), 1 + below(16), (int)below(2), below(4) != 0, 0);
+        lanes_case(1 + below(200), 1 + below(200), 1 + below(64), 1 + below(16), (int)below(2), below(4) != 0, 0,
+                   (int)below(2));
+}
+
+/* logic_first_touch against its definition, on random wirings (a == b
+ * included) with rows that no gate reads. */
+static void test_first_touch(void **state)
+{
+    (void)state;
+    for (int t = 0; t < 200; t++) {
+        const size_t in = 1 + below(30), out = 1 + below(30);
+        uint32_t a[30], b[30];
+        uint8_t first[30], untouched[30];
+        for (size_t g = 0; g < out; g++) {
+            a[g] = (uint32_t)below(in);
+            b[g] = below(4) == 0 ? a[g] : (uint32_t)below(in);
+        }
+        const logic_layer L = { in, out, a, b };
+        logic_first_touch(first, untouched, &L);
+        for (size_t g = 0; g < out; g++) {
+            int seen_a = 0, seen_b = a[g] == b[g];
+            for (size_t h = 0; h < g; h++) {
+                seen_a |= a[h] == a[g] || b[h] == a[g];
+                seen_b |= a[h] == b[g] || b[h] == b[g];
+            }
+            assert_int_equal(first[g], (!seen_a ? 1 : 0) | (!seen_b ? 2 : 0));
+        }
+        for (size_t r = 0; r < in; r++) {
+            int read = 0;
+            for (size_t g = 0; g < out; g++)
+                read |= a[g] == r || b[g] == r;
+            assert_int_equal(untouched[r], !read);
+        }
+    }
 }
 
 /* The shortcuts are needed to be checked: on all-zero inputs the statistics
@@ -608,7 +657,7 @@ static void test_backward_lanes_negative_zero(void **state)
         for (int acc = 0; acc < 2; acc++) {
             for (size_t i = 0; i < M * 4; i++)
                 st[i] = -0.0f;
-            logic_backward_lanes(NULL, st, 4, dy, x, &L, coef, NVL, M, acc);
+            logic_backward_lanes(NULL, st, 4, dy, x, &L, coef, NULL, NVL, M, acc);
             for (size_t i = 0; i < M * 4; i++)   /* +0 written; −0 + +0 = +0 added */
                 assert_false(signbit(st[i]));
         }
@@ -893,6 +942,7 @@ int main(void)
         cmocka_unit_test(test_kernels_random_shapes),
         cmocka_unit_test(test_backward_lanes),
         cmocka_unit_test(test_backward_lanes_negative_zero),
+        cmocka_unit_test(test_first_touch),
         cmocka_unit_test(test_stats_order_matters),
         cmocka_unit_test(test_expand_against_direct),
         cmocka_unit_test(test_expand_paths),
