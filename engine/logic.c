@@ -12,7 +12,13 @@
  * that pair the same accumulators in the same order (tree_z, tree_y). Lanes
  * at or beyond n are masked: they never touch an accumulator nor dx (their x
  * may hold anything, even NaN). Rows are read in wiring order, i.e. at
- * random, so the kernels prefetch the rows of a gate a few gates ahead.
+ * random; the hardware's prefetch of a row's next lines is enough (software
+ * prefetch of the next gates' rows cost more than it saved).
+ *
+ * logic_backward_lanes (samples side by side, one per lane) keeps one
+ * vector per virtual accumulator and builds the tree vertically as the
+ * accumulators come; its comment block below says why its shortcuts keep
+ * the bits of logic_backward run on each sample alone.
  *
  * The once-per-step functions are vectorised too, each with its scalar
  * twin: logic_coeffs works on blocks of 16 (8) gates with one gate per lane
@@ -711,7 +717,11 @@ void backward_y(float *dx, float *stats, const float *dy, const float *x, const 
  * lanes v, v + 16, ... in increasing order), four at a time into a node of
  * the tree's second level, so the tree is built as the accumulators come
  * and stays in registers. dx's elements are each touched by one virtual
- * lane, so the order of the virtual lanes does not matter to them. */
+ * lane, so the order of the virtual lanes does not matter to them (within
+ * a lane, a gate still updates row a before row b, gates in order). A
+ * first touch (logic_first_touch) adds to +0 instead of the row's contents:
+ * a masked load of nothing (AVX-512) or the contents ANDed with zero bits
+ * (AVX2), so the row need not be cleared beforehand. */
 
 /* The four statistics of one node of the tree, for 16 (8) samples. */
 typedef struct { __m512 s0, s1, s2, s3; } stat4_z;

@@ -21,6 +21,12 @@
  * same whatever the vector width. LOCKSTEP_SIMD=off (or logic_set_simd(0))
  * forces the scalar twins.
  *
+ * Lanes layout: when a sample has few lanes (a 3×3 CA grid has 9), up to 16
+ * samples go side by side, each row being [virtual lane][16 samples]. The
+ * forward is logic_forward on nvl·16 lanes; logic_backward_lanes gives every
+ * sample the statistics logic_backward would give it alone, summing the
+ * virtual accumulators of all 16 samples at once, vertically.
+ *
  * The hard gate (inference) is the argmax op (lowest index on ties); hard
  * layers run on 64-bit words, 64 lanes per word, one bitwise expression per
  * gate. Frozen: changing any result bit changes the golden files.

@@ -2,13 +2,13 @@
  * model behind ls_model's batch mode, its two tasks and its hard circuit.
  *
  * Memory. The model owns, allocated once at create for the configured batch:
- * the wiring, the neighbour table, the softmax/coefficients of the current
+ * the wiring (with its first-touch flags), the neighbour table, the softmax/coefficients of the current
  * step, and the per-batch arrays that outlive a phase (state history,
- * targets, gradient patches, gradients of the states). A part's working set
+ * targets, gradient patches, gradients of the states). A unit's working set
  * — the activations of one CA step of its cells and two gradient buffers —
- * lives in the per-call scratch, so parts never share a writable byte: a
- * part writes only its own cells' entries of the per-batch arrays and reads
- * other parts' entries only in a later phase.
+ * lives in the per-call scratch, so units never share a writable byte: a
+ * unit writes only its own cells' entries of the per-batch arrays and reads
+ * other units' entries only in a later phase.
  *
  * Layout of a part's activations (logic.h: rows of ld floats, one lane per
  * cell): the perception runs with lanes (c, i) = c·nc + i, every channel's
@@ -18,6 +18,20 @@
  * Row blocks: perception [9 patch rows | layer 0 out | layer 1 out | ...],
  * update [C + C·S·K inputs | layer 0 out | ...]. The per-batch arrays are
  * channel planes, [C][G²], so a part's cells of one channel are contiguous.
+ *
+ * Lanes mode (R = 1 and few lanes per sample, e.g. gol's 9 cells, which
+ * would fill 9 of a row's 16 lanes and cost a horizontal tree per gate and
+ * sample): a unit is a group of m <= 16 samples, and a row is [virtual lane
+ * vl][16 floats], vl the lane index above ((c, i) = c·N + i, or i) and the
+ * 16 floats samples s0 .. s0+15 (W = 16 floats per virtual lane; lanes of
+ * samples >= m hold zeros and are never read back). logic_forward runs
+ * unchanged on n = nvl·16 lanes, every float doing its sample's scalar
+ * operations; logic_backward_lanes gives each sample's statistics exactly
+ * as logic_backward would alone, written to its own leaf. Gathers and
+ * scatters (patches, states, dY, down, dpatch, loss) run per sample in the
+ * same order as the per-part path, which is the same code with W = 1 and
+ * m = 1. In lanes mode dx is not cleared before each layer's backward but
+ * written on first touch (logic_first_touch), the same bits.
  *
  * Backward through neighbours. The gradient with respect to a neighbour's
  * state belongs to another part, so the backward of step t stores, per cell n

@@ -30,7 +30,12 @@
  * as the engine schedules them (forward steps 0..T−2; step T−1 forward, loss and
  * backward; backward steps T−2..0, each recomputing that step's activations
  * from the stored state): every result is a pure function of (parameters,
- * seed, step, sample, part), whatever the schedule.
+ * seed, step, sample, part), whatever the schedule. A phase has B·R units,
+ * unit s·R + r being part r of sample s; or, in lanes mode (R = 1, at most
+ * LOGIC_CA_LANES_MAX virtual lanes C·G², taken at create when the groups are
+ * full enough to pay, see logic_ca_set_lanes), ceil(B/16) units (at least 2
+ * when B >= 2), unit u being the samples [u·B/U, (u+1)·B/U) side by side in
+ * SIMD lanes: the same leaves, bit for bit.
  *
  * Random numbers (engine/rng.h), seed = the run's seed unless stated:
  *   wiring: kernel layer 1's perm: rng_permutation(perm, 8, seed, RNG_WIRING,
@@ -78,7 +83,8 @@
  * checkerboard, grid 3 for gol, kernel layer 1 of width 8, last update
  * layer = channels, 1 <= parts <= grid). Per-batch state is allocated for
  * the config's batch; a larger batch is refused. A step is 2·ca_steps − 1
- * phases of batch·parts units, then batch·parts leaves. */
+ * phases of batch·parts units (fewer in lanes mode, see Parts above), then
+ * batch·parts leaves. */
 extern const ls_model_desc logic_ca_model;
 
 /* Lanes mode (see Parts above): LOGIC_CA_LANES_AUTO (the default) takes it
