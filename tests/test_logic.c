@@ -3,8 +3,11 @@
  * against their scalar twins bit for bit (tails, a == b wiring, accumulate,
  * dx NULL, garbage in the padding lanes), the scalar twin against a naive
  * loop written here from the text of logic.h, the order of the statistics,
- * the expansion to logit gradients, and both wirings (random: balanced;
- * unique: difflogic's pair sequence, no repeated pair, refusals). */
+ * the lanes kernel (samples side by side) on every path against
+ * logic_backward_scalar run on each sample alone (−0, denormals, cancelling
+ * sums, first-touch rows holding NaN), the first-touch flags, the expansion
+ * to logit gradients, and both wirings (random: balanced; unique:
+ * difflogic's pair sequence, no repeated pair, refusals). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -4,7 +4,10 @@
  * borders, several part counts, both tasks); the bit contract of a step's
  * phases and leaves (work units run in order, reversed, on a real pool at
  * 1, 2, 3 and 8 threads, with dirty scratch, SIMD on or off: identical
- * leaves and losses; LS_LEAF_ADD = buf + the leaf, bit for bit); the
+ * leaves and losses; LS_LEAF_ADD = buf + the leaf, bit for bit); lanes mode
+ * (samples side by side) against one unit per sample: every leaf and loss
+ * on every schedule and path, and whole gol trainings (batch 1, 5, 20, 37,
+ * 1 to 3 CA steps, async, both borders) at 1, 2, 3 and 8 threads; the
  * wiring's structure; the hard circuit against the reference and against a
  * hand-built Game of Life circuit (and a deliberately wrong one); the gol
  * data set and the checkerboard task's targets and start states. */
