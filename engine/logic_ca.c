@@ -661,14 +661,19 @@ static const float *part_forward(const logic_ca *ca, const part_view *v, size_t 
     const size_t C = ca->C, K = ca->K, S = ca->S, N = ca->N, nc = v->nc, W = v->W, ldp = v->ldp, ldu = v->ldu;
     const float *st = state_at(ca, t, v->s);   /* sample s + j at st + j·C·N */
     float *pa = v->pa, *ua = v->ua;
+    /* The per-part path (W = 1) keeps its plain loops and copies. */
     for (size_t p = 0; p < 9; p++) {
         const int32_t *nb = ca->nbr + p * N + v->cell0;
         for (size_t c = 0; c < C; c++) {
             float *dst = pa + p * ldp + c * nc * W;
             const float *src = st + c * N;
-            for (size_t i = 0; i < nc; i++)
-                for (size_t j = 0; j < W; j++)
-                    dst[i * W + j] = j < v->m && nb[i] >= 0 ? src[j * C * N + (size_t)nb[i]] : 0.0f;
+            if (W == 1)
+                for (size_t i = 0; i < nc; i++)
+                    dst[i] = nb[i] >= 0 ? src[nb[i]] : 0.0f;
+            else
+                for (size_t i = 0; i < nc; i++)
+                    for (size_t j = 0; j < W; j++)
+                        dst[i * W + j] = j < v->m && nb[i] >= 0 ? src[j * C * N + (size_t)nb[i]] : 0.0f;
         }
     }
     for (size_t l = 0; l < ca->np; l++) {
@@ -677,10 +682,14 @@ static const float *part_forward(const logic_ca *ca, const part_view *v, size_t 
                       ca->coef + 4 * off, C * nc * W, ldp);
     }
     const float *plast = pa + ca->prow[ca->np - 1] * ldp;
-    for (size_t c = 0; c < C; c++)
-        for (size_t i = 0; i < nc; i++)
-            for (size_t j = 0; j < W; j++)
-                ua[c * ldu + i * W + j] = j < v->m ? st[j * C * N + c * N + v->cell0 + i] : 0.0f;
+    for (size_t c = 0; c < C; c++) {
+        if (W == 1)
+            memcpy(ua + c * ldu, st + c * N + v->cell0, nc * sizeof(float));
+        else
+            for (size_t i = 0; i < nc; i++)
+                for (size_t j = 0; j < W; j++)
+                    ua[c * ldu + i * W + j] = j < v->m ? st[j * C * N + c * N + v->cell0 + i] : 0.0f;
+    }
     for (size_t c = 0; c < C; c++)
         for (size_t s = 0; s < S; s++)
             for (size_t k = 0; k < K; k++)
@@ -735,9 +744,13 @@ static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *sta
     if (write_d)
         for (size_t j = 0; j < v->m; j++) {
             float *down = ca->down + (v->s + j) * C * N + v->cell0;
-            for (size_t c = 0; c < C; c++)
-                for (size_t i = 0; i < nc; i++)
-                    down[c * N + i] = cur[c * ldu + i * W + j];
+            for (size_t c = 0; c < C; c++) {
+                if (W == 1)
+                    memcpy(down + c * N, cur + c * ldu, nc * sizeof(float));
+                else
+                    for (size_t i = 0; i < nc; i++)
+                        down[c * N + i] = cur[c * ldu + i * W + j];
+            }
         }
     for (size_t c = 0; c < C; c++)
         for (size_t s = 0; s < S; s++)
@@ -755,9 +768,13 @@ static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *sta
         for (size_t j = 0; j < v->m; j++) {
             float *dp = ca->dpatch + ((t & 1) * ca->B + v->s + j) * 9 * C * N + v->cell0;
             for (size_t p = 0; p < 9; p++)
-                for (size_t c = 0; c < C; c++)
-                    for (size_t i = 0; i < nc; i++)
-                        dp[(p * C + c) * N + i] = cur[p * ldp + (c * nc + i) * W + j];
+                for (size_t c = 0; c < C; c++) {
+                    if (W == 1)
+                        memcpy(dp + (p * C + c) * N, cur + p * ldp + c * nc, nc * sizeof(float));
+                    else
+                        for (size_t i = 0; i < nc; i++)
+                            dp[(p * C + c) * N + i] = cur[p * ldp + (c * nc + i) * W + j];
+                }
         }
 }
 
@@ -862,11 +879,18 @@ static void phase_part(void *ctx, size_t unit, void *scratch)
         if (ph->kind == PH_FWD)
             return;
     }
-    for (size_t c = 0; c < C; c++)
-        for (size_t i = 0; i < nc; i++)
-            for (size_t j = 0; j < W; j++)
-                v.d0[c * ldu + i * W + j] =
-                    j < v.m && mask[j * nc + i] ? ca->dstate[(v.s + j) * C * N + c * N + v.cell0 + i] : 0.0f;
+    for (size_t c = 0; c < C; c++) {
+        if (W == 1) {
+            const float *dstate = ca->dstate + v.s * C * N + c * N + v.cell0;
+            for (size_t i = 0; i < nc; i++)
+                v.d0[c * ldu + i] = mask[i] ? dstate[i] : 0.0f;
+        } else {
+            for (size_t i = 0; i < nc; i++)
+                for (size_t j = 0; j < W; j++)
+                    v.d0[c * ldu + i * W + j] =
+                        j < v.m && mask[j * nc + i] ? ca->dstate[(v.s + j) * C * N + c * N + v.cell0 + i] : 0.0f;
+        }
+    }
     part_backward(ca, &v, t, ca->leaf_store + (v.s * R + v.r) * ca->leaf_stride, R * ca->leaf_stride,
                   ph->kind == PH_BWD, t > 0);
 }
