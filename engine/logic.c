@@ -734,27 +734,34 @@ stat4_z add4_z(stat4_z a, stat4_z b)
                       _mm512_add_ps(a.s3, b.s3) };
 }
 
+/* Virtual lane vl of a gate (row offset o = vl·16): its four terms, and
+ * its dx. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+stat4_z lanes_vl_z(size_t o, const float *dg, const float *xa, const float *xb, float *dxa, float *dxb, __m512 ca,
+                   __m512 cb, __m512 cab, __mmask16 keep_a, __mmask16 keep_b, const int with_dx)
+{
+    const __m512 d = _mm512_loadu_ps(dg + o), av = _mm512_loadu_ps(xa + o), bv = _mm512_loadu_ps(xb + o);
+    if (with_dx) {
+        /* a first touch loads nothing: +0 (maskz) */
+        const __m512 ta = _mm512_mul_ps(d, _mm512_add_ps(ca, _mm512_mul_ps(cab, bv)));
+        _mm512_storeu_ps(dxa + o, _mm512_add_ps(_mm512_maskz_loadu_ps(keep_a, dxa + o), ta));
+        const __m512 tb = _mm512_mul_ps(d, _mm512_add_ps(cb, _mm512_mul_ps(cab, av)));
+        _mm512_storeu_ps(dxb + o, _mm512_add_ps(_mm512_maskz_loadu_ps(keep_b, dxb + o), tb));
+    }
+    return (stat4_z){ d, _mm512_mul_ps(d, av), _mm512_mul_ps(d, bv), _mm512_mul_ps(d, _mm512_mul_ps(av, bv)) };
+}
+
 /* Accumulator v of a gate (virtual lanes v, v + 16, ... < nvl; v < nvl),
- * and the dx of those lanes. */
+ * its first term as it is (f comes at the root), and the dx of those
+ * lanes. */
 static FORCE_INLINE __attribute__((target("avx512f")))
 stat4_z lanes_acc_z(size_t v, size_t nvl, const float *dg, const float *xa, const float *xb, float *dxa,
                     float *dxb, __m512 ca, __m512 cb, __m512 cab, __mmask16 keep_a, __mmask16 keep_b,
                     const int with_dx)
 {
-    stat4_z t = { _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps(), _mm512_setzero_ps() };
-    for (size_t vl = v; vl < nvl; vl += LOGIC_LANES) {
-        const size_t o = vl * LOGIC_LANES;
-        const __m512 d = _mm512_loadu_ps(dg + o), av = _mm512_loadu_ps(xa + o), bv = _mm512_loadu_ps(xb + o);
-        const stat4_z u = { d, _mm512_mul_ps(d, av), _mm512_mul_ps(d, bv), _mm512_mul_ps(d, _mm512_mul_ps(av, bv)) };
-        t = vl == v ? u : add4_z(t, u);   /* the first term as it is: f comes at the root */
-        if (with_dx) {
-            /* a first touch loads nothing: +0 (maskz) */
-            const __m512 ta = _mm512_mul_ps(d, _mm512_add_ps(ca, _mm512_mul_ps(cab, bv)));
-            _mm512_storeu_ps(dxa + o, _mm512_add_ps(_mm512_maskz_loadu_ps(keep_a, dxa + o), ta));
-            const __m512 tb = _mm512_mul_ps(d, _mm512_add_ps(cb, _mm512_mul_ps(cab, av)));
-            _mm512_storeu_ps(dxb + o, _mm512_add_ps(_mm512_maskz_loadu_ps(keep_b, dxb + o), tb));
-        }
-    }
+    stat4_z t = lanes_vl_z(v * LOGIC_LANES, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
+    for (size_t vl = v + LOGIC_LANES; vl < nvl; vl += LOGIC_LANES)
+        t = add4_z(t, lanes_vl_z(vl * LOGIC_LANES, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
     return t;
 }
 
@@ -859,24 +866,28 @@ stat4_y add4_y(stat4_y a, stat4_y b)
 }
 
 static FORCE_INLINE __attribute__((target("avx2")))
+stat4_y lanes_vl_y(size_t o, const float *dg, const float *xa, const float *xb, float *dxa, float *dxb, __m256 ca,
+                   __m256 cb, __m256 cab, __m256 keep_a, __m256 keep_b, const int with_dx)
+{
+    const __m256 d = _mm256_loadu_ps(dg + o), av = _mm256_loadu_ps(xa + o), bv = _mm256_loadu_ps(xb + o);
+    if (with_dx) {
+        /* a first touch: whatever the row holds, and 0 bits: +0 */
+        const __m256 ta = _mm256_mul_ps(d, _mm256_add_ps(ca, _mm256_mul_ps(cab, bv)));
+        _mm256_storeu_ps(dxa + o, _mm256_add_ps(_mm256_and_ps(_mm256_loadu_ps(dxa + o), keep_a), ta));
+        const __m256 tb = _mm256_mul_ps(d, _mm256_add_ps(cb, _mm256_mul_ps(cab, av)));
+        _mm256_storeu_ps(dxb + o, _mm256_add_ps(_mm256_and_ps(_mm256_loadu_ps(dxb + o), keep_b), tb));
+    }
+    return (stat4_y){ d, _mm256_mul_ps(d, av), _mm256_mul_ps(d, bv), _mm256_mul_ps(d, _mm256_mul_ps(av, bv)) };
+}
+
+static FORCE_INLINE __attribute__((target("avx2")))
 stat4_y lanes_acc_y(size_t v, size_t nvl, const float *dg, const float *xa, const float *xb, float *dxa,
                     float *dxb, __m256 ca, __m256 cb, __m256 cab, __m256 keep_a, __m256 keep_b,
                     const int with_dx)
 {
-    stat4_y t = { _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps() };
-    for (size_t vl = v; vl < nvl; vl += LOGIC_LANES) {
-        const size_t o = vl * LOGIC_LANES;
-        const __m256 d = _mm256_loadu_ps(dg + o), av = _mm256_loadu_ps(xa + o), bv = _mm256_loadu_ps(xb + o);
-        const stat4_y u = { d, _mm256_mul_ps(d, av), _mm256_mul_ps(d, bv), _mm256_mul_ps(d, _mm256_mul_ps(av, bv)) };
-        t = vl == v ? u : add4_y(t, u);
-        if (with_dx) {
-            /* a first touch: whatever the row holds, and 0 bits: +0 */
-            const __m256 ta = _mm256_mul_ps(d, _mm256_add_ps(ca, _mm256_mul_ps(cab, bv)));
-            _mm256_storeu_ps(dxa + o, _mm256_add_ps(_mm256_and_ps(_mm256_loadu_ps(dxa + o), keep_a), ta));
-            const __m256 tb = _mm256_mul_ps(d, _mm256_add_ps(cb, _mm256_mul_ps(cab, av)));
-            _mm256_storeu_ps(dxb + o, _mm256_add_ps(_mm256_and_ps(_mm256_loadu_ps(dxb + o), keep_b), tb));
-        }
-    }
+    stat4_y t = lanes_vl_y(v * LOGIC_LANES, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
+    for (size_t vl = v + LOGIC_LANES; vl < nvl; vl += LOGIC_LANES)
+        t = add4_y(t, lanes_vl_y(vl * LOGIC_LANES, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
     return t;
 }
 
