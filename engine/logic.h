@@ -58,11 +58,22 @@ void logic_coeffs(const float *logits, size_t gates, float *p, float *coef);
  * dmath_exp bit for bit. */
 void logic_exp_lanes(const double *x, double *out, size_t n);
 
-/* One layer of gates: out gates reading in inputs; gate g reads rows a[g], b[g]. */
+/* One layer of gates: out gates reading in inputs; gate g reads rows a[g], b[g].
+ * first and reads_all are optional (zero: LOGIC_DX_SET falls back to
+ * clearing dx); logic_layer_first fills them from the wiring. */
 typedef struct {
     size_t in, out;
     const uint32_t *a, *b;    /* [out], each < in */
+    const uint8_t *first;     /* [out]: LOGIC_FIRST_A when gate g is the first gate to read row a[g],
+                                 LOGIC_FIRST_B the first to read b[g] (a before b: a == b is A only) */
+    int reads_all;            /* every row < in is read by some gate */
 } logic_layer;
+
+#define LOGIC_FIRST_A 1
+#define LOGIC_FIRST_B 2
+/* first[out] and L->reads_all from L's wiring (L->first is not read).
+ * LS_ENOMEM (its scratch of L->in bytes). */
+ls_status logic_layer_first(uint8_t *first, int *reads_all, const logic_layer *L, ls_err *err);
 
 /* Wiring from the addressed RNG; a, b: [out]. Every permutation is
  * rng_permutation(perm, n, seed, RNG_WIRING, 4·addr + role) (frozen):
@@ -95,16 +106,24 @@ void logic_forward(float *y, const float *x, const logic_layer *L, const float *
  * starting at 0.0f) that are then combined by the pairwise tree
  * ((((v0+v1)+(v2+v3))+((v4+v5)+(v6+v7)))+(((v8+v9)+(v10+v11))+((v12+v13)+(v14+v15)))):
  *     S0 = Σ d, S1 = Σ d·a, S2 = Σ d·b, S3 = Σ d·(a·b)
- * written to stats[g][0..3] (accumulate == 0) or added to them
- * (stats[g][k] = stats[g][k] + S_k, accumulate == 1).
+ * written to stats[g][0..3] or, with LOGIC_STATS_ADD in flags, added to them
+ * (stats[g][k] = stats[g][k] + S_k).
+ * With LOGIC_DX_SET in flags, dx's prior content is ignored: the result is
+ * the one the lines above give on a dx whose lanes 0..n−1 are all +0.0f,
+ * so the caller need not clear dx. With L->first and L->reads_all set, a
+ * row's first update adds its term to 0.0f instead of reading the row (the
+ * same bits, no clearing, half the row loads); otherwise lanes 0..n−1 of
+ * every row are cleared first. Lanes n..ld−1 of dx are never written.
  * dx: [in][ld] or NULL, dy: [out][ld], stats: [out][4]. */
+#define LOGIC_STATS_ADD 1
+#define LOGIC_DX_SET 2
 void logic_backward(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
-                    const float *coef, size_t n, size_t ld, int accumulate);
+                    const float *coef, size_t n, size_t ld, int flags);
 
 /* The scalar twins (tests compare them with the above). */
 void logic_forward_scalar(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld);
 void logic_backward_scalar(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
-                           const float *coef, size_t n, size_t ld, int accumulate);
+                           const float *coef, size_t n, size_t ld, int flags);
 /* 0: scalar twins (also LOCKSTEP_SIMD=off), 1: the best path the CPU offers
  * (default), 2: at most AVX2 (also LOCKSTEP_SIMD=avx2); returns the previous
  * setting. Applies to logic_forward, logic_backward, logic_coeffs and

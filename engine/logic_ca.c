@@ -98,7 +98,7 @@ typedef struct {
     size_t max_nc;
     size_t off_pa, off_ua, off_d0, off_d1, off_mask;   /* byte offsets in the scratch */
 
-    uint32_t *wires;          /* [2][gates]: net.a, net.b */
+    uint32_t *wires;          /* [2][gates]: net.a, net.b; then [gates] bytes: each layer's first flags */
     size_t *row_lo;           /* [R + 1] first grid row of each part */
     int32_t *nbr;             /* [9][N]: the cell at patch position p of cell n, or −1 */
     float *p, *coef;          /* [gates][16], [gates][4]: set by prepare */
@@ -425,6 +425,8 @@ static ls_status hard_create(logic_ca_hard **out, const logic_ca *ca, const floa
     for (size_t l = 0; l < h->n_layers; l++) {
         h->layer[l].a = h->a + h->gate_off[l];
         h->layer[l].b = h->b + h->gate_off[l];
+        h->layer[l].first = NULL;   /* the model's; a circuit may be rewired */
+        h->layer[l].reads_all = 0;
     }
     logic_hard_ops(h->ops, params, h->gates);
     *out = h;
@@ -670,9 +672,8 @@ static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *sta
     for (size_t j = ca->nu; j-- > 0;) {
         const size_t l = ca->np + j, off = ca->net.gate_off[l];
         const logic_layer *L = &ca->net.layer[l];
-        memset(oth, 0, L->in * ldu * sizeof(float));
         logic_backward(oth, stats + 4 * off, cur, v->ua + (j == 0 ? 0 : ca->urow[j - 1]) * ldu, L,
-                       ca->coef + 4 * off, nc, ldu, acc);
+                       ca->coef + 4 * off, nc, ldu, (acc ? LOGIC_STATS_ADD : 0) | LOGIC_DX_SET);
         tmp = cur, cur = oth, oth = tmp;
     }
     if (write_d) {
@@ -690,10 +691,8 @@ static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *sta
         const size_t off = ca->net.gate_off[l];
         const logic_layer *L = &ca->net.layer[l];
         float *dx = l > 0 || write_d ? oth : NULL;
-        if (dx != NULL)
-            memset(dx, 0, L->in * ldp * sizeof(float));
         logic_backward(dx, stats + 4 * off, cur, v->pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, L,
-                       ca->coef + 4 * off, C * nc, ldp, acc);
+                       ca->coef + 4 * off, C * nc, ldp, (acc ? LOGIC_STATS_ADD : 0) | LOGIC_DX_SET);
         tmp = cur, cur = oth, oth = tmp;
     }
     if (write_d) {
@@ -974,7 +973,7 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
 
     net_shape(&ca->net, cfg);
     const size_t gates = ca->net.gates;
-    ca->wires = malloc(2 * gates * sizeof(uint32_t));
+    ca->wires = malloc(2 * gates * sizeof(uint32_t) + gates);
     ca->tables = malloc((R + 1) * sizeof(size_t) + 9 * N * sizeof(int32_t));
     ca->coefmem = alloc_aligned(gates * (LOGIC_OPS + 4) * sizeof(float));
     const size_t plane = C * N;
@@ -993,6 +992,16 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
     if ((st = wire_net(&ca->net, cfg, err)) != LS_OK) {
         ca_destroy(ca);
         return st;
+    }
+    /* The backward sets each dx row on its first update (LOGIC_DX_SET). */
+    uint8_t *first = (uint8_t *)(ca->wires + 2 * gates);
+    for (size_t l = 0; l < ca->net.n_layers; l++) {
+        logic_layer *L = &ca->net.layer[l];
+        if ((st = logic_layer_first(first + ca->net.gate_off[l], &L->reads_all, L, err)) != LS_OK) {
+            ca_destroy(ca);
+            return st;
+        }
+        L->first = first + ca->net.gate_off[l];
     }
     ca->row_lo = ca->tables;
     ca->nbr = (int32_t *)(void *)(ca->row_lo + R + 1);

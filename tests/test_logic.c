@@ -127,7 +127,7 @@ static void test_relaxed_equals_coefficient_form(void **state)
         coef[4 * j + 2] = p[4] + p[5] + p[6] + p[7] - p[8] - p[9] - p[10] - p[11];
         coef[4 * j + 3] = p[1] - p[2] - p[4] - 2 * p[6] - p[7] + p[8] + 2 * p[9] + p[11] + p[13] - p[14];
     }
-    const logic_layer L = { 2, LOGIC_OPS, ia, ib };
+    const logic_layer L = { 2, LOGIC_OPS, ia, ib, NULL, 0 };
     logic_forward_scalar(ys, x, &L, coef, N, ld);
     logic_forward(y, x, &L, coef, N, ld);
     for (int j = 0; j < LOGIC_OPS; j++) {
@@ -324,7 +324,7 @@ static void test_hard_forward(void **state)
         b[g] = g % 7 == 0 ? a[g] : (uint32_t)below(IN);
         ops[g] = (uint8_t)(g % LOGIC_OPS);
     }
-    const logic_layer L = { IN, OUT, a, b };
+    const logic_layer L = { IN, OUT, a, b, NULL, 0 };
     logic_hard_forward(y, x, &L, ops, W);
     for (int g = 0; g < OUT; g++)
         for (int w = 0; w < W; w++) {
@@ -395,7 +395,19 @@ static void ref_backward(float *dx, float *stats, const float *dy, const float *
 /* One random case: shapes, wiring with some a == b, garbage (NaN, huge) in
  * the padding lanes of x and dy, dx starting at random values with a
  * sentinel in its padding. Runs every path and compares everything. */
+static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, int with_dx, int dx_set);
+
+/* Every case runs twice: dx updated in place, and LOGIC_DX_SET on a dx full
+ * of garbage (NaN and -0.0 among it), which must give the in-place result
+ * on a cleared dx and leave the padding lanes alone. */
 static void kernel_case(size_t in, size_t out, size_t n, int accumulate, int with_dx)
+{
+    kernel_case_flags(in, out, n, accumulate, with_dx, 0);
+    if (with_dx)
+        kernel_case_flags(in, out, n, accumulate, with_dx, 1);
+}
+
+static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, int with_dx, int dx_set)
 {
     const size_t ld = (n + 15) / 16 * 16 + 16 * below(2);
     float *x = xalloc(in * ld * sizeof(float));
@@ -414,7 +426,14 @@ static void kernel_case(size_t in, size_t out, size_t n, int accumulate, int wit
         a[g] = (uint32_t)below(in);
         b[g] = below(4) == 0 ? a[g] : (uint32_t)below(in);
     }
-    const logic_layer L = { in, out, a, b };
+    logic_layer L = { in, out, a, b, NULL, 0 };
+    uint8_t *first = xalloc(out);
+    if (dx_set) {
+        /* with the first flags when every row is read (else the clearing fallback) */
+        ls_err err;
+        assert_int_equal(logic_layer_first(first, &L.reads_all, &L, &err), LS_OK);
+        L.first = first;
+    }
     const size_t ybytes = out * ld * sizeof(float), xbytes = in * ld * sizeof(float);
     float *y_ref = xalloc(ybytes), *y = xalloc(ybytes);
     float *dx0 = xalloc(xbytes), *dx_ref = xalloc(xbytes), *dx = xalloc(xbytes);
@@ -428,6 +447,15 @@ static void kernel_case(size_t in, size_t out, size_t n, int accumulate, int wit
 
     ref_forward(y_ref, x, &L, coef, n, ld);
     memcpy(dx_ref, dx0, xbytes);
+    if (dx_set) {
+        /* the reference runs on cleared lanes; the kernels get garbage there */
+        for (size_t r = 0; r < in; r++)
+            for (size_t l = 0; l < n; l++) {
+                dx_ref[r * ld + l] = 0.0f;
+                dx0[r * ld + l] = l % 3 == 0 ? NAN : l % 3 == 1 ? -0.0f : 1e30f;
+            }
+    }
+    const int flags = (accumulate ? LOGIC_STATS_ADD : 0) | (dx_set ? LOGIC_DX_SET : 0);
     memcpy(st_ref, st0, out * 4 * sizeof(float));
     ref_backward(with_dx ? dx_ref : NULL, st_ref, dy, x, &L, coef, n, ld, accumulate);
 
@@ -440,10 +468,10 @@ static void kernel_case(size_t in, size_t out, size_t n, int accumulate, int wit
             memcpy(st, st0, out * 4 * sizeof(float));
             if (twin) {
                 logic_forward_scalar(y, x, &L, coef, n, ld);
-                logic_backward_scalar(with_dx ? dx : NULL, st, dy, x, &L, coef, n, ld, accumulate);
+                logic_backward_scalar(with_dx ? dx : NULL, st, dy, x, &L, coef, n, ld, flags);
             } else {
                 logic_forward(y, x, &L, coef, n, ld);
-                logic_backward(with_dx ? dx : NULL, st, dy, x, &L, coef, n, ld, accumulate);
+                logic_backward(with_dx ? dx : NULL, st, dy, x, &L, coef, n, ld, flags);
             }
             for (size_t g = 0; g < out; g++)
                 assert_memory_equal(y + g * ld, y_ref + g * ld, n * sizeof(float));
@@ -453,7 +481,7 @@ static void kernel_case(size_t in, size_t out, size_t n, int accumulate, int wit
         }
         logic_set_simd(prev);
     }
-    free(x); free(dy); free(coef); free(a); free(b);
+    free(x); free(dy); free(coef); free(a); free(b); free(first);
     free(y_ref); free(y); free(dx0); free(dx_ref); free(dx); free(st0); free(st_ref); free(st);
 }
 
@@ -473,6 +501,8 @@ static void test_kernels_random_shapes(void **state)
     kernel_case(200, 400, 32, 0, 1);
     kernel_case(200, 400, 32, 1, 0);
     kernel_case(150, 100, 27, 0, 1);
+    /* wider than LOGIC_DX_SET's row bitmap (4096 rows): the cleared fallback */
+    kernel_case(5000, 300, 20, 1, 1);
 }
 
 /* The 16-accumulator order is really what the kernels compute: on this
@@ -491,7 +521,7 @@ static void test_stats_order_matters(void **state)
     }
     uint32_t a = 0, b = 1;
     const float coef[4] = { 0.0f, 1.0f, 0.0f, 0.0f };
-    const logic_layer L = { 2, 1, &a, &b };
+    const logic_layer L = { 2, 1, &a, &b, NULL, 0 };
     float seq = 0.0f;
     for (size_t l = 0; l < N; l++)
         seq = seq + dy[l];
@@ -538,7 +568,7 @@ static void test_expand_against_direct(void **state)
         a[g] = (uint32_t)below(IN);
         b[g] = (uint32_t)below(IN);
     }
-    const logic_layer L = { IN, G, a, b };
+    const logic_layer L = { IN, G, a, b, NULL, 0 };
     logic_backward(NULL, st, dy, x, &L, coef, N, LD, 0);
     /* expand in two ranges: [lo, hi) touches only its gates */
     memset(dz, 0xff, G * LOGIC_OPS * sizeof(float));
