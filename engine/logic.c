@@ -1206,3 +1206,17 @@ void logic_backward(float *dx, float *stats, const float *dy, const float *x, co
     (void)path;
     logic_backward_scalar(dx, stats, dy, x, L, coef, n, ld, flags);
 }
+
+size_t logic_prepare_parts(size_t gates)
+{
+    return (gates + LOGIC_PREPARE_GATES - 1) / LOGIC_PREPARE_GATES;
+}
+
+void logic_coeffs_part(const float *logits, size_t gates, size_t part, float *p, float *coef)
+{
+    const size_t lo = part * LOGIC_PREPARE_GATES;
+    if (lo >= gates)
+        return;
+    const size_t n = gates - lo < LOGIC_PREPARE_GATES ? gates - lo : LOGIC_PREPARE_GATES;
+    logic_coeffs(logits + lo * LOGIC_OPS, n, p + lo * LOGIC_OPS, coef + lo * 4);
+}

@@ -53,6 +53,13 @@ int logic_hard_bit(int idx, int a, int b);
  *   cAB = p1 − p2 − p4 − 2·p6 − p7 + p8 + 2·p9 + p11 + p13 − p14 (left to right)
  * logits [gates][16] → p [gates][16], coef [gates][4] = (c0, cA, cB, cAB). */
 void logic_coeffs(const float *logits, size_t gates, float *p, float *coef);
+/* logic_coeffs of the gates of part `part` of a network of `gates` gates cut
+ * into parts of LOGIC_PREPARE_GATES (a multiple of 16, so every part but the
+ * last is whole blocks: the same bits as one call over all gates), for a
+ * model's prepare_part; logic_prepare_parts(gates) parts in all. */
+#define LOGIC_PREPARE_GATES 256
+size_t logic_prepare_parts(size_t gates);
+void logic_coeffs_part(const float *logits, size_t gates, size_t part, float *p, float *coef);
 /* For tests: out[i] = dmath_exp(x[i]) computed as logic_coeffs does on the
  * current path (vector lanes for arguments in [-700, 0]); must equal
  * dmath_exp bit for bit. */

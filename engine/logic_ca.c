@@ -864,9 +864,15 @@ static void ca_init(const void *self, float *params, uint64_t seed)
 
 static ls_status ca_prepare(void *self, const float *params, const ls_batch *b, ls_err *err)
 {
+    (void)params;   /* the coefficients are ca_prepare_part's, on the engine's threads */
     logic_ca *ca = self;
-    logic_coeffs(params, ca->net.gates, ca->p, ca->coef);
     return b != NULL ? ca_start_batch(ca, b, err) : LS_OK;
+}
+
+static void ca_prepare_part(void *self, const float *params, size_t part)
+{
+    logic_ca *ca = self;
+    logic_coeffs_part(params, ca->net.gates, part, ca->p, ca->coef);
 }
 
 static void ca_finish(const void *self, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
@@ -1079,6 +1085,7 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
         .finish_units = gates,
         .scratch_bytes = ca->off_mask + round_bytes(2 * ca->max_nc),
         .mean_loss = 0,
+        .prepare_parts = logic_prepare_parts(gates),
     };
     *self = ca;
     return LS_OK;
@@ -1115,4 +1122,5 @@ const ls_model_desc logic_ca_model = {
     .leaf = ca_leaf,
     .finish = ca_finish,
     .metrics = ca_metrics,
+    .prepare_part = ca_prepare_part,
 };

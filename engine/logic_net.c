@@ -113,13 +113,11 @@ static void net_init(const void *self, float *params, uint64_t seed)
     }
 }
 
-static ls_status net_prepare(void *self, const float *params, const ls_batch *b, ls_err *err)
+/* The softmax of every gate, in parts over the engine's threads. */
+static void net_prepare_part(void *self, const float *params, size_t part)
 {
-    (void)b;
-    (void)err;
     logic_net *n = self;
-    logic_coeffs(params, n->total, n->p, n->coef);
-    return LS_OK;
+    logic_coeffs_part(params, n->total, part, n->p, n->coef);
 }
 
 /* grad[g][j] = logic_expand's p_j (F_j − Y) on the tree sum, then / (float)B. */
@@ -469,6 +467,7 @@ static ls_status net_create(void **self, ls_model_info *info, const ls_config *c
         .scratch_bytes = t.leaf_bytes > t.eval_bytes ? t.leaf_bytes : t.eval_bytes,
         .eval_chunk = EVAL_CHUNK,
         .mean_loss = 1,
+        .prepare_parts = logic_prepare_parts(t.total),
     };
     *self = n;
     return LS_OK;
@@ -493,7 +492,7 @@ const ls_model_desc logic_model = {
     .destroy = net_destroy,
     .check = net_check,
     .init = net_init,
-    .prepare = net_prepare,
+    .prepare_part = net_prepare_part,
     .leaf = net_leaf,
     .finish = net_finish,
     .eval = net_eval,
