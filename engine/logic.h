@@ -59,16 +59,34 @@ int logic_hard_bit(int idx, int a, int b);
  *   cAB = p1 − p2 − p4 − 2·p6 − p7 + p8 + 2·p9 + p11 + p13 − p14 (left to right)
  * logits [gates][16] → p [gates][16], coef [gates][4] = (c0, cA, cB, cAB). */
 void logic_coeffs(const float *logits, size_t gates, float *p, float *coef);
+/* logic_coeffs of the gates of part `part` of a network of `gates` gates cut
+ * into parts of LOGIC_PREPARE_GATES (a multiple of 16, so every part but the
+ * last is whole blocks: the same bits as one call over all gates), for a
+ * model's prepare_part; logic_prepare_parts(gates) parts in all. */
+#define LOGIC_PREPARE_GATES 256
+size_t logic_prepare_parts(size_t gates);
+void logic_coeffs_part(const float *logits, size_t gates, size_t part, float *p, float *coef);
 /* For tests: out[i] = dmath_exp(x[i]) computed as logic_coeffs does on the
  * current path (vector lanes for arguments in [-700, 0]); must equal
  * dmath_exp bit for bit. */
 void logic_exp_lanes(const double *x, double *out, size_t n);
 
-/* One layer of gates: out gates reading in inputs; gate g reads rows a[g], b[g]. */
+/* One layer of gates: out gates reading in inputs; gate g reads rows a[g], b[g].
+ * first and reads_all are optional (zero: LOGIC_DX_SET falls back to
+ * clearing dx); logic_layer_first fills them from the wiring. */
 typedef struct {
     size_t in, out;
     const uint32_t *a, *b;    /* [out], each < in */
+    const uint8_t *first;     /* [out]: LOGIC_FIRST_A when gate g is the first gate to read row a[g],
+                                 LOGIC_FIRST_B the first to read b[g] (a before b: a == b is A only) */
+    int reads_all;            /* every row < in is read by some gate */
 } logic_layer;
+
+#define LOGIC_FIRST_A 1
+#define LOGIC_FIRST_B 2
+/* first[out] and L->reads_all from L's wiring (L->first is not read).
+ * LS_ENOMEM (its scratch of L->in bytes). */
+ls_status logic_layer_first(uint8_t *first, int *reads_all, const logic_layer *L, ls_err *err);
 
 /* Wiring from the addressed RNG; a, b: [out]. Every permutation is
  * rng_permutation(perm, n, seed, RNG_WIRING, 4·addr + role) (frozen):
@@ -101,49 +119,48 @@ void logic_forward(float *y, const float *x, const logic_layer *L, const float *
  * starting at 0.0f) that are then combined by the pairwise tree
  * ((((v0+v1)+(v2+v3))+((v4+v5)+(v6+v7)))+(((v8+v9)+(v10+v11))+((v12+v13)+(v14+v15)))):
  *     S0 = Σ d, S1 = Σ d·a, S2 = Σ d·b, S3 = Σ d·(a·b)
- * written to stats[g][0..3] (accumulate == 0) or added to them
- * (stats[g][k] = stats[g][k] + S_k, accumulate == 1).
+ * written to stats[g][0..3] or, with LOGIC_STATS_ADD in flags, added to them
+ * (stats[g][k] = stats[g][k] + S_k).
+ * With LOGIC_DX_SET in flags, dx's prior content is ignored: the result is
+ * the one the lines above give on a dx whose lanes 0..n−1 are all +0.0f,
+ * so the caller need not clear dx. With L->first and L->reads_all set, a
+ * row's first update adds its term to 0.0f instead of reading the row (the
+ * same bits, no clearing, half the row loads); otherwise lanes 0..n−1 of
+ * every row are cleared first. Lanes n..ld−1 of dx are never written.
  * dx: [in][ld] or NULL, dy: [out][ld], stats: [out][4]. */
+#define LOGIC_STATS_ADD 1
+#define LOGIC_DX_SET 2
 void logic_backward(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
-                    const float *coef, size_t n, size_t ld, int accumulate);
+                    const float *coef, size_t n, size_t ld, int flags);
 
 /* logic_backward for a group of up to LOGIC_LANES samples side by side:
  * the rows are [nvl][LOGIC_LANES] (ld = nvl·LOGIC_LANES), element
  * vl·LOGIC_LANES + j being virtual lane vl of sample j. For every sample
  * j < m, dx's lanes of sample j and the statistics of sample j are exactly
- * what logic_backward computes for that sample alone with n = nvl lanes:
+ * what logic_backward computes for that sample alone with n = nvl lanes
+ * and the same flags:
  *     for g = 0 .. out−1 in order, for every vl < nvl (e = vl·16 + j):
  *         dx[a_g][e] = dx[a_g][e] + d·(cA + cAB·b),  then
  *         dx[b_g][e] = dx[b_g][e] + d·(cB + cAB·a)      (when dx is not NULL)
  *     S_k of gate g: virtual lane vl into accumulator vl mod 16 (increasing
  *     vl, starting at 0.0f), then logic_backward's pairwise tree,
- * written to stats[j·stats_stride + 4g + k] (accumulate == 0) or added to
- * it (accumulate == 1). With first != NULL, dx[a_g][e] on the right is
- * read as 0.0f when bit 0 of first[g] is set, dx[b_g][e] when bit 1 is
- * (logic_first_touch: the same bits as a dx cleared to zero beforehand,
- * without clearing it). Lanes j >= m of dx are left unspecified (they
- * only ever mix with lanes j of other rows) and their statistics are not
- * written. The SIMD paths sum the 16 accumulators of all samples at once,
- * one vector per accumulator (logic.c says why skipping the empty ones and
- * the additions from 0.0f gives the same bits). m <= 16; stats rows of
- * different samples must not overlap. */
+ * written to stats[j·stats_stride + 4g + k] or, with LOGIC_STATS_ADD,
+ * added to it; LOGIC_DX_SET as in logic_backward (L->first and
+ * L->reads_all, else whole rows of dx are cleared first). Lanes j >= m of
+ * dx are left unspecified (they only ever mix with lanes j of other rows)
+ * and their statistics are not written. The SIMD paths sum the 16
+ * accumulators of all samples at once, one vector per accumulator (logic.c
+ * says why skipping the empty ones and the additions from 0.0f gives the
+ * same bits). m <= 16; stats rows of different samples must not overlap. */
 void logic_backward_lanes(float *dx, float *stats, size_t stats_stride, const float *dy, const float *x,
-                          const logic_layer *L, const float *coef, const uint8_t *first, size_t nvl, size_t m,
-                          int accumulate);
-/* first[g] for a dx that starts at zero: bit 0 when gate g is the first to
- * update row a_g, bit 1 when it is the first to update row b_g (not when
- * b_g == a_g: the a-update came first); untouched[r] = 1 for the input rows
- * no gate reads (the caller clears those), else 0. first: [out], untouched:
- * [in]. */
-void logic_first_touch(uint8_t *first, uint8_t *untouched, const logic_layer *L);
+                          const logic_layer *L, const float *coef, size_t nvl, size_t m, int flags);
 
 /* The scalar twins (tests compare them with the above). */
 void logic_forward_scalar(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld);
 void logic_backward_scalar(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
-                           const float *coef, size_t n, size_t ld, int accumulate);
+                           const float *coef, size_t n, size_t ld, int flags);
 void logic_backward_lanes_scalar(float *dx, float *stats, size_t stats_stride, const float *dy, const float *x,
-                                 const logic_layer *L, const float *coef, const uint8_t *first, size_t nvl,
-                                 size_t m, int accumulate);
+                                 const logic_layer *L, const float *coef, size_t nvl, size_t m, int flags);
 /* 0: scalar twins (also LOCKSTEP_SIMD=off), 1: the best path the CPU offers
  * (default), 2: at most AVX2 (also LOCKSTEP_SIMD=avx2); returns the previous
  * setting. Applies to logic_forward, logic_backward, logic_backward_lanes,

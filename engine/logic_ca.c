@@ -2,7 +2,7 @@
  * model behind ls_model's batch mode, its two tasks and its hard circuit.
  *
  * Memory. The model owns, allocated once at create for the configured batch:
- * the wiring (with its first-touch flags), the neighbour table, the softmax/coefficients of the current
+ * the wiring (with its first flags), the neighbour table, the softmax/coefficients of the current
  * step, and the per-batch arrays that outlive a phase (state history,
  * targets, gradient patches, gradients of the states). A unit's working set
  * — the activations of one CA step of its cells and two gradient buffers —
@@ -30,8 +30,8 @@
  * as logic_backward would alone, written to its own leaf. Gathers and
  * scatters (patches, states, dY, down, dpatch, loss) run per sample in the
  * same order as the per-part path, which is the same code with W = 1 and
- * m = 1. In lanes mode dx is not cleared before each layer's backward but
- * written on first touch (logic_first_touch), the same bits.
+ * m = 1 (where the gathers and scatters keep their plain loops and
+ * copies).
  *
  * Backward through neighbours. The gradient with respect to a neighbour's
  * state belongs to another part, so the backward of step t stores, per cell n
@@ -116,10 +116,7 @@ typedef struct {
     size_t max_m;             /* most samples of a unit: 1, or the largest group */
     size_t off_pa, off_ua, off_d0, off_d1, off_mask;   /* byte offsets in the scratch */
 
-    uint32_t *wires;          /* [2][gates]: net.a, net.b, then first and untouched */
-    uint8_t *first;           /* [gates] logic_first_touch of every layer (lanes mode) */
-    uint8_t *untouched;       /* layer l's input rows no gate reads, from untouched + in_off[l] */
-    size_t in_off[LOGIC_CA_MAX_LAYERS];
+    uint32_t *wires;          /* [2][gates]: net.a, net.b; then [gates] bytes: each layer's first flags */
     size_t *row_lo;           /* [R + 1] first grid row of each part */
     int32_t *nbr;             /* [9][N]: the cell at patch position p of cell n, or −1 */
     float *p, *coef;          /* [gates][16], [gates][4]: set by prepare */
@@ -446,6 +443,8 @@ static ls_status hard_create(logic_ca_hard **out, const logic_ca *ca, const floa
     for (size_t l = 0; l < h->n_layers; l++) {
         h->layer[l].a = h->a + h->gate_off[l];
         h->layer[l].b = h->b + h->gate_off[l];
+        h->layer[l].first = NULL;   /* the model's; a circuit may be rewired */
+        h->layer[l].reads_all = 0;
     }
     logic_hard_ops(h->ops, params, h->gates);
     *out = h;
@@ -705,26 +704,18 @@ static const float *part_forward(const logic_ca *ca, const part_view *v, size_t 
 
 /* Backward of gate layer l on the unit: nvl virtual lanes of its m
  * samples, sample j's statistics at stats + j·stride (stats of the whole
- * network), dx (when not NULL) cleared first. In lanes mode dx is not
- * cleared but written on first touch (logic_first_touch), only the rows no
- * gate reads are cleared: the same bits without a pass over dx. */
+ * network); dx (when not NULL) set on each row's first update
+ * (LOGIC_DX_SET), never cleared. */
 static void layer_backward(const logic_ca *ca, const part_view *v, size_t l, float *dx, float *stats, size_t stride,
                            const float *dy, const float *x, size_t nvl, size_t ld, int acc)
 {
     const logic_layer *L = &ca->net.layer[l];
     const size_t off = ca->net.gate_off[l];
-    if (v->W == 1) {
-        if (dx != NULL)
-            memset(dx, 0, L->in * ld * sizeof(float));
-        logic_backward(dx, stats + 4 * off, dy, x, L, ca->coef + 4 * off, nvl, ld, acc);
-        return;
-    }
-    if (dx != NULL)
-        for (size_t r = 0; r < L->in; r++)
-            if (ca->untouched[ca->in_off[l] + r])
-                memset(dx + r * ld, 0, ld * sizeof(float));
-    logic_backward_lanes(dx, stats + 4 * off, stride, dy, x, L, ca->coef + 4 * off,
-                         dx != NULL ? ca->first + off : NULL, nvl, v->m, acc);
+    const int flags = (acc ? LOGIC_STATS_ADD : 0) | LOGIC_DX_SET;
+    if (v->W == 1)
+        logic_backward(dx, stats + 4 * off, dy, x, L, ca->coef + 4 * off, nvl, ld, flags);
+    else
+        logic_backward_lanes(dx, stats + 4 * off, stride, dy, x, L, ca->coef + 4 * off, nvl, v->m, flags);
 }
 
 /* Backward of CA step t from dY (C rows of ldu in v->d0), activations from
@@ -984,9 +975,15 @@ static void ca_init(const void *self, float *params, uint64_t seed)
 
 static ls_status ca_prepare(void *self, const float *params, const ls_batch *b, ls_err *err)
 {
+    (void)params;   /* the coefficients are ca_prepare_part's, on the engine's threads */
     logic_ca *ca = self;
-    logic_coeffs(params, ca->net.gates, ca->p, ca->coef);
     return b != NULL ? ca_start_batch(ca, b, err) : LS_OK;
+}
+
+static void ca_prepare_part(void *self, const float *params, size_t part)
+{
+    logic_ca *ca = self;
+    logic_coeffs_part(params, ca->net.gates, part, ca->p, ca->coef);
 }
 
 static void ca_finish(const void *self, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
@@ -1130,18 +1127,7 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
 
     net_shape(&ca->net, cfg);
     const size_t gates = ca->net.gates;
-    /* The input rows of all layers, for untouched. */
-    size_t rows_in = 0;
-    for (size_t l = 0; l < ca->np + ca->nu; l++) {
-        ca->in_off[l] = rows_in;
-        if (l == 0)
-            rows_in += 9;
-        else if (l < ca->np)
-            rows_in += K * cfg->perception[l - 1];
-        else
-            rows_in += l == ca->np ? ca->uin : cfg->layers[l - ca->np - 1];
-    }
-    ca->wires = malloc(2 * gates * sizeof(uint32_t) + gates + rows_in);
+    ca->wires = malloc(2 * gates * sizeof(uint32_t) + gates);
     ca->tables = malloc((R + 1) * sizeof(size_t) + 9 * N * sizeof(int32_t));
     ca->coefmem = alloc_aligned(gates * (LOGIC_OPS + 4) * sizeof(float));
     const size_t plane = C * N;
@@ -1161,10 +1147,16 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
         ca_destroy(ca);
         return st;
     }
-    ca->first = (uint8_t *)(ca->wires + 2 * gates);
-    ca->untouched = ca->first + gates;
-    for (size_t l = 0; l < ca->np + ca->nu; l++)
-        logic_first_touch(ca->first + ca->net.gate_off[l], ca->untouched + ca->in_off[l], &ca->net.layer[l]);
+    /* The backward sets each dx row on its first update (LOGIC_DX_SET). */
+    uint8_t *first = (uint8_t *)(ca->wires + 2 * gates);
+    for (size_t l = 0; l < ca->net.n_layers; l++) {
+        logic_layer *L = &ca->net.layer[l];
+        if ((st = logic_layer_first(first + ca->net.gate_off[l], &L->reads_all, L, err)) != LS_OK) {
+            ca_destroy(ca);
+            return st;
+        }
+        L->first = first + ca->net.gate_off[l];
+    }
     ca->row_lo = ca->tables;
     ca->nbr = (int32_t *)(void *)(ca->row_lo + R + 1);
     for (size_t r = 0; r <= R; r++)
@@ -1243,6 +1235,7 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
         .finish_units = gates,
         .scratch_bytes = ca->off_mask + round_bytes(2 * ca->max_m * ca->max_nc),
         .mean_loss = 0,
+        .prepare_parts = logic_prepare_parts(gates),
     };
     *self = ca;
     return LS_OK;
@@ -1279,4 +1272,5 @@ const ls_model_desc logic_ca_model = {
     .leaf = ca_leaf,
     .finish = ca_finish,
     .metrics = ca_metrics,
+    .prepare_part = ca_prepare_part,
 };

@@ -9,7 +9,7 @@
  * gathered features, the input bit rows, every layer's activations and two
  * gradient row buffers (ping-pong between layers). The statistics of layer l
  * go straight into the leaf buffer at gate offset gate_off[l], written or
- * added as the leaf mode says (logic_backward's accumulate flag is exactly
+ * added as the leaf mode says (logic_backward's LOGIC_STATS_ADD flag is exactly
  * TREE_WRITE = 0 / TREE_ADD = 1).
  *
  * The arithmetic of the head, per lane b (sample), fixed here:
@@ -113,13 +113,11 @@ static void net_init(const void *self, float *params, uint64_t seed)
     }
 }
 
-static ls_status net_prepare(void *self, const float *params, const ls_batch *b, ls_err *err)
+/* The softmax of every gate, in parts over the engine's threads. */
+static void net_prepare_part(void *self, const float *params, size_t part)
 {
-    (void)b;
-    (void)err;
     logic_net *n = self;
-    logic_coeffs(params, n->total, n->p, n->coef);
-    return LS_OK;
+    logic_coeffs_part(params, n->total, part, n->p, n->coef);
 }
 
 /* grad[g][j] = logic_expand's p_j (F_j − Y) on the tree sum, then / (float)B. */
@@ -222,12 +220,10 @@ static double net_leaf(const void *self, const float *params, const ls_batch *b,
     for (size_t l = L; l-- > 0;) {
         const float *xin = l == 0 ? in : (const float *)at(scratch, n->s_act[l - 1]);
         float *dx = NULL;
-        if (l > 0) {
-            dx = at(scratch, n->s_g[1 - cur]);
-            memset(dx, 0, n->width[l - 1] * ld * sizeof(float));
-        }
+        if (l > 0)
+            dx = at(scratch, n->s_g[1 - cur]);   /* LOGIC_DX_SET: no clearing */
         logic_backward(dx, buf + n->gate_off[l] * 4, dy, xin, &n->layer[l], n->coef + n->gate_off[l] * 4, cnt,
-                       ld, mode);
+                       ld, (mode == LS_LEAF_ADD ? LOGIC_STATS_ADD : 0) | LOGIC_DX_SET);
         dy = dx;
         cur = 1 - cur;
     }
@@ -429,13 +425,14 @@ static ls_status net_create(void **self, ls_model_info *info, const ls_config *c
     if (!ok)
         return ls_fail(err, LS_EINVAL, "logic: the network is too large for a leaf of %zu samples", max_leaf);
 
-    /* This struct and the wiring: one allocation. */
+    /* This struct, the wiring and its first flags (LOGIC_DX_SET): one allocation. */
     const size_t head = round_up(sizeof(logic_net));
-    logic_net *n = calloc(1, head + 2 * t.total * sizeof(uint32_t));
+    logic_net *n = calloc(1, head + 2 * t.total * sizeof(uint32_t) + t.total);
     if (n == NULL)
         return ls_fail(err, LS_ENOMEM, "logic: out of memory for the wiring of %zu gates", t.total);
     *n = t;
     uint32_t *wa = (uint32_t *)(void *)((char *)n + head), *wb = wa + t.total;
+    uint8_t *first = (uint8_t *)(wb + t.total);
     size_t in = t.in0;
     for (size_t l = 0; l < t.n_layers; l++) {
         uint32_t *a = wa + t.gate_off[l], *b = wb + t.gate_off[l];
@@ -445,7 +442,11 @@ static ls_status net_create(void **self, ls_model_info *info, const ls_config *c
             free(n);
             return st;
         }
-        n->layer[l] = (logic_layer){ in, t.width[l], a, b };
+        n->layer[l] = (logic_layer){ in, t.width[l], a, b, first + t.gate_off[l], 0 };
+        if (logic_layer_first(first + t.gate_off[l], &n->layer[l].reads_all, &n->layer[l], err) != LS_OK) {
+            free(n);
+            return LS_ENOMEM;
+        }
         in = t.width[l];
     }
     const size_t pbytes = round_up(t.total * LOGIC_OPS * sizeof(float));
@@ -466,6 +467,7 @@ static ls_status net_create(void **self, ls_model_info *info, const ls_config *c
         .scratch_bytes = t.leaf_bytes > t.eval_bytes ? t.leaf_bytes : t.eval_bytes,
         .eval_chunk = EVAL_CHUNK,
         .mean_loss = 1,
+        .prepare_parts = logic_prepare_parts(t.total),
     };
     *self = n;
     return LS_OK;
@@ -490,7 +492,7 @@ const ls_model_desc logic_model = {
     .destroy = net_destroy,
     .check = net_check,
     .init = net_init,
-    .prepare = net_prepare,
+    .prepare_part = net_prepare_part,
     .leaf = net_leaf,
     .finish = net_finish,
     .eval = net_eval,

@@ -26,6 +26,9 @@ ls_status model_create(ls_model **out, const ls_config *cfg, const ls_dataset *d
     else if (i->phases > 0 && (i->units == 0 || d->phase == NULL))
         st = ls_fail(err, LS_EINVAL, "model %s: declares %zu phases but no work units or phase function", d->name,
                      i->phases);
+    else if (i->prepare_parts > 0 && d->prepare_part == NULL)
+        st = ls_fail(err, LS_EINVAL, "model %s: declares %zu prepare parts but no prepare_part function", d->name,
+                     i->prepare_parts);
     if (st != LS_OK) {
         model_destroy(m);
         return st;
@@ -41,4 +44,34 @@ void model_destroy(ls_model *m)
     if (m->self != NULL)
         m->desc->destroy(m->self);
     free(m);
+}
+
+typedef struct {
+    const ls_model *m;
+    const float *params;
+} prepare_job;
+
+static void prepare_part_unit(void *ctx, size_t part, int worker)
+{
+    (void)worker;   /* a part's result cannot depend on who computes it */
+    const prepare_job *job = ctx;
+    job->m->desc->prepare_part(job->m->self, job->params, part);
+}
+
+ls_status model_prepare(const ls_model *m, const float *params, const ls_batch *b, pool *p, ls_err *err)
+{
+    if (m->desc->prepare != NULL) {
+        ls_status st = m->desc->prepare(m->self, params, b, err);
+        if (st != LS_OK)
+            return st;
+    }
+    const size_t parts = m->desc->prepare_part != NULL ? m->info.prepare_parts : 0;
+    prepare_job job = { m, params };
+    if (p != NULL && parts > 1) {
+        pool_parallel_for(p, parts, prepare_part_unit, &job);
+    } else {
+        for (size_t i = 0; i < parts; i++)
+            prepare_part_unit(&job, i, 0);
+    }
+    return LS_OK;
 }

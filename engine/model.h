@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "../include/lockstep.h"
+#include "../reduce/pool.h"
 #include "config.h"
 
 typedef struct ls_model {
@@ -31,6 +32,11 @@ typedef struct ls_model {
  * checks what it declared (a leaf model needs leaves; phases need units). */
 ls_status model_create(ls_model **out, const ls_config *cfg, const ls_dataset *data, ls_err *err);
 void model_destroy(ls_model *m);   /* accepts NULL */
+
+/* The model's prepare, then its prepare_part for every part: over p's
+ * threads, or in order on this thread when p is NULL (inside a pool job,
+ * a sweep's unit, a tool). */
+ls_status model_prepare(const ls_model *m, const float *params, const ls_batch *b, pool *p, ls_err *err);
 
 /* Models that group a batch's samples into leaves of L samples (L = the
  * config's leaf, capped by the batch): leaf i holds slots [i·L, min((i+1)·L, B)). */

@@ -484,7 +484,7 @@ static void sweep_round(sweep *sw)
         const sweep_run *r = &sw->runs[i];
         if (r->state != RUN_ACTIVE)
             continue;
-        prepare |= trainer_model(r->t)->desc->prepare != NULL;
+        prepare |= trainer_model(r->t)->desc->prepare != NULL || trainer_model(r->t)->info.prepare_parts > 0;
         if (r->phases > max_phases)
             max_phases = r->phases;
     }

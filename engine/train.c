@@ -272,7 +272,7 @@ static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err 
     const ls_model *m = t->model;
     memset(t->worker_work, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
     t->batch = (ls_batch){ t->data, t->data != NULL ? t->ids : NULL, t->cfg.batch, step, t->cfg.seed };
-    ls_status st = m->desc->prepare != NULL ? m->desc->prepare(m->self, t->params, &t->batch, err) : LS_OK;
+    ls_status st = model_prepare(m, t->params, &t->batch, t->pool, err);
     if (st != LS_OK)
         return st;
     size_t u0 = t->ranks != NULL ? t->ranks->unit_lo : 0, u1 = t->ranks != NULL ? t->ranks->unit_hi : m->info.units;
@@ -337,7 +337,7 @@ static void trainer_eval_part(void *ctx, size_t part, int worker)
 static ls_status trainer_prepare_eval(trainer *t, ls_err *err)
 {
     const ls_model *m = t->model;
-    return m->desc->prepare != NULL ? m->desc->prepare(m->self, t->params, NULL, err) : LS_OK;
+    return model_prepare(m, t->params, NULL, t->pool, err);
 }
 
 /* The training loss of the current parameters on the test split: its
@@ -363,7 +363,7 @@ static ls_status trainer_test_loss(trainer *t, double *loss, int *has, ls_err *e
             t->ids[j] = (uint32_t)(k * B + j);   /* trainer_step recomputes ids: overwriting is safe */
         t->batch = (ls_batch){ &test, t->ids, B, 0, t->cfg.seed };
         memset(t->worker_work, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
-        ls_status st = m->desc->prepare != NULL ? m->desc->prepare(m->self, t->params, &t->batch, err) : LS_OK;
+        ls_status st = model_prepare(m, t->params, &t->batch, t->pool, err);
         if (st != LS_OK)
             return st;
         double sum;
@@ -495,7 +495,7 @@ ls_status trainer_stage_begin(trainer *t, ls_err *err)
     memset(t->worker_work, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
     t->staged_sum = NULL;
     t->batch = (ls_batch){ t->data, t->data != NULL ? t->ids : NULL, t->cfg.batch, step, t->cfg.seed };
-    return m->desc->prepare != NULL ? m->desc->prepare(m->self, t->params, &t->batch, err) : LS_OK;
+    return model_prepare(m, t->params, &t->batch, NULL, err);   /* inside a sweep's unit: no nested job */
 }
 
 void trainer_stage_unit(trainer *t, size_t phase, size_t unit, void *scratch)

@@ -52,9 +52,9 @@ extern "C" {
 #endif
 
 #define LS_VERSION_MAJOR 0
-#define LS_VERSION_MINOR 3
+#define LS_VERSION_MINOR 4
 #define LS_VERSION_PATCH 0
-#define LS_VERSION_STRING "0.3.0"
+#define LS_VERSION_STRING "0.4.0"
 
 #define LS_HASH_FORMAT 1
 #define LS_CONFIG_FORMAT 1
@@ -248,6 +248,7 @@ typedef struct {
                                  instance); NULL: one tensor "params" */
     size_t n_tensors;
     size_t inputs, outputs;   /* scores: features per sample in, scores per sample out (0: none) */
+    size_t prepare_parts;     /* parts of prepare_part (0: none) */
 } ls_model_info;
 
 /* One evaluation figure, recorded under its name. */
@@ -276,8 +277,9 @@ typedef struct ls_model_desc {
     ls_status (*check)(const ls_config *cfg, ls_err *err);
     /* θ_0 from addressed random numbers of seed. */
     void (*init)(const void *self, float *params, uint64_t seed);
-    /* Once per step on one thread, before the phases and leaves; b is NULL
-     * when it prepares an evaluation. May be NULL. */
+    /* Once per step on one thread, before the phases and leaves (and
+     * before prepare_part); b is NULL when it prepares an evaluation. May
+     * be NULL. */
     ls_status (*prepare)(void *self, const float *params, const ls_batch *b, ls_err *err);
     /* Work unit `unit` of phase `phase`; NULL when info.phases == 0. */
     void (*phase)(void *self, const float *params, const ls_batch *b, size_t phase, size_t unit, void *scratch);
@@ -303,6 +305,12 @@ typedef struct ls_model_desc {
      * combining the slots in sample order, gives the same figures at any
      * thread count. scratch: scratch_bytes, as for leaf. */
     void (*metric_part)(void *self, const float *params, const ls_dataset *data, size_t sample, void *scratch);
+    /* Optional, with info.prepare_parts: the share of the once-per-step
+     * preparation that splits (softmaxes of gate logits, transposed
+     * weights), part 0 .. prepare_parts − 1 run on the engine's threads in
+     * any order right after prepare, for a step and for an evaluation alike.
+     * A part may write only what belongs to it. */
+    void (*prepare_part)(void *self, const float *params, size_t part);
 } ls_model_desc;
 
 /* ---- tasks --------------------------------------------------------------- */

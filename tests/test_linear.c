@@ -205,8 +205,8 @@ static void test_tensors_and_scores(void **state)
         assert_int_equal(in->outputs, d->n_classes);
         float *params = malloc(in->n_params * sizeof *params);
         m->desc->init(m->self, params, 5);
-        if (m->desc->prepare != NULL)
-            assert_int_equal(m->desc->prepare(m->self, params, NULL, &err), LS_OK);
+        if (m->desc->prepare != NULL || m->info.prepare_parts > 0)
+            assert_int_equal(model_prepare(m, params, NULL, NULL, &err), LS_OK);
         void *scratch = aligned_alloc(64, (in->scratch_bytes + 63) / 64 * 64);
         const size_t N = d->test.n;
         float *x = malloc(N * in->inputs * sizeof *x), *sc = malloc(N * in->outputs * sizeof *sc);

@@ -5,7 +5,7 @@
  * loop written here from the text of logic.h, the order of the statistics,
  * the lanes kernel (samples side by side) on every path against
  * logic_backward_scalar run on each sample alone (−0, denormals, cancelling
- * sums, first-touch rows holding NaN), the first-touch flags, the expansion
+ * sums, LOGIC_DX_SET on garbage), the first flags, the expansion
  * to logit gradients, and both wirings (random: balanced; unique:
  * difflogic's pair sequence, no repeated pair, refusals). */
 #include <stdarg.h>
@@ -130,7 +130,7 @@ static void test_relaxed_equals_coefficient_form(void **state)
         coef[4 * j + 2] = p[4] + p[5] + p[6] + p[7] - p[8] - p[9] - p[10] - p[11];
         coef[4 * j + 3] = p[1] - p[2] - p[4] - 2 * p[6] - p[7] + p[8] + 2 * p[9] + p[11] + p[13] - p[14];
     }
-    const logic_layer L = { 2, LOGIC_OPS, ia, ib };
+    const logic_layer L = { 2, LOGIC_OPS, ia, ib, NULL, 0 };
     logic_forward_scalar(ys, x, &L, coef, N, ld);
     logic_forward(y, x, &L, coef, N, ld);
     for (int j = 0; j < LOGIC_OPS; j++) {
@@ -327,7 +327,7 @@ static void test_hard_forward(void **state)
         b[g] = g % 7 == 0 ? a[g] : (uint32_t)below(IN);
         ops[g] = (uint8_t)(g % LOGIC_OPS);
     }
-    const logic_layer L = { IN, OUT, a, b };
+    const logic_layer L = { IN, OUT, a, b, NULL, 0 };
     logic_hard_forward(y, x, &L, ops, W);
     for (int g = 0; g < OUT; g++)
         for (int w = 0; w < W; w++) {
@@ -398,7 +398,19 @@ static void ref_backward(float *dx, float *stats, const float *dy, const float *
 /* One random case: shapes, wiring with some a == b, garbage (NaN, huge) in
  * the padding lanes of x and dy, dx starting at random values with a
  * sentinel in its padding. Runs every path and compares everything. */
+static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, int with_dx, int dx_set);
+
+/* Every case runs twice: dx updated in place, and LOGIC_DX_SET on a dx full
+ * of garbage (NaN and -0.0 among it), which must give the in-place result
+ * on a cleared dx and leave the padding lanes alone. */
 static void kernel_case(size_t in, size_t out, size_t n, int accumulate, int with_dx)
+{
+    kernel_case_flags(in, out, n, accumulate, with_dx, 0);
+    if (with_dx)
+        kernel_case_flags(in, out, n, accumulate, with_dx, 1);
+}
+
+static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, int with_dx, int dx_set)
 {
     const size_t ld = (n + 15) / 16 * 16 + 16 * below(2);
     float *x = xalloc(in * ld * sizeof(float));
@@ -417,7 +429,14 @@ static void kernel_case(size_t in, size_t out, size_t n, int accumulate, int wit
         a[g] = (uint32_t)below(in);
         b[g] = below(4) == 0 ? a[g] : (uint32_t)below(in);
     }
-    const logic_layer L = { in, out, a, b };
+    logic_layer L = { in, out, a, b, NULL, 0 };
+    uint8_t *first = xalloc(out);
+    if (dx_set) {
+        /* with the first flags when every row is read (else the clearing fallback) */
+        ls_err err;
+        assert_int_equal(logic_layer_first(first, &L.reads_all, &L, &err), LS_OK);
+        L.first = first;
+    }
     const size_t ybytes = out * ld * sizeof(float), xbytes = in * ld * sizeof(float);
     float *y_ref = xalloc(ybytes), *y = xalloc(ybytes);
     float *dx0 = xalloc(xbytes), *dx_ref = xalloc(xbytes), *dx = xalloc(xbytes);
@@ -431,6 +450,15 @@ static void kernel_case(size_t in, size_t out, size_t n, int accumulate, int wit
 
     ref_forward(y_ref, x, &L, coef, n, ld);
     memcpy(dx_ref, dx0, xbytes);
+    if (dx_set) {
+        /* the reference runs on cleared lanes; the kernels get garbage there */
+        for (size_t r = 0; r < in; r++)
+            for (size_t l = 0; l < n; l++) {
+                dx_ref[r * ld + l] = 0.0f;
+                dx0[r * ld + l] = l % 3 == 0 ? NAN : l % 3 == 1 ? -0.0f : 1e30f;
+            }
+    }
+    const int flags = (accumulate ? LOGIC_STATS_ADD : 0) | (dx_set ? LOGIC_DX_SET : 0);
     memcpy(st_ref, st0, out * 4 * sizeof(float));
     ref_backward(with_dx ? dx_ref : NULL, st_ref, dy, x, &L, coef, n, ld, accumulate);
 
@@ -443,10 +471,10 @@ static void kernel_case(size_t in, size_t out, size_t n, int accumulate, int wit
             memcpy(st, st0, out * 4 * sizeof(float));
             if (twin) {
                 logic_forward_scalar(y, x, &L, coef, n, ld);
-                logic_backward_scalar(with_dx ? dx : NULL, st, dy, x, &L, coef, n, ld, accumulate);
+                logic_backward_scalar(with_dx ? dx : NULL, st, dy, x, &L, coef, n, ld, flags);
             } else {
                 logic_forward(y, x, &L, coef, n, ld);
-                logic_backward(with_dx ? dx : NULL, st, dy, x, &L, coef, n, ld, accumulate);
+                logic_backward(with_dx ? dx : NULL, st, dy, x, &L, coef, n, ld, flags);
             }
             for (size_t g = 0; g < out; g++)
                 assert_memory_equal(y + g * ld, y_ref + g * ld, n * sizeof(float));
@@ -456,7 +484,7 @@ static void kernel_case(size_t in, size_t out, size_t n, int accumulate, int wit
         }
         logic_set_simd(prev);
     }
-    free(x); free(dy); free(coef); free(a); free(b);
+    free(x); free(dy); free(coef); free(a); free(b); free(first);
     free(y_ref); free(y); free(dx0); free(dx_ref); free(dx); free(st0); free(st_ref); free(st);
 }
 
@@ -476,6 +504,8 @@ static void test_kernels_random_shapes(void **state)
     kernel_case(200, 400, 32, 0, 1);
     kernel_case(200, 400, 32, 1, 0);
     kernel_case(150, 100, 27, 0, 1);
+    /* wider than LOGIC_DX_SET's row bitmap (4096 rows): the cleared fallback */
+    kernel_case(5000, 300, 20, 1, 1);
 }
 
 /* ---- logic_backward_lanes: a group of samples side by side. ---- */
@@ -501,23 +531,27 @@ static float nasty(void)
 /* One case: nvl virtual lanes, m samples, random wiring (a == b allowed),
  * NaN in the lanes of samples >= m. Every path of logic_backward_lanes
  * (and its scalar twin) against logic_backward_scalar run on each sample
- * alone; stats and dx lanes of samples < m compared bit for bit. */
+ * alone with the same flags; stats and dx lanes of samples < m compared bit
+ * for bit. dx_set: LOGIC_DX_SET on a dx full of garbage, with the layer's
+ * first flags (cover: every row read) or the clearing fallback. */
 static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumulate, int with_dx, int all_neg_zero,
-                       int use_first)
+                       int dx_set, int cover)
 {
     const size_t W = LOGIC_LANES, ld = nvl * W, lds = (nvl + 15) / 16 * 16 + 16;
     const size_t stride = out * 4 + 4 * below(3);   /* samples' stats rows, with gaps */
     float *x = xalloc(in * ld * sizeof(float)), *dy = xalloc(out * ld * sizeof(float));
     float *dx0 = xalloc(in * ld * sizeof(float)), *dx = xalloc(in * ld * sizeof(float));
+    float *dx_ref = xalloc(in * ld * sizeof(float));
     float *coef = xalloc(out * 4 * sizeof(float));
     float *st0 = xalloc(W * stride * sizeof(float)), *st = xalloc(W * stride * sizeof(float));
     float *st_ref = xalloc(W * stride * sizeof(float));
     float *xs = xalloc(in * lds * sizeof(float)), *dys = xalloc(out * lds * sizeof(float));
     float *dxs = xalloc(in * lds * sizeof(float));
     uint32_t *a = xalloc(out * sizeof(uint32_t)), *b = xalloc(out * sizeof(uint32_t));
+    uint8_t *first = xalloc(out);
     for (size_t i = 0; i < in * ld; i++) {
         x[i] = i % W < m ? nasty() : NAN;
-        dx0[i] = i % W < m ? nasty() : 1e30f;
+        dx0[i] = dx_set ? (i % 3 == 0 ? NAN : i % 3 == 1 ? -0.0f : 1e30f) : i % W < m ? nasty() : 1e30f;
     }
     for (size_t i = 0; i < out * ld; i++)
         dy[i] = i % W < m ? (all_neg_zero ? -0.0f : nasty()) : NAN;
@@ -526,27 +560,21 @@ static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumula
     for (size_t i = 0; i < W * stride; i++)
         st0[i] = nasty();
     for (size_t g = 0; g < out; g++) {
-        a[g] = (uint32_t)below(in);
+        a[g] = cover && g < in ? (uint32_t)g : (uint32_t)below(in);
         b[g] = below(4) == 0 ? a[g] : (uint32_t)below(in);
     }
-    const logic_layer L = { in, out, a, b };
-    /* with first: the rows the gates touch hold NaN for the kernel and
-     * start at +0 for the reference (the bits of a cleared dx) */
-    uint8_t *first = xalloc(out), *untouched = xalloc(in);
-    logic_first_touch(first, untouched, &L);
-    float *dx_in = xalloc(in * ld * sizeof(float));
-    memcpy(dx_in, dx0, in * ld * sizeof(float));
-    if (use_first)
-        for (size_t r = 0; r < in; r++)
-            if (!untouched[r])
-                for (size_t e = 0; e < ld; e++) {
-                    dx0[r * ld + e] = 0.0f;
-                    dx_in[r * ld + e] = NAN;
-                }
+    logic_layer L = { in, out, a, b, NULL, 0 };
+    if (dx_set) {
+        ls_err err;
+        assert_int_equal(logic_layer_first(first, &L.reads_all, &L, &err), LS_OK);
+        L.first = first;
+        if (cover && out >= in)
+            assert_true(L.reads_all);
+    }
+    const int flags = (accumulate ? LOGIC_STATS_ADD : 0) | (dx_set ? LOGIC_DX_SET : 0);
 
     /* the reference: each sample alone, in logic_backward's layout */
     memcpy(st_ref, st0, W * stride * sizeof(float));
-    float *dx_ref = xalloc(in * ld * sizeof(float));
     memcpy(dx_ref, dx0, in * ld * sizeof(float));
     for (size_t j = 0; j < m; j++) {
         for (size_t r = 0; r < in; r++)
@@ -557,7 +585,7 @@ static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumula
         for (size_t g = 0; g < out; g++)
             for (size_t l = 0; l < lds; l++)
                 dys[g * lds + l] = l < nvl ? dy[(g * nvl + l) * W + j] : NAN;
-        logic_backward_scalar(with_dx ? dxs : NULL, st_ref + j * stride, dys, xs, &L, coef, nvl, lds, accumulate);
+        logic_backward_scalar(with_dx ? dxs : NULL, st_ref + j * stride, dys, xs, &L, coef, nvl, lds, flags);
         for (size_t r = 0; r < in; r++)
             for (size_t l = 0; l < nvl; l++)
                 dx_ref[(r * nvl + l) * W + j] = dxs[r * lds + l];
@@ -566,24 +594,24 @@ static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumula
     for (int path = 0; path < 3; path++) {
         const int prev = logic_set_simd(path);
         for (int twin = 0; twin < (path == 0 ? 2 : 1); twin++) {
-            memcpy(dx, with_dx ? dx_in : dx0, in * ld * sizeof(float));
+            memcpy(dx, dx0, in * ld * sizeof(float));
             memcpy(st, st0, W * stride * sizeof(float));
-            const uint8_t *fl = use_first ? first : NULL;
             if (twin)
-                logic_backward_lanes_scalar(with_dx ? dx : NULL, st, stride, dy, x, &L, coef, fl, nvl, m, accumulate);
+                logic_backward_lanes_scalar(with_dx ? dx : NULL, st, stride, dy, x, &L, coef, nvl, m, flags);
             else
-                logic_backward_lanes(with_dx ? dx : NULL, st, stride, dy, x, &L, coef, fl, nvl, m, accumulate);
+                logic_backward_lanes(with_dx ? dx : NULL, st, stride, dy, x, &L, coef, nvl, m, flags);
             /* every sample's stats row, gaps and samples >= m untouched */
             assert_memory_equal(st, st_ref, W * stride * sizeof(float));
             for (size_t i = 0; i < in * ld; i++)
                 if (i % W < m && memcmp(&dx[i], with_dx ? &dx_ref[i] : &dx0[i], sizeof(float)) != 0)
-                    fail_msg("lanes: path %s, nvl %zu, m %zu: dx element %zu is %a, expected %a", logic_simd_name(),
-                             nvl, m, i, (double)dx[i], (double)(with_dx ? dx_ref[i] : dx0[i]));
+                    fail_msg("lanes: path %s, nvl %zu, m %zu, flags %d: dx element %zu is %a, expected %a",
+                             logic_simd_name(), nvl, m, flags, i, (double)dx[i],
+                             (double)(with_dx ? dx_ref[i] : dx0[i]));
         }
         logic_set_simd(prev);
     }
     free(x); free(dy); free(dx0); free(dx); free(dx_ref); free(coef); free(st0); free(st); free(st_ref);
-    free(xs); free(dys); free(dxs); free(a); free(b); free(first); free(untouched); free(dx_in);
+    free(xs); free(dys); free(dxs); free(a); free(b); free(first);
 }
 
 static void test_backward_lanes(void **state)
@@ -592,47 +620,51 @@ static void test_backward_lanes(void **state)
     static const size_t NVL[] = { 1, 2, 3, 9, 16, 17, 33 }, M[] = { 1, 5, 8, 9, 10, 16 };
     for (size_t i = 0; i < sizeof NVL / sizeof NVL[0]; i++)
         for (size_t j = 0; j < sizeof M / sizeof M[0]; j++)
-            for (int acc = 0; acc < 2; acc++)
-                for (int with_dx = 0; with_dx < 2; with_dx++) {
-                    lanes_case(1 + below(40), 1 + below(40), NVL[i], M[j], acc, with_dx, 0, 0);
-                    lanes_case(1 + below(40), 1 + below(40), NVL[i], M[j], acc, with_dx, 0, 1);
-                    if (j == 0 || M[j] == 16)
-                        lanes_case(1 + below(10), 1 + below(10), NVL[i], M[j], acc, with_dx, 1, (int)below(2));
-                }
+            for (int acc = 0; acc < 2; acc++) {
+                lanes_case(1 + below(40), 1 + below(40), NVL[i], M[j], acc, 0, 0, 0, 0);
+                lanes_case(1 + below(40), 1 + below(40), NVL[i], M[j], acc, 1, 0, 0, 0);
+                lanes_case(1 + below(40), 1 + below(40), NVL[i], M[j], acc, 1, 0, 1, 1);   /* first flags */
+                lanes_case(1 + below(40), 1 + below(40), NVL[i], M[j], acc, 1, 0, 1, 0);   /* mostly cleared */
+                if (j == 0 || M[j] == 16)
+                    lanes_case(1 + below(10), 1 + below(10), NVL[i], M[j], acc, (int)below(2), 1, (int)below(2), 1);
+            }
     for (int t = 0; t < 20; t++)
         lanes_case(1 + below(200), 1 + below(200), 1 + below(64), 1 + below(16), (int)below(2), below(4) != 0, 0,
-                   (int)below(2));
+                   (int)below(2), (int)below(2));
 }
 
-/* logic_first_touch against its definition, on random wirings (a == b
+/* logic_layer_first against its definition, on random wirings (a == b
  * included) with rows that no gate reads. */
-static void test_first_touch(void **state)
+static void test_layer_first(void **state)
 {
     (void)state;
     for (int t = 0; t < 200; t++) {
         const size_t in = 1 + below(30), out = 1 + below(30);
         uint32_t a[30], b[30];
-        uint8_t first[30], untouched[30];
+        uint8_t first[30];
         for (size_t g = 0; g < out; g++) {
             a[g] = (uint32_t)below(in);
             b[g] = below(4) == 0 ? a[g] : (uint32_t)below(in);
         }
-        const logic_layer L = { in, out, a, b };
-        logic_first_touch(first, untouched, &L);
+        const logic_layer L = { in, out, a, b, NULL, 0 };
+        int reads_all = -1;
+        assert_int_equal(logic_layer_first(first, &reads_all, &L, NULL), LS_OK);
         for (size_t g = 0; g < out; g++) {
             int seen_a = 0, seen_b = a[g] == b[g];
             for (size_t h = 0; h < g; h++) {
                 seen_a |= a[h] == a[g] || b[h] == a[g];
                 seen_b |= a[h] == b[g] || b[h] == b[g];
             }
-            assert_int_equal(first[g], (!seen_a ? 1 : 0) | (!seen_b ? 2 : 0));
+            assert_int_equal(first[g], (!seen_a ? LOGIC_FIRST_A : 0) | (!seen_b ? LOGIC_FIRST_B : 0));
         }
+        int all = 1;
         for (size_t r = 0; r < in; r++) {
             int read = 0;
             for (size_t g = 0; g < out; g++)
                 read |= a[g] == r || b[g] == r;
-            assert_int_equal(untouched[r], !read);
+            all &= read;
         }
+        assert_int_equal(reads_all, all);
     }
 }
 
@@ -651,7 +683,7 @@ static void test_backward_lanes_negative_zero(void **state)
     }
     uint32_t a = 0, b = 1;
     const float coef[4] = { 0.0f, 1.0f, 1.0f, 1.0f };
-    const logic_layer L = { 2, 1, &a, &b };
+    const logic_layer L = { 2, 1, &a, &b, NULL, 0 };
     const float neg = -0.0f + -0.0f;   /* what a sum from the first term would give */
     assert_true(signbit(neg));
     for (int path = 0; path < 3; path++) {
@@ -660,7 +692,7 @@ static void test_backward_lanes_negative_zero(void **state)
         for (int acc = 0; acc < 2; acc++) {
             for (size_t i = 0; i < M * 4; i++)
                 st[i] = -0.0f;
-            logic_backward_lanes(NULL, st, 4, dy, x, &L, coef, NULL, NVL, M, acc);
+            logic_backward_lanes(NULL, st, 4, dy, x, &L, coef, NVL, M, acc ? LOGIC_STATS_ADD : 0);
             for (size_t i = 0; i < M * 4; i++)   /* +0 written; −0 + +0 = +0 added */
                 assert_false(signbit(st[i]));
         }
@@ -686,7 +718,7 @@ static void test_stats_order_matters(void **state)
     }
     uint32_t a = 0, b = 1;
     const float coef[4] = { 0.0f, 1.0f, 0.0f, 0.0f };
-    const logic_layer L = { 2, 1, &a, &b };
+    const logic_layer L = { 2, 1, &a, &b, NULL, 0 };
     float seq = 0.0f;
     for (size_t l = 0; l < N; l++)
         seq = seq + dy[l];
@@ -733,7 +765,7 @@ static void test_expand_against_direct(void **state)
         a[g] = (uint32_t)below(IN);
         b[g] = (uint32_t)below(IN);
     }
-    const logic_layer L = { IN, G, a, b };
+    const logic_layer L = { IN, G, a, b, NULL, 0 };
     logic_backward(NULL, st, dy, x, &L, coef, N, LD, 0);
     /* expand in two ranges: [lo, hi) touches only its gates */
     memset(dz, 0xff, G * LOGIC_OPS * sizeof(float));
@@ -945,7 +977,7 @@ int main(void)
         cmocka_unit_test(test_kernels_random_shapes),
         cmocka_unit_test(test_backward_lanes),
         cmocka_unit_test(test_backward_lanes_negative_zero),
-        cmocka_unit_test(test_first_touch),
+        cmocka_unit_test(test_layer_first),
         cmocka_unit_test(test_stats_order_matters),
         cmocka_unit_test(test_expand_against_direct),
         cmocka_unit_test(test_expand_paths),

@@ -191,7 +191,7 @@ static void grad_run(ls_model *m, size_t parts, const float *params, const ls_ba
                      float *leaves, double *losses)
 {
     ls_err err = { { 0 } };
-    ls_status st = m->desc->prepare(m->self, params, b, &err);
+    ls_status st = model_prepare(m, params, b, NULL, &err);
     if (st != LS_OK)
         fprintf(stderr, "prepare: %s\n", err.msg);
     assert_int_equal(st, LS_OK);
@@ -638,7 +638,7 @@ static void test_partial_batch(void **state)
      * the batch's start states) */
     b.batch = 4;
     ls_err err = { { 0 } };
-    assert_int_equal(m->desc->prepare(m->self, params, &b, &err), LS_EINVAL);
+    assert_int_equal(model_prepare(m, params, &b, NULL, &err), LS_EINVAL);
     assert_true(err.msg[0] != 0);
     /* and afterwards a good batch gives the same bits again */
     b.batch = 2;

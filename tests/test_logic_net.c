@@ -260,7 +260,7 @@ typedef struct {
 static void inst_prepare(inst *in)
 {
     ls_err err = { { 0 } };
-    assert_int_equal(in->m->desc->prepare(in->m->self, in->params, NULL, &err), LS_OK);
+    assert_int_equal(model_prepare(in->m, in->params, NULL, NULL, &err), LS_OK);
 }
 
 /* The model of cfg with leaves of max_leaf samples (the leaf key; the

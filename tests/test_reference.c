@@ -89,8 +89,8 @@ static void reference_run(ls_config cfg, const ls_dataset *d, int steps, float *
         }
         const ls_batch batch = { d, ids, B, t, cfg.seed };
         ls_err err = { { 0 } };
-        if (m->desc->prepare != NULL)
-            assert_int_equal(m->desc->prepare(m->self, theta, &batch, &err), LS_OK);
+        if (m->desc->prepare != NULL || m->info.prepare_parts > 0)
+            assert_int_equal(model_prepare(m, theta, &batch, NULL, &err), LS_OK);
         /* the phases one after the other, their units in order, one scratch */
         for (size_t ph = 0; ph < info->phases; ph++)
             for (size_t u = 0; u < info->units; u++)

@@ -339,6 +339,22 @@ static void test_registry(void **state)
     bad.keys = bad_default;
     assert_int_equal(ls_register_model(&bad, &err), LS_EINVAL);
     assert_null(ls_model_find("dup"));
+    /* A model that declares prepare parts but has no prepare_part: refused
+     * when the session creates it, naming the model. */
+    static ls_model_desc noprep;
+    noprep = *ls_model_find("logic");
+    noprep.name = "logic-noprep";
+    noprep.tasks = "teacher";
+    noprep.prepare_part = NULL;
+    assert_int_equal(ls_register_model(&noprep, &err), LS_OK);
+    ls_config *cfg;
+    assert_int_equal(ls_config_create(&cfg, "teacher", "logic-noprep", &err), LS_OK);
+    ls_session *s = NULL;
+    const ls_session_opts opts = { .threads = 1 };
+    assert_int_equal(ls_session_open(&s, cfg, &opts, &err), LS_EINVAL);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "prepare_part"));
+    ls_config_destroy(cfg);
     assert_string_equal(ls_version(), LS_VERSION_STRING);
 }
 

@@ -148,8 +148,8 @@ static ls_status predict_write(FILE *f, const ls_model *m, const float *params, 
         st = ls_fail(err, LS_ENOMEM, "out of memory for %zu samples of %zu features", chunk, in);
     /* The state an evaluation needs (prepare with no batch), as the engine
      * prepares before its own evaluation. */
-    if (st == LS_OK && m->desc->prepare != NULL)
-        st = m->desc->prepare(m->self, params, NULL, err);
+    if (st == LS_OK)
+        st = model_prepare(m, params, NULL, NULL, err);
     const int bytes = x->kind == 'u';
     const size_t shape[2] = { n, outs };
     if (st == LS_OK)
