@@ -23,7 +23,9 @@ LS_PINNED := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -ffp-contract=
 WARN      := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes \
              -Wmissing-prototypes -Wpointer-arith -Wformat=2 $(WERROR)
 # PIC and INC_BUILD are set per target below (library objects, build facts).
-ALL_CFLAGS = $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) $(PIC) -Iinclude $(INC_BUILD) -pthread -MMD -MP
+ALL_CFLAGS = $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) $(PIC) -Iinclude $(INC_BUILD) $(XXH_DISPATCH) -pthread -MMD -MP
+# Debian's libxxhash picks SSE2, AVX2 or AVX-512 at run time (record/hash.c).
+XXH_DISPATCH := $(if $(wildcard /usr/include/xxh_x86dispatch.h),-DLS_XXH_DISPATCH)
 LIBS      := -lsqlite3 -lxxhash -lpng -lz -lm -pthread
 # What the library itself needs (libpng is the tools' alone: cmd_render.c).
 # lockstep.pc.in's Requires.private and Libs.private say the same.
