@@ -504,26 +504,44 @@ static void test_gradient_gol(void **state)
 
 /* ---- the bit contract of the phases and leaves ---- */
 
-static void check_schedules(const ls_config *cfg, const ls_dataset *data, const uint32_t *ids, int64_t step)
+
+/* The model's init, then moved away from its symmetry by uniform noise. */
+static float *perturbed_params(const ls_model *m, uint64_t seed)
 {
-    ls_model *m = make_model(cfg);
-    const size_t R = key_int(cfg, "parts");
     float *params = malloc(m->info.n_params * sizeof *params);
-    m->desc->init(m->self, params, cfg->seed);
-    for (size_t i = 0; i < m->info.n_params; i++)   /* away from the init's symmetry */
+    assert_non_null(params);
+    m->desc->init(m->self, params, seed);
+    for (size_t i = 0; i < m->info.n_params; i++)
         params[i] += 2.0f * unit() - 1.0f;
-    ls_batch b = { .data = data, .ids = ids, .batch = cfg->batch, .step = step, .seed = cfg->seed };
-    const size_t nl = b.batch * R, lb = nl * m->info.leaf_len * sizeof(float);
-    float *ref = malloc(lb), *got = malloc(lb);
-    double *rl = malloc(nl * sizeof *rl), *gl = malloc(nl * sizeof *gl);
+    return params;
+}
+
+/* The leaves and losses of the plain in-order schedule (the reference the
+ * other schedules are compared with); the loss must be finite and positive. */
+static void reference_leaves(ls_model *m, size_t R, const float *params, const ls_batch *b, float *ref,
+                             double *rl, size_t nl)
+{
     sched e;
     make_sched(&e, m, 0, 0, 0);
-    grad_run(m, R, params, &b, &e, ref, rl);
+    grad_run(m, R, params, b, &e, ref, rl);
     free_sched(&e);
     double total = 0;
     for (size_t i = 0; i < nl; i++)
         total += rl[i];
     assert_true(isfinite(total) && total > 0);
+}
+
+static void check_schedules(const ls_config *cfg, const ls_dataset *data, const uint32_t *ids, int64_t step)
+{
+    ls_model *m = make_model(cfg);
+    const size_t R = key_int(cfg, "parts");
+    float *params = perturbed_params(m, cfg->seed);
+    ls_batch b = { .data = data, .ids = ids, .batch = cfg->batch, .step = step, .seed = cfg->seed };
+    const size_t nl = b.batch * R, lb = nl * m->info.leaf_len * sizeof(float);
+    float *ref = malloc(lb), *got = malloc(lb);
+    double *rl = malloc(nl * sizeof *rl), *gl = malloc(nl * sizeof *gl);
+    sched e;
+    reference_leaves(m, R, params, &b, ref, rl, nl);
 
     /* reversed order, dirty scratch */
     make_sched(&e, m, 0, 1, 0xff);
@@ -669,22 +687,13 @@ static void check_lanes(const ls_config *cfg, const ls_dataset *data, const uint
     assert_int_equal(off->info.units, B * R);
     assert_int_equal(on->info.units, expected_units(cfg, 1));
     assert_int_equal(on->info.scratch_bytes >= off->info.scratch_bytes, 1);
-    float *params = malloc(off->info.n_params * sizeof *params);
-    off->desc->init(off->self, params, cfg->seed);
-    for (size_t i = 0; i < off->info.n_params; i++)   /* away from the init's symmetry */
-        params[i] += 2.0f * unit() - 1.0f;
+    float *params = perturbed_params(off, cfg->seed);
     ls_batch b = { .data = data, .ids = ids, .batch = B, .step = step, .seed = cfg->seed };
     const size_t nl = B * R, lb = nl * off->info.leaf_len * sizeof(float);
     float *ref = malloc(lb), *got = malloc(lb);
     double *rl = malloc(nl * sizeof *rl), *gl = malloc(nl * sizeof *gl);
     sched e;
-    make_sched(&e, off, 0, 0, 0);
-    grad_run(off, R, params, &b, &e, ref, rl);
-    free_sched(&e);
-    double total = 0;
-    for (size_t i = 0; i < nl; i++)
-        total += rl[i];
-    assert_true(isfinite(total) && total > 0);
+    reference_leaves(off, R, params, &b, ref, rl, nl);
 
     static const struct { int threads, rev, fill, simd; } runs[] = {
         { 0, 0, 0, 1 }, { 0, 1, 0xff, 1 }, { 1, 0, 0x7f, 1 }, { 2, 0, 0xaa, 1 }, { 3, 0, 0x55, 1 },
