@@ -19,8 +19,9 @@
  * LOGIC_DX_SET: a row's first update (the layer's first[] flags, computed
  * once from the wiring) adds its term to a zero vector in place of the row
  * (a masked or and-ed load, so the row's old bytes never reach the sum):
- * bit for bit the update of a cleared row, without the clearing and with
- * half of the row loads (a perception layer's backward: 30% faster).
+ * bit for bit the update of a cleared row, without the clearing, and on the
+ * AVX-512 path (maskz) without half of the row loads (a perception layer's
+ * backward: 30% faster); AVX2 loads the row and ands it with zero.
  *
  * logic_backward_lanes (samples side by side, one per lane) keeps one
  * vector per virtual accumulator and builds the tree vertically as the

@@ -125,7 +125,7 @@ void logic_forward(float *y, const float *x, const logic_layer *L, const float *
  * the one the lines above give on a dx whose lanes 0..n−1 are all +0.0f,
  * so the caller need not clear dx. With L->first and L->reads_all set, a
  * row's first update adds its term to 0.0f instead of reading the row (the
- * same bits, no clearing, half the row loads); otherwise lanes 0..n−1 of
+ * same bits, no clearing); otherwise lanes 0..n−1 of
  * every row are cleared first. Lanes n..ld−1 of dx are never written.
  * dx: [in][ld] or NULL, dy: [out][ld], stats: [out][4]. */
 #define LOGIC_STATS_ADD 1

@@ -23,8 +23,10 @@
  * would fill 9 of a row's 16 lanes and cost a horizontal tree per gate and
  * sample): a unit is a group of m <= 16 samples, and a row is [virtual lane
  * vl][16 floats], vl the lane index above ((c, i) = c·N + i, or i) and the
- * 16 floats samples s0 .. s0+15 (W = 16 floats per virtual lane; lanes of
- * samples >= m hold zeros and are never read back). logic_forward runs
+ * 16 floats samples s0 .. s0+15 (W = 16 floats per virtual lane; the lanes
+ * of samples >= m hold whatever the kernels computed there, or stale
+ * scratch: lane-wise operations carry them along, but no statistic, state or
+ * loss is ever taken from them). logic_forward runs
  * unchanged on n = nvl·16 lanes, every float doing its sample's scalar
  * operations; logic_backward_lanes gives each sample's statistics exactly
  * as logic_backward would alone, written to its own leaf. Gathers and
@@ -119,7 +121,7 @@ typedef struct {
     uint32_t *wires;          /* [2][gates]: net.a, net.b; then [gates] bytes: each layer's first flags */
     size_t *row_lo;           /* [R + 1] first grid row of each part */
     int32_t *nbr;             /* [9][N]: the cell at patch position p of cell n, or −1 */
-    float *p, *coef;          /* [gates][16], [gates][4]: set by prepare */
+    float *p, *coef;          /* [gates][16], [gates][4]: set by ca_prepare_part */
     /* per batch */
     float *state;             /* [T + 1][B][C][N] state_t of every sample */
     float *target;            /* [B][N] channel-0 target */
@@ -714,7 +716,7 @@ static void layer_backward(const logic_ca *ca, const part_view *v, size_t l, flo
     const int flags = (acc ? LOGIC_STATS_ADD : 0) | LOGIC_DX_SET;
     if (v->W == 1)
         logic_backward(dx, stats + 4 * off, dy, x, L, ca->coef + 4 * off, nvl, ld, flags);
-    else
+    else   /* rows of exactly nvl·16 floats (ld): lanes mode needs R = 1, so nc = max_nc and nothing pads */
         logic_backward_lanes(dx, stats + 4 * off, stride, dy, x, L, ca->coef + 4 * off, nvl, v->m, flags);
 }
 

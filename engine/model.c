@@ -29,6 +29,8 @@ ls_status model_create(ls_model **out, const ls_config *cfg, const ls_dataset *d
     else if (i->prepare_parts > 0 && d->prepare_part == NULL)
         st = ls_fail(err, LS_EINVAL, "model %s: declares %zu prepare parts but no prepare_part function", d->name,
                      i->prepare_parts);
+    else if (i->prepare_parts == 0 && d->prepare_part != NULL)   /* it would never run */
+        st = ls_fail(err, LS_EINVAL, "model %s: has a prepare_part function but declares no prepare parts", d->name);
     if (st != LS_OK) {
         model_destroy(m);
         return st;

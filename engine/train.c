@@ -264,8 +264,8 @@ static ls_status trainer_reduce_ranks(trainer *t, double *total, ls_err *err)
     return LS_OK;
 }
 
-/* Every step is the same plan, whatever the model: prepare (one thread),
- * the model's phases (their units in parallel, a barrier after each), then
+/* Every step is the same plan, whatever the model: prepare (one thread, then
+ * its parts on the pool: model_prepare), the model's phases (their units in parallel, a barrier after each), then
  * the leaves summed by the canonical tree. */
 static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err *err)
 {

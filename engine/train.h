@@ -4,7 +4,7 @@
  * trainer_step(t) takes the B samples of step t from the epoch stream
  * (slot j takes stream position q = (t-1)·B + j, epoch e = q div N, sample
  * perm_e[q mod N]) and runs the one plan every model declares: prepare on
- * one thread, the model's phases (work units in parallel, a barrier after
+ * one thread and its parts on the pool, the model's phases (work units in parallel, a barrier after
  * each), its leaves summed by the canonical tree (reduce/), the finish step
  * mapping the sum to the gradient, and the optimiser. The parameters after
  * every step are a function of the config alone.
@@ -101,7 +101,8 @@ ls_status trainer_set_ranks(trainer *t, int rank, int ranks, trainer_combine_fn 
  * trainers as work units of its own pool (engine/sweep.c) and sums each
  * trainer's leaves with the canonical tree itself:
  *   trainer_stage_begin     the batch of step trainer_steps_done + 1 and the
- *                           model's prepare (one thread);
+ *                           model's prepare and its parts (on the calling
+ *                           thread: it runs inside the caller's unit);
  *   trainer_stage_unit      unit `unit` of phase `phase` (model info: phases,
  *                           units; a barrier between phases);
  *   trainer_stage_leaf      leaf `leaf` into buf as mode says (TREE_WRITE or

@@ -7,9 +7,10 @@
  * bit patterns and hash differently on purpose: the contract is about bits.
  *
  * hash_params is on the per-step path and hashes the whole model, so the usual
- * case (little-endian host, no NaN) streams the caller's memory through an
- * XXH3 state block by block; a block with a NaN (or a big-endian host)
- * streams canonical copies instead.
+ * case (little-endian host, no NaN) hashes the caller's memory as it is: in
+ * one call to libxxhash's dispatched XXH3 when the library has it (below),
+ * else streamed through an XXH3 state block by block; a block with a NaN
+ * (or a big-endian host) streams canonical copies instead.
  */
 #include "hash.h"
 
@@ -21,21 +22,24 @@
  * XXH3_state_t below then has the layout of the code that uses it, never that
  * of whatever libxxhash is loaded at run time (the state struct is not part of
  * the shared library's stable ABI), and the one-shot path can be inlined. The
- * output is the same frozen XXH3_64bits; the tests check it against the
- * shared library. */
+ * output is the same frozen XXH3_64bits (frozen since xxHash 0.8.0, whichever
+ * copy computes it); the tests check it against the shared library. */
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
-/* Debian's libxxhash also exports XXH3 behind a run-time choice of SSE2,
- * AVX2 or AVX-512 (xxh_x86dispatch.h, which cannot be included next to
+/* Debian's shared libxxhash also exports XXH3 behind a run-time choice of
+ * SSE2, AVX2 or AVX-512 (xxh_x86dispatch.h, which cannot be included next to
  * XXH_INLINE_ALL); the inline copy above is built for the baseline x86-64
  * (SSE2). The same function, 2.8 times faster on the AVX-512 path here;
  * with the NaN scan before it (a pass of its own: the one-shot call has no
- * state to stream into), hash_params takes 57 µs instead of 75 for 1.1 MiB
- * of MLP parameters and 7 instead of 10.5 for gol's 160 KiB. The Makefile
- * defines LS_XXH_DISPATCH when the header is there. */
-#if defined(LS_XXH_DISPATCH) && defined(__x86_64__)
-XXH64_hash_t XXH3_64bits_dispatch(const void *input, size_t len);
+ * state to stream into), hash_params took 57 µs instead of 75 for 1.1 MiB
+ * of MLP parameters and 7 instead of 10.5 for gol's 160 KiB (a loop of
+ * 2,000 calls, 2026-11-23). The Makefile defines LS_XXH_DISPATCH when the
+ * header is there; the symbol is weak, because Debian's static libxxhash.a
+ * and other builds of the library lack it: then it is NULL and the inline
+ * copy streams as before. */
+#if defined(LS_XXH_DISPATCH) && defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+__attribute__((weak)) XXH64_hash_t XXH3_64bits_dispatch(const void *input, size_t len);
 #define HASH_DISPATCH 1
 #else
 #define HASH_DISPATCH 0
@@ -114,9 +118,11 @@ uint64_t hash_params(const float *params, size_t n)
 {
     if (n == 0)
         return (uint64_t)XXH3_64bits(NULL, 0);
+#if HASH_DISPATCH
     /* The usual case: no NaN, so the array itself is the canonical bytes. */
-    if (HASH_DISPATCH && !HASH_BIG_ENDIAN && !hash_any_nan32(params, n))
+    if (XXH3_64bits_dispatch != NULL && !HASH_BIG_ENDIAN && !hash_any_nan32(params, n))
         return (uint64_t)XXH3_64bits_dispatch(params, n * sizeof(float));
+#endif
     /* One pass over memory: each L2-sized block is scanned for NaN and then
      * hashed while it is still in cache. Streaming XXH3 over the blocks gives
      * the one-shot value. A stack state avoids an allocation that could fail

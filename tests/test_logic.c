@@ -249,6 +249,21 @@ static void test_coeffs_paths(void **state)
                 fail_msg("path %s, gate %zu: p or coef differs from the scalar path", logic_simd_name(), g);
         }
     }
+    /* logic_coeffs_part over every part (a prepare_part's share) equals the
+     * one call over all gates; 6007 gates: a short last part, not a
+     * multiple of 16. */
+    for (int path = 0; path <= 2; path++) {
+        logic_set_simd(path);
+        memset(p1, 0xff, G * LOGIC_OPS * sizeof(float));
+        memset(c1, 0xff, G * 4 * sizeof(float));
+        const size_t parts = logic_prepare_parts(G);
+        assert_int_equal(parts, (G + LOGIC_PREPARE_GATES - 1) / LOGIC_PREPARE_GATES);
+        for (size_t k = parts; k-- > 0;)   /* any order */
+            logic_coeffs_part(z, G, k, p1, c1);
+        logic_coeffs_part(z, G, parts, p1, c1);   /* past the end: nothing */
+        assert_memory_equal(p0, p1, G * LOGIC_OPS * sizeof(float));
+        assert_memory_equal(c0, c1, G * 4 * sizeof(float));
+    }
     logic_set_simd(prev);
     free(z); free(p0); free(c0); free(p1); free(c1);
 }
@@ -426,7 +441,9 @@ static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, i
     for (size_t i = 0; i < out * 4; i++)
         coef[i] = signed_val();
     for (size_t g = 0; g < out; g++) {
-        a[g] = (uint32_t)below(in);
+        /* with out >= in, the first gates read every row (LOGIC_DX_SET then
+         * runs on the first flags, not on its cleared fallback) */
+        a[g] = out >= in && g < in ? (uint32_t)((g * 7) % in) : (uint32_t)below(in);
         b[g] = below(4) == 0 ? a[g] : (uint32_t)below(in);
     }
     logic_layer L = { in, out, a, b, NULL, 0 };
@@ -436,6 +453,8 @@ static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, i
         ls_err err;
         assert_int_equal(logic_layer_first(first, &L.reads_all, &L, &err), LS_OK);
         L.first = first;
+        if (out >= in && in % 7 != 0)   /* (7g) mod in covers every row */
+            assert_true(L.reads_all);
     }
     const size_t ybytes = out * ld * sizeof(float), xbytes = in * ld * sizeof(float);
     float *y_ref = xalloc(ybytes), *y = xalloc(ybytes);
@@ -504,7 +523,16 @@ static void test_kernels_random_shapes(void **state)
     kernel_case(200, 400, 32, 0, 1);
     kernel_case(200, 400, 32, 1, 0);
     kernel_case(150, 100, 27, 0, 1);
-    /* wider than LOGIC_DX_SET's row bitmap (4096 rows): the cleared fallback */
+    /* the AVX-512 path's rows of one and two vectors and its tails, every
+     * row read (LOGIC_DX_SET on the first flags) */
+    for (int acc = 0; acc < 2; acc++) {
+        kernel_case(64, 64, 32, acc, 1);
+        kernel_case(40, 80, 16, acc, 1);
+        kernel_case(40, 50, 9, acc, 1);
+        kernel_case(30, 40, 28, acc, 1);
+        kernel_case(20, 30, 48, acc, 1);
+    }
+    /* 300 gates cannot read 5000 rows: LOGIC_DX_SET's cleared fallback */
     kernel_case(5000, 300, 20, 1, 1);
 }
 

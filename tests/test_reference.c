@@ -1,6 +1,7 @@
 /* test_reference.c — a deliberately simple sequential trainer, written apart
- * from the engine: it uses only the model's descriptor (init, prepare, the
- * phases one after the other, leaf, finish) and the optimiser step — no
+ * from the engine: it uses only the model's descriptor (init, prepare and its
+ * parts in order through model_prepare, the phases one after the other,
+ * leaf, finish) and the optimiser step — no
  * pool, no reduce/ — computes every leaf into its own buffer and sums them
  * with its own recursive tree, straight from the definition in
  * docs/contract.md (and include/lockstep.h). The engine at any thread count must produce
