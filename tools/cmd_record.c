@@ -618,22 +618,9 @@ int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
     /* The steps both runs have (rows come in step order). Equality is a
      * claim about them, so runs with none in common are not equal: there is
      * nothing to compare, and no verdict is stored. */
-    size_t common = 0;
-    int64_t lo = -1, hi = -1;
-    for (size_t i = 0, j = 0; i < na && j < nb;) {
-        if (sa[i].step < sb[j].step) {
-            i++;
-        } else if (sa[i].step > sb[j].step) {
-            j++;
-        } else {
-            if (common++ == 0)
-                lo = sa[i].step;
-            hi = sa[i].step;
-            i++;
-            j++;
-        }
-    }
-    if (common == 0) {
+    compare_result cr;
+    compare_span(sa, na, sb, nb, &cr);
+    if (cr.common == 0) {
         rc = 1;
         if (na == 0 && nb == 0)
             fprintf(stderr, "lockstep %s: runs %lld and %lld have no step rows: nothing to compare, so not equal\n",
@@ -647,11 +634,6 @@ int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
                     (long long)sa[na - 1].step, (long long)b, (long long)sb[0].step, (long long)sb[nb - 1].step);
         goto out;
     }
-    char span[96];
-    if ((int64_t)common == hi - lo + 1)
-        snprintf(span, sizeof span, "steps %lld..%lld", (long long)lo, (long long)hi);
-    else
-        snprintf(span, sizeof span, "%zu common steps from %lld to %lld", common, (long long)lo, (long long)hi);
     if (!quiet && strcmp(ra.config_text, rb.config_text) != 0) {
         char keys[512];
         char la[24], lb[24];
@@ -660,38 +642,22 @@ int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
         compare_config_diff(ra.config_text, rb.config_text, la, lb, keys, sizeof keys);
         printf("warning: runs %lld and %lld have different configs: %s\n", (long long)a, (long long)b, keys);
     }
-    if (!quiet && (na != nb || na != common))
+    if (!quiet && (na != nb || na != cr.common))
         printf("note: run %lld has %zu step rows, run %lld has %zu; comparing %s\n", (long long)a, na,
-               (long long)b, nb, span);
-    char detail[512];
-    const ls_step *x = first >= 0 ? compare_find_step(sa, na, first) : NULL, *y = first >= 0 ? compare_find_step(sb, nb, first) : NULL;
-    if (first >= 0 && (x == NULL || y == NULL)) {
+               (long long)b, nb, cr.span);
+    cr.first = first;   /* the record's own answer (SQL), which the verdict stores */
+    if (compare_describe(sa, na, sb, nb, &cr) != 0) {
         fprintf(stderr, "lockstep %s: the record names step %lld as the first difference, which the runs' rows do "
                 "not hold\n", cmd, (long long)first);
         goto out;
     }
-    if (first < 0) {
-        rc = 0;
-        const ls_step *last = compare_find_step(sa, na, hi);
-        snprintf(detail, sizeof detail, "identical over %s", span);
-        if (!quiet)
-            printf("runs %lld and %lld are bit-identical over %s (trajectory %016llx)\n", (long long)a, (long long)b,
-                   span, (unsigned long long)(last != NULL ? last->traj_hash : 0));
-    } else {
-        rc = 1;
-        char losses[256] = "";
-        if (x->has_loss && y->has_loss)
-            snprintf(losses, sizeof losses, "loss %.17g (%016llx) vs %.17g (%016llx)%s",
-                     hash_bits_to_double(x->loss_bits), (unsigned long long)x->loss_bits,
-                     hash_bits_to_double(y->loss_bits), (unsigned long long)y->loss_bits,
-                     x->loss_bits == y->loss_bits ? " (equal)" : "");
-        else
-            snprintf(losses, sizeof losses, "no loss at step %lld", (long long)first);
-        snprintf(detail, sizeof detail, "step %lld: %s; param hash %016llx vs %016llx", (long long)first, losses,
-                 (unsigned long long)x->param_hash, (unsigned long long)y->param_hash);
-        if (!quiet)
-            printf("runs %lld and %lld differ first at %s\n", (long long)a, (long long)b, detail);
-    }
+    const char *detail = cr.detail;
+    rc = cr.equal ? 0 : 1;
+    if (!quiet && cr.equal)
+        printf("runs %lld and %lld are bit-identical over %s (trajectory %016llx)\n", (long long)a, (long long)b,
+               cr.span, (unsigned long long)cr.last_traj);
+    else if (!quiet)
+        printf("runs %lld and %lld differ first at %s\n", (long long)a, (long long)b, detail);
     /* A verdict nobody could read is not stored: the printed line is what
      * the command delivers, so a failed stdout fails the command first. */
     if (!quiet && (fflush(stdout) != 0 || ferror(stdout))) {

@@ -22,7 +22,7 @@ const ls_step *compare_find_step(const ls_step *rows, size_t n, int64_t step)
     return lo < n && rows[lo].step == step ? &rows[lo] : NULL;
 }
 
-void compare_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r)
+void compare_span(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r)
 {
     memset(r, 0, sizeof *r);
     r->lo = r->hi = r->first = -1;
@@ -46,15 +46,21 @@ void compare_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb, comp
     else
         snprintf(r->span, sizeof r->span, "%zu common steps from %lld to %lld", r->common, (long long)r->lo,
                  (long long)r->hi);
-    r->first = runlog_divergence_rows(a, na, b, nb);
     const ls_step *last = compare_find_step(a, na, r->hi);
     r->last_traj = last != NULL ? last->traj_hash : 0;
+}
+
+int compare_describe(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r)
+{
     if (r->first < 0) {
         r->equal = 1;
         snprintf(r->detail, sizeof r->detail, "identical over %s", r->span);
-        return;
+        return 0;
     }
+    r->equal = 0;
     const ls_step *x = compare_find_step(a, na, r->first), *y = compare_find_step(b, nb, r->first);
+    if (x == NULL || y == NULL)
+        return -1;
     char losses[256];
     if (x->has_loss && y->has_loss)
         snprintf(losses, sizeof losses, "loss %.17g (%016llx) vs %.17g (%016llx)%s",
@@ -65,6 +71,16 @@ void compare_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb, comp
         snprintf(losses, sizeof losses, "no loss at step %lld", (long long)r->first);
     snprintf(r->detail, sizeof r->detail, "step %lld: %s; param hash %016llx vs %016llx", (long long)r->first,
              losses, (unsigned long long)x->param_hash, (unsigned long long)y->param_hash);
+    return 0;
+}
+
+void compare_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r)
+{
+    compare_span(a, na, b, nb, r);
+    if (r->common == 0)
+        return;
+    r->first = runlog_divergence_rows(a, na, b, nb);
+    compare_describe(a, na, b, nb, r);   /* the rows hold every step the merge names */
 }
 
 const char *compare_config_value(const char *text, const char *key, size_t kl, size_t *len)

@@ -37,6 +37,13 @@ void compare_config_diff(const char *a, const char *b, const char *la, const cha
 
 /* a[na], b[nb]: step rows in step order. */
 void compare_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r);
+/* compare_rows in two halves, for a caller whose first difference comes
+ * from elsewhere (verify takes it from the record's SQL): compare_span
+ * fills common, lo, hi, span and last_traj (first = -1); compare_describe
+ * fills equal and detail from r->first, and returns -1 when a or b has no
+ * row at r->first. */
+void compare_span(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r);
+int compare_describe(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r);
 
 /* `lockstep verify DB_A:RUN_A DB_B:RUN_B` for two different database files:
  * the lines and exit status of verify (0 equal, 1 differ or nothing in
