@@ -49,6 +49,7 @@
 #include "logic.h"
 #include "../base/simd.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -336,6 +337,13 @@ ls_status logic_wire_unique(uint32_t *a, uint32_t *b, size_t in, size_t out, uin
 
 /* ---- The scalar twins: the definitions in logic.h, written out. ---- */
 
+/* A gradient below LOGIC_GRAD_FLOOR in magnitude is +0 (NaN kept: the
+ * comparison is false). */
+static inline float grad_floor(float d)
+{
+    return fabsf(d) < LOGIC_GRAD_FLOOR ? 0.0f : d;
+}
+
 void logic_forward_scalar(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld)
 {
     for (size_t g = 0; g < L->out; g++) {
@@ -417,7 +425,7 @@ void logic_backward_scalar(float *dx, float *stats, const float *dy, const float
         float acc[4][LOGIC_LANES];
         memset(acc, 0, sizeof acc);
         for (size_t l = 0; l < n; l++) {
-            const float d = dg[l], av = xa[l], bv = xb[l];
+            const float d = grad_floor(dg[l]), av = xa[l], bv = xb[l];
             const float ab = av * bv;
             const size_t v = l % LOGIC_LANES;
             acc[0][v] = acc[0][v] + d;
@@ -455,7 +463,7 @@ void logic_backward_lanes_scalar(float *dx, float *stats, size_t stats_stride, c
             memset(acc, 0, sizeof acc);
             for (size_t vl = 0; vl < nvl; vl++) {
                 const size_t e = vl * LOGIC_LANES + j;
-                const float d = dg[e], av = xa[e], bv = xb[e];
+                const float d = grad_floor(dg[e]), av = xa[e], bv = xb[e];
                 const float ab = av * bv;
                 const size_t v = vl % LOGIC_LANES;
                 acc[0][v] = acc[0][v] + d;
@@ -536,6 +544,13 @@ void forward_z(float *y, const float *x, const logic_layer *L, const float *coef
         forward_z_rows(y, x, L, coef, ld, nv);
 }
 
+/* grad_floor on 16 lanes: |d| not below the floor (or NaN) keeps d, else +0. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+__m512 grad_floor_z(__m512 d)
+{
+    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_set1_ps(LOGIC_GRAD_FLOOR), _CMP_NLT_UQ), d);
+}
+
 /* The pairwise tree of logic.h for the four statistics at once: acc[k] holds
  * accumulators v0..v15 of statistic k. Level 1 adds adjacent pairs (v0+v1,
  * v2+v3, ... — the left operand always the lower index), level 2 pairs of
@@ -569,7 +584,8 @@ void backward_z_gate(float *st, const float *dg, const float *xa, const float *x
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
     for (size_t v = 0; v < nf; v++) {
         const size_t l = 16 * v;
-        const __m512 d = _mm512_loadu_ps(dg + l), av = _mm512_loadu_ps(xa + l), bv = _mm512_loadu_ps(xb + l);
+        const __m512 d = grad_floor_z(_mm512_loadu_ps(dg + l));
+        const __m512 av = _mm512_loadu_ps(xa + l), bv = _mm512_loadu_ps(xb + l);
         s0 = _mm512_add_ps(s0, d);
         s1 = _mm512_add_ps(s1, _mm512_mul_ps(d, av));
         s2 = _mm512_add_ps(s2, _mm512_mul_ps(d, bv));
@@ -585,7 +601,7 @@ void backward_z_gate(float *st, const float *dg, const float *xa, const float *x
         /* Masked lanes keep their accumulators (mask_add) and their dx. */
         const size_t l = 16 * nf;
         const __mmask16 m = (__mmask16)((1u << tail) - 1u);
-        const __m512 d = _mm512_maskz_loadu_ps(m, dg + l);
+        const __m512 d = grad_floor_z(_mm512_maskz_loadu_ps(m, dg + l));
         const __m512 av = _mm512_maskz_loadu_ps(m, xa + l), bv = _mm512_maskz_loadu_ps(m, xb + l);
         s0 = _mm512_mask_add_ps(s0, m, s0, d);
         s1 = _mm512_mask_add_ps(s1, m, s1, _mm512_mul_ps(d, av));
@@ -684,6 +700,14 @@ __m128 tree_y(const __m256 *lo, const __m256 *hi)
 /* Lane i of the mask for m live lanes: table[8 - m + i]. */
 static const int32_t y_mask_table[16] = { -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0 };
 
+/* grad_floor on 8 lanes: |d| not below the floor (or NaN) keeps d, else +0. */
+static FORCE_INLINE __attribute__((target("avx2")))
+__m256 grad_floor_y(__m256 d)
+{
+    const __m256 mag = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), d);
+    return _mm256_and_ps(d, _mm256_cmp_ps(mag, _mm256_set1_ps(LOGIC_GRAD_FLOOR), _CMP_NLT_UQ));
+}
+
 /* One vector of 8 lanes into accumulator set s (the stat vectors acc[0..3]);
  * masked: lanes outside mask keep their accumulators and their dx. */
 static FORCE_INLINE __attribute__((target("avx2")))
@@ -693,11 +717,11 @@ void backward_y_vec(__m256 *acc, const float *dg, const float *xa, const float *
 {
     __m256 d, av, bv;
     if (masked) {
-        d = _mm256_maskload_ps(dg, mask);
+        d = grad_floor_y(_mm256_maskload_ps(dg, mask));
         av = _mm256_maskload_ps(xa, mask);
         bv = _mm256_maskload_ps(xb, mask);
     } else {
-        d = _mm256_loadu_ps(dg);
+        d = grad_floor_y(_mm256_loadu_ps(dg));
         av = _mm256_loadu_ps(xa);
         bv = _mm256_loadu_ps(xb);
     }
@@ -829,7 +853,8 @@ static FORCE_INLINE __attribute__((target("avx512f")))
 stat4_z lanes_vl_z(size_t o, const float *dg, const float *xa, const float *xb, float *dxa, float *dxb, __m512 ca,
                    __m512 cb, __m512 cab, __mmask16 keep_a, __mmask16 keep_b, const int with_dx)
 {
-    const __m512 d = _mm512_loadu_ps(dg + o), av = _mm512_loadu_ps(xa + o), bv = _mm512_loadu_ps(xb + o);
+    const __m512 d = grad_floor_z(_mm512_loadu_ps(dg + o));
+    const __m512 av = _mm512_loadu_ps(xa + o), bv = _mm512_loadu_ps(xb + o);
     if (with_dx) {
         /* a first touch loads nothing: +0 (maskz) */
         const __m512 ta = _mm512_mul_ps(d, _mm512_add_ps(ca, _mm512_mul_ps(cab, bv)));
@@ -958,7 +983,8 @@ static FORCE_INLINE __attribute__((target("avx2")))
 stat4_y lanes_vl_y(size_t o, const float *dg, const float *xa, const float *xb, float *dxa, float *dxb, __m256 ca,
                    __m256 cb, __m256 cab, __m256 keep_a, __m256 keep_b, const int with_dx)
 {
-    const __m256 d = _mm256_loadu_ps(dg + o), av = _mm256_loadu_ps(xa + o), bv = _mm256_loadu_ps(xb + o);
+    const __m256 d = grad_floor_y(_mm256_loadu_ps(dg + o));
+    const __m256 av = _mm256_loadu_ps(xa + o), bv = _mm256_loadu_ps(xb + o);
     if (with_dx) {
         /* a first touch: whatever the row holds, and 0 bits: +0 */
         const __m256 ta = _mm256_mul_ps(d, _mm256_add_ps(ca, _mm256_mul_ps(cab, bv)));

@@ -110,8 +110,20 @@ ls_status logic_wire_unique(uint32_t *a, uint32_t *b, size_t in, size_t out, uin
  * x: [in][ld], y: [out][ld], coef: [out][4]. */
 void logic_forward(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld);
 
+/* Gradients smaller than this are zero in the backward (below). Such
+ * values only arise deep in a chain of gates (e.g. 20 CA steps of 17
+ * layers), where every product with them is subnormal, and producing a
+ * subnormal takes a microcode assist on x86 cores: 13% of a checkerboard
+ * step and 20% of an asynchronous one went to them (README). Their effect
+ * on a parameter is nil in practice: a sum of gradients that holds a normal
+ * term rounds them away, and under AdamW (eps 1e-8) gradients all below
+ * 2^-64 move a parameter by less than 6e-12 of the learning rate.
+ * Frozen (part of the golden bits). */
+#define LOGIC_GRAD_FLOOR 0x1p-64f
+
 /* Backward of logic_forward. For g = 0 .. out−1 in order, for every lane l < n:
- *     d  = dy[g][l], a = x[a_g][l], b = x[b_g][l]
+ *     d  = dy[g][l], replaced by +0.0f when |d| < LOGIC_GRAD_FLOOR (NaN kept),
+ *     a = x[a_g][l], b = x[b_g][l]
  *     dx[a_g][l] = dx[a_g][l] + d·(cA + cAB·b)     (when dx is not NULL)
  *     dx[b_g][l] = dx[b_g][l] + d·(cB + cAB·a)     (after the line above)
  * and the four statistics of gate g over lanes 0..n−1, each summed in 16
@@ -139,7 +151,8 @@ void logic_backward(float *dx, float *stats, const float *dy, const float *x, co
  * j < m, dx's lanes of sample j and the statistics of sample j are exactly
  * what logic_backward computes for that sample alone with n = nvl lanes
  * and the same flags:
- *     for g = 0 .. out−1 in order, for every vl < nvl (e = vl·16 + j):
+ *     for g = 0 .. out−1 in order, for every vl < nvl (e = vl·16 + j),
+ *     d = dy[g][e] with logic_backward's floor:
  *         dx[a_g][e] = dx[a_g][e] + d·(cA + cAB·b),  then
  *         dx[b_g][e] = dx[b_g][e] + d·(cB + cAB·a)      (when dx is not NULL)
  *     S_k of gate g: virtual lane vl into accumulator vl mod 16 (increasing

@@ -356,6 +356,28 @@ static void test_hard_forward(void **state)
 
 /* ---- The soft kernels: naive references written from logic.h. ---- */
 
+/* logic.h's gradient floor: |d| < 2^-64 reads as +0 (NaN compares false). */
+static float ref_floor(float d)
+{
+    return (d > -0x1p-64f && d < 0x1p-64f) ? 0.0f : d;
+}
+
+/* A gradient: signed_val, or a value at the floor's edge (kept: ±2^-64,
+ * 2^-60; zeroed: the float just below 2^-64, 2^-70, a subnormal). */
+static float grad_val(void)
+{
+    const uint32_t r = next_u32();
+    const float sign = (r & 16) ? -1.0f : 1.0f;
+    switch (r & 15) {
+    case 0: return sign * 0x1p-64f;
+    case 1: return sign * nextafterf(0x1p-64f, 0.0f);
+    case 2: return sign * 0x1p-70f;
+    case 3: return sign * 0x1p-140f;
+    case 4: return sign * 0x1p-60f;
+    default: return signed_val();
+    }
+}
+
 static float ref_tree(const float v[16])
 {
     const float l1[8] = { v[0] + v[1], v[2] + v[3], v[4] + v[5], v[6] + v[7],
@@ -390,7 +412,7 @@ static void ref_backward(float *dx, float *stats, const float *dy, const float *
             for (size_t acc = 0; acc < 16; acc++) {
                 float s = 0.0f;
                 for (size_t l = acc; l < n; l += 16) {
-                    const float d = dy[g * ld + l], a = x[L->a[g] * ld + l], b = x[L->b[g] * ld + l];
+                    const float d = ref_floor(dy[g * ld + l]), a = x[L->a[g] * ld + l], b = x[L->b[g] * ld + l];
                     const float term = k == 0 ? d : k == 1 ? d * a : k == 2 ? d * b : d * (a * b);
                     s = s + term;
                 }
@@ -401,7 +423,7 @@ static void ref_backward(float *dx, float *stats, const float *dy, const float *
         }
         if (dx != NULL)
             for (size_t l = 0; l < n; l++) {
-                const float d = dy[g * ld + l], a = x[L->a[g] * ld + l], b = x[L->b[g] * ld + l];
+                const float d = ref_floor(dy[g * ld + l]), a = x[L->a[g] * ld + l], b = x[L->b[g] * ld + l];
                 const float ga = coef[4 * g + 1] + coef[4 * g + 3] * b;
                 dx[L->a[g] * ld + l] = dx[L->a[g] * ld + l] + d * ga;
                 const float gb = coef[4 * g + 2] + coef[4 * g + 3] * a;
@@ -437,7 +459,7 @@ static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, i
             x[r * ld + l] = l < n ? unit() : (l % 3 == 0 ? NAN : 1e30f);
     for (size_t g = 0; g < out; g++)
         for (size_t l = 0; l < ld; l++)
-            dy[g * ld + l] = l < n ? signed_val() : (l % 2 ? NAN : -1e30f);
+            dy[g * ld + l] = l < n ? grad_val() : (l % 2 ? NAN : -1e30f);
     for (size_t i = 0; i < out * 4; i++)
         coef[i] = signed_val();
     for (size_t g = 0; g < out; g++) {
@@ -696,16 +718,18 @@ static void test_layer_first(void **state)
     }
 }
 
-/* The shortcuts are needed to be checked: on all-zero inputs the statistics
+/* The shortcuts are needed to be checked: on all-zero terms the statistics
  * of the definition are +0, while a sum without the additions from 0.0f
- * would be −0 (a check that could not tell them apart would pass either). */
+ * would be −0 (a check that could not tell them apart would pass either).
+ * d = −0 reads as +0 (the gradient floor), so the −0 terms come from the
+ * products: a = −1, b = 1 make d·a and d·(a·b) −0 (S1, S3). */
 static void test_backward_lanes_negative_zero(void **state)
 {
     (void)state;
     enum { NVL = 9, M = 16 };
     float *x = xalloc(2 * NVL * 16 * sizeof(float)), *dy = xalloc(NVL * 16 * sizeof(float));
     for (size_t i = 0; i < NVL * 16; i++) {
-        x[i] = 1.0f;
+        x[i] = -1.0f;
         x[NVL * 16 + i] = 1.0f;
         dy[i] = -0.0f;
     }
@@ -728,6 +752,50 @@ static void test_backward_lanes_negative_zero(void **state)
     }
     free(x);
     free(dy);
+}
+
+/* The gradient floor (logic.h): one gate reading a = b = 1 with cA = 1, so
+ * S0 and dx[a] are the one nonzero d itself, or +0 when it is floored.
+ * Every path, logic_backward and logic_backward_lanes, at the floor's edge:
+ * ±2^-64 kept, the float below it, 2^-70 and a subnormal zeroed, NaN kept. */
+static void test_grad_floor(void **state)
+{
+    (void)state;
+    enum { N = 20, LD = 32 };
+    const float vals[] = { 0x1p-64f, -0x1p-64f, 0x1.000002p-64f, 0x1.fffffep-65f, -0x1.fffffep-65f, 0x1p-70f,
+                           0x1p-140f, -0x1p-149f, NAN };
+    const int kept[] = { 1, 1, 1, 0, 0, 0, 0, 0, 1 };
+    float *x = xalloc(2 * LD * 16 * sizeof(float)), *dy = xalloc(LD * 16 * sizeof(float));
+    float *dx = xalloc(2 * LD * 16 * sizeof(float));
+    for (size_t i = 0; i < 2 * LD * 16; i++)
+        x[i] = 1.0f;
+    const uint32_t a = 0, b = 1;
+    const float coef[4] = { 0.0f, 1.0f, 0.0f, 0.0f };
+    const logic_layer L = { 2, 1, &a, &b, NULL, 0 };
+    for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++)
+        for (int path = 0; path < 3; path++) {
+            const int prev = logic_set_simd(path);
+            for (int lanes = 0; lanes < 2; lanes++) {
+                /* plain: lane 7 of n = 20; lanes: virtual lane 7 of sample 0, nvl = 20 */
+                const size_t at = lanes ? 7 * 16 : 7;
+                memset(dy, 0, LD * 16 * sizeof(float));
+                dy[at] = vals[v];
+                float st[4];
+                if (lanes)
+                    logic_backward_lanes(dx, st, 4, dy, x, &L, coef, N, 1, LOGIC_DX_SET);
+                else
+                    logic_backward(dx, st, dy, x, &L, coef, N, LD, LOGIC_DX_SET);
+                const float want = kept[v] ? vals[v] : 0.0f;
+                if (memcmp(&st[0], &want, sizeof want) != 0 || memcmp(&dx[at], &want, sizeof want) != 0)
+                    fail_msg("floor: path %s, %s, d = %a: S0 = %a, dx = %a, expected %a", logic_simd_name(),
+                             lanes ? "lanes" : "plain", (double)vals[v], (double)st[0], (double)dx[at],
+                             (double)want);
+            }
+            logic_set_simd(prev);
+        }
+    free(x);
+    free(dy);
+    free(dx);
 }
 
 /* The 16-accumulator order is really what the kernels compute: on this
@@ -1005,6 +1073,7 @@ int main(void)
         cmocka_unit_test(test_kernels_random_shapes),
         cmocka_unit_test(test_backward_lanes),
         cmocka_unit_test(test_backward_lanes_negative_zero),
+        cmocka_unit_test(test_grad_floor),
         cmocka_unit_test(test_layer_first),
         cmocka_unit_test(test_stats_order_matters),
         cmocka_unit_test(test_expand_against_direct),
