@@ -110,15 +110,16 @@ ls_status logic_wire_unique(uint32_t *a, uint32_t *b, size_t in, size_t out, uin
  * x: [in][ld], y: [out][ld], coef: [out][4]. */
 void logic_forward(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld);
 
-/* Gradients smaller than this are zero in the backward (below). Such
- * values only arise deep in a chain of gates (e.g. 20 CA steps of 17
- * layers), where every product with them is subnormal, and producing a
- * subnormal takes a microcode assist on x86 cores: 13% of a checkerboard
- * step and 20% of an asynchronous one went to them (README). Their effect
- * on a parameter is nil in practice: a sum of gradients that holds a normal
- * term rounds them away, and under AdamW (eps 1e-8) gradients all below
- * 2^-64 move a parameter by less than 6e-12 of the learning rate.
- * Frozen (part of the golden bits). */
+/* Gradients smaller than this in magnitude read as +0 in the backward
+ * (below). Gradients that small come from decay through many gates (a CA
+ * rollout of 20-50 steps of about 17 layers; in `logic`, the softmax
+ * gradient of a sample classified with near certainty), and as they keep
+ * decaying their products fall into the subnormal range, where producing a
+ * result takes a microcode assist on x86 cores: flush-to-zero (an
+ * experiment; lockstep refuses it) made a checkerboard step 13% and an
+ * asynchronous one 20% faster (README). The floor changes bits, so it is
+ * part of the golden files; no result the README quotes changed with it.
+ * Frozen. */
 #define LOGIC_GRAD_FLOOR 0x1p-64f
 
 /* Backward of logic_forward. For g = 0 .. out−1 in order, for every lane l < n:

@@ -722,30 +722,32 @@ static void test_layer_first(void **state)
  * of the definition are +0, while a sum without the additions from 0.0f
  * would be −0 (a check that could not tell them apart would pass either).
  * d = −0 reads as +0 (the gradient floor), so the −0 terms come from the
- * products: a = −1, b = 1 make d·a and d·(a·b) −0 (S1, S3). */
+ * products: gate 0 reads a = −1, b = 1 (d·a and d·(a·b) are −0: S1, S3),
+ * gate 1 the same rows the other way round (S2, S3). */
 static void test_backward_lanes_negative_zero(void **state)
 {
     (void)state;
     enum { NVL = 9, M = 16 };
-    float *x = xalloc(2 * NVL * 16 * sizeof(float)), *dy = xalloc(NVL * 16 * sizeof(float));
+    float *x = xalloc(2 * NVL * 16 * sizeof(float)), *dy = xalloc(2 * NVL * 16 * sizeof(float));
     for (size_t i = 0; i < NVL * 16; i++) {
         x[i] = -1.0f;
         x[NVL * 16 + i] = 1.0f;
         dy[i] = -0.0f;
+        dy[NVL * 16 + i] = -0.0f;
     }
-    uint32_t a = 0, b = 1;
-    const float coef[4] = { 0.0f, 1.0f, 1.0f, 1.0f };
-    const logic_layer L = { 2, 1, &a, &b, NULL, 0 };
+    const uint32_t a[2] = { 0, 1 }, b[2] = { 1, 0 };
+    const float coef[8] = { 0.0f, 1.0f, 1.0f, 1.0f, 0.0f, 1.0f, 1.0f, 1.0f };
+    const logic_layer L = { 2, 2, a, b, NULL, 0 };
     const float neg = -0.0f + -0.0f;   /* what a sum from the first term would give */
     assert_true(signbit(neg));
     for (int path = 0; path < 3; path++) {
         const int prev = logic_set_simd(path);
-        float st[M * 4];
+        float st[M * 8];
         for (int acc = 0; acc < 2; acc++) {
-            for (size_t i = 0; i < M * 4; i++)
+            for (size_t i = 0; i < M * 8; i++)
                 st[i] = -0.0f;
-            logic_backward_lanes(NULL, st, 4, dy, x, &L, coef, NVL, M, acc ? LOGIC_STATS_ADD : 0);
-            for (size_t i = 0; i < M * 4; i++)   /* +0 written; −0 + +0 = +0 added */
+            logic_backward_lanes(NULL, st, 8, dy, x, &L, coef, NVL, M, acc ? LOGIC_STATS_ADD : 0);
+            for (size_t i = 0; i < M * 8; i++)   /* +0 written; −0 + +0 = +0 added */
                 assert_false(signbit(st[i]));
         }
         logic_set_simd(prev);
@@ -775,9 +777,12 @@ static void test_grad_floor(void **state)
     for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++)
         for (int path = 0; path < 3; path++) {
             const int prev = logic_set_simd(path);
-            for (int lanes = 0; lanes < 2; lanes++) {
-                /* plain: lane 7 of n = 20; lanes: virtual lane 7 of sample 0, nvl = 20 */
-                const size_t at = lanes ? 7 * 16 : 7;
+            for (int probe = 0; probe < 4; probe++) {
+                /* plain: lane 7 (a full vector) or 17 (the masked tail: n = 20);
+                 * lanes: virtual lane 7 or 17 of sample 0, nvl = 20 */
+                const int lanes = probe & 1;
+                const size_t lane = probe < 2 ? 7 : 17;
+                const size_t at = lanes ? lane * 16 : lane;
                 memset(dy, 0, LD * 16 * sizeof(float));
                 dy[at] = vals[v];
                 float st[4];
@@ -787,9 +792,9 @@ static void test_grad_floor(void **state)
                     logic_backward(dx, st, dy, x, &L, coef, N, LD, LOGIC_DX_SET);
                 const float want = kept[v] ? vals[v] : 0.0f;
                 if (memcmp(&st[0], &want, sizeof want) != 0 || memcmp(&dx[at], &want, sizeof want) != 0)
-                    fail_msg("floor: path %s, %s, d = %a: S0 = %a, dx = %a, expected %a", logic_simd_name(),
-                             lanes ? "lanes" : "plain", (double)vals[v], (double)st[0], (double)dx[at],
-                             (double)want);
+                    fail_msg("floor: path %s, %s, lane %zu, d = %a: S0 = %a, dx = %a, expected %a",
+                             logic_simd_name(), lanes ? "lanes" : "plain", lane, (double)vals[v], (double)st[0],
+                             (double)dx[at], (double)want);
             }
             logic_set_simd(prev);
         }
