@@ -653,6 +653,31 @@ static float *state_at(const logic_ca *ca, size_t t, size_t s)
     return ca->state + (t * ca->B + s) * ca->C * ca->N;
 }
 
+/* n consecutive elements of each of the unit's m samples (sample j's at
+ * src + j·stride) into a lanes row: dst[i·W + j], zeros for j >= m. The
+ * per-part path (W = 1, m = 1) is a plain copy. */
+static void into_lanes(float *dst, const float *src, size_t stride, size_t n, const part_view *v)
+{
+    if (v->W == 1) {
+        memcpy(dst, src, n * sizeof(float));
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < v->W; j++)
+            dst[i * v->W + j] = j < v->m ? src[j * stride + i] : 0.0f;
+}
+
+/* Sample j's n elements of a lanes row: dst[i] = src[i·W + j]. */
+static void out_of_lanes(float *dst, const float *src, size_t n, size_t j, const part_view *v)
+{
+    if (v->W == 1) {
+        memcpy(dst, src, n * sizeof(float));
+        return;
+    }
+    for (size_t i = 0; i < n; i++)
+        dst[i] = src[i * v->W + j];
+}
+
 /* Activations of CA step t of the unit's cells from state_t; returns the
  * update network's output rows (C rows of ldu). The lanes of samples j >= m
  * (lanes mode) are zeros: they run through the gates like the others and
@@ -662,7 +687,7 @@ static const float *part_forward(const logic_ca *ca, const part_view *v, size_t 
     const size_t C = ca->C, K = ca->K, S = ca->S, N = ca->N, nc = v->nc, W = v->W, ldp = v->ldp, ldu = v->ldu;
     const float *st = state_at(ca, t, v->s);   /* sample s + j at st + j·C·N */
     float *pa = v->pa, *ua = v->ua;
-    /* The per-part path (W = 1) keeps its plain loops and copies. */
+    /* The per-part path (W = 1) keeps its plain loop. */
     for (size_t p = 0; p < 9; p++) {
         const int32_t *nb = ca->nbr + p * N + v->cell0;
         for (size_t c = 0; c < C; c++) {
@@ -683,14 +708,8 @@ static const float *part_forward(const logic_ca *ca, const part_view *v, size_t 
                       ca->coef + 4 * off, C * nc * W, ldp);
     }
     const float *plast = pa + ca->prow[ca->np - 1] * ldp;
-    for (size_t c = 0; c < C; c++) {
-        if (W == 1)
-            memcpy(ua + c * ldu, st + c * N + v->cell0, nc * sizeof(float));
-        else
-            for (size_t i = 0; i < nc; i++)
-                for (size_t j = 0; j < W; j++)
-                    ua[c * ldu + i * W + j] = j < v->m ? st[j * C * N + c * N + v->cell0 + i] : 0.0f;
-    }
+    for (size_t c = 0; c < C; c++)
+        into_lanes(ua + c * ldu, st + c * N + v->cell0, C * N, nc, v);
     for (size_t c = 0; c < C; c++)
         for (size_t s = 0; s < S; s++)
             for (size_t k = 0; k < K; k++)
@@ -737,13 +756,8 @@ static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *sta
     if (write_d)
         for (size_t j = 0; j < v->m; j++) {
             float *down = ca->down + (v->s + j) * C * N + v->cell0;
-            for (size_t c = 0; c < C; c++) {
-                if (W == 1)
-                    memcpy(down + c * N, cur + c * ldu, nc * sizeof(float));
-                else
-                    for (size_t i = 0; i < nc; i++)
-                        down[c * N + i] = cur[c * ldu + i * W + j];
-            }
+            for (size_t c = 0; c < C; c++)
+                out_of_lanes(down + c * N, cur + c * ldu, nc, j, v);
         }
     for (size_t c = 0; c < C; c++)
         for (size_t s = 0; s < S; s++)
@@ -761,13 +775,8 @@ static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *sta
         for (size_t j = 0; j < v->m; j++) {
             float *dp = ca->dpatch + ((t & 1) * ca->B + v->s + j) * 9 * C * N + v->cell0;
             for (size_t p = 0; p < 9; p++)
-                for (size_t c = 0; c < C; c++) {
-                    if (W == 1)
-                        memcpy(dp + (p * C + c) * N, cur + p * ldp + c * nc, nc * sizeof(float));
-                    else
-                        for (size_t i = 0; i < nc; i++)
-                            dp[(p * C + c) * N + i] = cur[p * ldp + (c * nc + i) * W + j];
-                }
+                for (size_t c = 0; c < C; c++)
+                    out_of_lanes(dp + (p * C + c) * N, cur + p * ldp + c * nc * W, nc, j, v);
         }
 }
 
