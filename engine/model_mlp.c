@@ -67,10 +67,26 @@ static void divide_range(float *restrict out, const float *restrict in, size_t n
         out[i] = in[i] / d;
 }
 
+/* out = in * r where r = 1 / d exactly (d a power of two): the same bits as
+ * in / d, since both are the one correct rounding of the same real number
+ * (subnormal results, infinities and NaN payloads included), without the
+ * divider, which bounds divide_range. */
+LS_SIMD_CLONES
+static void scale_range(float *restrict out, const float *restrict in, size_t n, float r)
+{
+    #pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        out[i] = in[i] * r;
+}
+
 static void mm_finish(const void *self, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
 {
     (void)self;
-    if (hi > lo)
+    if (hi <= lo)
+        return;
+    if (batch > 0 && batch <= (1u << 24) && (batch & (batch - 1)) == 0)
+        scale_range(grad + lo, sum + lo, hi - lo, 1.0f / (float)batch);
+    else
         divide_range(grad + lo, sum + lo, hi - lo, (float)batch);
 }
 

@@ -224,9 +224,62 @@ static void test_ca(void **state)
                         3);
 }
 
+/* The MLP's finish maps the tree sum to sum / batch. For a power-of-two
+ * batch it multiplies by the exact reciprocal instead (engine/model_mlp.c);
+ * both must be the same bits. Checked here against a real division (the
+ * divisor is volatile, so the compiler cannot turn it into a multiply) on
+ * random bit patterns (NaNs, infinities and subnormals among them) and on
+ * the edges of the subnormal range, for power-of-two batches and others. */
+static void test_mlp_finish_is_division(void **state)
+{
+    (void)state;
+    ls_dataset *d;
+    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    ls_config cfg;
+    ls_err err = { { 0 } };
+    assert_int_equal(config_defaults(&cfg, "teacher", "mlp", &err), LS_OK);
+    ls_model *m;
+    assert_int_equal(model_create(&m, &cfg, d, &err), LS_OK);
+    const size_t n = m->info.finish_units;
+    assert_int_equal(n, m->info.n_params);
+    assert_true(n >= 64);
+    uint32_t *bits = malloc(n * sizeof(uint32_t));
+    float *sum = malloc(n * sizeof(float)), *grad = malloc(n * sizeof(float));
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    for (size_t i = 0; i < n; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        bits[i] = (uint32_t)(x >> 32);
+    }
+    const uint32_t edges[] = { 0x00000001u, 0x007FFFFFu, 0x00800000u, 0x00800001u, 0x01000000u, 0x0C000000u,
+                               0x0C7FFFFFu, 0x7F7FFFFFu, 0x7F800000u, 0x7FC00001u, 0x7F800001u, 0x80000000u,
+                               0x80000001u, 0x80800000u, 0x8C000001u, 0xFF800000u, 0xFFC12345u, 0x3F800000u };
+    for (size_t i = 0; i < sizeof edges / sizeof edges[0]; i++)
+        bits[i] = edges[i];
+    memcpy(sum, bits, n * sizeof(float));
+    const size_t batches[] = { 1, 2, 64, 128, 4096, (size_t)1 << 24, 3, 37, 300, ((size_t)1 << 24) + 2 };
+    for (size_t k = 0; k < sizeof batches / sizeof batches[0]; k++) {
+        const size_t B = batches[k];
+        m->desc->finish(m->self, sum, B, grad, 0, n / 3);   /* in two ranges, as threads would */
+        m->desc->finish(m->self, sum, B, grad, n / 3, n);
+        volatile float divisor = (float)B;
+        for (size_t i = 0; i < n; i++) {
+            const float want = sum[i] / divisor;
+            if (memcmp(&grad[i], &want, sizeof want) != 0)
+                fail_msg("batch %zu: finish(%a) = %a, division gives %a", B, (double)sum[i], (double)grad[i],
+                         (double)want);
+        }
+    }
+    free(bits);
+    free(sum);
+    free(grad);
+    model_destroy(m);
+    dataset_destroy(d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_mlp_finish_is_division),
         cmocka_unit_test(test_teacher),
         cmocka_unit_test(test_fashion),
         cmocka_unit_test(test_ca),
