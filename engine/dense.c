@@ -538,24 +538,24 @@ void transpose8_y(float *dst, size_t ldd, const float *src, size_t lds)
 
 /* Whole 8 x 8 blocks through transpose8_y, the ragged edges element by element. */
 static __attribute__((target("avx2")))
-void transpose_y(float *dst, const float *src, size_t R, size_t C)
+void transpose_y(float *dst, size_t ldd, const float *src, size_t lds, size_t R, size_t C)
 {
     const size_t R8 = R / 8 * 8, C8 = C / 8 * 8;
     for (size_t r = 0; r < R8; r += 8)
         for (size_t c = 0; c < C8; c += 8)
-            transpose8_y(dst + c * R + r, R, src + r * C + c, C);
+            transpose8_y(dst + c * ldd + r, ldd, src + r * lds + c, lds);
     for (size_t r = 0; r < R; r++)
         for (size_t c = r < R8 ? C8 : 0; c < C; c++)
-            dst[c * R + r] = src[r * C + c];
+            dst[c * ldd + r] = src[r * lds + c];
 }
 
 #endif /* DENSE_X86 */
 
-void dense_transpose(float *dst, const float *src, size_t R, size_t C)
+void dense_transpose_block(float *dst, size_t ldd, const float *src, size_t lds, size_t R, size_t C)
 {
 #if DENSE_X86
     if (current_path() != PATH_SCALAR) {
-        transpose_y(dst, src, R, C);
+        transpose_y(dst, ldd, src, lds, R, C);
         return;
     }
 #endif
@@ -564,7 +564,12 @@ void dense_transpose(float *dst, const float *src, size_t R, size_t C)
         for (size_t c0 = 0; c0 < C; c0 += 32)
             for (size_t r = r0; r < R && r < r0 + 32; r++)
                 for (size_t c = c0; c < C && c < c0 + 32; c++)
-                    dst[c * R + r] = src[r * C + c];
+                    dst[c * ldd + r] = src[r * lds + c];
+}
+
+void dense_transpose(float *dst, const float *src, size_t R, size_t C)
+{
+    dense_transpose_block(dst, R, src, C, R, C);
 }
 
 void dense_forward(float *out, const float *in, const float *w, const float *bias,

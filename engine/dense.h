@@ -31,6 +31,9 @@ void dense_backward_weights(float *dw, float *dbias, const float *in, const floa
  * overlapping. A copy, so every path gives the same bits; the SIMD path
  * moves 8 x 8 blocks through registers. */
 void dense_transpose(float *dst, const float *src, size_t R, size_t C);
+/* The same for a block inside larger matrices: dst[c·ldd + r] = src[r·lds + c]
+ * for r < R, c < C (dense_transpose is ldd = R, lds = C). */
+void dense_transpose_block(float *dst, size_t ldd, const float *src, size_t lds, size_t R, size_t C);
 
 /* The scalar twins, always available (tests compare them with the above). */
 void dense_forward_scalar(float *out, const float *in, const float *w, const float *bias,

@@ -177,13 +177,41 @@ void mlp_init(const mlp *m, float *params, uint64_t seed)
     }
 }
 
-void mlp_prepare(mlp *m, const float *params)
+/* Columns of W per prepare part: 256 x 32 floats (32 KiB) is a few
+ * microseconds of transposing, so a 256-wide layer makes 8 parts. */
+#define PREPARE_COLS 32
+
+size_t mlp_prepare_parts(const mlp *m)
+{
+    size_t parts = 0;
+    for (size_t l = 1; l < m->n_layers; l++)
+        parts += (m->sizes[l + 1] + PREPARE_COLS - 1) / PREPARE_COLS;
+    /* A network without hidden layers transposes nothing; it still declares
+     * one (empty) part, as the model API wants of a prepare_part. */
+    return parts > 0 ? parts : 1;
+}
+
+void mlp_prepare_part(mlp *m, const float *params, size_t part)
 {
     for (size_t l = 1; l < m->n_layers; l++) {
         const size_t K = m->sizes[l], N = m->sizes[l + 1];
-        const float *w = params + m->w_off[l];
-        dense_transpose(m->wt[l], w, K, N);   /* wt[n][k] = w[k][n] */
+        const size_t blocks = (N + PREPARE_COLS - 1) / PREPARE_COLS;
+        if (part >= blocks) {
+            part -= blocks;
+            continue;
+        }
+        /* wt[n][k] = w[k][n] for the columns n0 .. n0 + cols - 1 of w */
+        const size_t n0 = part * PREPARE_COLS, cols = N - n0 < PREPARE_COLS ? N - n0 : PREPARE_COLS;
+        dense_transpose_block(m->wt[l] + n0 * K, K, params + m->w_off[l] + n0, N, K, cols);
+        return;
     }
+}
+
+void mlp_prepare(mlp *m, const float *params)
+{
+    const size_t parts = mlp_prepare_parts(m);
+    for (size_t i = 0; i < parts; i++)
+        mlp_prepare_part(m, params, i);
 }
 
 /* ReLU in place: x > 0 ? x : 0 (NaN and -0.0 become +0.0). Element-wise, so

@@ -35,6 +35,12 @@ void mlp_init(const mlp *m, float *params, uint64_t seed);
 /* Once per step, after the parameters change and before any leaf: derived
  * read-only state shared by all leaves (the transposed weights backward uses). */
 void mlp_prepare(mlp *m, const float *params);
+/* mlp_prepare in parts that may run at once on different threads (each
+ * writes its own block of 32 columns of one transposed matrix; together, in
+ * any order, they are mlp_prepare). At least 1 (a part beyond the blocks
+ * does nothing). */
+size_t mlp_prepare_parts(const mlp *m);
+void mlp_prepare_part(mlp *m, const float *params, size_t part);
 
 /* One leaf: x [count][in] in [0,1], y [count] labels. Writes (accumulate == 0)
  * or adds (accumulate == 1) the summed gradient of the summed cross-entropy of

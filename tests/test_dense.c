@@ -300,6 +300,31 @@ static void check_transpose(size_t R, size_t C)
     free(got);
 }
 
+/* dense_transpose_block: a block of R x C inside a source of row stride lds
+ * goes to rows of stride ldd; elements of dst outside the block keep their
+ * value (the other blocks' parts of an MLP prepare write them). */
+static void check_transpose_block(size_t R, size_t C, size_t lds, size_t ldd)
+{
+    const size_t dst_n = (C - 1) * ldd + R;
+    float *src = alloc_in(R * lds), *got = alloc_out(dst_n);
+    for (int path = 0; path <= n_simd; path++) {
+        const int prev = dense_set_simd(path == 0 ? DENSE_SIMD_OFF : simd_settings[path - 1]);
+        for (size_t i = 0; i < dst_n; i++)
+            got[i] = 7.0f;
+        dense_transpose_block(got, ldd, src, lds, R, C);
+        for (size_t i = 0; i < dst_n; i++) {
+            const size_t c = i / ldd, r = i % ldd;
+            const float want = r < R ? src[r * lds + c] : 7.0f;
+            if (memcmp(&got[i], &want, sizeof(float)) != 0)
+                fail_msg("transpose block R=%zu C=%zu lds=%zu ldd=%zu path %d: dst[%zu] wrong", R, C, lds, ldd, path, i);
+        }
+        check_guard(got, dst_n);
+        dense_set_simd(prev);
+    }
+    free(src);
+    free(got);
+}
+
 static void test_transpose(void **state)
 {
     (void)state;
@@ -311,6 +336,11 @@ static void test_transpose(void **state)
     check_transpose(256, 10);
     check_transpose(784, 256);
     check_transpose(33, 250);
+    for (size_t R = 1; R <= 17; R += 4)
+        for (size_t C = 1; C <= 17; C += 3)
+            check_transpose_block(R, C, C + 5, R + 3);
+    check_transpose_block(256, 32, 256, 256);   /* an MLP prepare part */
+    check_transpose_block(256, 10, 10, 256);
 }
 
 /* accumulate == 1 on G equals G + (the accumulate == 0 result), element-wise. */

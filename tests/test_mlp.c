@@ -397,6 +397,42 @@ static void test_deterministic(void **state)
     net_close(&t);
 }
 
+/* The prepare parts (blocks of 32 columns of each transposed W, run on the
+ * engine's threads in any order) together are mlp_prepare: after a prepare
+ * of other parameters, the parts in reverse order give the leaf of a plain
+ * mlp_prepare bit for bit. 70 columns make a last block of 6. */
+static void test_prepare_parts_any_order(void **state)
+{
+    (void)state;
+    static const size_t sizes[] = { 19, 40, 70, 5 };
+    net t;
+    net_open(&t, sizes, 4, 6, 77);
+    net_random_biases(&t);
+    assert_int_equal(mlp_prepare_parts(t.m), 3 + 1);
+    float *g1 = malloc(t.np * sizeof(float)), *g2 = malloc(t.np * sizeof(float)), *other = malloc(t.np * sizeof(float));
+    assert_true(g1 && g2 && other);
+    const double l1 = mlp_leaf(t.m, t.params, t.x, t.y, 6, g1, 0, t.scratch);
+    for (size_t i = 0; i < t.np; i++)
+        other[i] = unit() - 0.5f;
+    mlp_prepare(t.m, other);
+    for (size_t p = mlp_prepare_parts(t.m); p-- > 0;)
+        mlp_prepare_part(t.m, t.params, p);
+    const double l2 = mlp_leaf(t.m, t.params, t.x, t.y, 6, g2, 0, t.scratch);
+    assert_memory_equal(&l1, &l2, sizeof l1);
+    assert_memory_equal(g1, g2, t.np * sizeof(float));
+    /* without hidden layers there is nothing to transpose, but one part */
+    mlp *flat;
+    static const size_t flat_sizes[] = { 19, 5 };
+    assert_int_equal(mlp_create(&flat, flat_sizes, 2, 6, NULL), LS_OK);
+    assert_int_equal(mlp_prepare_parts(flat), 1);
+    mlp_prepare_part(flat, t.params, 0);
+    mlp_destroy(flat);
+    free(g1);
+    free(g2);
+    free(other);
+    net_close(&t);
+}
+
 /* An empty leaf: loss 0.0, gradient +0.0 everywhere, or G + 0.0f when accumulating. */
 static void test_empty_leaf(void **state)
 {
@@ -550,6 +586,7 @@ int main(void)
         cmocka_unit_test(test_accumulate),
         cmocka_unit_test(test_leaf_is_ordered_sum_of_samples),
         cmocka_unit_test(test_deterministic),
+        cmocka_unit_test(test_prepare_parts_any_order),
         cmocka_unit_test(test_empty_leaf),
         cmocka_unit_test(test_simd_paths_equal),
     };
