@@ -357,12 +357,13 @@ static void test_registry(void **state)
     ls_config_destroy(cfg);
     /* ... and one with a prepare_part that declares no parts (it would never run). */
     static ls_model_desc noparts;
-    noparts = *ls_model_find("mlp");
-    noparts.name = "mlp-noparts";
+    noparts = *ls_model_find("linear");   /* declares no prepare parts */
+    assert_null(noparts.prepare_part);
+    noparts.name = "linear-noparts";
     noparts.tasks = "teacher";
     noparts.prepare_part = ls_model_find("logic")->prepare_part;
     assert_int_equal(ls_register_model(&noparts, &err), LS_OK);
-    assert_int_equal(ls_config_create(&cfg, "teacher", "mlp-noparts", &err), LS_OK);
+    assert_int_equal(ls_config_create(&cfg, "teacher", "linear-noparts", &err), LS_OK);
     assert_int_equal(ls_session_open(&s, cfg, &opts, &err), LS_EINVAL);
     assert_null(s);
     assert_non_null(strstr(err.msg, "no prepare parts"));

@@ -5,9 +5,11 @@
 # cores for the kernels' arithmetic (`lockstep bench --peak`: independent
 # vector multiplies and adds on the SIMD path in use, no FMA), then the MLP
 # (784-256-256-10, batch 128, Fashion-MNIST, the model's default leaf) at 1
-# and at 2 threads. Interleaving puts the same noise of a shared machine on
-# all of them; the fraction of peak is taken within each repetition. Prints
-# the medians over REPS repetitions (default 7) and the spread (min..max).
+# and at 2 threads, with the default optimiser (AdamW) and with the one
+# `make bench-peer` times against PyTorch (SGD, lr 0.001, momentum 0.9).
+# Interleaving puts the same noise of a shared machine on all of them; the
+# fraction of peak is taken within each repetition. Prints the medians over
+# REPS repetitions (default 7) and the spread (min..max).
 #   sh tools/bench_dense.sh [build/lockstep]     REPS=7 STEPS=100
 set -e
 BIN=${1:-build/lockstep}
@@ -24,9 +26,12 @@ while [ "$rep" -lt "$REPS" ]; do
     for t in 1 2; do
         "$BIN" bench --peak --threads $t | awk -v r=$rep '{ print "peak", r, $3, $4 }' >>"$tmp"
     done
-    for t in 1 2; do
-        "$BIN" bench --task fashion-mnist --batch 128 --threads $t --steps "$STEPS" --reps 1 |
-            awk -v r=$rep -v t=$t '$1 == t && $2 + 0 > 0 { print "mlp", r, t, $2, $6 }' >>"$tmp"
+    for opt in adamw sgd; do
+        for t in 1 2; do
+            if [ "$opt" = sgd ]; then set -- --optimizer sgd --lr 0.001 --momentum 0.9; else set -- --optimizer adamw; fi
+            "$BIN" bench --task fashion-mnist --batch 128 --threads $t --steps "$STEPS" --reps 1 "$@" |
+                awk -v r=$rep -v t=$t -v o=$opt '$1 == t && $2 + 0 > 0 { print "mlp", r, t, o, $2, $6 }' >>"$tmp"
+        done
     done
     rep=$((rep + 1))
 done
@@ -36,21 +41,25 @@ function med(a, n,   i, j, x) {   # sorts a[1..n] in place; returns the median
     return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
 $1 == "peak" { peak[$2, $3] = $4 }
-$1 == "mlp"  { sps[$2, $3] = $4; gf[$2, $3] = $5; reps[$2] = 1 }
+$1 == "mlp"  { sps[$2, $3, $4] = $5; gf[$2, $3, $4] = $6; reps[$2] = 1 }
 END {
-    printf "%-8s %-26s %-20s %-22s %-20s %s\n", "threads", "samples/s med [min..max]", "MLP GFLOP/s med", "peak GFLOP/s med [min..max]", "fraction of peak", "speedup vs 1"
-    for (t = 1; t <= 2; t++) {
-        n = 0
-        for (r in reps) {
-            n++
-            s[n] = sps[r, t]; g[n] = gf[r, t]; p[n] = peak[r, t]
-            f[n] = peak[r, t] > 0 ? gf[r, t] / peak[r, t] : 0
-            q[n] = sps[r, 1] > 0 ? sps[r, t] / sps[r, 1] : 0
+    printf "%-10s %-8s %-26s %-16s %-28s %-21s %s\n", "optimiser", "threads", "samples/s med [min..max]", "MLP GFLOP/s med", "peak GFLOP/s med [min..max]", "fraction of peak", "speedup vs 1 [min..max]"
+    split("adamw sgd", opts, " ")
+    for (o = 1; o <= 2; o++) {
+        for (t = 1; t <= 2; t++) {
+            n = 0
+            for (r in reps) {
+                n++
+                s[n] = sps[r, t, opts[o]]; g[n] = gf[r, t, opts[o]]; p[n] = peak[r, t]
+                f[n] = peak[r, t] > 0 ? gf[r, t, opts[o]] / peak[r, t] : 0
+                q[n] = sps[r, 1, opts[o]] > 0 ? sps[r, t, opts[o]] / sps[r, 1, opts[o]] : 0
+            }
+            ms = med(s, n); lo = s[1]; hi = s[n]
+            mg = med(g, n); mp = med(p, n); plo = p[1]; phi = p[n]
+            mf = med(f, n); flo = f[1]; fhi = f[n]; mq = med(q, n); qlo = q[1]; qhi = q[n]
+            printf "%-10s %-8d %-26s %-16.1f %-28s %-21s %s\n", opts[o], t, sprintf("%.0f [%.0f..%.0f]", ms, lo, hi), mg,
+                   sprintf("%.1f [%.1f..%.1f]", mp, plo, phi), sprintf("%.1f%% [%.1f..%.1f]", 100 * mf, 100 * flo, 100 * fhi),
+                   sprintf("%.2f [%.2f..%.2f]", mq, qlo, qhi)
         }
-        ms = med(s, n); lo = s[1]; hi = s[n]
-        mg = med(g, n); mp = med(p, n); plo = p[1]; phi = p[n]
-        mf = med(f, n); flo = f[1]; fhi = f[n]; mq = med(q, n)
-        printf "%-8d %-26s %-20.1f %-27s %-20s %.2f\n", t, sprintf("%.0f [%.0f..%.0f]", ms, lo, hi), mg,
-               sprintf("%.1f [%.1f..%.1f]", mp, plo, phi), sprintf("%.1f%% [%.1f..%.1f]", 100 * mf, 100 * flo, 100 * fhi), mq
     }
 }' "$tmp"
