@@ -145,13 +145,14 @@ enum { END_STORE, END_ADD };
  * registers: 4 x 4 accumulators + 4 vectors of Bm + a product. Per row r of
  * the reduction a full tile does 4 vector loads of Bm and 16 multiplies + 16
  * adds, each multiply taking its element of A as a broadcast memory operand
- * (mul_bcast_z); a Zen 4 core issues one 512-bit multiply and one 512-bit
- * add a cycle, so the tile is 16 cycles of arithmetic with the loads in its
- * shadow. On the MLP's shapes (reductions of 64 to 784 rows) the kernels run
- * at 90-99% of the separate mul+add peak measured in the same process;
- * 32-row calls lose more to the tile's entry and exit, one reason the MLP's
- * default leaf is 64. AVX2 has 16 registers: 4 x 2 accumulators + 2 + 1 + a product;
- * AVX2 tiles of 4 x 3 and 6 x 2 were no faster (6 x 2 spills with gcc). */
+ * (simd_mul_bcast_z, base/simd.h); a Zen 4 core issues one 512-bit multiply
+ * and one 512-bit add a cycle, so the tile is 16 cycles of arithmetic with
+ * the loads in its shadow. On the MLP's shapes (reductions of 64 to 784
+ * rows) the kernels run at 90-99% of the separate mul+add peak measured in
+ * the same process; 32-row calls lose more to the tile's entry and exit, one
+ * reason the MLP's default leaf is 64. AVX2 has 16 registers: 4 x 2
+ * accumulators + 2 + 1 + a product; AVX2 tiles of 4 x 3 and 6 x 2 were no
+ * faster (6 x 2 spills with gcc). */
 #define Z_MB 4
 #define Z_NV 4
 #define Y_MB 4
@@ -165,22 +166,6 @@ enum { END_STORE, END_ADD };
 #else
 #define UNROLL _Pragma("GCC unroll 4")
 #endif
-
-/* w * (*x broadcast to 16 lanes): one rounded multiply, as _mm512_mul_ps(w,
- * _mm512_set1_ps(*x)), but with the broadcast folded into the multiply's
- * memory operand ({1to16}). On Zen 4 a separate vbroadcastss zmm competes
- * with the multiplies and adds for the FP pipes: a 4 x 4 tile with one
- * broadcast per row ran at about 82% of the mul+add peak, with the folded
- * form at 99% (a stand-alone copy of the loop, MLP shapes, same process).
- * Compilers keep one broadcast register per row when the intrinsics are
- * used, so the instruction is written out. */
-static FORCE_INLINE __attribute__((target("avx512f")))
-__m512 mul_bcast_z(__m512 w, const float *x)
-{
-    __m512 p;
-    __asm__("vmulps %[x]%{1to16%}, %[w], %[p]" : [p] "=v"(p) : [w] "v"(w), [x] "m"(*x));
-    return p;
-}
 
 /* The micro-kernel of a full tile (4 rows of A, 64 columns of Bm, no
  * masks). Each of the 16 accumulators starts at 0.0f (sp == NULL) or at
@@ -207,10 +192,10 @@ UNROLL
         const float *x[4] = { a0, a1, a2, a3 };
 UNROLL
         for (int i = 0; i < 4; i++) {
-            acc[i][0] = _mm512_add_ps(acc[i][0], mul_bcast_z(w0, x[i]));
-            acc[i][1] = _mm512_add_ps(acc[i][1], mul_bcast_z(w1, x[i]));
-            acc[i][2] = _mm512_add_ps(acc[i][2], mul_bcast_z(w2, x[i]));
-            acc[i][3] = _mm512_add_ps(acc[i][3], mul_bcast_z(w3, x[i]));
+            acc[i][0] = _mm512_add_ps(acc[i][0], simd_mul_bcast_z(w0, x[i]));
+            acc[i][1] = _mm512_add_ps(acc[i][1], simd_mul_bcast_z(w1, x[i]));
+            acc[i][2] = _mm512_add_ps(acc[i][2], simd_mul_bcast_z(w2, x[i]));
+            acc[i][3] = _mm512_add_ps(acc[i][3], simd_mul_bcast_z(w3, x[i]));
         }
         a0 += a_r;
         a1 += a_r;
@@ -281,7 +266,7 @@ UNROLL
             for (int i = 0; i < mb; i++) {
 UNROLL
                 for (int v = 0; v < nv; v++)
-                    acc[i][v] = _mm512_add_ps(acc[i][v], mul_bcast_z(wv[v], pa[i]));
+                    acc[i][v] = _mm512_add_ps(acc[i][v], simd_mul_bcast_z(wv[v], pa[i]));
                 pa[i] += a_r;
             }
         }
@@ -295,7 +280,7 @@ UNROLL
             for (int i = 0; i < mb; i++) {
 UNROLL
                 for (int v = 0; v < nv; v++)
-                    acc[i][v] = _mm512_add_ps(acc[i][v], mul_bcast_z(wv[v], pa[i]));
+                    acc[i][v] = _mm512_add_ps(acc[i][v], simd_mul_bcast_z(wv[v], pa[i]));
                 pa[i] += a_r;
             }
         }

@@ -507,26 +507,6 @@ const char *logic_simd_name(void)
 
 /* ---- AVX-512F: 16 lanes per register, one register per statistic. ---- */
 
-/* v * c and v + c with the scalar *c broadcast to 16 lanes as the
- * instruction's memory operand ({1to16}): the same rounded operation as
- * _mm512_mul_ps / _mm512_add_ps with _mm512_set1_ps(*c), without a
- * vbroadcastss per gate coefficient (engine/dense.c, mul_bcast_z). */
-static FORCE_INLINE __attribute__((target("avx512f")))
-__m512 mul_bc_z(__m512 v, const float *c)
-{
-    __m512 r;
-    __asm__("vmulps %[c]%{1to16%}, %[v], %[r]" : [r] "=v"(r) : [v] "v"(v), [c] "m"(*c));
-    return r;
-}
-
-static FORCE_INLINE __attribute__((target("avx512f")))
-__m512 add_bc_z(__m512 v, const float *c)
-{
-    __m512 r;
-    __asm__("vaddps %[c]%{1to16%}, %[v], %[r]" : [r] "=v"(r) : [v] "v"(v), [c] "m"(*c));
-    return r;
-}
-
 /* Rows of one or two vectors (a CA part's update network, a gol sample)
  * spend as much on the per-gate loop as on the arithmetic, so forward_z and
  * backward_z call these with nv (nf, tail) constant for the short rows: the
@@ -541,9 +521,9 @@ void forward_z_rows(float *y, const float *x, const logic_layer *L, const float 
         const float *cg = coef + 4 * g;
         for (size_t v = 0; v < nv; v++) {
             const __m512 av = _mm512_loadu_ps(xa + 16 * v), bv = _mm512_loadu_ps(xb + 16 * v);
-            __m512 t = add_bc_z(mul_bc_z(av, cg + 1), cg);   /* c0 + cA·a */
-            t = _mm512_add_ps(t, mul_bc_z(bv, cg + 2));
-            t = _mm512_add_ps(t, mul_bc_z(_mm512_mul_ps(av, bv), cg + 3));
+            __m512 t = simd_add_bcast_z(simd_mul_bcast_z(av, cg + 1), cg);   /* c0 + cA·a */
+            t = _mm512_add_ps(t, simd_mul_bcast_z(bv, cg + 2));
+            t = _mm512_add_ps(t, simd_mul_bcast_z(_mm512_mul_ps(av, bv), cg + 3));
             _mm512_storeu_ps(yg + 16 * v, t);
         }
     }
