@@ -48,25 +48,49 @@ const char *simd_path_name(int path);       /* "avx512", "avx2", "scalar" */
  * adds for the FP pipes: a dense 4 x 4 tile with one broadcast per row ran
  * at about 82% of the mul+add peak, with the folded form at 99% (a
  * stand-alone copy of engine/dense.c's loop on the MLP's shapes). Compilers
- * keep the broadcast in a register when the intrinsics are used, so the
- * instruction is written out. For functions built with target("avx512f"). */
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+ * do not reliably fold the broadcast when the intrinsics are used, so the
+ * instruction is written out (AT&T syntax, the compilers' default). For
+ * functions built with target("avx512f").
+ *
+ * When both operands are NaN, the result is v's NaN (an EVEX memory operand
+ * is always the second source); which payload wins then is not part of the
+ * contract (the intrinsics never pinned it either, and the record's hashes
+ * canonicalise NaN). Sanitizers do not see memory read inside inline asm,
+ * so ASan and TSan builds take the intrinsics: the same rounded results,
+ * every read checked. */
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #include <immintrin.h>
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define LS_SIMD_SANITIZED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define LS_SIMD_SANITIZED 1
+#endif
+#endif
 
 static inline __attribute__((always_inline, target("avx512f")))
 __m512 simd_mul_bcast_z(__m512 v, const float *c)
 {
+#ifdef LS_SIMD_SANITIZED
+    return _mm512_mul_ps(v, _mm512_set1_ps(*c));
+#else
     __m512 r;
     __asm__("vmulps %[c]%{1to16%}, %[v], %[r]" : [r] "=v"(r) : [v] "v"(v), [c] "m"(*c));
     return r;
+#endif
 }
 
 static inline __attribute__((always_inline, target("avx512f")))
 __m512 simd_add_bcast_z(__m512 v, const float *c)
 {
+#ifdef LS_SIMD_SANITIZED
+    return _mm512_add_ps(v, _mm512_set1_ps(*c));
+#else
     __m512 r;
     __asm__("vaddps %[c]%{1to16%}, %[v], %[r]" : [r] "=v"(r) : [v] "v"(v), [c] "m"(*c));
     return r;
+#endif
 }
 #endif
 

@@ -651,6 +651,7 @@ void dataset_gather(const ls_split *s, const uint32_t *ids, size_t count, float 
                 const uint8_t *next = s->x8 + (size_t)ids[i + 1] * dim;
                 for (size_t off = 0; off < dim; off += 64)
                     __builtin_prefetch(next + off);
+                __builtin_prefetch(next + dim - 1);   /* rows are not line-aligned */
             }
             bytes_to_unit(dst, s->x8 + id * dim, dim);
         } else {

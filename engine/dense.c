@@ -6,8 +6,10 @@
  * are the plain loops of dense.h. The SIMD paths (AVX2, AVX-512F) vectorise
  * over n, which is contiguous in Bm and C, so every lane performs exactly the
  * scalar twin's operations for its own output element, in the same order:
- * one rounded multiply (_mm*_mul_ps), then one rounded add (_mm*_add_ps),
- * never an FMA. Speed comes from register tiling: a tile of several rows i
+ * one rounded multiply (_mm256_mul_ps, or on AVX-512 vmulps with A's element
+ * as a broadcast operand: simd_mul_bcast_z), then one rounded add
+ * (_mm*_add_ps), never an FMA. (Which NaN payload a product of two NaNs
+ * carries is not pinned: base/simd.h.) Speed comes from register tiling: a tile of several rows i
  * times several vectors of n keeps its accumulators in registers, so each
  * vector of Bm loaded is used by every row of the tile. Tiling, blocking of
  * the reduction (partial sums stored to C and reloaded: a float store and

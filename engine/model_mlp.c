@@ -4,7 +4,10 @@
  * A leaf gathers its samples from the data set into the front of the
  * worker's scratch (floats in [0,1] and labels) and hands the rest of the
  * scratch to mlp_leaf. The task trains on the batch mean: finish divides the
- * tree sum by B, once (one float division per element).
+ * tree sum by B, once (one float division per element, or for a power-of-two
+ * B the multiply by its exact reciprocal, which gives the same bits). W
+ * transposed for the input gradients is prepared in parts on the engine's
+ * threads (mlp_prepare_part).
  */
 #include <stdio.h>
 #include <stdlib.h>

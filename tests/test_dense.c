@@ -316,7 +316,8 @@ static void check_transpose_block(size_t R, size_t C, size_t lds, size_t ldd)
             const size_t c = i / ldd, r = i % ldd;
             const float want = r < R ? src[r * lds + c] : 7.0f;
             if (memcmp(&got[i], &want, sizeof(float)) != 0)
-                fail_msg("transpose block R=%zu C=%zu lds=%zu ldd=%zu path %d: dst[%zu] wrong", R, C, lds, ldd, path, i);
+                fail_msg("transpose block R=%zu C=%zu lds=%zu ldd=%zu path %d: dst[%zu] wrong", R, C, lds, ldd,
+                         path, i);
         }
         check_guard(got, dst_n);
         dense_set_simd(prev);

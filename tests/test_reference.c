@@ -264,9 +264,13 @@ static void test_mlp_finish_is_division(void **state)
         volatile float divisor = (float)B;
         for (size_t i = 0; i < n; i++) {
             const float want = sum[i] / divisor;
-            if (memcmp(&grad[i], &want, sizeof want) != 0)
-                fail_msg("batch %zu: finish(%a) = %a, division gives %a", B, (double)sum[i], (double)grad[i],
-                         (double)want);
+            if (memcmp(&grad[i], &want, sizeof want) != 0) {
+                uint32_t g, w;
+                memcpy(&g, &grad[i], sizeof g);
+                memcpy(&w, &want, sizeof w);
+                fail_msg("batch %zu: finish(0x%08x) = 0x%08x, division gives 0x%08x", B, (unsigned)bits[i],
+                         (unsigned)g, (unsigned)w);
+            }
         }
     }
     free(bits);

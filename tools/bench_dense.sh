@@ -30,7 +30,7 @@ while [ "$rep" -lt "$REPS" ]; do
         for t in 1 2; do
             if [ "$opt" = sgd ]; then set -- --optimizer sgd --lr 0.001 --momentum 0.9; else set -- --optimizer adamw; fi
             "$BIN" bench --task fashion-mnist --batch 128 --threads $t --steps "$STEPS" --reps 1 "$@" |
-                awk -v r=$rep -v t=$t -v o=$opt '$1 == t && $2 + 0 > 0 { print "mlp", r, t, o, $2, $6 }' >>"$tmp"
+                awk -v r=$rep -v t=$t -v o="$opt" '$1 == t && $2 + 0 > 0 { print "mlp", r, t, o, $2, $6 }' >>"$tmp"
         done
     done
     rep=$((rep + 1))
@@ -43,6 +43,12 @@ function med(a, n,   i, j, x) {   # sorts a[1..n] in place; returns the median
 $1 == "peak" { peak[$2, $3] = $4 }
 $1 == "mlp"  { sps[$2, $3, $4] = $5; gf[$2, $3, $4] = $6; reps[$2] = 1 }
 END {
+    # a run that printed no figure (a bad flag, a crash) must not pass as 0
+    for (r in reps) for (t = 1; t <= 2; t++) for (o = 1; o <= 2; o++)
+        if (!((r, t, (o == 1 ? "adamw" : "sgd")) in sps) || !((r, t) in peak)) {
+            print "bench_dense: repetition " r ", " t " thread(s): a run printed no figure" > "/dev/stderr"
+            exit 1
+        }
     printf "%-10s %-8s %-26s %-16s %-28s %-21s %s\n", "optimiser", "threads", "samples/s med [min..max]", "MLP GFLOP/s med", "peak GFLOP/s med [min..max]", "fraction of peak", "speedup vs 1 [min..max]"
     split("adamw sgd", opts, " ")
     for (o = 1; o <= 2; o++) {
