@@ -69,28 +69,25 @@ const char *simd_path_name(int path);       /* "avx512", "avx2", "scalar" */
 #endif
 #endif
 
+#ifdef LS_SIMD_SANITIZED
+#define LS_BCAST_BODY(insn, intrin) return intrin(v, _mm512_set1_ps(*c));
+#else
+#define LS_BCAST_BODY(insn, intrin)                                                          \
+    __m512 r;                                                                                 \
+    __asm__(insn " %[c]%{1to16%}, %[v], %[r]" : [r] "=v"(r) : [v] "v"(v), [c] "m"(*c)); \
+    return r;
+#endif
+
 static inline __attribute__((always_inline, target("avx512f")))
 __m512 simd_mul_bcast_z(__m512 v, const float *c)
 {
-#ifdef LS_SIMD_SANITIZED
-    return _mm512_mul_ps(v, _mm512_set1_ps(*c));
-#else
-    __m512 r;
-    __asm__("vmulps %[c]%{1to16%}, %[v], %[r]" : [r] "=v"(r) : [v] "v"(v), [c] "m"(*c));
-    return r;
-#endif
+    LS_BCAST_BODY("vmulps", _mm512_mul_ps)
 }
 
 static inline __attribute__((always_inline, target("avx512f")))
 __m512 simd_add_bcast_z(__m512 v, const float *c)
 {
-#ifdef LS_SIMD_SANITIZED
-    return _mm512_add_ps(v, _mm512_set1_ps(*c));
-#else
-    __m512 r;
-    __asm__("vaddps %[c]%{1to16%}, %[v], %[r]" : [r] "=v"(r) : [v] "v"(v), [c] "m"(*c));
-    return r;
-#endif
+    LS_BCAST_BODY("vaddps", _mm512_add_ps)
 }
 #endif
 
