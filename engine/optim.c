@@ -102,23 +102,39 @@ static void sgd_range(float *restrict p, const float *restrict grad, float *rest
     }
 }
 
+/* One AdamW element; MHAT and VHAT give m̂ and v̂ from m[i] and v[i]. */
+#define ADAMW_LOOP(MHAT, VHAT)                                        \
+    _Pragma("omp simd")                                               \
+    for (size_t i = 0; i < n; i++) {                                  \
+        float g = grad[i];                                            \
+        g = g > c ? c : g;                                            \
+        g = g < -c ? -c : g;                                          \
+        m[i] = b1 * m[i] + one_b1 * g;                                \
+        v[i] = b2 * v[i] + one_b2 * (g * g);                          \
+        float mhat = MHAT;                                            \
+        float vhat = VHAT;                                            \
+        float q = p[i] * decay;                                       \
+        p[i] = q - lr * (mhat / (sqrtf(vhat) + eps));                 \
+    }
+
+/* m̂ = m / bc1 and v̂ = v / bc2. Once β^t is below 2^-25, bc = 1 - β^t is
+ * exactly 1.0f (after about 165 steps for β1 = 0.9, 17,000 for β2 =
+ * 0.999), and x / 1.0f is x itself for every value m and v can hold (they
+ * are results of arithmetic, so never a signalling NaN): the loops without
+ * those divisions give the same bits and spare the divider, which bounds
+ * this loop (three divisions and a square root per element). */
 LS_SIMD_CLONES
 static void adamw_range(float *restrict p, const float *restrict grad, float *restrict m, float *restrict v,
                         size_t n, float lr, float b1, float b2, float bc1, float bc2, float eps, float decay,
                         float c)
 {
     const float one_b1 = 1.0f - b1, one_b2 = 1.0f - b2;
-    #pragma omp simd
-    for (size_t i = 0; i < n; i++) {
-        float g = grad[i];
-        g = g > c ? c : g;
-        g = g < -c ? -c : g;
-        m[i] = b1 * m[i] + one_b1 * g;
-        v[i] = b2 * v[i] + one_b2 * (g * g);
-        float mhat = m[i] / bc1;
-        float vhat = v[i] / bc2;
-        float q = p[i] * decay;
-        p[i] = q - lr * (mhat / (sqrtf(vhat) + eps));
+    if (bc1 == 1.0f && bc2 == 1.0f) {
+        ADAMW_LOOP(m[i], v[i])
+    } else if (bc1 == 1.0f) {
+        ADAMW_LOOP(m[i], v[i] / bc2)
+    } else {
+        ADAMW_LOOP(m[i] / bc1, v[i] / bc2)
     }
 }
 

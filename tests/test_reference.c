@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,6 +225,77 @@ static void test_ca(void **state)
                         3);
 }
 
+/* AdamW against its formula written out here with real divisions, for
+ * 20,000 steps: past step 165 bc1 = 1 - β1^t is exactly 1.0f and past
+ * 17,000 bc2 too, where engine/optim.c skips those divisions (x / 1.0f is
+ * x for every value m and v can hold). 67 elements (a vector tail),
+ * gradients with subnormals, zeros and infinities (clipped) now and then,
+ * one element NaN from step 1000, weight decay and a clip. NaNs compare equal whatever their payload (which
+ * payload two NaN operands give is not pinned, base/simd.h). */
+static int same_float(float a, float b)
+{
+    return (a != a && b != b) || memcmp(&a, &b, sizeof a) == 0;
+}
+
+static void test_adamw_is_its_formula(void **state)
+{
+    (void)state;
+    ls_config cfg;
+    ls_err err = { { 0 } };
+    assert_int_equal(config_defaults(&cfg, "teacher", "mlp", &err), LS_OK);
+    const char *set[][2] = { { "optimizer", "adamw" }, { "lr", "0.01" }, { "weight_decay", "0.1" }, { "clip", "3" } };
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
+        assert_int_equal(config_set(&cfg, set[i][0], set[i][1], 0, &err), LS_OK);
+    enum { N = 67, STEPS = 20000 };
+    optim *o;
+    assert_int_equal(optim_create(&o, &cfg, N, &err), LS_OK);
+    float p[N], q[N], m[N] = { 0 }, v[N] = { 0 }, g[N];
+    uint64_t x = 0x2545F4914F6CDD1Du;
+    for (size_t i = 0; i < N; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        p[i] = q[i] = (float)(int32_t)(x >> 40) * 0x1p-24f;
+    }
+    const float b1 = cfg.beta1, b2 = cfg.beta2, lr = cfg.lr, eps = cfg.eps, c = cfg.clip;
+    const float one_b1 = 1.0f - b1, one_b2 = 1.0f - b2, decay = 1.0f - lr * cfg.weight_decay;
+    float b1t = 1.0f, b2t = 1.0f;
+    int shortcut1 = 0, shortcut2 = 0;
+    for (int t = 1; t <= STEPS; t++) {
+        for (size_t i = 0; i < N; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            const uint32_t r = (uint32_t)(x >> 32);
+            g[i] = (float)(int32_t)r * 0x1p-40f;
+            if (r % 97 == 0)
+                g[i] = (r & 0x100) ? 0x1p-140f : -0.0f;   /* subnormal, -0 */
+            if (r % 499 == 0)
+                g[i] = (r & 0x100) ? INFINITY : -INFINITY;   /* clipped to ±3 */
+        }
+        if (t == 1000)
+            g[N - 1] = NAN;   /* one element goes NaN for good; the others stay finite */
+        optim_begin_step(o);
+        optim_update(o, p, g, 0, N);
+        b1t = b1t * b1;
+        b2t = b2t * b2;
+        volatile float bc1 = 1.0f - b1t, bc2 = 1.0f - b2t;   /* real divisions below */
+        shortcut1 |= bc1 == 1.0f;
+        shortcut2 |= bc2 == 1.0f;
+        for (size_t i = 0; i < N; i++) {
+            float gi = g[i];
+            gi = gi > c ? c : gi;
+            gi = gi < -c ? -c : gi;
+            m[i] = b1 * m[i] + one_b1 * gi;
+            v[i] = b2 * v[i] + one_b2 * (gi * gi);
+            const float mhat = m[i] / bc1, vhat = v[i] / bc2;
+            q[i] = q[i] * decay - lr * (mhat / (sqrtf(vhat) + eps));
+            if (!same_float(p[i], q[i]))
+                fail_msg("step %d, element %zu: optimiser %a, formula %a", t, i, (double)p[i], (double)q[i]);
+        }
+    }
+    assert_true(shortcut1 && shortcut2);   /* both shortcuts were exercised */
+    for (size_t i = 0; i + 1 < N; i++)
+        assert_true(isfinite(p[i]));
+    optim_destroy(o);
+}
+
 /* The MLP's finish maps the tree sum to sum / batch. For a power-of-two
  * batch it multiplies by the exact reciprocal instead (engine/model_mlp.c);
  * both must be the same bits. Checked here against a real division (the
@@ -284,6 +356,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_finish_is_division),
+        cmocka_unit_test(test_adamw_is_its_formula),
         cmocka_unit_test(test_teacher),
         cmocka_unit_test(test_fashion),
         cmocka_unit_test(test_ca),
