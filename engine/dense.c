@@ -9,13 +9,14 @@
  * one rounded multiply (_mm256_mul_ps, or on AVX-512 vmulps with A's element
  * as a broadcast operand: simd_mul_bcast_z), then one rounded add
  * (_mm*_add_ps), never an FMA. (Which NaN payload a product of two NaNs
- * carries is not pinned: base/simd.h.) Speed comes from register tiling: a tile of several rows i
- * times several vectors of n keeps its accumulators in registers, so each
- * vector of Bm loaded is used by every row of the tile. Tiling, blocking of
- * the reduction (partial sums stored to C and reloaded: a float store and
- * load are exact) and the tails (masked loads and stores, masked lanes are
- * discarded) change no element's sequence of operations — which is why the
- * bits equal the scalar twin whatever the shape, and tests check it.
+ * carries is not pinned: base/simd.h.) Speed comes from register tiling: a
+ * tile of several rows i times several vectors of n keeps its accumulators
+ * in registers, so each vector of Bm loaded is used by every row of the
+ * tile. Tiling, blocking of the reduction (partial sums stored to C and
+ * reloaded: a float store and load are exact) and the tails (masked loads
+ * and stores, masked lanes are discarded) change no element's sequence of
+ * operations — which is why the bits equal the scalar twin whatever the
+ * shape, and tests check it.
  *
  * The loop nest (gemm_z, gemm_y): for each panel of 64 (AVX2: 16) columns of
  * Bm, for each tile of 4 rows of A, the whole reduction r = 0 .. R-1 with

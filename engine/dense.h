@@ -5,8 +5,8 @@
  * the build pins -ffp-contract=off). The SIMD paths (chosen at run time) and
  * the scalar twins perform the identical operations in the identical order,
  * and tests compare them bit for bit (apart from which payload a product of
- * two NaNs carries, which IEEE leaves open and no path pins). LOCKSTEP_SIMD=off in the environment,
- * or dense_set_simd(0), forces the scalar twins.
+ * two NaNs carries, which IEEE leaves open and no path pins). LOCKSTEP_SIMD=off
+ * in the environment, or dense_set_simd(0), forces the scalar twins.
  */
 #ifndef LS_DENSE_H
 #define LS_DENSE_H

@@ -37,8 +37,8 @@ void mlp_init(const mlp *m, float *params, uint64_t seed);
 void mlp_prepare(mlp *m, const float *params);
 /* mlp_prepare in parts that may run at once on different threads (each
  * transposes its own block of 32 columns of one W, which are 32 rows of
- * W^T; together, in any order, they are mlp_prepare). At least 1 (a part beyond the blocks
- * does nothing). */
+ * W^T; together, in any order, they are mlp_prepare). At least 1 (a part
+ * beyond the blocks does nothing). */
 size_t mlp_prepare_parts(const mlp *m);
 void mlp_prepare_part(mlp *m, const float *params, size_t part);
 

@@ -296,9 +296,10 @@ static void test_adamw_is_its_formula(void **state)
     optim_destroy(o);
 }
 
-/* The MLP's finish maps the tree sum to sum / batch. For a power-of-two
- * batch it multiplies by the exact reciprocal instead (engine/model_mlp.c);
- * both must be the same bits. Checked here against a real division (the
+/* The MLP's finish maps the tree sum to sum / batch, bit for bit, whatever
+ * the batch (a multiply by an exact reciprocal would give the same bits for
+ * a power-of-two batch; any such shortcut must keep them). Checked here
+ * against a real division (the
  * divisor is volatile, so the compiler cannot turn it into a multiply) on
  * random bit patterns (NaNs, infinities and subnormals among them) and on
  * the edges of the subnormal range, for power-of-two batches and others. */
