@@ -27,7 +27,8 @@ struct optim {
     float *m;             /* [n] momentum buffer (SGD) or first moment (AdamW) */
     float *v;             /* [n] second moment (AdamW only) */
     size_t state_bytes;
-    unsigned char *state; /* header + m (+ v): one allocation */
+    unsigned char *state; /* header + m (+ v): one block, inside state_mem */
+    void *state_mem;
 };
 
 ls_status optim_create(optim **out, const ls_config *cfg, size_t n_params, ls_err *err)
@@ -47,12 +48,17 @@ ls_status optim_create(optim **out, const ls_config *cfg, size_t n_params, ls_er
     o->n = n_params;
     size_t moments = o->kind == OPT_ADAMW ? 2 : 1;
     o->state_bytes = sizeof(optim_header) + moments * n_params * sizeof(float);
-    o->state = calloc(1, o->state_bytes);
+    /* The moments start 64 bytes aligned, so their vectors never straddle
+     * two cache lines (the header before them is 24 bytes). */
+    const size_t lead = (64 - sizeof(optim_header) % 64) % 64;
+    o->state_mem = aligned_alloc(64, (lead + o->state_bytes + 63) / 64 * 64);
+    o->state = o->state_mem != NULL ? (unsigned char *)o->state_mem + lead : NULL;
     if (o->state == NULL) {
         size_t bytes = o->state_bytes;
         free(o);
         return ls_fail(err, LS_ENOMEM, "optimiser: cannot allocate %zu bytes of state", bytes);
     }
+    memset(o->state, 0, o->state_bytes);
     o->head = (optim_header *)(void *)o->state;
     o->m = (float *)(void *)(o->state + sizeof(optim_header));
     o->v = o->kind == OPT_ADAMW ? o->m + n_params : NULL;
@@ -68,7 +74,7 @@ void optim_destroy(optim *o)
 {
     if (o == NULL)
         return;
-    free(o->state);
+    free(o->state_mem);
     free(o);
 }
 
@@ -88,17 +94,18 @@ void optim_begin_step(optim *o)
  * of 0 means none and is passed as +inf, which leaves every element (NaN
  * included) as it is. */
 LS_SIMD_CLONES
-static void sgd_range(float *restrict p, const float *restrict grad, float *restrict u, size_t n, float lr,
-                      float mu, float wd, float c)
+static void sgd_range(float *po, const float *p, const float *restrict grad, float *restrict u, size_t n,
+                      float lr, float mu, float wd, float c)
 {
-    #pragma omp simd
+    #pragma omp simd   /* po may be p: element i reads p[i] before it writes po[i] */
     for (size_t i = 0; i < n; i++) {
+        const float pi = p[i];
         float g = grad[i];
         g = g > c ? c : g;
         g = g < -c ? -c : g;
-        g = g + wd * p[i];
+        g = g + wd * pi;
         u[i] = mu * u[i] + g;
-        p[i] = p[i] - lr * u[i];
+        po[i] = pi - lr * u[i];
     }
 }
 
@@ -114,7 +121,7 @@ static void sgd_range(float *restrict p, const float *restrict grad, float *rest
         float mhat = MHAT;                                            \
         float vhat = VHAT;                                            \
         float q = p[i] * decay;                                       \
-        p[i] = q - lr * (mhat / (sqrtf(vhat) + eps));                 \
+        po[i] = q - lr * (mhat / (sqrtf(vhat) + eps));                \
     }
 
 /* m̂ = m / bc1 and v̂ = v / bc2. Once β^t is below 2^-25, bc = 1 - β^t is
@@ -124,8 +131,8 @@ static void sgd_range(float *restrict p, const float *restrict grad, float *rest
  * those divisions give the same bits and spare the divider, which bounds
  * this loop (three divisions and a square root per element). */
 LS_SIMD_CLONES
-static void adamw_range(float *restrict p, const float *restrict grad, float *restrict m, float *restrict v,
-                        size_t n, float lr, float b1, float b2, float bc1, float bc2, float eps, float decay,
+static void adamw_range(float *po, const float *p, const float *restrict grad, float *restrict m,
+                        float *restrict v, size_t n, float lr, float b1, float b2, float bc1, float bc2, float eps, float decay,
                         float c)
 {
     const float one_b1 = 1.0f - b1, one_b2 = 1.0f - b2;
@@ -138,16 +145,16 @@ static void adamw_range(float *restrict p, const float *restrict grad, float *re
     }
 }
 
-void optim_update(const optim *o, float *params, const float *grad, size_t lo, size_t hi)
+void optim_update(const optim *o, float *out, const float *in, const float *grad, size_t lo, size_t hi)
 {
     if (hi <= lo)
         return;
     float c = o->clip > 0.0f ? o->clip : INFINITY;
     if (o->kind == OPT_SGD)
-        sgd_range(params + lo, grad + lo, o->m + lo, hi - lo, o->lr, o->momentum, o->weight_decay, c);
+        sgd_range(out + lo, in + lo, grad + lo, o->m + lo, hi - lo, o->lr, o->momentum, o->weight_decay, c);
     else
-        adamw_range(params + lo, grad + lo, o->m + lo, o->v + lo, hi - lo, o->lr, o->beta1, o->beta2, o->bc1,
-                    o->bc2, o->eps, o->decay, c);
+        adamw_range(out + lo, in + lo, grad + lo, o->m + lo, o->v + lo, hi - lo, o->lr, o->beta1, o->beta2,
+                    o->bc1, o->bc2, o->eps, o->decay, c);
 }
 
 size_t optim_state_bytes(const optim *o)

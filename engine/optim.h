@@ -27,8 +27,10 @@ void optim_destroy(optim *o);   /* accepts NULL */
 
 /* Once per step, before any optim_update of that step: advances t and the β products. */
 void optim_begin_step(optim *o);
-/* Update params[lo, hi) from grad[lo, hi). Callable on disjoint ranges in parallel. */
-void optim_update(const optim *o, float *params, const float *grad, size_t lo, size_t hi);
+/* θ's elements [lo, hi) after the step, from θ before it (in) and grad, into
+ * out: out == in updates in place; otherwise out and in do not overlap.
+ * Callable on disjoint ranges in parallel. */
+void optim_update(const optim *o, float *out, const float *in, const float *grad, size_t lo, size_t hi);
 
 /* The whole state as one block of bytes (for checkpoints and their hash). */
 size_t optim_state_bytes(const optim *o);

@@ -12,6 +12,10 @@
 #include "../reduce/pool.h"
 #include "rng.h"
 
+/* θ's buffers: the current one, and the two a step with several threads
+ * writes into in turn (trainer_step). */
+#define TRAINER_PARAM_BUFS 3
+
 struct trainer {
     ls_config cfg;
     const ls_dataset *data;
@@ -23,8 +27,12 @@ struct trainer {
     int unordered;              /* cfg.reduce == "unordered" */
     int64_t done;               /* steps applied */
 
-    float *params;              /* [n_params] θ */
+    float *params;              /* [n_params] θ: one of param_buf */
+    float *param_buf[TRAINER_PARAM_BUFS]; /* θ's buffers (trainer_step: why three) */
+    int param_at;               /* param_buf[param_at] == params */
+    float *params_next;         /* where the step's update writes θ: params, or the next buffer */
     float *grad;                /* [n_params] finish output */
+    void *param_mem;            /* param_buf and grad: one allocation */
     unsigned char *scratch;     /* [threads][scratch_bytes] per-worker model scratch */
     size_t scratch_stride;
     uint32_t *ids;              /* [batch] sample ids of the current step */
@@ -76,7 +84,7 @@ void trainer_destroy(trainer *t)
     model_destroy(t->model);
     optim_destroy(t->opt);
     dataset_destroy(t->owned_data);
-    free(t->params);
+    free(t->param_mem);
     free(t->scratch);
     free(t->ids);
     free(t->perm[0]);
@@ -133,17 +141,27 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
         goto fail;
 
     size_t n = mi->n_params;
-    t->params = aligned_alloc(64, (2 * n * sizeof(float) + 63) / 64 * 64);
+    /* θ's buffers and the gradient, each array starting 1 KiB further than
+     * the one before modulo 4 KiB: the update streams three of them at the
+     * same index, and arrays at the same offset modulo 4 KiB make the core
+     * take loads for stores of the other (4K aliasing). */
+    const size_t span = (n * sizeof(float) + 4095) / 4096 * 4096 + 1024;
+    t->param_mem = aligned_alloc(4096, (TRAINER_PARAM_BUFS + 1) * span);
+    if (t->param_mem != NULL) {
+        for (int k = 0; k < TRAINER_PARAM_BUFS; k++)
+            t->param_buf[k] = (float *)(void *)((unsigned char *)t->param_mem + (size_t)k * span);
+        t->grad = (float *)(void *)((unsigned char *)t->param_mem + TRAINER_PARAM_BUFS * span);
+        t->params = t->params_next = t->param_buf[0];
+    }
     t->scratch_stride = (mi->scratch_bytes + 63) / 64 * 64;
     t->scratch = aligned_alloc(64, (size_t)threads * t->scratch_stride + 64);
     t->ids = malloc(B * sizeof(uint32_t));
     size_t N = data != NULL ? data->train.n : 1;
     t->perm[0] = malloc(2 * N * sizeof(uint32_t));
-    if (t->params == NULL || t->scratch == NULL || t->ids == NULL || t->perm[0] == NULL) {
+    if (t->param_mem == NULL || t->scratch == NULL || t->ids == NULL || t->perm[0] == NULL) {
         st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
         goto fail;
     }
-    t->grad = t->params + n;
     t->perm[1] = t->perm[0] + N;
     t->perm_epoch[0] = t->perm_epoch[1] = -1;
     t->model->desc->init(t->model->self, t->params, cfg->seed);
@@ -247,7 +265,7 @@ static void trainer_update_worker(void *ctx, int worker, int n_workers)
     trainer *t = ctx;
     size_t lo, hi;
     chunk_of(t->model->info.n_params, worker, n_workers, &lo, &hi);
-    optim_update(t->opt, t->params, t->grad, lo, hi);
+    optim_update(t->opt, t->params_next, t->params, t->grad, lo, hi);
 }
 
 /* A rank's pieces summed here, every rank's combined by the caller. */
@@ -313,7 +331,22 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
     if (t->test_hook != NULL)
         t->test_hook(t->test_hook_ctx);
     optim_begin_step(t->opt);
+    /* With one thread the update rewrites θ in place, in the lines the
+     * leaves just read. With more, each thread updates a slice of θ that
+     * every thread read during the leaves, so writing it in place first takes
+     * each line from the other cores' caches; writing θ into the buffer of
+     * two steps ago, which no core has read since, halved the update at 2
+     * threads (README, Performance). Three buffers, because the one of the
+     * step before is still in the other cores' caches. Same bits either way:
+     * each element's update reads only its own old value. */
+    if (pool_active(t->pool) > 1) {
+        t->param_at = (t->param_at + 1) % TRAINER_PARAM_BUFS;
+        t->params_next = t->param_buf[t->param_at];
+    } else {
+        t->params_next = t->params;
+    }
     pool_run(t->pool, trainer_update_worker, t);
+    t->params = t->params_next;
     t->done = step;
     return LS_OK;
 }

@@ -38,6 +38,8 @@ void trainer_destroy(trainer *t);   /* accepts NULL */
 const ls_config *trainer_config(const trainer *t);
 const ls_model *trainer_model(const trainer *t);
 const ls_dataset *trainer_data(const trainer *t);   /* NULL for generated samples */
+/* θ now. The pointer is valid until the next step: with more than one
+ * active thread a step writes θ into another of the trainer's buffers. */
 const float *trainer_params(const trainer *t);
 size_t trainer_n_params(const trainer *t);
 int64_t trainer_steps_done(const trainer *t);
@@ -62,7 +64,7 @@ const size_t *trainer_worker_leaves(const trainer *t);
  * resume at step t, overwrite both with the state saved after step t and call
  * trainer_set_steps_done(t): the data order is recomputed from the step
  * (permutations are addressed by epoch), nothing else carries across steps. */
-float *trainer_params_mut(trainer *t);
+float *trainer_params_mut(trainer *t);   /* valid until the next step, as trainer_params */
 void *trainer_optim_state(trainer *t, size_t *bytes);
 void trainer_set_steps_done(trainer *t, int64_t steps);
 

@@ -462,6 +462,8 @@ ls_status ls_session_close(ls_session *s, ls_status how, ls_err *err);
 
 void ls_session_state_get(const ls_session *s, ls_session_state *out);
 const ls_config *ls_session_config(const ls_session *s);
+/* θ after the last step (n floats). Valid until the next step or close:
+ * with more than one thread a step writes θ into another buffer. */
 const float *ls_session_params(const ls_session *s, size_t *n);
 
 /* ---- the record ---------------------------------------------------------- */

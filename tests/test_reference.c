@@ -106,7 +106,7 @@ static void reference_run(ls_config cfg, const ls_dataset *d, int steps, float *
         losses[t - 1] = loss;
         m->desc->finish(m->self, sum, B, grad, 0, info->finish_units);
         optim_begin_step(opt);
-        optim_update(opt, theta, grad, 0, info->n_params);
+        optim_update(opt, theta, theta, grad, 0, info->n_params);
         memcpy(params_out[t], theta, info->n_params * sizeof(float));
         free(sum);
     }
@@ -249,12 +249,14 @@ static void test_adamw_is_its_formula(void **state)
     enum { N = 67, STEPS = 20000 };
     optim *o;
     assert_int_equal(optim_create(&o, &cfg, N, &err), LS_OK);
-    float p[N], q[N], m[N] = { 0 }, v[N] = { 0 }, g[N];
+    float pbuf[2][N], q[N], m[N] = { 0 }, v[N] = { 0 }, g[N];
+    float *p = pbuf[0];
     uint64_t x = 0x2545F4914F6CDD1Du;
     for (size_t i = 0; i < N; i++) {
         x ^= x << 13, x ^= x >> 7, x ^= x << 17;
         p[i] = q[i] = (float)(int32_t)(x >> 40) * 0x1p-24f;
     }
+    memset(pbuf[1], 0xff, sizeof pbuf[1]);   /* NaNs: an element the update skips shows */
     const float b1 = cfg.beta1, b2 = cfg.beta2, lr = cfg.lr, eps = cfg.eps, c = cfg.clip;
     const float one_b1 = 1.0f - b1, one_b2 = 1.0f - b2, decay = 1.0f - lr * cfg.weight_decay;
     float b1t = 1.0f, b2t = 1.0f;
@@ -272,7 +274,11 @@ static void test_adamw_is_its_formula(void **state)
         if (t == 1000)
             g[N - 1] = NAN;   /* one element goes NaN for good; the others stay finite */
         optim_begin_step(o);
-        optim_update(o, p, g, 0, N);
+        /* In place on two steps of three, into the other buffer on the
+         * third, as trainer_step does with one thread and with several. */
+        float *next = t % 3 == 0 ? (p == pbuf[0] ? pbuf[1] : pbuf[0]) : p;
+        optim_update(o, next, p, g, 0, N);
+        p = next;
         b1t = b1t * b1;
         b2t = b2t * b2;
         volatile float bc1 = 1.0f - b1t, bc2 = 1.0f - b2t;   /* real divisions below */
@@ -293,6 +299,56 @@ static void test_adamw_is_its_formula(void **state)
     assert_true(shortcut1 && shortcut2);   /* both shortcuts were exercised */
     for (size_t i = 0; i + 1 < N; i++)
         assert_true(isfinite(p[i]));
+    optim_destroy(o);
+}
+
+/* SGD with momentum, weight decay and a clip, against its formula (optim.h),
+ * in place and into another buffer in turn. */
+static void test_sgd_is_its_formula(void **state)
+{
+    (void)state;
+    ls_config cfg;
+    ls_err err = { { 0 } };
+    assert_int_equal(config_defaults(&cfg, "teacher", "mlp", &err), LS_OK);
+    const char *set[][2] = { { "optimizer", "sgd" }, { "lr", "0.05" }, { "momentum", "0.9" },
+                             { "weight_decay", "0.01" }, { "clip", "2" } };
+    for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
+        assert_int_equal(config_set(&cfg, set[i][0], set[i][1], 0, &err), LS_OK);
+    enum { N = 67, STEPS = 300 };
+    optim *o;
+    assert_int_equal(optim_create(&o, &cfg, N, &err), LS_OK);
+    float pbuf[2][N], q[N], u[N] = { 0 }, g[N];
+    float *p = pbuf[0];
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    for (size_t i = 0; i < N; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        p[i] = q[i] = (float)(int32_t)(x >> 40) * 0x1p-24f;
+    }
+    memset(pbuf[1], 0xff, sizeof pbuf[1]);
+    const float lr = cfg.lr, mu = cfg.momentum, wd = cfg.weight_decay, c = cfg.clip;
+    for (int t = 1; t <= STEPS; t++) {
+        for (size_t i = 0; i < N; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            const uint32_t r = (uint32_t)(x >> 32);
+            g[i] = (float)(int32_t)r * 0x1p-30f;
+            if (r % 89 == 0)
+                g[i] = (r & 0x100) ? INFINITY : -0.0f;
+        }
+        optim_begin_step(o);
+        float *next = t % 2 == 0 ? (p == pbuf[0] ? pbuf[1] : pbuf[0]) : p;
+        optim_update(o, next, p, g, 0, N);
+        p = next;
+        for (size_t i = 0; i < N; i++) {
+            float gi = g[i];
+            gi = gi > c ? c : gi;
+            gi = gi < -c ? -c : gi;
+            gi = gi + wd * q[i];
+            u[i] = mu * u[i] + gi;
+            q[i] = q[i] - lr * u[i];
+            if (!same_float(p[i], q[i]))
+                fail_msg("step %d, element %zu: optimiser %a, formula %a", t, i, (double)p[i], (double)q[i]);
+        }
+    }
     optim_destroy(o);
 }
 
@@ -358,6 +414,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_finish_is_division),
         cmocka_unit_test(test_adamw_is_its_formula),
+        cmocka_unit_test(test_sgd_is_its_formula),
         cmocka_unit_test(test_teacher),
         cmocka_unit_test(test_fashion),
         cmocka_unit_test(test_ca),
