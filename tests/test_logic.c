@@ -553,6 +553,13 @@ static void test_kernels_random_shapes(void **state)
         kernel_case(40, 50, 9, acc, 1);
         kernel_case(30, 40, 28, acc, 1);
         kernel_case(20, 30, 48, acc, 1);
+        /* two-vector rows run two gates at a time: an odd last gate, and
+         * fewer gates than rows (the cleared fallback) */
+        kernel_case(33, 47, 32, acc, 1);
+        kernel_case(47, 33, 32, acc, 1);
+        kernel_case(3, 2, 32, acc, 1);
+        kernel_case(33, 47, 28, acc, 1);   /* the async task's 28-cell parts */
+        kernel_case(47, 33, 17, acc, 1);
     }
     /* 300 gates cannot read 5000 rows: LOGIC_DX_SET's cleared fallback */
     kernel_case(5000, 300, 20, 1, 1);
