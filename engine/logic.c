@@ -514,9 +514,14 @@ const char *logic_simd_name(void)
 static FORCE_INLINE __attribute__((target("avx512f")))
 void forward_z_rows(float *y, const float *x, const logic_layer *L, const float *coef, size_t ld, const size_t nv)
 {
-    for (size_t g = 0; g < L->out; g++) {
-        const float *xa = x + (size_t)L->a[g] * ld;
-        const float *xb = x + (size_t)L->b[g] * ld;
+    /* The wiring in locals: the vector stores may alias anything, so the
+     * compiler would reload L's fields for every gate (the update network's
+     * forward, rows of two vectors: 13% faster). */
+    const uint32_t *wa = L->a, *wb = L->b;
+    const size_t out = L->out;
+    for (size_t g = 0; g < out; g++) {
+        const float *xa = x + (size_t)wa[g] * ld;
+        const float *xb = x + (size_t)wb[g] * ld;
         float *yg = y + g * ld;
         const float *cg = coef + 4 * g;
         for (size_t v = 0; v < nv; v++) {
@@ -625,8 +630,11 @@ void backward_z_rows(float *dx, float *stats, const float *dy, const float *x, c
                      const uint8_t *first)
 {
     const int accumulate = flags & LOGIC_STATS_ADD;
-    for (size_t g = 0; g < L->out; g++) {
-        const size_t ra = L->a[g], rb = L->b[g];
+    /* in locals, as in forward_z_rows */
+    const uint32_t *wa = L->a, *wb = L->b;
+    const size_t out = L->out;
+    for (size_t g = 0; g < out; g++) {
+        const size_t ra = wa[g], rb = wb[g];
         if (dx != NULL) {
             const unsigned f = first != NULL ? first[g] : 0u;
             const __mmask16 ka = (f & LOGIC_FIRST_A) ? 0 : 0xFFFF;
@@ -719,8 +727,11 @@ void backward_z_pairs2_body(float *dx, float *stats, const float *dy, const floa
 {
     const size_t tail = (size_t)__builtin_popcount(m);   /* lanes of the second vector */
     size_t g = 0;
-    for (; g + 2 <= L->out; g += 2) {
-        const size_t ra0 = L->a[g], rb0 = L->b[g], ra1 = L->a[g + 1], rb1 = L->b[g + 1];
+    /* in locals, as in forward_z_rows */
+    const uint32_t *wa = L->a, *wb = L->b;
+    const size_t out = L->out;
+    for (; g + 2 <= out; g += 2) {
+        const size_t ra0 = wa[g], rb0 = wb[g], ra1 = wa[g + 1], rb1 = wb[g + 1];
         const unsigned f0 = first != NULL ? first[g] : 0u, f1 = first != NULL ? first[g + 1] : 0u;
         const float *c0 = coef + 4 * g, *c1 = c0 + 4;
         const __m512 ca0 = _mm512_set1_ps(c0[1]), cb0 = _mm512_set1_ps(c0[2]), cab0 = _mm512_set1_ps(c0[3]);
@@ -739,10 +750,10 @@ void backward_z_pairs2_body(float *dx, float *stats, const float *dy, const floa
         backward_z_store_stats(stats + 4 * g, s0, accumulate);
         backward_z_store_stats(stats + 4 * g + 4, s1, accumulate);
     }
-    if (g < L->out) {
+    if (g < out) {
         const unsigned f = first != NULL ? first[g] : 0u;
-        backward_z_gate(stats + 4 * g, dy + g * ld, x + L->a[g] * ld, x + L->b[g] * ld, dx + L->a[g] * ld,
-                        dx + L->b[g] * ld, coef + 4 * g, m == 0xFFFF ? 2 : 1, m == 0xFFFF ? 0 : tail, accumulate,
+        backward_z_gate(stats + 4 * g, dy + g * ld, x + wa[g] * ld, x + wb[g] * ld, dx + wa[g] * ld,
+                        dx + wb[g] * ld, coef + 4 * g, m == 0xFFFF ? 2 : 1, m == 0xFFFF ? 0 : tail, accumulate,
                         1, (f & LOGIC_FIRST_A) ? 0 : 0xFFFF, (f & LOGIC_FIRST_B) ? 0 : 0xFFFF);
     }
 }
@@ -784,9 +795,12 @@ static __attribute__((target("avx2")))
 void forward_y(float *y, const float *x, const logic_layer *L, const float *coef, size_t n, size_t ld)
 {
     const size_t nv = (n + 7) / 8;
-    for (size_t g = 0; g < L->out; g++) {
-        const float *xa = x + (size_t)L->a[g] * ld;
-        const float *xb = x + (size_t)L->b[g] * ld;
+    /* in locals, as in forward_z_rows */
+    const uint32_t *wa = L->a, *wb = L->b;
+    const size_t out = L->out;
+    for (size_t g = 0; g < out; g++) {
+        const float *xa = x + (size_t)wa[g] * ld;
+        const float *xb = x + (size_t)wb[g] * ld;
         float *yg = y + g * ld;
         const __m256 c0 = _mm256_set1_ps(coef[4 * g]), ca = _mm256_set1_ps(coef[4 * g + 1]);
         const __m256 cb = _mm256_set1_ps(coef[4 * g + 2]), cab = _mm256_set1_ps(coef[4 * g + 3]);
@@ -914,8 +928,11 @@ void backward_y(float *dx, float *stats, const float *dy, const float *x, const 
 {
     const int accumulate = flags & LOGIC_STATS_ADD;
     const __m256 keep = _mm256_castsi256_ps(_mm256_set1_epi32(-1)), drop = _mm256_setzero_ps();
-    for (size_t g = 0; g < L->out; g++) {
-        const size_t ra = L->a[g], rb = L->b[g];
+    /* in locals, as in forward_z_rows */
+    const uint32_t *wa = L->a, *wb = L->b;
+    const size_t out = L->out;
+    for (size_t g = 0; g < out; g++) {
+        const size_t ra = wa[g], rb = wb[g];
         if (dx != NULL) {
             const unsigned f = first != NULL ? first[g] : 0u;
             const __m256 ka = (f & LOGIC_FIRST_A) ? drop : keep;
@@ -1081,8 +1098,11 @@ void lanes_z(float *dx, float *stats, size_t stride, const float *dy, const floa
              const float *coef, const uint8_t *first, size_t nvl, size_t m, int accumulate)
 {
     const size_t ld = nvl * LOGIC_LANES;
-    for (size_t g = 0; g < L->out; g++) {
-        const size_t ra = L->a[g], rb = L->b[g];
+    /* in locals, as in forward_z_rows */
+    const uint32_t *wa = L->a, *wb = L->b;
+    const size_t out = L->out;
+    for (size_t g = 0; g < out; g++) {
+        const size_t ra = wa[g], rb = wb[g];
         if (dx != NULL)
             lanes_z_gate(stats + 4 * g, stride, dy + g * ld, x + ra * ld, x + rb * ld, dx + ra * ld, dx + rb * ld,
                          coef + 4 * g, first != NULL ? first[g] : 0u, nvl, m, accumulate, 1);
@@ -1195,8 +1215,11 @@ void lanes_y(float *dx, float *stats, size_t stride, const float *dy, const floa
              const float *coef, const uint8_t *first, size_t nvl, size_t m, int accumulate)
 {
     const size_t ld = nvl * LOGIC_LANES;
-    for (size_t g = 0; g < L->out; g++) {
-        const size_t ra = L->a[g], rb = L->b[g];
+    /* in locals, as in forward_z_rows */
+    const uint32_t *wa = L->a, *wb = L->b;
+    const size_t out = L->out;
+    for (size_t g = 0; g < out; g++) {
+        const size_t ra = wa[g], rb = wb[g];
         const unsigned fg = first != NULL ? first[g] : 0u;
         for (size_t o = 0; o < m; o += 8) {
             const size_t mh = m - o < 8 ? m - o : 8;
