@@ -648,16 +648,6 @@ void backward_z_rows(float *dx, float *stats, const float *dy, const float *x, c
     }
 }
 
-/* Rows of exactly two vectors with dx (a checkerboard part's update
- * network): one gate's work is too short for the core to overlap it with
- * the next one's (about 20 cycles of arithmetic behind two index loads and
- * six vector loads), so gates g and g + 1 are written out side by side.
- * Each gate's arithmetic and the order of each dx row's updates are those
- * of backward_z_gate: the dx rows are read, added to and stored gate by
- * gate, a's rows before b's, so a row both gates update gets g's term
- * first. Loading gate g + 1's inputs before gate g's dx stores is safe
- * because dx overlaps neither dy nor x (logic.h). A kernel alone on a
- * 256-gate layer of 32-lane rows: 5.9 -> 4.85 ns per vector. */
 /* One vector of one gate: the floored gradient, the inputs and the two dx
  * terms (the statistics are summed by the caller, in backward_z_gate's
  * order). */
@@ -720,6 +710,18 @@ void backward_z_dx2(float *row, __mmask16 k, __m512 t0, __m512 t1, const __mmask
         _mm512_mask_storeu_ps(row + 16, m, _mm512_add_ps(_mm512_maskz_loadu_ps(k & m, row + 16), t1));
 }
 
+/* Rows of 17 to 32 lanes with dx (a CA part's update network: two rows of
+ * 16 cells, or of 14 for the asynchronous task; the second vector masked
+ * below 32): one gate's work is too short for the core to overlap it with
+ * the next one's (about 20 cycles of arithmetic behind two index loads and
+ * six vector loads), so gates g and g + 1 are written out side by side.
+ * Each gate's arithmetic and the order of each dx row's updates are those
+ * of backward_z_gate: the dx rows are read, added to and stored gate by
+ * gate, a's rows before b's, so a row both gates update gets g's term
+ * first. Loading gate g + 1's inputs before gate g's dx and stats stores
+ * is safe because neither dx nor stats overlaps dy or x (logic.h). A
+ * kernel alone on a 256-gate layer of 32-lane rows: 5.9 -> 4.85 ns per
+ * vector. */
 static FORCE_INLINE __attribute__((target("avx512f")))
 void backward_z_pairs2_body(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
                             const float *coef, size_t ld, const int accumulate, const uint8_t *first,

@@ -140,9 +140,9 @@ void logic_forward(float *y, const float *x, const logic_layer *L, const float *
  * row's first update adds its term to 0.0f instead of reading the row (the
  * same bits, no clearing); otherwise lanes 0..n−1 of
  * every row are cleared first. Lanes n..ld−1 of dx are never written.
- * dx: [in][ld] or NULL, dy: [out][ld], stats: [out][4]; dx overlaps
- * neither dy nor x (the kernels may read a later gate's inputs before an
- * earlier gate's dx stores). */
+ * dx: [in][ld] or NULL, dy: [out][ld], stats: [out][4]; neither dx nor
+ * stats overlaps dy, x or the other (the kernels may read a later gate's
+ * inputs before an earlier gate's dx and stats stores). */
 #define LOGIC_STATS_ADD 1
 #define LOGIC_DX_SET 2
 void logic_backward(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,

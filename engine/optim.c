@@ -28,7 +28,7 @@ struct optim {
     float *v;             /* [n] second moment (AdamW only) */
     size_t state_bytes;
     unsigned char *state; /* header + m (+ v): one block, inside state_mem */
-    void *state_mem;
+    void *state_mem;      /* the allocation; state starts inside it so that m is 64-byte aligned */
 };
 
 ls_status optim_create(optim **out, const ls_config *cfg, size_t n_params, ls_err *err)
@@ -89,8 +89,10 @@ void optim_begin_step(optim *o)
     o->decay = 1.0f - o->lr * o->weight_decay;
 }
 
-/* The element loops take restrict pointers and no struct, so the compiler can
- * vectorise them; each element's arithmetic is the same at any width. A clip
+/* The element loops take plain pointers and no struct, so the compiler can
+ * vectorise them (θ's out and in may be one array, so those two are not
+ * restrict; `omp simd` vouches that no element depends on another); each
+ * element's arithmetic is the same at any width. A clip
  * of 0 means none and is passed as +inf, which leaves every element (NaN
  * included) as it is. */
 LS_SIMD_CLONES
@@ -132,8 +134,8 @@ static void sgd_range(float *po, const float *p, const float *restrict grad, flo
  * this loop (three divisions and a square root per element). */
 LS_SIMD_CLONES
 static void adamw_range(float *po, const float *p, const float *restrict grad, float *restrict m,
-                        float *restrict v, size_t n, float lr, float b1, float b2, float bc1, float bc2, float eps, float decay,
-                        float c)
+                        float *restrict v, size_t n, float lr, float b1, float b2, float bc1, float bc2, float eps,
+                        float decay, float c)
 {
     const float one_b1 = 1.0f - b1, one_b2 = 1.0f - b2;
     if (bc1 == 1.0f && bc2 == 1.0f) {

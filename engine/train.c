@@ -29,6 +29,7 @@ struct trainer {
 
     float *params;              /* [n_params] θ: one of param_buf */
     float *param_buf[TRAINER_PARAM_BUFS]; /* θ's buffers (trainer_step: why three) */
+    int param_bufs;             /* buffers in use: 1 with one thread */
     int param_at;               /* param_buf[param_at] == params */
     float *params_next;         /* where the step's update writes θ: params, or the next buffer */
     float *grad;                /* [n_params] finish output */
@@ -146,11 +147,12 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
      * same index, and arrays at the same offset modulo 4 KiB make the core
      * take loads for stores of the other (4K aliasing). */
     const size_t span = (n * sizeof(float) + 4095) / 4096 * 4096 + 1024;
-    t->param_mem = aligned_alloc(4096, (TRAINER_PARAM_BUFS + 1) * span);
+    t->param_bufs = pool_threads(t->pool) > 1 ? TRAINER_PARAM_BUFS : 1;   /* one thread: in place */
+    t->param_mem = aligned_alloc(4096, (size_t)(t->param_bufs + 1) * span);
     if (t->param_mem != NULL) {
-        for (int k = 0; k < TRAINER_PARAM_BUFS; k++)
+        for (int k = 0; k < t->param_bufs; k++)
             t->param_buf[k] = (float *)(void *)((unsigned char *)t->param_mem + (size_t)k * span);
-        t->grad = (float *)(void *)((unsigned char *)t->param_mem + TRAINER_PARAM_BUFS * span);
+        t->grad = (float *)(void *)((unsigned char *)t->param_mem + (size_t)t->param_bufs * span);
         t->params = t->params_next = t->param_buf[0];
     }
     t->scratch_stride = (mi->scratch_bytes + 63) / 64 * 64;
@@ -332,15 +334,18 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
         t->test_hook(t->test_hook_ctx);
     optim_begin_step(t->opt);
     /* With one thread the update rewrites θ in place, in the lines the
-     * leaves just read. With more, each thread updates a slice of θ that
+     * leaves just read. With more (whatever the CPUs: one rule, and the
+     * tests at several thread counts run it on any machine), each thread
+     * updates a slice of θ that
      * every thread read during the leaves, so writing it in place first takes
-     * each line from the other cores' caches; writing θ into the buffer of
-     * two steps ago, which no core has read since, halved the update at 2
-     * threads (README, Performance). Three buffers, because the one of the
-     * step before is still in the other cores' caches. Same bits either way:
-     * each element's update reads only its own old value. */
-    if (pool_active(t->pool) > 1) {
-        t->param_at = (t->param_at + 1) % TRAINER_PARAM_BUFS;
+     * each line from the other cores' caches, which a busy host made up to
+     * six times slower; θ goes instead into the buffer of two steps ago,
+     * which no core has read since (README, Performance). Three buffers,
+     * because the one of the step before is still in the other cores'
+     * caches. Same bits either way: each element's update reads only its
+     * own old value. */
+    if (t->param_bufs > 1) {
+        t->param_at = (t->param_at + 1) % t->param_bufs;
         t->params_next = t->param_buf[t->param_at];
     } else {
         t->params_next = t->params;

@@ -435,6 +435,10 @@ static void ref_backward(float *dx, float *stats, const float *dy, const float *
 /* One random case: shapes, wiring with some a == b, garbage (NaN, huge) in
  * the padding lanes of x and dy, dx starting at random values with a
  * sentinel in its padding. Runs every path and compares everything. */
+/* Set by a test: wire gate g's b to gate g+1's a, so every pair of gates
+ * a kernel may run side by side updates one dx row in turn. */
+static int chain_wiring;
+
 static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, int with_dx, int dx_set);
 
 /* Every case runs twice: dx updated in place, and LOGIC_DX_SET on a dx full
@@ -467,6 +471,8 @@ static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, i
          * runs on the first flags, not on its cleared fallback) */
         a[g] = out >= in && g < in ? (uint32_t)((g * 7) % in) : (uint32_t)below(in);
         b[g] = below(4) == 0 ? a[g] : (uint32_t)below(in);
+        if (chain_wiring && g > 0)   /* consecutive gates share a row: b of g-1 is a of g */
+            b[g - 1] = a[g];
     }
     logic_layer L = { in, out, a, b, NULL, 0 };
     uint8_t *first = xalloc(out);
@@ -560,6 +566,11 @@ static void test_kernels_random_shapes(void **state)
         kernel_case(3, 2, 32, acc, 1);
         kernel_case(33, 47, 28, acc, 1);   /* the async task's 28-cell parts */
         kernel_case(47, 33, 17, acc, 1);
+        chain_wiring = 1;
+        kernel_case(30, 41, 32, acc, 1);
+        kernel_case(30, 40, 25, acc, 1);
+        kernel_case(50, 20, 64, acc, 1);
+        chain_wiring = 0;
     }
     /* 300 gates cannot read 5000 rows: LOGIC_DX_SET's cleared fallback */
     kernel_case(5000, 300, 20, 1, 1);
