@@ -336,14 +336,13 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
     /* With one thread the update rewrites θ in place, in the lines the
      * leaves just read. With more (whatever the CPUs: one rule, and the
      * tests at several thread counts run it on any machine), each thread
-     * updates a slice of θ that
-     * every thread read during the leaves, so writing it in place first takes
-     * each line from the other cores' caches, which a busy host made up to
-     * six times slower; θ goes instead into the buffer of two steps ago,
-     * which no core has read since (README, Performance). Three buffers,
-     * because the one of the step before is still in the other cores'
-     * caches. Same bits either way: each element's update reads only its
-     * own old value. */
+     * updates a slice of θ that every thread read during the leaves, so
+     * writing it in place first takes each line from the other cores'
+     * caches, which a busy host made up to six times slower; θ goes instead
+     * into the buffer of two steps ago, which no core has read since
+     * (README, Performance). Three buffers, because the one of the step
+     * before is still in the other cores' caches. Same bits either way:
+     * each element's update reads only its own old value. */
     if (t->param_bufs > 1) {
         t->param_at = (t->param_at + 1) % t->param_bufs;
         t->params_next = t->param_buf[t->param_at];
