@@ -148,7 +148,7 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
      * take loads for stores of the other (4K aliasing). */
     const size_t span = (n * sizeof(float) + 4095) / 4096 * 4096 + 1024;
     t->param_bufs = pool_threads(t->pool) > 1 ? TRAINER_PARAM_BUFS : 1;   /* one thread: in place */
-    t->param_mem = aligned_alloc(4096, (size_t)(t->param_bufs + 1) * span);
+    t->param_mem = aligned_alloc(4096, ((size_t)(t->param_bufs + 1) * span + 4095) / 4096 * 4096);
     if (t->param_mem != NULL) {
         for (int k = 0; k < t->param_bufs; k++)
             t->param_buf[k] = (float *)(void *)((unsigned char *)t->param_mem + (size_t)k * span);
