@@ -548,6 +548,13 @@ void forward_z(float *y, const float *x, const logic_layer *L, const float *coef
         forward_z_rows(y, x, L, coef, ld, nv);
 }
 
+/* The lanes of a dx row to read: none for the row's first update under
+ * LOGIC_DX_SET (first flag `bit` set in f), else all. */
+static inline __mmask16 dx_read_mask(unsigned f, unsigned bit)
+{
+    return (f & bit) ? 0 : 0xFFFF;
+}
+
 /* grad_floor on 16 lanes: |d| not below the floor (or NaN) keeps d, else +0. */
 static FORCE_INLINE __attribute__((target("avx512f")))
 __m512 grad_floor_z(__m512 d)
@@ -637,8 +644,7 @@ void backward_z_rows(float *dx, float *stats, const float *dy, const float *x, c
         const size_t ra = wa[g], rb = wb[g];
         if (dx != NULL) {
             const unsigned f = first != NULL ? first[g] : 0u;
-            const __mmask16 ka = (f & LOGIC_FIRST_A) ? 0 : 0xFFFF;
-            const __mmask16 kb = (f & LOGIC_FIRST_B) ? 0 : 0xFFFF;
+            const __mmask16 ka = dx_read_mask(f, LOGIC_FIRST_A), kb = dx_read_mask(f, LOGIC_FIRST_B);
             backward_z_gate(stats + 4 * g, dy + g * ld, x + ra * ld, x + rb * ld, dx + ra * ld, dx + rb * ld,
                             coef + 4 * g, nf, tail, accumulate, 1, ka, kb);
         } else {
@@ -725,9 +731,9 @@ void backward_z_dx2(float *row, __mmask16 k, __m512 t0, __m512 t1, const __mmask
 static FORCE_INLINE __attribute__((target("avx512f")))
 void backward_z_pairs2_body(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
                             const float *coef, size_t ld, const int accumulate, const uint8_t *first,
-                            const __mmask16 m)
+                            const size_t tail)
 {
-    const size_t tail = (size_t)__builtin_popcount(m);   /* lanes of the second vector */
+    const __mmask16 m = (__mmask16)(tail == 16 ? 0xFFFFu : (1u << tail) - 1u);   /* the second vector's lanes */
     size_t g = 0;
     /* in locals, as in forward_z_rows */
     const uint32_t *wa = L->a, *wb = L->b;
@@ -745,18 +751,18 @@ void backward_z_pairs2_body(float *dx, float *stats, const float *dy, const floa
         const vec_z v01 = backward_z_vec(dg0 + 16, xa0 + 16, xb0 + 16, ca0, cb0, cab0, m);
         const vec_z v11 = backward_z_vec(dg1 + 16, xa1 + 16, xb1 + 16, ca1, cb1, cab1, m);
         const stats_z s0 = backward_z_sums2(v00, v01, m), s1 = backward_z_sums2(v10, v11, m);
-        backward_z_dx2(dx + ra0 * ld, (f0 & LOGIC_FIRST_A) ? 0 : 0xFFFF, v00.ta, v01.ta, m);
-        backward_z_dx2(dx + rb0 * ld, (f0 & LOGIC_FIRST_B) ? 0 : 0xFFFF, v00.tb, v01.tb, m);
-        backward_z_dx2(dx + ra1 * ld, (f1 & LOGIC_FIRST_A) ? 0 : 0xFFFF, v10.ta, v11.ta, m);
-        backward_z_dx2(dx + rb1 * ld, (f1 & LOGIC_FIRST_B) ? 0 : 0xFFFF, v10.tb, v11.tb, m);
+        backward_z_dx2(dx + ra0 * ld, dx_read_mask(f0, LOGIC_FIRST_A), v00.ta, v01.ta, m);
+        backward_z_dx2(dx + rb0 * ld, dx_read_mask(f0, LOGIC_FIRST_B), v00.tb, v01.tb, m);
+        backward_z_dx2(dx + ra1 * ld, dx_read_mask(f1, LOGIC_FIRST_A), v10.ta, v11.ta, m);
+        backward_z_dx2(dx + rb1 * ld, dx_read_mask(f1, LOGIC_FIRST_B), v10.tb, v11.tb, m);
         backward_z_store_stats(stats + 4 * g, s0, accumulate);
         backward_z_store_stats(stats + 4 * g + 4, s1, accumulate);
     }
     if (g < out) {
         const unsigned f = first != NULL ? first[g] : 0u;
         backward_z_gate(stats + 4 * g, dy + g * ld, x + wa[g] * ld, x + wb[g] * ld, dx + wa[g] * ld,
-                        dx + wb[g] * ld, coef + 4 * g, m == 0xFFFF ? 2 : 1, m == 0xFFFF ? 0 : tail, accumulate,
-                        1, (f & LOGIC_FIRST_A) ? 0 : 0xFFFF, (f & LOGIC_FIRST_B) ? 0 : 0xFFFF);
+                        dx + wb[g] * ld, coef + 4 * g, tail == 16 ? 2 : 1, tail == 16 ? 0 : tail, accumulate, 1,
+                        dx_read_mask(f, LOGIC_FIRST_A), dx_read_mask(f, LOGIC_FIRST_B));
     }
 }
 
@@ -765,13 +771,14 @@ static __attribute__((target("avx512f")))
 void backward_z_pairs2(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
                        const float *coef, size_t ld, int flags, const uint8_t *first, size_t tail)
 {
+    /* the checkerboard's rows (tail 16) with constants, the rest as they come */
     const int acc = flags & LOGIC_STATS_ADD;
     if (tail == 16 && acc)
-        backward_z_pairs2_body(dx, stats, dy, x, L, coef, ld, 1, first, 0xFFFF);
+        backward_z_pairs2_body(dx, stats, dy, x, L, coef, ld, 1, first, 16);
     else if (tail == 16)
-        backward_z_pairs2_body(dx, stats, dy, x, L, coef, ld, 0, first, 0xFFFF);
+        backward_z_pairs2_body(dx, stats, dy, x, L, coef, ld, 0, first, 16);
     else
-        backward_z_pairs2_body(dx, stats, dy, x, L, coef, ld, acc, first, (__mmask16)((1u << tail) - 1u));
+        backward_z_pairs2_body(dx, stats, dy, x, L, coef, ld, acc, first, tail);
 }
 
 static __attribute__((target("avx512f")))

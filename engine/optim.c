@@ -92,9 +92,8 @@ void optim_begin_step(optim *o)
 /* The element loops take plain pointers and no struct, so the compiler can
  * vectorise them (θ's out and in may be one array, so those two are not
  * restrict; `omp simd` vouches that no element depends on another); each
- * element's arithmetic is the same at any width. A clip
- * of 0 means none and is passed as +inf, which leaves every element (NaN
- * included) as it is. */
+ * element's arithmetic is the same at any width. A clip of 0 means none and
+ * is passed as +inf, which leaves every element (NaN included) as it is. */
 LS_SIMD_CLONES
 static void sgd_range(float *po, const float *p, const float *restrict grad, float *restrict u, size_t n,
                       float lr, float mu, float wd, float c)
