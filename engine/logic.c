@@ -23,6 +23,11 @@
  * AVX-512 path (maskz) without half of the row loads (a perception layer's
  * backward: 30% faster); AVX2 loads the row and ands it with zero.
  *
+ * Silent gates (AVX-512 backward): a gate whose gradient is below the
+ * floor on every lane adds nothing, so the kernel writes its results
+ * (+0 statistics, +0 in the rows it updates first) without its arithmetic
+ * when every product is known to be finite; see "Silent gates" below.
+ *
  * logic_backward_lanes (samples side by side, one per lane) keeps one
  * vector per virtual accumulator and builds the tree vertically as the
  * accumulators come; its comment block below says why its shortcuts keep
@@ -555,11 +560,94 @@ static inline __mmask16 dx_read_mask(unsigned f, unsigned bit)
     return (f & bit) ? 0 : 0xFFFF;
 }
 
+/* The lanes grad_floor keeps: |d| not below the floor, or NaN. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+__mmask16 live_lanes_z(__m512 d)
+{
+    return _mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_set1_ps(LOGIC_GRAD_FLOOR), _CMP_NLT_UQ);
+}
+
 /* grad_floor on 16 lanes: |d| not below the floor (or NaN) keeps d, else +0. */
 static FORCE_INLINE __attribute__((target("avx512f")))
 __m512 grad_floor_z(__m512 d)
 {
-    return _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(_mm512_abs_ps(d), _mm512_set1_ps(LOGIC_GRAD_FLOOR), _CMP_NLT_UQ), d);
+    return _mm512_maskz_mov_ps(live_lanes_z(d), d);
+}
+
+/* ---- Silent gates ----
+ * A gate whose floored gradient is +0 on every lane (deep in a CA rollout,
+ * most of them early in training: 73% of a checkerboard step's gates at
+ * step 0, 12% at step 600) adds ±0 to each dx lane and +0 to each of its
+ * 16 accumulators, so its statistics are +0, provided every product is
+ * finite: with its inputs and coefficients at most SILENT_BOUND in
+ * magnitude no product exceeds 2^122. Adding ±0 leaves a dx lane as it is
+ * unless the lane holds −0, and a row LOGIC_DX_SET sets (or clears) never
+ * does: it starts as 0.0f + t or +0, and a sum is −0 only when both terms
+ * are. So under LOGIC_DX_SET (or without dx) the kernels give a silent
+ * gate's results without its arithmetic and dx traffic: +0 stored into
+ * the rows it updates first, its statistics written as +0 or added +0 (a
+ * caller's −0 becomes +0, as the full sum makes it). The same bits as the
+ * scalar twin, which runs every gate. */
+#define SILENT_BOUND 0x1p60f
+#define SILENT_OK 0x100   /* internal flag: the dx rows hold no −0 (above) */
+
+/* The lanes of v above SILENT_BOUND in magnitude, or NaN. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+__mmask16 wide_lanes_z(__m512 v)
+{
+    return _mm512_cmp_ps_mask(_mm512_abs_ps(v), _mm512_set1_ps(SILENT_BOUND), _CMP_NLE_UQ);
+}
+
+static inline int coef_narrow(const float *cg)
+{
+    return fabsf(cg[1]) <= SILENT_BOUND && fabsf(cg[2]) <= SILENT_BOUND && fabsf(cg[3]) <= SILENT_BOUND;
+}
+
+/* Every lane < 16·nf + tail of dg is silent (checked vector by vector,
+ * stopping at the first live one). */
+static FORCE_INLINE __attribute__((target("avx512f")))
+int row_silent_z(const float *dg, const size_t nf, const size_t tail)
+{
+    for (size_t v = 0; v < nf; v++)
+        if (live_lanes_z(_mm512_loadu_ps(dg + 16 * v)) != 0)
+            return 0;
+    return tail == 0 || live_lanes_z(_mm512_maskz_loadu_ps((__mmask16)((1u << tail) - 1u), dg + 16 * nf)) == 0;
+}
+
+/* A silent gate's inputs and coefficients are narrow enough (above). */
+static FORCE_INLINE __attribute__((target("avx512f")))
+int gate_narrow_z(const float *xa, const float *xb, const float *cg, const size_t nf, const size_t tail)
+{
+    if (!coef_narrow(cg))
+        return 0;
+    __mmask16 w = 0;
+    for (size_t v = 0; v < nf; v++)
+        w |= wide_lanes_z(_mm512_loadu_ps(xa + 16 * v)) | wide_lanes_z(_mm512_loadu_ps(xb + 16 * v));
+    if (tail > 0) {
+        const __mmask16 m = (__mmask16)((1u << tail) - 1u);
+        w |= wide_lanes_z(_mm512_maskz_loadu_ps(m, xa + 16 * nf)) | wide_lanes_z(_mm512_maskz_loadu_ps(m, xb + 16 * nf));
+    }
+    return w == 0;
+}
+
+/* A silent gate's results: statistics +0 (or + 0), and +0 in the lanes
+ * < 16·nf + tail of each dx row it updates first (flags f). */
+static FORCE_INLINE __attribute__((target("avx512f")))
+void silent_gate_z(float *st, float *dxa, float *dxb, unsigned f, const size_t nf, const size_t tail,
+                   const int accumulate)
+{
+    const __m128 z4 = _mm_setzero_ps();
+    _mm_storeu_ps(st, accumulate ? _mm_add_ps(_mm_loadu_ps(st), z4) : z4);
+    const __m512 z = _mm512_setzero_ps();
+    for (unsigned bit = LOGIC_FIRST_A; bit <= LOGIC_FIRST_B; bit <<= 1) {
+        float *row = bit == LOGIC_FIRST_A ? dxa : dxb;
+        if (!(f & bit))
+            continue;
+        for (size_t v = 0; v < nf; v++)
+            _mm512_storeu_ps(row + 16 * v, z);
+        if (tail > 0)
+            _mm512_mask_storeu_ps(row + 16 * nf, (__mmask16)((1u << tail) - 1u), z);
+    }
 }
 
 /* The pairwise tree of logic.h for the four statistics at once: acc[k] holds
@@ -589,8 +677,14 @@ __m128 tree_z(__m512 a0, __m512 a1, __m512 a2, __m512 a3)
 static FORCE_INLINE __attribute__((target("avx512f")))
 void backward_z_gate(float *st, const float *dg, const float *xa, const float *xb, float *dxa,
                      float *dxb, const float *cg, const size_t nf, const size_t tail, int accumulate,
-                     const int with_dx, __mmask16 ka, __mmask16 kb)
+                     const int with_dx, __mmask16 ka, __mmask16 kb, const int silent_ok)
 {
+    if (silent_ok && row_silent_z(dg, nf, tail) && gate_narrow_z(xa, xb, cg, nf, tail)) {
+        /* first-touch rows are the ones not read (ka, kb zero) */
+        silent_gate_z(st, dxa, dxb, with_dx ? (ka ? 0u : LOGIC_FIRST_A) | (kb ? 0u : LOGIC_FIRST_B) : 0u, nf, tail,
+                      accumulate);
+        return;
+    }
     const __m512 ca = _mm512_set1_ps(cg[1]), cb = _mm512_set1_ps(cg[2]), cab = _mm512_set1_ps(cg[3]);
     __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps(), s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
     for (size_t v = 0; v < nf; v++) {
@@ -636,7 +730,7 @@ void backward_z_rows(float *dx, float *stats, const float *dy, const float *x, c
                      const float *coef, const size_t nf, const size_t tail, size_t ld, int flags,
                      const uint8_t *first)
 {
-    const int accumulate = flags & LOGIC_STATS_ADD;
+    const int accumulate = flags & LOGIC_STATS_ADD, silent_ok = (flags & SILENT_OK) != 0;
     /* in locals, as in forward_z_rows */
     const uint32_t *wa = L->a, *wb = L->b;
     const size_t out = L->out;
@@ -646,10 +740,10 @@ void backward_z_rows(float *dx, float *stats, const float *dy, const float *x, c
             const unsigned f = first != NULL ? first[g] : 0u;
             const __mmask16 ka = dx_read_mask(f, LOGIC_FIRST_A), kb = dx_read_mask(f, LOGIC_FIRST_B);
             backward_z_gate(stats + 4 * g, dy + g * ld, x + ra * ld, x + rb * ld, dx + ra * ld, dx + rb * ld,
-                            coef + 4 * g, nf, tail, accumulate, 1, ka, kb);
+                            coef + 4 * g, nf, tail, accumulate, 1, ka, kb, silent_ok);
         } else {
             backward_z_gate(stats + 4 * g, dy + g * ld, x + ra * ld, x + rb * ld, NULL, NULL,
-                            coef + 4 * g, nf, tail, accumulate, 0, 0, 0);
+                            coef + 4 * g, nf, tail, accumulate, 0, 0, 0, silent_ok);
         }
     }
 }
@@ -662,11 +756,11 @@ typedef struct {
 } vec_z;
 
 static FORCE_INLINE __attribute__((target("avx512f")))
-vec_z backward_z_vec(const float *dg, const float *xa, const float *xb, __m512 ca, __m512 cb, __m512 cab,
+vec_z backward_z_vec(__m512 d, const float *xa, const float *xb, __m512 ca, __m512 cb, __m512 cab,
                      const __mmask16 m)
 {
     vec_z r;
-    r.d = grad_floor_z(m == 0xFFFF ? _mm512_loadu_ps(dg) : _mm512_maskz_loadu_ps(m, dg));
+    r.d = d;
     r.av = m == 0xFFFF ? _mm512_loadu_ps(xa) : _mm512_maskz_loadu_ps(m, xa);
     r.bv = m == 0xFFFF ? _mm512_loadu_ps(xb) : _mm512_maskz_loadu_ps(m, xb);
     r.ta = _mm512_mul_ps(r.d, _mm512_add_ps(ca, _mm512_mul_ps(cab, r.bv)));
@@ -731,7 +825,7 @@ void backward_z_dx2(float *row, __mmask16 k, __m512 t0, __m512 t1, const __mmask
 static FORCE_INLINE __attribute__((target("avx512f")))
 void backward_z_pairs2_body(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
                             const float *coef, size_t ld, const int accumulate, const uint8_t *first,
-                            const size_t tail)
+                            const size_t tail, const int silent_ok)
 {
     const __mmask16 m = (__mmask16)(tail == 16 ? 0xFFFFu : (1u << tail) - 1u);   /* the second vector's lanes */
     size_t g = 0;
@@ -742,14 +836,26 @@ void backward_z_pairs2_body(float *dx, float *stats, const float *dy, const floa
         const size_t ra0 = wa[g], rb0 = wb[g], ra1 = wa[g + 1], rb1 = wb[g + 1];
         const unsigned f0 = first != NULL ? first[g] : 0u, f1 = first != NULL ? first[g + 1] : 0u;
         const float *c0 = coef + 4 * g, *c1 = c0 + 4;
-        const __m512 ca0 = _mm512_set1_ps(c0[1]), cb0 = _mm512_set1_ps(c0[2]), cab0 = _mm512_set1_ps(c0[3]);
-        const __m512 ca1 = _mm512_set1_ps(c1[1]), cb1 = _mm512_set1_ps(c1[2]), cab1 = _mm512_set1_ps(c1[3]);
         const float *dg0 = dy + g * ld, *dg1 = dg0 + ld;
         const float *xa0 = x + ra0 * ld, *xb0 = x + rb0 * ld, *xa1 = x + ra1 * ld, *xb1 = x + rb1 * ld;
-        const vec_z v00 = backward_z_vec(dg0, xa0, xb0, ca0, cb0, cab0, 0xFFFF);
-        const vec_z v10 = backward_z_vec(dg1, xa1, xb1, ca1, cb1, cab1, 0xFFFF);
-        const vec_z v01 = backward_z_vec(dg0 + 16, xa0 + 16, xb0 + 16, ca0, cb0, cab0, m);
-        const vec_z v11 = backward_z_vec(dg1 + 16, xa1 + 16, xb1 + 16, ca1, cb1, cab1, m);
+        const __m512 r00 = _mm512_loadu_ps(dg0), r10 = _mm512_loadu_ps(dg1);
+        const __m512 r01 = m == 0xFFFF ? _mm512_loadu_ps(dg0 + 16) : _mm512_maskz_loadu_ps(m, dg0 + 16);
+        const __m512 r11 = m == 0xFFFF ? _mm512_loadu_ps(dg1 + 16) : _mm512_maskz_loadu_ps(m, dg1 + 16);
+        const __mmask16 l00 = live_lanes_z(r00), l01 = live_lanes_z(r01);
+        const __mmask16 l10 = live_lanes_z(r10), l11 = live_lanes_z(r11);
+        /* a pair of silent gates (both, or the pair runs whole) */
+        if (silent_ok && (l00 | l01 | l10 | l11) == 0 && gate_narrow_z(xa0, xb0, c0, 1, tail) &&
+            gate_narrow_z(xa1, xb1, c1, 1, tail)) {
+            silent_gate_z(stats + 4 * g, dx + ra0 * ld, dx + rb0 * ld, f0, 1, tail, accumulate);
+            silent_gate_z(stats + 4 * g + 4, dx + ra1 * ld, dx + rb1 * ld, f1, 1, tail, accumulate);
+            continue;
+        }
+        const __m512 ca0 = _mm512_set1_ps(c0[1]), cb0 = _mm512_set1_ps(c0[2]), cab0 = _mm512_set1_ps(c0[3]);
+        const __m512 ca1 = _mm512_set1_ps(c1[1]), cb1 = _mm512_set1_ps(c1[2]), cab1 = _mm512_set1_ps(c1[3]);
+        const vec_z v00 = backward_z_vec(_mm512_maskz_mov_ps(l00, r00), xa0, xb0, ca0, cb0, cab0, 0xFFFF);
+        const vec_z v10 = backward_z_vec(_mm512_maskz_mov_ps(l10, r10), xa1, xb1, ca1, cb1, cab1, 0xFFFF);
+        const vec_z v01 = backward_z_vec(_mm512_maskz_mov_ps(l01, r01), xa0 + 16, xb0 + 16, ca0, cb0, cab0, m);
+        const vec_z v11 = backward_z_vec(_mm512_maskz_mov_ps(l11, r11), xa1 + 16, xb1 + 16, ca1, cb1, cab1, m);
         const stats_z s0 = backward_z_sums2(v00, v01, m), s1 = backward_z_sums2(v10, v11, m);
         backward_z_dx2(dx + ra0 * ld, dx_read_mask(f0, LOGIC_FIRST_A), v00.ta, v01.ta, m);
         backward_z_dx2(dx + rb0 * ld, dx_read_mask(f0, LOGIC_FIRST_B), v00.tb, v01.tb, m);
@@ -762,7 +868,7 @@ void backward_z_pairs2_body(float *dx, float *stats, const float *dy, const floa
         const unsigned f = first != NULL ? first[g] : 0u;
         backward_z_gate(stats + 4 * g, dy + g * ld, x + wa[g] * ld, x + wb[g] * ld, dx + wa[g] * ld,
                         dx + wb[g] * ld, coef + 4 * g, tail == 16 ? 2 : 1, tail == 16 ? 0 : tail, accumulate, 1,
-                        dx_read_mask(f, LOGIC_FIRST_A), dx_read_mask(f, LOGIC_FIRST_B));
+                        dx_read_mask(f, LOGIC_FIRST_A), dx_read_mask(f, LOGIC_FIRST_B), silent_ok);
     }
 }
 
@@ -772,13 +878,13 @@ void backward_z_pairs2(float *dx, float *stats, const float *dy, const float *x,
                        const float *coef, size_t ld, int flags, const uint8_t *first, size_t tail)
 {
     /* the checkerboard's rows (tail 16) with constants, the rest as they come */
-    const int acc = flags & LOGIC_STATS_ADD;
+    const int acc = flags & LOGIC_STATS_ADD, silent_ok = (flags & SILENT_OK) != 0;
     if (tail == 16 && acc)
-        backward_z_pairs2_body(dx, stats, dy, x, L, coef, ld, 1, first, 16);
+        backward_z_pairs2_body(dx, stats, dy, x, L, coef, ld, 1, first, 16, silent_ok);
     else if (tail == 16)
-        backward_z_pairs2_body(dx, stats, dy, x, L, coef, ld, 0, first, 16);
+        backward_z_pairs2_body(dx, stats, dy, x, L, coef, ld, 0, first, 16, silent_ok);
     else
-        backward_z_pairs2_body(dx, stats, dy, x, L, coef, ld, acc, first, tail);
+        backward_z_pairs2_body(dx, stats, dy, x, L, coef, ld, acc, first, tail, silent_ok);
 }
 
 static __attribute__((target("avx512f")))
@@ -1700,9 +1806,11 @@ void logic_backward(float *dx, float *stats, const float *dy, const float *x, co
 #if LOGIC_X86
     if (path == PATH_AVX512 || path == PATH_AVX2) {
         const uint8_t *first;
+        /* rows LOGIC_DX_SET sets hold no -0 (silent gates, above) */
+        const int silent_ok = dx == NULL || (flags & LOGIC_DX_SET) != 0;
         flags = dx_set_plan(dx, L, n, ld, flags, &first);
         if (path == PATH_AVX512)
-            backward_z(dx, stats, dy, x, L, coef, n, ld, flags, first);
+            backward_z(dx, stats, dy, x, L, coef, n, ld, flags | (silent_ok ? SILENT_OK : 0), first);
         else
             backward_y(dx, stats, dy, x, L, coef, n, ld, flags, first);
         return;

@@ -142,7 +142,9 @@ void logic_forward(float *y, const float *x, const logic_layer *L, const float *
  * every row are cleared first. Lanes n..ld−1 of dx are never written.
  * dx: [in][ld] or NULL, dy: [out][ld], stats: [out][4]; neither dx nor
  * stats overlaps dy, x or the other (the kernels may read a later gate's
- * inputs before an earlier gate's dx and stats stores). */
+ * inputs before an earlier gate's dx and stats stores). A kernel may give
+ * a gate whose every d is +0 its results without the arithmetic when they
+ * are known (logic.c, "Silent gates"): the bits are the same. */
 #define LOGIC_STATS_ADD 1
 #define LOGIC_DX_SET 2
 void logic_backward(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,

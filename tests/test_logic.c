@@ -438,6 +438,25 @@ static void ref_backward(float *dx, float *stats, const float *dy, const float *
 /* Set by a test: wire gate g's b to gate g+1's a, so every pair of gates
  * a kernel may run side by side updates one dx row in turn. */
 static int chain_wiring;
+/* Set by a test: half the gates get a silent dy row (every lane below the
+ * floor: ±0, tiny, subnormal; now and then one NaN lane, which is not
+ * silent; x86's default NaN, the one 0·inf gives, so that no sum meets
+ * two different NaNs), a tenth of x's rows are 1e30 (a·b overflows: a
+ * silent gate reading two of them has NaN statistics), a tenth of the
+ * coefficients ±inf, and a tenth of the prior statistics −0. */
+static int silent_mix;
+
+static float silent_val(void)
+{
+    const uint32_t r = next_u32();
+    const float sign = (r & 8) ? -1.0f : 1.0f;
+    switch (r & 7) {
+    case 0: return sign * nextafterf(0x1p-64f, 0.0f);
+    case 1: return sign * 0x1p-70f;
+    case 2: return sign * 0x1p-140f;
+    default: return sign * 0.0f;
+    }
+}
 
 static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, int with_dx, int dx_set);
 
@@ -458,14 +477,20 @@ static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, i
     float *dy = xalloc(out * ld * sizeof(float));
     float *coef = xalloc(out * 4 * sizeof(float));
     uint32_t *a = xalloc(out * sizeof(uint32_t)), *b = xalloc(out * sizeof(uint32_t));
-    for (size_t r = 0; r < in; r++)
+    for (size_t r = 0; r < in; r++) {
+        const int wide = silent_mix && below(10) == 0;
         for (size_t l = 0; l < ld; l++)
-            x[r * ld + l] = l < n ? unit() : (l % 3 == 0 ? NAN : 1e30f);
-    for (size_t g = 0; g < out; g++)
+            x[r * ld + l] = l < n ? (wide ? 1e30f : unit()) : (l % 3 == 0 ? NAN : 1e30f);
+    }
+    for (size_t g = 0; g < out; g++) {
+        const int silent = silent_mix && below(2) == 0;
         for (size_t l = 0; l < ld; l++)
-            dy[g * ld + l] = l < n ? grad_val() : (l % 2 ? NAN : -1e30f);
+            dy[g * ld + l] = l < n ? (silent ? silent_val() : grad_val()) : (l % 2 ? NAN : -1e30f);
+        if (silent && n > 0 && below(8) == 0)
+            dy[g * ld + below(n)] = -NAN;
+    }
     for (size_t i = 0; i < out * 4; i++)
-        coef[i] = signed_val();
+        coef[i] = silent_mix && below(10) == 0 ? (below(2) ? INFINITY : -INFINITY) : signed_val();
     for (size_t g = 0; g < out; g++) {
         /* with out >= in, the first gates read every row (LOGIC_DX_SET then
          * runs on the first flags, not on its cleared fallback) */
@@ -493,7 +518,7 @@ static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, i
         for (size_t l = 0; l < ld; l++)
             dx0[r * ld + l] = l < n ? signed_val() : -7.25f;
     for (size_t i = 0; i < out * 4; i++)
-        st0[i] = signed_val();
+        st0[i] = silent_mix && below(10) == 0 ? -0.0f : signed_val();
 
     ref_forward(y_ref, x, &L, coef, n, ld);
     memcpy(dx_ref, dx0, xbytes);
@@ -574,6 +599,34 @@ static void test_kernels_random_shapes(void **state)
     }
     /* 300 gates cannot read 5000 rows: LOGIC_DX_SET's cleared fallback */
     kernel_case(5000, 300, 20, 1, 1);
+}
+
+/* Silent gates (dy below the floor on every lane): the AVX-512 kernels skip
+ * their arithmetic when the result is known (+0 statistics, dx rows
+ * untouched or set to +0); the scalar reference runs them in full. The
+ * model's shapes and the pair kernel's rows, with and without dx, in place
+ * and with LOGIC_DX_SET. */
+static void test_kernels_silent_gates(void **state)
+{
+    (void)state;
+    silent_mix = 1;
+    for (int acc = 0; acc < 2; acc++) {
+        kernel_case(64, 64, 32, acc, 1);
+        kernel_case(33, 47, 32, acc, 1);
+        kernel_case(47, 33, 28, acc, 1);
+        kernel_case(30, 40, 17, acc, 1);
+        kernel_case(40, 80, 16, acc, 1);
+        kernel_case(40, 50, 9, acc, 1);
+        kernel_case(20, 30, 48, acc, 1);
+        kernel_case(24, 40, 256, acc, 1);
+        kernel_case(24, 40, 224, acc, 0);
+        chain_wiring = 1;
+        kernel_case(30, 41, 32, acc, 1);
+        chain_wiring = 0;
+    }
+    for (int t = 0; t < 40; t++)
+        kernel_case(1 + below(100), 1 + below(100), 1 + below(100), (int)below(2), below(4) != 0);
+    silent_mix = 0;
 }
 
 /* ---- logic_backward_lanes: a group of samples side by side. ---- */
@@ -1094,6 +1147,7 @@ int main(void)
         cmocka_unit_test(test_set_simd),
         cmocka_unit_test(test_kernels_every_tail),
         cmocka_unit_test(test_kernels_random_shapes),
+        cmocka_unit_test(test_kernels_silent_gates),
         cmocka_unit_test(test_backward_lanes),
         cmocka_unit_test(test_backward_lanes_negative_zero),
         cmocka_unit_test(test_grad_floor),
