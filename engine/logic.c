@@ -843,11 +843,23 @@ void backward_z_pairs2_body(float *dx, float *stats, const float *dy, const floa
         const __m512 r11 = m == 0xFFFF ? _mm512_loadu_ps(dg1 + 16) : _mm512_maskz_loadu_ps(m, dg1 + 16);
         const __mmask16 l00 = live_lanes_z(r00), l01 = live_lanes_z(r01);
         const __mmask16 l10 = live_lanes_z(r10), l11 = live_lanes_z(r11);
-        /* a pair of silent gates (both, or the pair runs whole) */
-        if (silent_ok && (l00 | l01 | l10 | l11) == 0 && gate_narrow_z(xa0, xb0, c0, 1, tail) &&
-            gate_narrow_z(xa1, xb1, c1, 1, tail)) {
-            silent_gate_z(stats + 4 * g, dx + ra0 * ld, dx + rb0 * ld, f0, 1, tail, accumulate);
-            silent_gate_z(stats + 4 * g + 4, dx + ra1 * ld, dx + rb1 * ld, f1, 1, tail, accumulate);
+        /* Silent gates: a silent pair is written out at once; a silent gate
+         * beside a live one leaves the live one to the single-gate kernel,
+         * in gate order. */
+        const int q0 = silent_ok && (l00 | l01) == 0 && gate_narrow_z(xa0, xb0, c0, 1, tail);
+        const int q1 = silent_ok && (l10 | l11) == 0 && gate_narrow_z(xa1, xb1, c1, 1, tail);
+        if (q0 | q1) {
+            const size_t nf = tail == 16 ? 2 : 1, t = tail == 16 ? 0 : tail;
+            if (q0)
+                silent_gate_z(stats + 4 * g, dx + ra0 * ld, dx + rb0 * ld, f0, 1, tail, accumulate);
+            else
+                backward_z_gate(stats + 4 * g, dg0, xa0, xb0, dx + ra0 * ld, dx + rb0 * ld, c0, nf, t, accumulate, 1,
+                                dx_read_mask(f0, LOGIC_FIRST_A), dx_read_mask(f0, LOGIC_FIRST_B), 0);
+            if (q1)
+                silent_gate_z(stats + 4 * g + 4, dx + ra1 * ld, dx + rb1 * ld, f1, 1, tail, accumulate);
+            else
+                backward_z_gate(stats + 4 * g + 4, dg1, xa1, xb1, dx + ra1 * ld, dx + rb1 * ld, c1, nf, t, accumulate,
+                                1, dx_read_mask(f1, LOGIC_FIRST_A), dx_read_mask(f1, LOGIC_FIRST_B), 0);
             continue;
         }
         const __m512 ca0 = _mm512_set1_ps(c0[1]), cb0 = _mm512_set1_ps(c0[2]), cab0 = _mm512_set1_ps(c0[3]);
