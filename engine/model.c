@@ -31,6 +31,10 @@ ls_status model_create(ls_model **out, const ls_config *cfg, const ls_dataset *d
                      i->prepare_parts);
     else if (i->prepare_parts == 0 && d->prepare_part != NULL)   /* it would never run */
         st = ls_fail(err, LS_EINVAL, "model %s: has a prepare_part function but declares no prepare parts", d->name);
+    else if (i->finish_mean && (i->finish_units != i->n_params || i->leaf_len < i->n_params))
+        st = ls_fail(err, LS_EINVAL,
+                     "model %s: declares finish_mean with %zu finish units and leaves of %zu floats for %zu parameters",
+                     d->name, i->finish_units, i->leaf_len, i->n_params);
     if (st != LS_OK) {
         model_destroy(m);
         return st;

@@ -182,6 +182,7 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
         .leaf_len = np,
         .leaves = (cfg->batch + max_leaf - 1) / max_leaf,
         .finish_units = np,
+        .finish_mean = 1,
         .scratch_bytes = a->x_bytes + a->y_bytes + round_up(mlp_scratch_bytes(a->net)),
         .eval_chunk = 1024,
         .mean_loss = 1,

@@ -94,27 +94,42 @@ void optim_begin_step(optim *o)
  * restrict; `omp simd` vouches that no element depends on another); each
  * element's arithmetic is the same at any width. A clip of 0 means none and
  * is passed as +inf, which leaves every element (NaN included) as it is. */
+/* The gradient element: grad[i] / div, computed as grad[i] · scale when
+ * div is a power of two (scale = 1 / div exactly: both operations round the
+ * same real number, so the bits are the same; 1.0f gives grad[i] itself,
+ * never a signalling NaN), else divided. GRAD_SCALED is the first. */
+#define GRAD_SCALED (grad[i] * scale)
+#define GRAD_DIVIDED (grad[i] / div)
+
+#define SGD_LOOP(GRAD)                                                                     \
+    _Pragma("omp simd")   /* po may be p: element i reads p[i] before it writes po[i] */ \
+    for (size_t i = 0; i < n; i++) {                                                       \
+        const float pi = p[i];                                                             \
+        float g = GRAD;                                                                    \
+        g = g > c ? c : g;                                                                 \
+        g = g < -c ? -c : g;                                                               \
+        g = g + wd * pi;                                                                   \
+        u[i] = mu * u[i] + g;                                                              \
+        po[i] = pi - lr * u[i];                                                            \
+    }
+
 LS_SIMD_CLONES
 static void sgd_range(float *po, const float *p, const float *restrict grad, float *restrict u, size_t n,
-                      float lr, float mu, float wd, float c)
+                      float lr, float mu, float wd, float c, float div, float scale)
 {
-    #pragma omp simd   /* po may be p: element i reads p[i] before it writes po[i] */
-    for (size_t i = 0; i < n; i++) {
-        const float pi = p[i];
-        float g = grad[i];
-        g = g > c ? c : g;
-        g = g < -c ? -c : g;
-        g = g + wd * pi;
-        u[i] = mu * u[i] + g;
-        po[i] = pi - lr * u[i];
+    if (scale != 0.0f) {
+        SGD_LOOP(GRAD_SCALED)
+    } else {
+        SGD_LOOP(GRAD_DIVIDED)
     }
 }
 
-/* One AdamW element; MHAT and VHAT give m̂ and v̂ from m[i] and v[i]. */
-#define ADAMW_LOOP(MHAT, VHAT)                                        \
+/* One AdamW element; GRAD gives the gradient element, MHAT and VHAT m̂ and
+ * v̂ from m[i] and v[i]. */
+#define ADAMW_LOOP(GRAD, MHAT, VHAT)                                  \
     _Pragma("omp simd")                                               \
     for (size_t i = 0; i < n; i++) {                                  \
-        float g = grad[i];                                            \
+        float g = GRAD;                                               \
         g = g > c ? c : g;                                            \
         g = g < -c ? -c : g;                                          \
         m[i] = b1 * m[i] + one_b1 * g;                                \
@@ -131,31 +146,52 @@ static void sgd_range(float *po, const float *p, const float *restrict grad, flo
  * are results of arithmetic, so never a signalling NaN): the loops without
  * those divisions give the same bits and spare the divider, which bounds
  * this loop (three divisions and a square root per element). */
+#define ADAMW_BIAS(GRAD)                          \
+    if (bc1 == 1.0f && bc2 == 1.0f) {             \
+        ADAMW_LOOP(GRAD, m[i], v[i])              \
+    } else if (bc1 == 1.0f) {                     \
+        ADAMW_LOOP(GRAD, m[i], v[i] / bc2)        \
+    } else {                                      \
+        ADAMW_LOOP(GRAD, m[i] / bc1, v[i] / bc2)  \
+    }
+
 LS_SIMD_CLONES
 static void adamw_range(float *po, const float *p, const float *restrict grad, float *restrict m,
                         float *restrict v, size_t n, float lr, float b1, float b2, float bc1, float bc2, float eps,
-                        float decay, float c)
+                        float decay, float c, float div, float scale)
 {
     const float one_b1 = 1.0f - b1, one_b2 = 1.0f - b2;
-    if (bc1 == 1.0f && bc2 == 1.0f) {
-        ADAMW_LOOP(m[i], v[i])
-    } else if (bc1 == 1.0f) {
-        ADAMW_LOOP(m[i], v[i] / bc2)
+    if (scale != 0.0f) {
+        ADAMW_BIAS(GRAD_SCALED)
     } else {
-        ADAMW_LOOP(m[i] / bc1, v[i] / bc2)
+        ADAMW_BIAS(GRAD_DIVIDED)
     }
 }
 
-void optim_update(const optim *o, float *out, const float *in, const float *grad, size_t lo, size_t hi)
+/* 1 / div when that is exact and x · (1 / div) rounds as x / div for every
+ * x: div a power of two whose reciprocal is a normal float; else 0. */
+static float exact_reciprocal(float div)
+{
+    int e;
+    if (!(div > 0.0f) || isinf(div) || frexpf(div, &e) != 0.5f)
+        return 0.0f;
+    const float r = 1.0f / div;
+    return isnormal(r) ? r : 0.0f;
+}
+
+void optim_update(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
+                  size_t hi)
 {
     if (hi <= lo)
         return;
     float c = o->clip > 0.0f ? o->clip : INFINITY;
+    const float scale = exact_reciprocal(grad_div);
     if (o->kind == OPT_SGD)
-        sgd_range(out + lo, in + lo, grad + lo, o->m + lo, hi - lo, o->lr, o->momentum, o->weight_decay, c);
+        sgd_range(out + lo, in + lo, grad + lo, o->m + lo, hi - lo, o->lr, o->momentum, o->weight_decay, c, grad_div,
+                  scale);
     else
         adamw_range(out + lo, in + lo, grad + lo, o->m + lo, o->v + lo, hi - lo, o->lr, o->beta1, o->beta2,
-                    o->bc1, o->bc2, o->eps, o->decay, c);
+                    o->bc1, o->bc2, o->eps, o->decay, c, grad_div, scale);
 }
 
 size_t optim_state_bytes(const optim *o)

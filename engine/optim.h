@@ -27,10 +27,14 @@ void optim_destroy(optim *o);   /* accepts NULL */
 
 /* Once per step, before any optim_update of that step: advances t and the β products. */
 void optim_begin_step(optim *o);
-/* θ's elements [lo, hi) after the step, from θ before it (in) and grad, into
- * out: out == in updates in place; otherwise out and in do not overlap.
+/* θ's elements [lo, hi) after the step, from θ before it (in) and the
+ * gradient, into out: out == in updates in place; otherwise out and in do
+ * not overlap. Gradient element i is grad[i] / grad_div, one float division
+ * (bit for bit; 1.0f: grad[i] itself), so a model's mean over the batch
+ * (finish dividing the tree sum by (float)B) can be folded in here.
  * Callable on disjoint ranges in parallel. */
-void optim_update(const optim *o, float *out, const float *in, const float *grad, size_t lo, size_t hi);
+void optim_update(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
+                  size_t hi);
 
 /* The whole state as one block of bytes (for checkpoints and their hash). */
 size_t optim_state_bytes(const optim *o);

@@ -267,7 +267,10 @@ static void trainer_update_worker(void *ctx, int worker, int n_workers)
     trainer *t = ctx;
     size_t lo, hi;
     chunk_of(t->model->info.n_params, worker, n_workers, &lo, &hi);
-    optim_update(t->opt, t->params_next, t->params, t->grad, lo, hi);
+    if (t->model->info.finish_mean)   /* the finish folded in: grad = sum / (float)B, the same division */
+        optim_update(t->opt, t->params_next, t->params, t->sum, (float)t->cfg.batch, lo, hi);
+    else
+        optim_update(t->opt, t->params_next, t->params, t->grad, 1.0f, lo, hi);
 }
 
 /* A rank's pieces summed here, every rank's combined by the caller. */
@@ -329,7 +332,10 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
     if (!isfinite(total))
         return ls_fail(err, LS_EDIVERGED, "step %lld: the loss is %s; training diverged", (long long)step,
                        isnan(total) ? "NaN" : "infinite");
-    pool_run(t->pool, trainer_finish_worker, t);
+    /* A model whose finish is the batch mean has it folded into the update
+     * (info.finish_mean): one pass over the gradient less. */
+    if (!t->model->info.finish_mean)
+        pool_run(t->pool, trainer_finish_worker, t);
     if (t->test_hook != NULL)
         t->test_hook(t->test_hook_ctx);
     optim_begin_step(t->opt);

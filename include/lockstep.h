@@ -52,9 +52,9 @@ extern "C" {
 #endif
 
 #define LS_VERSION_MAJOR 0
-#define LS_VERSION_MINOR 4
+#define LS_VERSION_MINOR 5
 #define LS_VERSION_PATCH 0
-#define LS_VERSION_STRING "0.4.0"
+#define LS_VERSION_STRING "0.5.0"
 
 #define LS_HASH_FORMAT 1
 #define LS_CONFIG_FORMAT 1
@@ -249,6 +249,9 @@ typedef struct {
     size_t n_tensors;
     size_t inputs, outputs;   /* scores: features per sample in, scores per sample out (0: none) */
     size_t prepare_parts;     /* parts of prepare_part (0: none) */
+    int finish_mean;          /* 1: finish is exactly grad[i] = sum[i] / (float)batch for every i (finish_units =
+                                 n_params <= leaf_len): the engine then folds that division into the
+                                 optimiser's update and skips finish, the same bits with one pass less */
 } ls_model_info;
 
 /* One evaluation figure, recorded under its name. */

@@ -106,7 +106,7 @@ static void reference_run(ls_config cfg, const ls_dataset *d, int steps, float *
         losses[t - 1] = loss;
         m->desc->finish(m->self, sum, B, grad, 0, info->finish_units);
         optim_begin_step(opt);
-        optim_update(opt, theta, theta, grad, 0, info->n_params);
+        optim_update(opt, theta, theta, grad, 1.0f, 0, info->n_params);   /* finish apart, as written */
         memcpy(params_out[t], theta, info->n_params * sizeof(float));
         free(sum);
     }
@@ -237,6 +237,12 @@ static int same_float(float a, float b)
     return (a != a && b != b) || memcmp(&a, &b, sizeof a) == 0;
 }
 
+/* Divisors of the gradient (optim_update's grad_div, a batch folded in):
+ * 1, powers of two (multiplied by the reciprocal: 0.125 too; 2^127's
+ * reciprocal is subnormal, so it is divided) and others. */
+static const float GRAD_DIVS[] = { 1.0f, 128.0f, 37.0f, 0.125f, 0x1p127f, 3.0f, 2.0f };
+#define N_GRAD_DIVS (sizeof GRAD_DIVS / sizeof GRAD_DIVS[0])
+
 static void test_adamw_is_its_formula(void **state)
 {
     (void)state;
@@ -275,9 +281,12 @@ static void test_adamw_is_its_formula(void **state)
             g[N - 1] = NAN;   /* one element goes NaN for good; the others stay finite */
         optim_begin_step(o);
         /* In place on two steps of three, into the other buffer on the
-         * third, as trainer_step does with one thread and with several. */
+         * third, as trainer_step does with one thread and with several;
+         * the gradient divided by a batch folded in (powers of two, which
+         * optim.c multiplies by their reciprocal, and others). */
         float *next = t % 3 == 0 ? (p == pbuf[0] ? pbuf[1] : pbuf[0]) : p;
-        optim_update(o, next, p, g, 0, N);
+        volatile float div = GRAD_DIVS[t % N_GRAD_DIVS];
+        optim_update(o, next, p, g, div, 0, N);
         p = next;
         b1t = b1t * b1;
         b2t = b2t * b2;
@@ -285,7 +294,7 @@ static void test_adamw_is_its_formula(void **state)
         shortcut1 |= bc1 == 1.0f;
         shortcut2 |= bc2 == 1.0f;
         for (size_t i = 0; i < N; i++) {
-            float gi = g[i];
+            float gi = g[i] / div;
             gi = gi > c ? c : gi;
             gi = gi < -c ? -c : gi;
             m[i] = b1 * m[i] + one_b1 * gi;
@@ -336,10 +345,11 @@ static void test_sgd_is_its_formula(void **state)
         }
         optim_begin_step(o);
         float *next = t % 2 == 0 ? (p == pbuf[0] ? pbuf[1] : pbuf[0]) : p;
-        optim_update(o, next, p, g, 0, N);
+        volatile float div = GRAD_DIVS[t % N_GRAD_DIVS];
+        optim_update(o, next, p, g, div, 0, N);
         p = next;
         for (size_t i = 0; i < N; i++) {
-            float gi = g[i];
+            float gi = g[i] / div;
             gi = gi > c ? c : gi;
             gi = gi < -c ? -c : gi;
             gi = gi + wd * q[i];

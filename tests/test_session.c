@@ -307,6 +307,23 @@ static void test_config_text_and_accessors(void **state)
     ls_config_destroy(cfg);
 }
 
+/* Models whose create is another's with finish_mean changed (test_registry). */
+static ls_status logic_mean_create(void **self, ls_model_info *info, const ls_config *cfg, const ls_dataset *data,
+                                   ls_err *err)
+{
+    ls_status st = ls_model_find("logic")->create(self, info, cfg, data, err);
+    info->finish_mean = 1;   /* but logic's finish expands 4 sums per gate to 16 */
+    return st;
+}
+
+static ls_status mlp_unfolded_create(void **self, ls_model_info *info, const ls_config *cfg, const ls_dataset *data,
+                                     ls_err *err)
+{
+    ls_status st = ls_model_find("mlp")->create(self, info, cfg, data, err);
+    info->finish_mean = 0;   /* finish runs as a pass of its own */
+    return st;
+}
+
 static void test_registry(void **state)
 {
     (void)state;
@@ -368,6 +385,54 @@ static void test_registry(void **state)
     assert_null(s);
     assert_non_null(strstr(err.msg, "no prepare parts"));
     ls_config_destroy(cfg);
+    /* finish_mean on a model whose finish is not the mean: refused. */
+    static ls_model_desc badmean;
+    badmean = *ls_model_find("logic");
+    badmean.name = "logic-mean";
+    badmean.tasks = "teacher";
+    badmean.create = logic_mean_create;
+    assert_int_equal(ls_register_model(&badmean, &err), LS_OK);
+    assert_int_equal(ls_config_create(&cfg, "teacher", "logic-mean", &err), LS_OK);
+    assert_int_equal(ls_session_open(&s, cfg, &opts, &err), LS_EINVAL);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, "finish_mean"));
+    ls_config_destroy(cfg);
+    /* The MLP's mean folded into the update (finish_mean) and as a finish
+     * pass of its own: the same parameter bits every step, at 1, 2 and 3
+     * threads, at a power-of-two batch (a multiply by 1/B) and another. */
+    static ls_model_desc unfolded;
+    unfolded = *ls_model_find("mlp");
+    unfolded.name = "mlp-unfolded";
+    unfolded.tasks = "teacher";
+    unfolded.create = mlp_unfolded_create;
+    assert_int_equal(ls_register_model(&unfolded, &err), LS_OK);
+    const char *batches[] = { "32", "21" };
+    for (size_t k = 0; k < 2; k++)
+        for (int threads = 1; threads <= 3; threads++) {
+            ls_session *ss[2];
+            const char *names[2] = { "mlp", "mlp-unfolded" };
+            const ls_session_opts o = { .threads = threads };
+            for (int i = 0; i < 2; i++) {
+                assert_int_equal(ls_config_create(&cfg, "teacher", names[i], &err), LS_OK);
+                assert_int_equal(ls_config_set(cfg, "batch", batches[k], &err), LS_OK);
+                assert_int_equal(ls_config_set(cfg, "hidden", "32", &err), LS_OK);   /* teacher's for mlp */
+                assert_int_equal(ls_session_open(&ss[i], cfg, &o, &err), LS_OK);
+                ls_config_destroy(cfg);
+            }
+            for (int step = 1; step <= 5; step++) {
+                double loss[2];
+                size_t n[2];
+                for (int i = 0; i < 2; i++)
+                    assert_int_equal(ls_session_step(ss[i], &loss[i], &err), LS_OK);
+                const float *p0 = ls_session_params(ss[0], &n[0]), *p1 = ls_session_params(ss[1], &n[1]);
+                assert_int_equal(n[0], n[1]);
+                assert_memory_equal(&loss[0], &loss[1], sizeof loss[0]);
+                if (memcmp(p0, p1, n[0] * sizeof(float)) != 0)
+                    fail_msg("batch %s, %d threads, step %d: folded and unfolded mean differ", batches[k], threads, step);
+            }
+            for (int i = 0; i < 2; i++)
+                assert_int_equal(ls_session_close(ss[i], LS_OK, &err), LS_OK);
+        }
     assert_string_equal(ls_version(), LS_VERSION_STRING);
 }
 
