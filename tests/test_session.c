@@ -324,6 +324,29 @@ static ls_status mlp_unfolded_create(void **self, ls_model_info *info, const ls_
     return st;
 }
 
+/* *d = the built-in model `base` renamed, training teacher too (the caller
+ * edits it, then registers it). */
+static void variant_of(ls_model_desc *d, const char *base, const char *name)
+{
+    *d = *ls_model_find(base);
+    d->name = name;
+    d->tasks = "teacher";
+}
+
+/* A teacher session of `model` is refused at open, its message naming `needle`. */
+static void open_refused(const char *model, const char *needle)
+{
+    ls_err err;
+    ls_config *cfg;
+    assert_int_equal(ls_config_create(&cfg, "teacher", model, &err), LS_OK);
+    ls_session *s = NULL;
+    const ls_session_opts opts = { .threads = 1 };
+    assert_int_equal(ls_session_open(&s, cfg, &opts, &err), LS_EINVAL);
+    assert_null(s);
+    assert_non_null(strstr(err.msg, needle));
+    ls_config_destroy(cfg);
+}
+
 static void test_registry(void **state)
 {
     (void)state;
@@ -359,51 +382,28 @@ static void test_registry(void **state)
     /* A model that declares prepare parts but has no prepare_part: refused
      * when the session creates it, naming the model. */
     static ls_model_desc noprep;
-    noprep = *ls_model_find("logic");
-    noprep.name = "logic-noprep";
-    noprep.tasks = "teacher";
+    variant_of(&noprep, "logic", "logic-noprep");
     noprep.prepare_part = NULL;
     assert_int_equal(ls_register_model(&noprep, &err), LS_OK);
-    ls_config *cfg;
-    assert_int_equal(ls_config_create(&cfg, "teacher", "logic-noprep", &err), LS_OK);
-    ls_session *s = NULL;
-    const ls_session_opts opts = { .threads = 1 };
-    assert_int_equal(ls_session_open(&s, cfg, &opts, &err), LS_EINVAL);
-    assert_null(s);
-    assert_non_null(strstr(err.msg, "prepare_part"));
-    ls_config_destroy(cfg);
+    open_refused("logic-noprep", "prepare_part");
     /* ... and one with a prepare_part that declares no parts (it would never run). */
     static ls_model_desc noparts;
-    noparts = *ls_model_find("linear");   /* declares no prepare parts */
+    variant_of(&noparts, "linear", "linear-noparts");   /* declares no prepare parts */
     assert_null(noparts.prepare_part);
-    noparts.name = "linear-noparts";
-    noparts.tasks = "teacher";
     noparts.prepare_part = ls_model_find("logic")->prepare_part;
     assert_int_equal(ls_register_model(&noparts, &err), LS_OK);
-    assert_int_equal(ls_config_create(&cfg, "teacher", "linear-noparts", &err), LS_OK);
-    assert_int_equal(ls_session_open(&s, cfg, &opts, &err), LS_EINVAL);
-    assert_null(s);
-    assert_non_null(strstr(err.msg, "no prepare parts"));
-    ls_config_destroy(cfg);
+    open_refused("linear-noparts", "no prepare parts");
     /* finish_mean on a model whose finish is not the mean: refused. */
     static ls_model_desc badmean;
-    badmean = *ls_model_find("logic");
-    badmean.name = "logic-mean";
-    badmean.tasks = "teacher";
+    variant_of(&badmean, "logic", "logic-mean");
     badmean.create = logic_mean_create;
     assert_int_equal(ls_register_model(&badmean, &err), LS_OK);
-    assert_int_equal(ls_config_create(&cfg, "teacher", "logic-mean", &err), LS_OK);
-    assert_int_equal(ls_session_open(&s, cfg, &opts, &err), LS_EINVAL);
-    assert_null(s);
-    assert_non_null(strstr(err.msg, "finish_mean"));
-    ls_config_destroy(cfg);
+    open_refused("logic-mean", "finish_mean");
     /* The MLP's mean folded into the update (finish_mean) and as a finish
      * pass of its own: the same parameter bits every step, at 1, 2 and 3
      * threads, at a power-of-two batch (a multiply by 1/B) and another. */
     static ls_model_desc unfolded;
-    unfolded = *ls_model_find("mlp");
-    unfolded.name = "mlp-unfolded";
-    unfolded.tasks = "teacher";
+    variant_of(&unfolded, "mlp", "mlp-unfolded");
     unfolded.create = mlp_unfolded_create;
     assert_int_equal(ls_register_model(&unfolded, &err), LS_OK);
     const char *batches[] = { "32", "21" };
@@ -413,6 +413,7 @@ static void test_registry(void **state)
             const char *names[2] = { "mlp", "mlp-unfolded" };
             const ls_session_opts o = { .threads = threads };
             for (int i = 0; i < 2; i++) {
+                ls_config *cfg;
                 assert_int_equal(ls_config_create(&cfg, "teacher", names[i], &err), LS_OK);
                 assert_int_equal(ls_config_set(cfg, "batch", batches[k], &err), LS_OK);
                 assert_int_equal(ls_config_set(cfg, "hidden", "32", &err), LS_OK);   /* teacher's for mlp */
