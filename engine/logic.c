@@ -625,7 +625,8 @@ int gate_narrow_z(const float *xa, const float *xb, const float *cg, const size_
         w |= wide_lanes_z(_mm512_loadu_ps(xa + 16 * v)) | wide_lanes_z(_mm512_loadu_ps(xb + 16 * v));
     if (tail > 0) {
         const __mmask16 m = (__mmask16)((1u << tail) - 1u);
-        w |= wide_lanes_z(_mm512_maskz_loadu_ps(m, xa + 16 * nf)) | wide_lanes_z(_mm512_maskz_loadu_ps(m, xb + 16 * nf));
+        w |= wide_lanes_z(_mm512_maskz_loadu_ps(m, xa + 16 * nf));
+        w |= wide_lanes_z(_mm512_maskz_loadu_ps(m, xb + 16 * nf));
     }
     return w == 0;
 }
@@ -1822,7 +1823,7 @@ void logic_backward(float *dx, float *stats, const float *dy, const float *x, co
         const int silent_ok = dx == NULL || (flags & LOGIC_DX_SET) != 0;
         flags = dx_set_plan(dx, L, n, ld, flags, &first);
         if (path == PATH_AVX512)
-            backward_z(dx, stats, dy, x, L, coef, n, ld, flags | (silent_ok ? SILENT_OK : 0), first);
+            backward_z(dx, stats, dy, x, L, coef, n, ld, (flags & ~SILENT_OK) | (silent_ok ? SILENT_OK : 0), first);
         else
             backward_y(dx, stats, dy, x, L, coef, n, ld, flags, first);
         return;

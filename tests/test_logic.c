@@ -442,8 +442,9 @@ static int chain_wiring;
  * floor: ±0, tiny, subnormal; now and then one NaN lane, which is not
  * silent; x86's default NaN, the one 0·inf gives, so that no sum meets
  * two different NaNs), a tenth of x's rows are 1e30 (a·b overflows: a
- * silent gate reading two of them has NaN statistics), a tenth of the
- * coefficients ±inf, and a tenth of the prior statistics −0. */
+ * silent gate reading two of them has NaN statistics) and a tenth have one
+ * lane 1e30, inf or NaN (often the last, a tail lane), a tenth of the
+ * coefficients ±inf or NaN, and a tenth of the prior statistics −0. */
 static int silent_mix;
 
 static float silent_val(void)
@@ -481,6 +482,10 @@ static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, i
         const int wide = silent_mix && below(10) == 0;
         for (size_t l = 0; l < ld; l++)
             x[r * ld + l] = l < n ? (wide ? 1e30f : unit()) : (l % 3 == 0 ? NAN : 1e30f);
+        if (silent_mix && n > 0 && below(10) == 0) {   /* one odd lane: often the last (a tail) */
+            static const float odd[] = { 1e30f, INFINITY, -NAN };
+            x[r * ld + (below(2) ? n - 1 : below(n))] = odd[below(3)];
+        }
     }
     for (size_t g = 0; g < out; g++) {
         const int silent = silent_mix && below(2) == 0;
@@ -490,7 +495,7 @@ static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, i
             dy[g * ld + below(n)] = -NAN;
     }
     for (size_t i = 0; i < out * 4; i++)
-        coef[i] = silent_mix && below(10) == 0 ? (below(2) ? INFINITY : -INFINITY) : signed_val();
+        coef[i] = silent_mix && below(10) == 0 ? (below(3) == 0 ? -NAN : below(2) ? INFINITY : -INFINITY) : signed_val();
     for (size_t g = 0; g < out; g++) {
         /* with out >= in, the first gates read every row (LOGIC_DX_SET then
          * runs on the first flags, not on its cleared fallback) */
