@@ -829,6 +829,7 @@ void backward_z_pairs2_body(float *dx, float *stats, const float *dy, const floa
                             const size_t tail, const int silent_ok)
 {
     const __mmask16 m = (__mmask16)(tail == 16 ? 0xFFFFu : (1u << tail) - 1u);   /* the second vector's lanes */
+    const size_t nf = tail == 16 ? 2 : 1, rt = tail % 16;   /* the row as the single-gate kernel takes it */
     size_t g = 0;
     /* in locals, as in forward_z_rows */
     const uint32_t *wa = L->a, *wb = L->b;
@@ -847,19 +848,18 @@ void backward_z_pairs2_body(float *dx, float *stats, const float *dy, const floa
         /* Silent gates: a silent pair is written out at once; a silent gate
          * beside a live one leaves the live one to the single-gate kernel,
          * in gate order. */
-        const int q0 = silent_ok && (l00 | l01) == 0 && gate_narrow_z(xa0, xb0, c0, 1, tail);
-        const int q1 = silent_ok && (l10 | l11) == 0 && gate_narrow_z(xa1, xb1, c1, 1, tail);
+        const int q0 = silent_ok && (l00 | l01) == 0 && gate_narrow_z(xa0, xb0, c0, nf, rt);
+        const int q1 = silent_ok && (l10 | l11) == 0 && gate_narrow_z(xa1, xb1, c1, nf, rt);
         if (q0 | q1) {
-            const size_t nf = tail == 16 ? 2 : 1, t = tail == 16 ? 0 : tail;
             if (q0)
-                silent_gate_z(stats + 4 * g, dx + ra0 * ld, dx + rb0 * ld, f0, 1, tail, accumulate);
+                silent_gate_z(stats + 4 * g, dx + ra0 * ld, dx + rb0 * ld, f0, nf, rt, accumulate);
             else
-                backward_z_gate(stats + 4 * g, dg0, xa0, xb0, dx + ra0 * ld, dx + rb0 * ld, c0, nf, t, accumulate, 1,
+                backward_z_gate(stats + 4 * g, dg0, xa0, xb0, dx + ra0 * ld, dx + rb0 * ld, c0, nf, rt, accumulate, 1,
                                 dx_read_mask(f0, LOGIC_FIRST_A), dx_read_mask(f0, LOGIC_FIRST_B), 0);
             if (q1)
-                silent_gate_z(stats + 4 * g + 4, dx + ra1 * ld, dx + rb1 * ld, f1, 1, tail, accumulate);
+                silent_gate_z(stats + 4 * g + 4, dx + ra1 * ld, dx + rb1 * ld, f1, nf, rt, accumulate);
             else
-                backward_z_gate(stats + 4 * g + 4, dg1, xa1, xb1, dx + ra1 * ld, dx + rb1 * ld, c1, nf, t, accumulate,
+                backward_z_gate(stats + 4 * g + 4, dg1, xa1, xb1, dx + ra1 * ld, dx + rb1 * ld, c1, nf, rt, accumulate,
                                 1, dx_read_mask(f1, LOGIC_FIRST_A), dx_read_mask(f1, LOGIC_FIRST_B), 0);
             continue;
         }
@@ -880,7 +880,7 @@ void backward_z_pairs2_body(float *dx, float *stats, const float *dy, const floa
     if (g < out) {
         const unsigned f = first != NULL ? first[g] : 0u;
         backward_z_gate(stats + 4 * g, dy + g * ld, x + wa[g] * ld, x + wb[g] * ld, dx + wa[g] * ld,
-                        dx + wb[g] * ld, coef + 4 * g, tail == 16 ? 2 : 1, tail == 16 ? 0 : tail, accumulate, 1,
+                        dx + wb[g] * ld, coef + 4 * g, nf, rt, accumulate, 1,
                         dx_read_mask(f, LOGIC_FIRST_A), dx_read_mask(f, LOGIC_FIRST_B), silent_ok);
     }
 }
