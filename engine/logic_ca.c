@@ -48,6 +48,7 @@
  */
 #include "logic_ca.h"
 
+#include <math.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -116,6 +117,7 @@ typedef struct {
     int lanes;                /* lanes mode: a unit is a group of samples (header comment) */
     size_t units;             /* units of a phase: B·R, or the groups in lanes mode */
     size_t max_m;             /* most samples of a unit: 1, or the largest group */
+    int skip_silent;          /* silent units skip their backward (logic_ca_set_silent) */
     size_t off_pa, off_ua, off_d0, off_d1, off_mask;   /* byte offsets in the scratch */
 
     uint32_t *wires;          /* [2][gates]: net.a, net.b; then [gates] bytes: each layer's first flags */
@@ -811,6 +813,47 @@ static int unit_view(const logic_ca *ca, size_t unit, size_t batch, void *scratc
     return 1;
 }
 
+/* Silent units (logic_ca.h, logic_ca_set_silent). The unit's dY (v->d0,
+ * built from d_state_{t+1}) is silent when every lane the backward reads
+ * (cells i < nc of samples j < m) is below the kernels' floor in magnitude:
+ * the gate backward reads each of them as +0 (NaN is not below it). */
+static int unit_silent(const logic_ca *ca, const part_view *v)
+{
+    for (size_t c = 0; c < ca->C; c++) {
+        const float *d = v->d0 + c * v->ldu;
+        for (size_t i = 0; i < v->nc; i++)
+            for (size_t j = 0; j < v->m; j++)
+                if (!(fabsf(d[i * v->W + j]) < LOGIC_GRAD_FLOOR))
+                    return 0;
+    }
+    return 1;
+}
+
+static atomic_size_t silent_units;
+
+/* What part_backward gives a silent unit whose activations are finite and
+ * at most 2^60 in magnitude, without them: every gate's d is +0, so every
+ * dx row it sets is +0 (a first update adds ±0 to 0.0f, later ones add ±0
+ * to +0) and each statistic gains +0, layer after layer. So down and dpatch
+ * are +0, and the statistics keep their bits: stats + 0.0f differs from
+ * stats only for −0, and these never are −0 (written by this unit's last
+ * phase as sums that start at +0.0f, then sums with them; in round to
+ * nearest a sum is −0 only when both terms are). The model defines a silent
+ * unit's backward to be this, whatever its activations (logic_ca.h). */
+static void silent_unit(logic_ca *ca, const part_view *v, size_t t)
+{
+    const size_t C = ca->C, N = ca->N;
+    if (t > 0)
+        for (size_t j = 0; j < v->m; j++) {
+            float *down = ca->down + (v->s + j) * C * N + v->cell0;
+            float *dp = ca->dpatch + ((t & 1) * ca->B + v->s + j) * 9 * C * N + v->cell0;
+            for (size_t c = 0; c < C; c++)
+                memset(down + c * N, 0, v->nc * sizeof(float));
+            for (size_t p = 0; p < 9 * C; p++)
+                memset(dp + p * N, 0, v->nc * sizeof(float));
+        }
+}
+
 static void phase_part(void *ctx, size_t unit, void *scratch)
 {
     const phase_ctx *ph = ctx;
@@ -850,8 +893,8 @@ static void phase_part(void *ctx, size_t unit, void *scratch)
 
     for (size_t j = 0; j < v.m; j++)
         fire_mask(ca, b, &v, j, t, mask + j * nc);
-    const float *y = part_forward(ca, &v, t);
     if (ph->kind == PH_FWD || ph->kind == PH_LAST) {
+        const float *y = part_forward(ca, &v, t);
         for (size_t j = 0; j < v.m; j++) {
             const size_t s = v.s + j;
             const uint8_t *m = mask + j * nc;
@@ -893,8 +936,18 @@ static void phase_part(void *ctx, size_t unit, void *scratch)
                         j < v.m && mask[j * nc + i] ? ca->dstate[(v.s + j) * C * N + c * N + v.cell0 + i] : 0.0f;
         }
     }
-    part_backward(ca, &v, t, ca->leaf_store + (v.s * R + v.r) * ca->leaf_stride, R * ca->leaf_stride,
-                  ph->kind == PH_BWD, t > 0);
+    float *stats = ca->leaf_store + (v.s * R + v.r) * ca->leaf_stride;
+    if (ph->kind == PH_BWD) {
+        if (unit_silent(ca, &v)) {
+            atomic_fetch_add_explicit(&silent_units, 1, memory_order_relaxed);
+            if (ca->skip_silent) {
+                silent_unit(ca, &v, t);
+                return;
+            }
+        }
+        part_forward(ca, &v, t);
+    }
+    part_backward(ca, &v, t, stats, R * ca->leaf_stride, ph->kind == PH_BWD, t > 0);
 }
 
 /* The batch's start states and targets (one thread, before the phases). */
@@ -1069,8 +1122,26 @@ static ls_status ca_check(const ls_config *config, ls_err *err)
     return check_config(&c, err);
 }
 
-/* logic_ca_set_lanes's setting, read by create. */
+/* logic_ca_set_lanes's and logic_ca_set_silent's settings, read by create. */
 static atomic_int lanes_setting = LOGIC_CA_LANES_AUTO;
+static atomic_int silent_setting = 1;
+
+int logic_ca_set_silent(int on)
+{
+    return atomic_exchange(&silent_setting, on != 0);
+}
+
+size_t logic_ca_silent_units(void)
+{
+    return atomic_load(&silent_units);
+}
+
+size_t logic_ca_state_grads(void *self, float **grads)
+{
+    logic_ca *ca = self;
+    *grads = ca->dpatch;
+    return (2 * 9 + 2) * ca->B * ca->C * ca->N;
+}
 
 int logic_ca_set_lanes(int mode)
 {
@@ -1104,6 +1175,7 @@ static void choose_units(logic_ca *ca)
                  (mode == LOGIC_CA_LANES_AUTO && lanes_pay(C * N, smallest) && lanes_pay(N, smallest)));
     ca->units = ca->lanes ? groups : B * ca->R;
     ca->max_m = ca->lanes ? (B + groups - 1) / groups : 1;
+    ca->skip_silent = atomic_load(&silent_setting);
 }
 
 static ls_status ca_create(void **self, ls_model_info *info, const ls_config *config, const ls_dataset *data,

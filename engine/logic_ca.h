@@ -96,6 +96,32 @@ enum { LOGIC_CA_LANES_NEVER = 0, LOGIC_CA_LANES_AUTO = 1, LOGIC_CA_LANES_ALWAYS 
 #define LOGIC_CA_LANES_MAX 64
 int logic_ca_set_lanes(int mode);
 
+/* Silent units. In a backward phase, a unit whose gradient dY of the
+ * update network's outputs (d_state_{t+1} of its fired cells, 0 for the
+ * others) is below LOGIC_GRAD_FLOOR in magnitude on every lane — so that
+ * the gate backward reads all of it as +0 — is defined to contribute
+ * nothing: its gradients w.r.t. the step's input states (down, dpatch) are
+ * +0 and its statistics keep their bits. That is exactly what
+ * the gate backward computes when the unit's activations are finite and at
+ * most 2^60 in magnitude (every product of a +0 then is ±0), which they are
+ * in training (gate outputs of inputs in [0, 1] stay near [0, 1]); the
+ * rule only fixes the result without them, so the unit's forward
+ * recomputation and its backward are skipped. Early in training most of a
+ * rollout's first CA steps see no gradient yet (README, "The logic CA:
+ * where the time goes"). logic_ca_set_silent(0) makes models created
+ * afterwards compute silent units in full (the same bits, tests compare
+ * them); returns the previous setting (1, the default). For tests and
+ * benchmarks, as is logic_ca_silent_units: the silent units every model
+ * met since the program started (skipped or not). */
+int logic_ca_set_silent(int on);
+size_t logic_ca_silent_units(void);
+/* For tests: the gradients w.r.t. the CA states that the backward phases
+ * pass on (dpatch [2][B][9][C][G²], down [B][C][G²], then dstate
+ * [B][C][G²]: logic_ca.c's header comment) of the model `self` (an
+ * ls_model's self), which a test may read and change between phases;
+ * returns their length in floats. */
+size_t logic_ca_state_grads(void *self, float **grads);
+
 /* gol: the 512 boards as a data set (train = test, dim 9, x8 bytes 0/1 —
  * not pixels —, y all 0, n_classes 0, name "gol", hash = XXH3_64bits of the
  * 4608 board bytes). checkerboard: *out = NULL (start states are generated). */

@@ -859,6 +859,142 @@ static void test_lanes_choice(void **state)
     assert_int_equal(logic_ca_set_lanes(prev), LOGIC_CA_LANES_ALWAYS);
 }
 
+/* ---- silent units: skipped, the same bits as computed in full ---- */
+
+/* One step with silent units skipped against the same step computing them
+ * in full (logic_ca_set_silent(0)): phase by phase, the state gradients
+ * passed on; then the leaves and losses on every schedule (in order,
+ * reversed with dirty scratch, 1, 2, 3 and 8 threads, scalar twins, at most
+ * AVX2), each run meeting as many silent units as the full one (a gradient
+ * the skipping left wrong would change how many, even where it is too small
+ * to change a statistic's bits). Returns that number. */
+static size_t check_silent(const ls_config *cfg, const ls_dataset *data, const uint32_t *ids, int64_t step)
+{
+    const int prev = logic_ca_set_silent(0);
+    ls_model *full = make_model(cfg);
+    logic_ca_set_silent(1);
+    ls_model *skip = make_model(cfg);
+    logic_ca_set_silent(prev);
+    const size_t R = key_int(cfg, "parts"), B = cfg->batch;
+    float *params = malloc(full->info.n_params * sizeof *params);
+    assert_non_null(params);
+    full->desc->init(full->self, params, cfg->seed);
+    ls_batch b = { .data = data, .ids = ids, .batch = B, .step = step, .seed = cfg->seed };
+    const size_t nl = B * R, lb = nl * full->info.leaf_len * sizeof(float);
+    float *ref = malloc(lb), *got = malloc(lb);
+    double *rl = malloc(nl * sizeof *rl), *gl = malloc(nl * sizeof *gl);
+
+    /* Phase by phase, in order, from the models' creation on: the state
+     * gradients each phase passes on are the same bits (a silent unit's
+     * are +0). Before each phase the +0 entries of down (each unit's
+     * gradient through its own cells, which its next phase reads and
+     * overwrites) become 2^-70 in both models: below the floor, so silent
+     * units stay silent, but an entry a phase leaves unwritten differs. */
+    sched ef, es;
+    make_sched(&ef, full, 0, 0, 0x3c);
+    make_sched(&es, skip, 0, 0, 0x3c);
+    ls_err err = { { 0 } };
+    assert_int_equal(model_prepare(full, params, &b, NULL, &err), LS_OK);
+    assert_int_equal(model_prepare(skip, params, &b, NULL, &err), LS_OK);
+    float *gf, *gs;
+    const size_t ng = logic_ca_state_grads(full->self, &gf);
+    assert_int_equal(logic_ca_state_grads(skip->self, &gs), ng);
+    const size_t plane = B * key_int(cfg, "channels") * key_int(cfg, "grid") * key_int(cfg, "grid");
+    for (size_t ph = 0; ph < full->info.phases; ph++) {
+        for (size_t i = 2 * 9 * plane; i < 2 * 9 * plane + plane; i++)   /* down */
+            if (gf[i] == 0.0f && !signbit(gf[i]))
+                gf[i] = gs[i] = 0x1p-70f;
+        step_job jf = { &ef, full, params, &b, ph, NULL, NULL }, js = { &es, skip, params, &b, ph, NULL, NULL };
+        for (size_t u = 0; u < full->info.units; u++) {
+            unit_job(&jf, u, 0);
+            unit_job(&js, u, 0);
+        }
+        if (memcmp(gf, gs, ng * sizeof(float)) != 0)
+            fail_msg("silent units (%s, async %d, periodic %d): phase %zu passes on other state gradients than the "
+                     "full backward",
+                     cfg->task, (int)key_int(cfg, "async"), (int)key_int(cfg, "periodic"), ph);
+    }
+    free_sched(&ef);
+    free_sched(&es);
+
+    const size_t start = logic_ca_silent_units();
+    reference_leaves(full, R, params, &b, ref, rl, nl);
+    const size_t found = logic_ca_silent_units() - start;
+    static const struct { int threads, rev, fill, simd; } runs[] = {
+        { 0, 0, 0, 1 }, { 0, 1, 0xff, 1 }, { 1, 0, 0x7f, 1 }, { 2, 0, 0xaa, 1 }, { 3, 0, 0x55, 1 },
+        { 8, 0, 0xff, 1 }, { 2, 0, 0x11, 0 }, { 3, 1, 0x11, 2 },
+    };
+    sched e;
+    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
+        const int sp = logic_set_simd(runs[k].simd);
+        make_sched(&e, skip, runs[k].threads, runs[k].rev, runs[k].fill);
+        memset(got, 0x5a, lb);
+        const size_t before = logic_ca_silent_units();
+        grad_run(skip, R, params, &b, &e, got, gl);
+        const size_t skipped = logic_ca_silent_units() - before;
+        grad_run(skip, R, params, &b, &e, got, gl);   /* the per-batch arrays reused */
+        free_sched(&e);
+        logic_set_simd(sp);
+        if (memcmp(ref, got, lb) != 0 || memcmp(rl, gl, nl * sizeof *rl) != 0 || skipped != found)
+            fail_msg("silent units (%s, batch %zu, ca_steps %zu, async %d): run %zu differs from the full backward "
+                     "(%zu silent units, %zu in full)",
+                     cfg->task, B, key_int(cfg, "ca_steps"), (int)key_int(cfg, "async"), k, skipped, found);
+    }
+    free(ref);
+    free(got);
+    free(rl);
+    free(gl);
+    free(params);
+    model_destroy(full);
+    model_destroy(skip);
+    return found;
+}
+
+/* Early in training, the rollout's first CA steps see no gradient: the
+ * notebook's checkerboard (sync and async) meets silent units there and
+ * skips them, with the same bits as computing them: one step's state
+ * gradients and leaves, and whole trainings (loss and parameter bits of
+ * every step at 1, 2, 3 and 8 threads). */
+static void test_silent_units(void **state)
+{
+    (void)state;
+    ls_config cfg, acfg;
+    ls_err err = { { 0 } };
+    assert_int_equal(config_defaults(&cfg, "checkerboard", NULL, &err), LS_OK);
+    assert_int_equal(config_defaults(&acfg, "checkerboard", NULL, &err), LS_OK);
+    set_key(&acfg, "async", "1");   /* the variant's settings: 14x14, 50 CA steps, 7 parts */
+    const size_t sync_units = check_silent(&cfg, NULL, NULL, 0);
+    const size_t async_units = check_silent(&acfg, NULL, NULL, 0);
+    print_message("silent units in one step: checkerboard %zu of %zu, async %zu of %zu\n", sync_units,
+                  key_int(&cfg, "parts") * cfg.batch * (key_int(&cfg, "ca_steps") - 1), async_units,
+                  key_int(&acfg, "parts") * acfg.batch * (key_int(&acfg, "ca_steps") - 1));
+    assert_true(sync_units > 0);
+    assert_true(async_units > 0);
+
+    enum { STEPS = 3 };
+    static const int threads[] = { 1, 2, 3, 8 };
+    const ls_config *cases[] = { &cfg, &acfg };
+    for (size_t i = 0; i < 2; i++) {
+        uint64_t ref[2 * STEPS], got[2 * STEPS];
+        const int prev = logic_ca_set_silent(0);
+        size_t before = logic_ca_silent_units();
+        traj_run(*cases[i], 1, STEPS, NULL, ref);
+        const size_t found = logic_ca_silent_units() - before;
+        assert_true(found > 0);
+        logic_ca_set_silent(1);
+        for (size_t k = 0; k < 4; k++) {
+            before = logic_ca_silent_units();
+            traj_run(*cases[i], threads[k], STEPS, NULL, got);
+            assert_int_equal(logic_ca_silent_units() - before, found);
+            if (memcmp(ref, got, sizeof ref) != 0)
+                fail_msg("%s (async %d), %d threads: trajectory %016llx with silent units skipped, %016llx without",
+                         cases[i]->task, (int)key_int(cases[i], "async"), threads[k],
+                         (unsigned long long)got[2 * STEPS - 1], (unsigned long long)ref[2 * STEPS - 1]);
+        }
+        logic_ca_set_silent(prev);
+    }
+}
+
 /* ---- shape, wiring, init ---- */
 
 static void test_shape_and_wiring(void **state)
@@ -1449,6 +1585,7 @@ int main(void)
         cmocka_unit_test(test_lanes_leaves),
         cmocka_unit_test(test_lanes_training),
         cmocka_unit_test(test_lanes_choice),
+        cmocka_unit_test(test_silent_units),
         cmocka_unit_test(test_shape_and_wiring),
         cmocka_unit_test(test_bad_configs),
         cmocka_unit_test(test_gol_data),
