@@ -831,8 +831,8 @@ static int unit_silent(const logic_ca *ca, const part_view *v)
 
 static atomic_size_t silent_units;
 
-/* What part_backward gives a silent unit whose activations are finite and
- * at most 2^60 in magnitude, without them: every gate's d is +0, so every
+/* What part_backward gives a silent unit whose activations and coefficients
+ * are finite and at most 2^60 in magnitude, without them: every gate's d is +0, so every
  * dx row it sets is +0 (a first update adds ±0 to 0.0f, later ones add ±0
  * to +0) and each statistic gains +0, layer after layer. So down and dpatch
  * are +0, and the statistics keep their bits: stats + 0.0f differs from

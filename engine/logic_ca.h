@@ -101,11 +101,12 @@ int logic_ca_set_lanes(int mode);
  * others) is below LOGIC_GRAD_FLOOR in magnitude on every lane — so that
  * the gate backward reads all of it as +0 — is defined to contribute
  * nothing: its gradients w.r.t. the step's input states (down, dpatch) are
- * +0 and its statistics keep their bits. That is exactly what
- * the gate backward computes when the unit's activations are finite and at
- * most 2^60 in magnitude (every product of a +0 then is ±0), which they are
- * in training (gate outputs of inputs in [0, 1] stay near [0, 1]); the
- * rule only fixes the result without them, so the unit's forward
+ * +0 and its statistics keep their bits. That is exactly what the gate
+ * backward computes when the unit's activations and gate coefficients are
+ * finite and at most 2^60 in magnitude (every product of a +0 then is ±0),
+ * which they are in training (the coefficients come from a softmax of
+ * finite logits, and gate outputs of inputs in [0, 1] stay near [0, 1]);
+ * the rule only fixes the result without them, so the unit's forward
  * recomputation and its backward are skipped. Early in training most of a
  * rollout's first CA steps see no gradient yet (README, "The logic CA:
  * where the time goes"). logic_ca_set_silent(0) makes models created

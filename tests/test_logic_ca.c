@@ -862,12 +862,12 @@ static void test_lanes_choice(void **state)
 /* ---- silent units: skipped, the same bits as computed in full ---- */
 
 /* One step with silent units skipped against the same step computing them
- * in full (logic_ca_set_silent(0)): phase by phase, the state gradients
- * passed on; then the leaves and losses on every schedule (in order,
- * reversed with dirty scratch, 1, 2, 3 and 8 threads, scalar twins, at most
- * AVX2), each run meeting as many silent units as the full one (a gradient
- * the skipping left wrong would change how many, even where it is too small
- * to change a statistic's bits). Returns that number. */
+ * in full (logic_ca_set_silent(0)); both models are made in the current
+ * lanes setting. Phase by phase, the state gradients passed on and the
+ * silent units met; then the leaves and losses on every schedule (in
+ * order, reversed with dirty scratch, 1, 2, 3 and 8 threads, scalar twins,
+ * at most AVX2) and of a smaller batch, each run meeting as many silent
+ * units as the full one. Returns that number for the whole batch. */
 static size_t check_silent(const ls_config *cfg, const ls_dataset *data, const uint32_t *ids, int64_t step)
 {
     const int prev = logic_ca_set_silent(0);
@@ -875,7 +875,8 @@ static size_t check_silent(const ls_config *cfg, const ls_dataset *data, const u
     logic_ca_set_silent(1);
     ls_model *skip = make_model(cfg);
     logic_ca_set_silent(prev);
-    const size_t R = key_int(cfg, "parts"), B = cfg->batch;
+    const size_t R = key_int(cfg, "parts"), B = cfg->batch, C = key_int(cfg, "channels"), G = key_int(cfg, "grid");
+    const size_t N = G * G, T = key_int(cfg, "ca_steps");
     float *params = malloc(full->info.n_params * sizeof *params);
     assert_non_null(params);
     full->desc->init(full->self, params, cfg->seed);
@@ -886,10 +887,13 @@ static size_t check_silent(const ls_config *cfg, const ls_dataset *data, const u
 
     /* Phase by phase, in order, from the models' creation on: the state
      * gradients each phase passes on are the same bits (a silent unit's
-     * are +0). Before each phase the +0 entries of down (each unit's
-     * gradient through its own cells, which its next phase reads and
-     * overwrites) become 2^-70 in both models: below the floor, so silent
-     * units stay silent, but an entry a phase leaves unwritten differs. */
+     * are +0), and so is the number of silent units. Before each phase,
+     * in both models alike:
+     * - the +0 entries of down (each unit's gradient through its own cells,
+     *   which its next phase reads and overwrites) become 2^-70, below the
+     *   floor: silent units stay silent, but an entry left unwritten differs;
+     * - the dpatch buffer the phase writes (which it does not read) is
+     *   filled with NaN, for the same reason. */
     sched ef, es;
     make_sched(&ef, full, 0, 0, 0x3c);
     make_sched(&es, skip, 0, 0, 0x3c);
@@ -899,20 +903,30 @@ static size_t check_silent(const ls_config *cfg, const ls_dataset *data, const u
     float *gf, *gs;
     const size_t ng = logic_ca_state_grads(full->self, &gf);
     assert_int_equal(logic_ca_state_grads(skip->self, &gs), ng);
-    const size_t plane = B * key_int(cfg, "channels") * key_int(cfg, "grid") * key_int(cfg, "grid");
+    const size_t plane = B * C * N, down0 = 2 * 9 * plane;
+    assert_int_equal(ng, 2 * 9 * plane + 2 * plane);
     for (size_t ph = 0; ph < full->info.phases; ph++) {
-        for (size_t i = 2 * 9 * plane; i < 2 * 9 * plane + plane; i++)   /* down */
+        for (size_t i = down0; i < down0 + plane; i++)
             if (gf[i] == 0.0f && !signbit(gf[i]))
                 gf[i] = gs[i] = 0x1p-70f;
-        step_job jf = { &ef, full, params, &b, ph, NULL, NULL }, js = { &es, skip, params, &b, ph, NULL, NULL };
-        for (size_t u = 0; u < full->info.units; u++) {
-            unit_job(&jf, u, 0);
-            unit_job(&js, u, 0);
+        if (ph + 1 >= T) {   /* the loss step and the backward: CA step t writes dpatch buffer t & 1 */
+            const size_t t = ph + 1 == T ? T - 1 : 2 * T - 2 - ph;
+            for (size_t i = 0; i < 9 * plane; i++)
+                gf[(t & 1) * 9 * plane + i] = gs[(t & 1) * 9 * plane + i] = NAN;
         }
-        if (memcmp(gf, gs, ng * sizeof(float)) != 0)
-            fail_msg("silent units (%s, async %d, periodic %d): phase %zu passes on other state gradients than the "
-                     "full backward",
-                     cfg->task, (int)key_int(cfg, "async"), (int)key_int(cfg, "periodic"), ph);
+        step_job jf = { &ef, full, params, &b, ph, NULL, NULL }, js = { &es, skip, params, &b, ph, NULL, NULL };
+        size_t c0 = logic_ca_silent_units();
+        for (size_t u = 0; u < full->info.units; u++)
+            unit_job(&jf, u, 0);
+        const size_t cf = logic_ca_silent_units() - c0;
+        c0 = logic_ca_silent_units();
+        for (size_t u = 0; u < full->info.units; u++)
+            unit_job(&js, u, 0);
+        const size_t cs = logic_ca_silent_units() - c0;
+        if (memcmp(gf, gs, ng * sizeof(float)) != 0 || cf != cs)
+            fail_msg("silent units (%s, async %d, units %zu): phase %zu passes on other state gradients than the "
+                     "full backward, or meets other silent units (%zu, %zu in full)",
+                     cfg->task, (int)key_int(cfg, "async"), full->info.units, ph, cs, cf);
     }
     free_sched(&ef);
     free_sched(&es);
@@ -940,6 +954,25 @@ static size_t check_silent(const ls_config *cfg, const ls_dataset *data, const u
                      "(%zu silent units, %zu in full)",
                      cfg->task, B, key_int(cfg, "ca_steps"), (int)key_int(cfg, "async"), k, skipped, found);
     }
+
+    /* a smaller batch: its samples' leaves, from both models */
+    if (B > 1) {
+        b.batch = B - 1 - B / 3;
+        const size_t pl = b.batch * R * full->info.leaf_len * sizeof(float);
+        make_sched(&e, full, 2, 0, 0x33);
+        size_t c0 = logic_ca_silent_units();
+        grad_run(full, R, params, &b, &e, ref, rl);
+        const size_t cf = logic_ca_silent_units() - c0;
+        free_sched(&e);
+        make_sched(&e, skip, 2, 0, 0x44);
+        c0 = logic_ca_silent_units();
+        grad_run(skip, R, params, &b, &e, got, gl);
+        const size_t cs = logic_ca_silent_units() - c0;
+        free_sched(&e);
+        if (memcmp(ref, got, pl) != 0 || memcmp(rl, gl, b.batch * R * sizeof *rl) != 0 || cf != cs)
+            fail_msg("silent units (%s, batch %zu of %zu): the leaves differ from the full backward (%zu silent "
+                     "units, %zu in full)", cfg->task, b.batch, B, cs, cf);
+    }
     free(ref);
     free(got);
     free(rl);
@@ -950,11 +983,73 @@ static size_t check_silent(const ls_config *cfg, const ls_dataset *data, const u
     return found;
 }
 
+/* The silence check against its definition (logic_ca.h): a unit is silent
+ * exactly when every entry of its dY is below LOGIC_GRAD_FLOOR in
+ * magnitude. A model runs a step up to its first backward phase; then that
+ * phase runs again and again for a single unit, each time on state
+ * gradients that are +0 everywhere but one entry of down, which the
+ * phase's gather passes on unchanged as that cell's dY: every channel, the
+ * unit's first and last cell, and the first and last sample of each unit,
+ * with values on both sides of the floor. (A sync task: every cell fires.) */
+static void check_silence_probe(const ls_config *cfg)
+{
+    ls_model *m = make_model(cfg);
+    const size_t B = cfg->batch, R = key_int(cfg, "parts"), C = key_int(cfg, "channels"), G = key_int(cfg, "grid");
+    const size_t N = G * G, T = key_int(cfg, "ca_steps"), units = m->info.units, plane = B * C * N;
+    assert_int_equal(key_int(cfg, "async"), 0);
+    float *params = malloc(m->info.n_params * sizeof *params);
+    assert_non_null(params);
+    m->desc->init(m->self, params, cfg->seed);
+    ls_batch b = { .data = NULL, .ids = NULL, .batch = B, .step = 0, .seed = cfg->seed };
+    sched e;
+    make_sched(&e, m, 0, 0, 0);
+    ls_err err = { { 0 } };
+    assert_int_equal(model_prepare(m, params, &b, NULL, &err), LS_OK);
+    step_job j = { &e, m, params, &b, 0, NULL, NULL };
+    for (j.phase = 0; j.phase < T; j.phase++)   /* forward, then the loss step */
+        for (size_t u = 0; u < units; u++)
+            unit_job(&j, u, 0);
+    float *g;
+    assert_int_equal(logic_ca_state_grads(m->self, &g), 20 * plane);
+    static const float vals[] = { 0.0f, -0.0f, 0x1p-64f, -0x1p-64f, 0x1.fffffep-65f, -0x1.fffffep-65f, 0x1p-149f,
+                                  1.0f, INFINITY, NAN };
+    static const int live[] = { 0, 0, 1, 1, 0, 0, 0, 1, 1, 1 };
+    size_t probes = 0;
+    for (size_t u = 0; u < units; u++) {
+        /* the unit's samples and cells (logic_ca.c, unit_view) */
+        const size_t lanes = units != B * R;
+        const size_t s0 = lanes ? u * B / units : u / R, s1 = lanes ? (u + 1) * B / units - 1 : s0;
+        const size_t r = lanes ? 0 : u % R, n0 = r * G / R * G, n1 = (r + 1) * G / R * G - 1;
+        for (size_t c = 0; c < C; c++)
+            for (size_t k = 0; k < 4; k++) {
+                const size_t s = k & 1 ? s1 : s0, n = k & 2 ? n1 : n0;
+                for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++) {
+                    /* the phase of CA step T − 2 reads dpatch buffer (T − 1) & 1, down and dstate */
+                    memset(g + ((T - 1) & 1) * 9 * plane, 0, 9 * plane * sizeof(float));
+                    memset(g + 18 * plane, 0, 2 * plane * sizeof(float));
+                    g[18 * plane + (s * C + c) * N + n] = vals[v];
+                    j.phase = T;
+                    const size_t before = logic_ca_silent_units();
+                    unit_job(&j, u, 0);
+                    if (logic_ca_silent_units() - before != (size_t)!live[v])
+                        fail_msg("silence check (%zu units): unit %zu, sample %zu, channel %zu, cell %zu, dY %a: "
+                                 "%s, want %s", units, u, s, c, n, (double)vals[v],
+                                 live[v] ? "silent" : "live", live[v] ? "live" : "silent");
+                    probes++;
+                }
+            }
+    }
+    assert_true(probes > 0);
+    free_sched(&e);
+    free(params);
+    model_destroy(m);
+}
+
 /* Early in training, the rollout's first CA steps see no gradient: the
  * notebook's checkerboard (sync and async) meets silent units there and
  * skips them, with the same bits as computing them: one step's state
- * gradients and leaves, and whole trainings (loss and parameter bits of
- * every step at 1, 2, 3 and 8 threads). */
+ * gradients and leaves (also in lanes mode), and whole trainings (loss and
+ * parameter bits of every step at 1, 2, 3 and 8 threads). */
 static void test_silent_units(void **state)
 {
     (void)state;
@@ -970,6 +1065,21 @@ static void test_silent_units(void **state)
                   key_int(&acfg, "parts") * acfg.batch * (key_int(&acfg, "ca_steps") - 1));
     assert_true(sync_units > 0);
     assert_true(async_units > 0);
+    /* lanes mode (a unit is a group of up to 16 samples), sync and async,
+     * with partial groups (37 samples: groups of 12, 12 and 13), Gaussian
+     * logits and a long rollout */
+    const int lanes = logic_ca_set_lanes(LOGIC_CA_LANES_ALWAYS);
+    for (int async = 0; async <= 1; async++) {
+        ls_config lcfg = small_cfg("checkerboard", 1, 2, "8,4", "16,8,4,2,1", 8, 30, 0, async, 1, 37);
+        set_key(&lcfg, "residual", "0");
+        const size_t n = check_silent(&lcfg, NULL, NULL, 3);
+        print_message("lanes mode, async %d: %zu silent units in one step\n", async, n);
+        assert_true(n > 0);
+    }
+    ls_config pcfg = small_cfg("checkerboard", 1, 2, "8,4", "16,8,4,2,1", 8, 4, 0, 0, 1, 37);
+    check_silence_probe(&pcfg);   /* lanes mode: groups of 12, 12 and 13 samples */
+    logic_ca_set_lanes(lanes);
+    check_silence_probe(&cfg);    /* the notebook's checkerboard: 16 units of 8 channels */
 
     enum { STEPS = 3 };
     static const int threads[] = { 1, 2, 3, 8 };
