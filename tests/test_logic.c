@@ -442,7 +442,9 @@ static int chain_wiring;
  * floor: ±0, tiny, subnormal; now and then one NaN lane, which is not
  * silent; x86's default NaN, the one 0·inf gives, so that no sum meets
  * two different NaNs), a tenth of x's rows are 1e30 (a·b overflows: a
- * silent gate reading two of them has NaN statistics) and a tenth have one
+ * silent gate reading two of them has NaN statistics), an eighth are
+ * negative (a silent gate run in full reading one has only −0 terms in a
+ * statistic, whose sum from 0.0f is +0) and a tenth have one
  * lane 1e30, inf or NaN (often the last, a tail lane), a tenth of the
  * coefficients ±inf or NaN, and a tenth of the prior statistics −0. */
 static int silent_mix;
@@ -479,9 +481,9 @@ static void kernel_case_flags(size_t in, size_t out, size_t n, int accumulate, i
     float *coef = xalloc(out * 4 * sizeof(float));
     uint32_t *a = xalloc(out * sizeof(uint32_t)), *b = xalloc(out * sizeof(uint32_t));
     for (size_t r = 0; r < in; r++) {
-        const int wide = silent_mix && below(10) == 0;
+        const int wide = silent_mix && below(10) == 0, negative = silent_mix && below(8) == 0;
         for (size_t l = 0; l < ld; l++)
-            x[r * ld + l] = l < n ? (wide ? 1e30f : unit()) : (l % 3 == 0 ? NAN : 1e30f);
+            x[r * ld + l] = l < n ? (wide ? 1e30f : negative ? -unit() : unit()) : (l % 3 == 0 ? NAN : 1e30f);
         if (silent_mix && n > 0 && below(10) == 0) {   /* one odd lane: often the last (a tail) */
             static const float odd[] = { 1e30f, INFINITY, -NAN };
             x[r * ld + (below(2) ? n - 1 : below(n))] = odd[below(3)];
