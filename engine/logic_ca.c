@@ -655,6 +655,13 @@ static float *state_at(const logic_ca *ca, size_t t, size_t s)
     return ca->state + (t * ca->B + s) * ca->C * ca->N;
 }
 
+/* The dpatch planes [9][C][N] of sample s that the backward of CA step t
+ * writes (buffer t & 1: the phase of t − 1 reads them while writing its own). */
+static float *dpatch_at(const logic_ca *ca, size_t t, size_t s)
+{
+    return ca->dpatch + ((t & 1) * ca->B + s) * 9 * ca->C * ca->N;
+}
+
 /* n consecutive elements of each of the unit's m samples (sample j's at
  * src + j·stride) into a lanes row: dst[i·W + j], zeros for j >= m. The
  * per-part path (W = 1, m = 1) is a plain copy. */
@@ -775,7 +782,7 @@ static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *sta
     }
     if (write_d)
         for (size_t j = 0; j < v->m; j++) {
-            float *dp = ca->dpatch + ((t & 1) * ca->B + v->s + j) * 9 * C * N + v->cell0;
+            float *dp = dpatch_at(ca, t, v->s + j) + v->cell0;
             for (size_t p = 0; p < 9; p++)
                 for (size_t c = 0; c < C; c++)
                     out_of_lanes(dp + (p * C + c) * N, cur + p * ldp + c * nc * W, nc, j, v);
@@ -831,22 +838,23 @@ static int unit_silent(const logic_ca *ca, const part_view *v)
 
 static atomic_size_t silent_units;
 
-/* What part_backward gives a silent unit whose activations and coefficients
- * are finite and at most 2^60 in magnitude, without them: every gate's d is +0, so every
- * dx row it sets is +0 (a first update adds ±0 to 0.0f, later ones add ±0
- * to +0) and each statistic gains +0, layer after layer. So down and dpatch
- * are +0, and the statistics keep their bits: stats + 0.0f differs from
- * stats only for −0, and these never are −0 (written by this unit's last
- * phase as sums that start at +0.0f, then sums with them; in round to
- * nearest a sum is −0 only when both terms are). The model defines a silent
- * unit's backward to be this, whatever its activations (logic_ca.h). */
+/* What part_backward gives a silent unit whose activations and
+ * coefficients are finite and at most 2^60 in magnitude, without them:
+ * every gate's d is +0, so every dx row it sets is +0 (a first update adds
+ * ±0 to 0.0f, later ones add ±0 to +0) and each statistic gains +0, layer
+ * after layer. So down and dpatch are +0, and the statistics keep their
+ * bits: stats + 0.0f differs from stats only for −0, and these never are −0
+ * (written by this unit's last phase as sums that start at +0.0f, then sums
+ * with them; in round to nearest a sum is −0 only when both terms are). The
+ * model defines a silent unit's backward to be this, whatever its
+ * activations (logic_ca.h). */
 static void silent_unit(logic_ca *ca, const part_view *v, size_t t)
 {
     const size_t C = ca->C, N = ca->N;
     if (t > 0)
         for (size_t j = 0; j < v->m; j++) {
             float *down = ca->down + (v->s + j) * C * N + v->cell0;
-            float *dp = ca->dpatch + ((t & 1) * ca->B + v->s + j) * 9 * C * N + v->cell0;
+            float *dp = dpatch_at(ca, t, v->s + j) + v->cell0;
             for (size_t c = 0; c < C; c++)
                 memset(down + c * N, 0, v->nc * sizeof(float));
             for (size_t p = 0; p < 9 * C; p++)
@@ -873,7 +881,7 @@ static void phase_part(void *ctx, size_t unit, void *scratch)
             uint8_t *m1 = mask1 + j * nc;
             fire_mask(ca, b, &v, j, t + 1, m1);
             const float *down = ca->down + s * C * N;
-            const float *dp = ca->dpatch + (((t + 1) & 1) * ca->B + s) * 9 * C * N;
+            const float *dp = dpatch_at(ca, t + 1, s);
             float *dstate = ca->dstate + s * C * N;
             for (size_t c = 0; c < C; c++)
                 for (size_t i = 0; i < nc; i++) {

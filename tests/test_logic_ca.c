@@ -673,6 +673,14 @@ static void test_partial_batch(void **state)
 
 /* ---- lanes mode: the same bits as one unit per (sample, part) ---- */
 
+/* The schedules a step is compared on: in order, reversed with dirty
+ * scratch, 1, 2, 3 and 8 threads, the scalar twins and at most AVX2
+ * (simd: logic_set_simd's setting). */
+static const struct { int threads, rev, fill, simd; } SCHEDULES[] = {
+    { 0, 0, 0, 1 }, { 0, 1, 0xff, 1 }, { 1, 0, 0x7f, 1 }, { 2, 0, 0xaa, 1 }, { 3, 0, 0x55, 1 },
+    { 8, 0, 0xff, 1 }, { 2, 0, 0x11, 0 }, { 3, 1, 0x11, 2 },
+};
+
 /* The leaves and losses of one step with lanes mode forced on, on every
  * schedule (in order, reversed with dirty scratch, 1, 2, 3 and 8 threads,
  * scalar twins, at most AVX2), against lanes mode off. */
@@ -695,13 +703,9 @@ static void check_lanes(const ls_config *cfg, const ls_dataset *data, const uint
     sched e;
     reference_leaves(off, R, params, &b, ref, rl, nl);
 
-    static const struct { int threads, rev, fill, simd; } runs[] = {
-        { 0, 0, 0, 1 }, { 0, 1, 0xff, 1 }, { 1, 0, 0x7f, 1 }, { 2, 0, 0xaa, 1 }, { 3, 0, 0x55, 1 },
-        { 8, 0, 0xff, 1 }, { 2, 0, 0x11, 0 }, { 3, 1, 0x11, 2 },
-    };
-    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
-        const int sp = logic_set_simd(runs[k].simd);
-        make_sched(&e, on, runs[k].threads, runs[k].rev, runs[k].fill);
+    for (size_t k = 0; k < sizeof SCHEDULES / sizeof SCHEDULES[0]; k++) {
+        const int sp = logic_set_simd(SCHEDULES[k].simd);
+        make_sched(&e, on, SCHEDULES[k].threads, SCHEDULES[k].rev, SCHEDULES[k].fill);
         memset(got, 0x5a, lb);
         grad_run(on, R, params, &b, &e, got, gl);
         grad_run(on, R, params, &b, &e, got, gl);   /* the per-batch arrays reused */
@@ -934,14 +938,10 @@ static size_t check_silent(const ls_config *cfg, const ls_dataset *data, const u
     const size_t start = logic_ca_silent_units();
     reference_leaves(full, R, params, &b, ref, rl, nl);
     const size_t found = logic_ca_silent_units() - start;
-    static const struct { int threads, rev, fill, simd; } runs[] = {
-        { 0, 0, 0, 1 }, { 0, 1, 0xff, 1 }, { 1, 0, 0x7f, 1 }, { 2, 0, 0xaa, 1 }, { 3, 0, 0x55, 1 },
-        { 8, 0, 0xff, 1 }, { 2, 0, 0x11, 0 }, { 3, 1, 0x11, 2 },
-    };
     sched e;
-    for (size_t k = 0; k < sizeof runs / sizeof runs[0]; k++) {
-        const int sp = logic_set_simd(runs[k].simd);
-        make_sched(&e, skip, runs[k].threads, runs[k].rev, runs[k].fill);
+    for (size_t k = 0; k < sizeof SCHEDULES / sizeof SCHEDULES[0]; k++) {
+        const int sp = logic_set_simd(SCHEDULES[k].simd);
+        make_sched(&e, skip, SCHEDULES[k].threads, SCHEDULES[k].rev, SCHEDULES[k].fill);
         memset(got, 0x5a, lb);
         const size_t before = logic_ca_silent_units();
         grad_run(skip, R, params, &b, &e, got, gl);
