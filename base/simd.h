@@ -41,8 +41,8 @@ int simd_path(simd_switch *s);              /* the path a kernel takes now */
 int simd_set(simd_switch *s, int enabled);  /* returns the previous setting */
 const char *simd_path_name(int path);       /* "avx512", "avx2", "scalar" */
 
-/* v * c and v + c with the scalar *c broadcast to 16 lanes as the AVX-512
- * instruction's memory operand ({1to16}): the same rounded operation as
+/* v * c and v + c (and acc + v * c fused, below) with the scalar *c
+ * broadcast to 16 lanes as the AVX-512 instruction's memory operand ({1to16}): the same rounded operation as
  * _mm512_mul_ps / _mm512_add_ps with _mm512_set1_ps(*c), without a separate
  * vbroadcastss. On Zen 4 a vbroadcastss zmm competes with the multiplies and
  * adds for the FP pipes: a dense 4 x 4 tile with one broadcast per row ran
@@ -88,6 +88,19 @@ static inline __attribute__((always_inline, target("avx512f")))
 __m512 simd_add_bcast_z(__m512 v, const float *c)
 {
     LS_BCAST_BODY("vaddps", _mm512_add_ps)
+}
+
+/* acc + v * c rounded once (a fused multiply-add, as fmaf(v, *c, acc) per
+ * lane), *c broadcast as the memory operand like the two above. */
+static inline __attribute__((always_inline, target("avx512f")))
+__m512 simd_fmadd_bcast_z(__m512 acc, __m512 v, const float *c)
+{
+#ifdef LS_SIMD_SANITIZED
+    return _mm512_fmadd_ps(v, _mm512_set1_ps(*c), acc);
+#else
+    __asm__("vfmadd231ps %[c]%{1to16%}, %[v], %[acc]" : [acc] "+v"(acc) : [v] "v"(v), [c] "m"(*c));
+    return acc;
+#endif
 }
 #endif
 

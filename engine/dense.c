@@ -3,13 +3,15 @@
  * Both kernels are one pattern, C[i][n] = start + sum over r of A[i][r] * Bm[r][n]
  * with r in ascending order (forward: i = sample, r = input k, Bm = w;
  * backward_weights: i = input k, r = sample b, Bm = dout). The scalar twins
- * are the plain loops of dense.h. The SIMD paths (AVX2, AVX-512F) vectorise
- * over n, which is contiguous in Bm and C, so every lane performs exactly the
- * scalar twin's operations for its own output element, in the same order:
- * one rounded multiply (_mm256_mul_ps, or on AVX-512 vmulps with A's element
- * as a broadcast operand: simd_mul_bcast_z), then one rounded add
- * (_mm*_add_ps), never an FMA. (Which NaN payload a product of two NaNs
- * carries is not pinned: base/simd.h.) Speed comes from register tiling: a
+ * are the plain loops of dense.h, each term a C99 fmaf (the exact product
+ * added to the running sum and rounded once: one result on every machine,
+ * from the instruction or from libm's correctly rounded emulation). The SIMD
+ * paths (AVX2 with FMA3, AVX-512F) vectorise over n, which is contiguous in
+ * Bm and C, so every lane performs exactly the scalar twin's operations for
+ * its own output element, in the same order: one fused multiply-add
+ * (_mm256_fmadd_ps, or on AVX-512 vfmadd231ps with A's element as a
+ * broadcast operand: simd_fmadd_bcast_z). (Which NaN payload wins when
+ * several operands are NaN is not pinned: base/simd.h.) Speed comes from register tiling: a
  * tile of several rows i times several vectors of n keeps its accumulators
  * in registers, so each vector of Bm loaded is used by every row of the
  * tile. Tiling, blocking of the reduction (partial sums stored to C and
@@ -38,6 +40,7 @@
 #include "dense.h"
 #include "../base/simd.h"
 
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -57,9 +60,9 @@ void dense_forward_scalar(float *out, const float *in, const float *w, const flo
                           size_t B, size_t K, size_t N)
 {
     /* Row by row: out[b][n] is the running sum s of dense.h, kept in memory;
-     * each k adds one rounded product to every element of the row. Per
-     * element this is exactly s = bias[n] (or 0), s = s + in[b][k] * w[k][n]
-     * for k ascending. */
+     * each k adds one exact product to every element of the row, rounded
+     * once (fmaf). Per element this is exactly s = bias[n] (or 0),
+     * s = fmaf(in[b][k], w[k][n], s) for k ascending. */
     for (size_t b = 0; b < B; b++) {
         float *o = out + b * N;
         for (size_t n = 0; n < N; n++)
@@ -67,10 +70,8 @@ void dense_forward_scalar(float *out, const float *in, const float *w, const flo
         for (size_t k = 0; k < K; k++) {
             const float x = in[b * K + k];
             const float *wk = w + k * N;
-            for (size_t n = 0; n < N; n++) {
-                const float p = x * wk[n];
-                o[n] = o[n] + p;
-            }
+            for (size_t n = 0; n < N; n++)
+                o[n] = fmaf(x, wk[n], o[n]);
         }
     }
 }
@@ -81,10 +82,8 @@ void dense_backward_weights_scalar(float *dw, float *dbias, const float *in, con
     for (size_t k = 0; k < K; k++) {
         for (size_t n = 0; n < N; n++) {
             float s = 0.0f;
-            for (size_t b = 0; b < B; b++) {
-                const float p = in[b * K + k] * dout[b * N + n];
-                s = s + p;
-            }
+            for (size_t b = 0; b < B; b++)
+                s = fmaf(in[b * K + k], dout[b * N + n], s);
             dw[k * N + n] = accumulate ? dw[k * N + n] + s : s;
         }
     }
@@ -107,9 +106,17 @@ _Static_assert(DENSE_SIMD_OFF == SIMD_OFF && DENSE_SIMD_BEST == SIMD_BEST && DEN
 
 static simd_switch simd_choice = SIMD_SWITCH_INIT;
 
+/* The AVX2 path fuses with vfmadd (the FMA3 extension, which every AVX2 CPU
+ * made so far has, but which is a separate CPUID bit); without it the
+ * kernels take the scalar twins, whose fmaf gives the same bits. */
 static int current_path(void)
 {
-    return simd_path(&simd_choice);
+    const int path = simd_path(&simd_choice);
+#if DENSE_X86
+    if (path == PATH_AVX2 && !__builtin_cpu_supports("fma"))
+        return PATH_SCALAR;
+#endif
+    return path;
 }
 
 int dense_set_simd(int enabled)
@@ -145,17 +152,16 @@ enum { START_ZERO, START_BIAS, START_C };
 enum { END_STORE, END_ADD };
 
 /* Rows of A per tile, and vectors of n per tile, for each ISA. AVX-512 has 32
- * registers: 4 x 4 accumulators + 4 vectors of Bm + a product. Per row r of
- * the reduction a full tile does 4 vector loads of Bm and 16 multiplies + 16
- * adds, each multiply taking its element of A as a broadcast memory operand
- * (simd_mul_bcast_z, base/simd.h); a Zen 4 core issues one 512-bit multiply
- * and one 512-bit add a cycle, so the tile is 16 cycles of arithmetic with
- * the loads in its shadow. On the MLP's shapes (reductions of 64 to 784
- * rows) the kernels run at 90-99% of the separate mul+add peak measured in
- * the same process; 32-row calls lose more to the tile's entry and exit, one
- * reason the MLP's default leaf is 64. AVX2 has 16 registers: 4 x 2
- * accumulators + 2 + 1 + a product; AVX2 tiles of 4 x 3 and 6 x 2 were no
- * faster (6 x 2 spills with gcc). */
+ * registers: 4 x 4 accumulators + 4 vectors of Bm. Per row r of the
+ * reduction a full tile does 4 vector loads of Bm and 16 fused multiply-adds,
+ * each taking its element of A as a broadcast memory operand
+ * (simd_fmadd_bcast_z, base/simd.h). With separate multiplies and adds (the
+ * kernels before 2026-11-26) a Zen 4 core ran them at 90-99% of its mul+add
+ * peak on the MLP's shapes; a core with two 512-bit FMA units (Intel's
+ * server cores) does twice the flops fused. 32-row calls lose more to the
+ * tile's entry and exit, one reason the MLP's default leaf is 64. AVX2 has
+ * 16 registers: 4 x 2 accumulators + 2 + the broadcast; AVX2 tiles of 4 x 3
+ * and 6 x 2 were no faster (6 x 2 spills with gcc). */
 #define Z_MB 4
 #define Z_NV 4
 #define Y_MB 4
@@ -173,7 +179,7 @@ enum { END_STORE, END_ADD };
 /* The micro-kernel of a full tile (4 rows of A, 64 columns of Bm, no
  * masks). Each of the 16 accumulators starts at 0.0f (sp == NULL) or at
  * sp[i*sld + 16v ..] (the bias with sld = 0, or C's partial sums with sld =
- * ldc), then acc = acc + A[i][r] * Bm[r][16v ..] for r = 0 .. R-1 in order,
+ * ldc), then acc = fma(A[i][r], Bm[r][16v ..], acc) for r = 0 .. R-1 in order,
  * in registers throughout; then C = acc, or C = C + acc when add_c. A
  * separate function with one plain loop: the compiler keeps its registers for
  * the tile, and the loop has no branch but its own. */
@@ -195,10 +201,10 @@ UNROLL
         const float *x[4] = { a0, a1, a2, a3 };
 UNROLL
         for (int i = 0; i < 4; i++) {
-            acc[i][0] = _mm512_add_ps(acc[i][0], simd_mul_bcast_z(w0, x[i]));
-            acc[i][1] = _mm512_add_ps(acc[i][1], simd_mul_bcast_z(w1, x[i]));
-            acc[i][2] = _mm512_add_ps(acc[i][2], simd_mul_bcast_z(w2, x[i]));
-            acc[i][3] = _mm512_add_ps(acc[i][3], simd_mul_bcast_z(w3, x[i]));
+            acc[i][0] = simd_fmadd_bcast_z(acc[i][0], w0, x[i]);
+            acc[i][1] = simd_fmadd_bcast_z(acc[i][1], w1, x[i]);
+            acc[i][2] = simd_fmadd_bcast_z(acc[i][2], w2, x[i]);
+            acc[i][3] = simd_fmadd_bcast_z(acc[i][3], w3, x[i]);
         }
         a0 += a_r;
         a1 += a_r;
@@ -269,7 +275,7 @@ UNROLL
             for (int i = 0; i < mb; i++) {
 UNROLL
                 for (int v = 0; v < nv; v++)
-                    acc[i][v] = _mm512_add_ps(acc[i][v], simd_mul_bcast_z(wv[v], pa[i]));
+                    acc[i][v] = simd_fmadd_bcast_z(acc[i][v], wv[v], pa[i]);
                 pa[i] += a_r;
             }
         }
@@ -283,7 +289,7 @@ UNROLL
             for (int i = 0; i < mb; i++) {
 UNROLL
                 for (int v = 0; v < nv; v++)
-                    acc[i][v] = _mm512_add_ps(acc[i][v], simd_mul_bcast_z(wv[v], pa[i]));
+                    acc[i][v] = simd_fmadd_bcast_z(acc[i][v], wv[v], pa[i]);
                 pa[i] += a_r;
             }
         }
@@ -309,7 +315,7 @@ static const int32_t y_mask_table[16] = { -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 
 /* The AVX2 twin of tile_z: 8 floats per vector; the last vector of a tile is
  * loaded and stored with vmaskmov when tail_n (its live lanes) is below 8.
  * masked is a constant at each call site so full tiles use plain loads. */
-static FORCE_INLINE __attribute__((target("avx2")))
+static FORCE_INLINE __attribute__((target("avx2,fma")))
 void tile_y(const gemm *g, size_t i0, size_t n0, size_t r0, size_t r1, int start, int end,
             const int mb, const int nv, const int masked, __m256i tmask)
 {
@@ -345,7 +351,7 @@ UNROLL
             const __m256 x = _mm256_broadcast_ss(&arow[i][ar]);
 UNROLL
             for (int v = 0; v < nv; v++)
-                acc[i][v] = _mm256_add_ps(acc[i][v], _mm256_mul_ps(x, wv[v]));
+                acc[i][v] = _mm256_fmadd_ps(x, wv[v], acc[i][v]);
         }
     }
 
@@ -416,7 +422,7 @@ void gemm_z(const gemm *g, int start, int end, size_t rc)
     }
 }
 
-static __attribute__((target("avx2")))
+static __attribute__((target("avx2,fma")))
 void gemm_y(const gemm *g, int start, int end, size_t rc)
 {
     for (size_t n0 = 0; n0 < g->N; n0 += Y_NB) {

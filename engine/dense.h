@@ -1,12 +1,16 @@
 /* dense.h — dense-layer kernels with a fixed order of arithmetic.
  *
  * Matrices are row-major. Every output element is one sequential sum whose
- * order is written below; each product is rounded before it is added (no FMA,
- * the build pins -ffp-contract=off). The SIMD paths (chosen at run time) and
- * the scalar twins perform the identical operations in the identical order,
- * and tests compare them bit for bit (apart from which payload a product of
- * two NaNs carries, which IEEE leaves open and no path pins). LOCKSTEP_SIMD=off
- * in the environment, or dense_set_simd(0), forces the scalar twins.
+ * order is written below; each term is a fused multiply-add, fmaf(x, y, s):
+ * the exact product added to s and rounded once, on every path. (The build
+ * pins -ffp-contract=off, so the compiler fuses nothing on its own; DESIGN.md
+ * §2.3 allows FMA through an explicit fmaf on every build alike, and libm's
+ * fmaf is correctly rounded where the CPU has no FMA.) The SIMD paths (chosen
+ * at run time) and the scalar twins perform the identical operations in the
+ * identical order, and tests compare them bit for bit (apart from which
+ * payload wins when several operands are NaN, which IEEE leaves open and no
+ * path pins). LOCKSTEP_SIMD=off in the environment, or dense_set_simd(0),
+ * forces the scalar twins.
  */
 #ifndef LS_DENSE_H
 #define LS_DENSE_H
@@ -14,12 +18,12 @@
 #include <stddef.h>
 
 /* out[b][n] = s, where s starts at bias[n] (0.0f when bias is NULL) and then,
- * for k = 0 .. K-1 in order, s = s + in[b][k] * w[k][n].
+ * for k = 0 .. K-1 in order, s = fmaf(in[b][k], w[k][n], s).
  * out: [B][N], in: [B][K], w: [K][N], bias: [N] or NULL. out must not alias in. */
 void dense_forward(float *out, const float *in, const float *w, const float *bias,
                    size_t B, size_t K, size_t N);
 
-/* s starts at 0.0f and, for b = 0 .. B-1 in order, s = s + in[b][k] * dout[b][n];
+/* s starts at 0.0f and, for b = 0 .. B-1 in order, s = fmaf(in[b][k], dout[b][n], s);
  * then dw[k][n] = dw[k][n] + s when accumulate, else dw[k][n] = s. (So
  * accumulating adds the whole sum of this call: the result equals G + (the
  * accumulate == 0 result) element-wise, as a node of the canonical tree would.)

@@ -8,6 +8,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,10 +85,8 @@ static void naive_forward(float *out, const float *in, const float *w, const flo
     for (size_t b = 0; b < B; b++)
         for (size_t n = 0; n < N; n++) {
             float s = bias != NULL ? bias[n] : 0.0f;
-            for (size_t k = 0; k < K; k++) {
-                const float p = in[b * K + k] * w[k * N + n];
-                s = s + p;
-            }
+            for (size_t k = 0; k < K; k++)
+                s = fmaf(in[b * K + k], w[k * N + n], s);
             out[b * N + n] = s;
         }
 }
@@ -98,10 +97,8 @@ static void naive_backward(float *dw, float *dbias, const float *in, const float
     for (size_t n = 0; n < N; n++) {
         for (size_t k = 0; k < K; k++) {
             float s = 0.0f;
-            for (size_t b = 0; b < B; b++) {
-                const float p = in[b * K + k] * dout[b * N + n];
-                s = s + p;
-            }
+            for (size_t b = 0; b < B; b++)
+                s = fmaf(in[b * K + k], dout[b * N + n], s);
             dw[k * N + n] = accumulate ? dw[k * N + n] + s : s;
         }
         if (dbias != NULL) {
@@ -371,6 +368,70 @@ static void test_accumulate_adds_sum(void **state)
     free(in); free(dout); free(g); free(gb); free(w0); free(b0); free(w1); free(b1);
 }
 
+/* Every term is fused, on every path, worked out by hand: x = 1 + 2^-12
+ * squared is 1 + 2^-11 + 2^-24 exactly, and added to -(1 + 2^-11) it leaves
+ * 2^-24. A rounded product first (1 + 2^-24 is a tie between two floats,
+ * which goes to the even 1 + 2^-11) would leave 0. The one term stands at
+ * every position of the shapes (each row of a 4-row tile, each lane of each
+ * vector, full micro-kernel tiles and edge tiles), the rest of the sum being
+ * exact zeros (adding +0 x +0 to a nonzero sum changes nothing). */
+static void test_terms_are_fused(void **state)
+{
+    (void)state;
+    const float x = 1.0f + 0x1p-12f, start = -(1.0f + 0x1p-11f), want = 0x1p-24f;
+    const size_t shapes[][3] = { { 4, 5, 64 }, { 9, 3, 70 }, { 64, 2, 256 }, { 1, 1, 1 }, { 3, 4, 17 } };
+    for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
+        const size_t B = shapes[sh][0], K = shapes[sh][1], N = shapes[sh][2];
+        float *in = calloc(B * K, sizeof(float)), *w = calloc(K * N, sizeof(float));
+        float *bias = malloc(N * sizeof(float)), *out = alloc_out(B * N);
+        float *dout = calloc(B * N, sizeof(float)), *dw = alloc_out(K * N);
+        assert_true(in && w && bias && dout);
+        for (size_t n = 0; n < N; n++)
+            bias[n] = start;
+        /* forward: in[b][k_b] = x, w[k_b][n] = x, where k_b = b mod K */
+        for (size_t b = 0; b < B; b++)
+            in[b * K + b % K] = x;
+        for (size_t k = 0; k < K; k++)
+            for (size_t n = 0; n < N; n++)
+                w[k * N + n] = x;
+        /* backward: dw starts at start (accumulate), the sum over b of
+         * in[b][k] * dout[b][n] has one term x * x where b = k mod B */
+        for (int path = 0; path <= n_simd; path++) {
+            const int prev = dense_set_simd(path == 0 ? DENSE_SIMD_OFF : simd_settings[path - 1]);
+            dense_forward(out, in, w, bias, B, K, N);
+            for (size_t i = 0; i < B * N; i++)
+                if (memcmp(&out[i], &want, sizeof want) != 0)
+                    fail_msg("forward %s B=%zu K=%zu N=%zu: out[%zu] = %a, not 2^-24 (a term not fused)",
+                             dense_simd_name(), B, K, N, i, (double)out[i]);
+            dense_set_simd(prev);
+        }
+        /* backward (B >= 2): dw[k][n] = fmaf(in[1][k], dout[1][n], in[0][k] * dout[0][n]),
+         * the first term -(1 + 2^-11) * 1, the second x * x; samples 2.. are +0 */
+        memset(in, 0, B * K * sizeof(float));
+        memset(dout, 0, B * N * sizeof(float));
+        for (size_t k = 0; B >= 2 && k < K; k++) {
+            in[k] = start;
+            in[K + k] = x;
+        }
+        for (size_t n = 0; B >= 2 && n < N; n++) {
+            dout[n] = 1.0f;
+            dout[N + n] = x;
+        }
+        for (int path = 0; B >= 2 && path <= n_simd; path++) {
+            const int prev = dense_set_simd(path == 0 ? DENSE_SIMD_OFF : simd_settings[path - 1]);
+            dense_backward_weights(dw, NULL, in, dout, B, K, N, 0);
+            for (size_t i = 0; i < K * N; i++)
+                if (memcmp(&dw[i], &want, sizeof want) != 0)
+                    fail_msg("backward %s B=%zu K=%zu N=%zu: dw[%zu] = %a, not 2^-24 (a term not fused)",
+                             dense_simd_name(), B, K, N, i, (double)dw[i]);
+            check_guard(dw, K * N);
+            dense_set_simd(prev);
+        }
+        check_guard(out, B * N);
+        free(in); free(w); free(bias); free(out); free(dout); free(dw);
+    }
+}
+
 /* dense_set_simd(0) forces the scalar twin; the previous setting comes back. */
 static void test_set_simd_off(void **state)
 {
@@ -413,6 +474,7 @@ int main(void)
         cmocka_unit_test(test_panel_edges),
         cmocka_unit_test(test_transpose),
         cmocka_unit_test(test_accumulate_adds_sum),
+        cmocka_unit_test(test_terms_are_fused),
     };
     return cmocka_run_group_tests(tests, setup_paths, NULL) ? 1 : 0;
 }

@@ -341,9 +341,14 @@ static void test_accumulate(void **state)
 }
 
 /* A leaf is its samples in order: the leaf loss is 0.0 + loss_0 + loss_1 + ...
- * of one-sample leaves, and the leaf gradient is what accumulating the
- * one-sample gradients in order gives — bit for bit (every dense sum runs
- * over the samples in order, starting from +0.0). */
+ * of one-sample leaves; every bias gradient (a plain sum over the samples,
+ * from +0.0) is what accumulating the one-sample bias gradients in order
+ * gives; and the first layer's weight gradient is the fused sum, in sample
+ * order from +0.0, of x[b][k] times the one-sample gradient of the first
+ * bias, which is that sample's gradient at the first layer's output (dense.h:
+ * s = fmaf(in[b][k], dout[b][n], s)). All bit for bit. (Accumulating whole
+ * one-sample weight gradients would round each product on its own: a
+ * different, unfused, sum.) */
 static void test_leaf_is_ordered_sum_of_samples(void **state)
 {
     (void)state;
@@ -352,13 +357,31 @@ static void test_leaf_is_ordered_sum_of_samples(void **state)
     net_open(&t, small_sizes, 4, n, 41);
     net_random_biases(&t);
     const double leaf_loss = mlp_leaf(t.m, t.params, t.x, t.y, n, t.grad, 0, t.scratch);
-    float *g = malloc(t.np * sizeof(float));
+    float *g = malloc(n * t.np * sizeof(float));
     assert_non_null(g);
     double sum = 0.0;
     for (size_t b = 0; b < n; b++)
-        sum = sum + mlp_leaf(t.m, t.params, t.x + b * small_sizes[0], t.y + b, 1, g, b > 0, t.scratch);
+        sum = sum + mlp_leaf(t.m, t.params, t.x + b * small_sizes[0], t.y + b, 1, g + b * t.np, 0, t.scratch);
     assert_memory_equal(&sum, &leaf_loss, sizeof sum);
-    assert_memory_equal(g, t.grad, t.np * sizeof(float));
+    size_t shape[2];
+    for (size_t l = 0; l < 3; l++) {
+        const size_t off = mlp_tensor(t.m, l, 1, shape);
+        for (size_t j = 0; j < shape[0]; j++) {
+            float s = 0.0f;
+            for (size_t b = 0; b < n; b++)
+                s = s + g[b * t.np + off + j];
+            assert_memory_equal(&s, &t.grad[off + j], sizeof s);
+        }
+    }
+    const size_t w0 = mlp_tensor(t.m, 0, 0, shape), b0 = mlp_tensor(t.m, 0, 1, shape);
+    const size_t K = small_sizes[0], N = small_sizes[1];
+    for (size_t k = 0; k < K; k++)
+        for (size_t j = 0; j < N; j++) {
+            float s = 0.0f;
+            for (size_t b = 0; b < n; b++)
+                s = fmaf(t.x[b * K + k], g[b * t.np + b0 + j], s);
+            assert_memory_equal(&s, &t.grad[w0 + k * N + j], sizeof s);
+        }
     free(g);
     net_close(&t);
 }

@@ -3,7 +3,7 @@
 #
 # Each repetition measures, one after the other: the FP32 peak of 1 and of 2
 # cores for the kernels' arithmetic (`lockstep bench --peak`: independent
-# vector multiplies and adds on the SIMD path in use, no FMA), then the MLP
+# vector fused multiply-adds on the SIMD path in use), then the MLP
 # (784-256-256-10, batch 128, Fashion-MNIST, the model's default leaf) at 1
 # and at 2 threads, with the default optimiser (AdamW) and with the one
 # `make bench-peer` times against PyTorch (SGD, lr 0.001, momentum 0.9).

@@ -1,16 +1,19 @@
 /* bench_peak.c — `lockstep bench --peak`: the FP32 peak of this machine's
- * cores for the arithmetic the dense kernels do (one rounded multiply and one
- * rounded add per multiply-add, never an FMA), on the SIMD path the kernels
- * take now (dense_simd_name: avx512, avx2 or scalar).
+ * cores for the arithmetic the dense kernels do (fused multiply-adds, two
+ * flops each: engine/dense.h), on the SIMD path the kernels take now
+ * (dense_simd_name: avx512, avx2 or scalar).
  *
- * The kernel is independent chains of vector multiplies and vector adds, as
- * many chains as the latency needs to keep every multiply and add unit busy,
- * with no loads or stores: nothing a real kernel does could be faster, so
- * `make bench` divides the MLP's GFLOP/s by this figure to get the fraction
- * of peak reached. The binary is built without -march; each path carries its
- * own target attribute, like engine/dense.c. Threads: one chain set per
- * thread, all started together; the figure is the sum over threads.
+ * The kernel is independent chains of vector FMAs, as many chains as the
+ * latency needs to keep every FMA unit busy, with no loads or stores:
+ * nothing a real kernel does could be faster, so `make bench` divides the
+ * MLP's GFLOP/s by this figure to get the fraction of peak reached. (Before
+ * 2026-11-26 the kernels rounded each product and this measured separate
+ * multiplies and adds; a core with two FMA units does twice those flops.)
+ * The binary is built without -march; each path carries its own target
+ * attribute, like engine/dense.c. Threads: one chain set per thread, all
+ * started together; the figure is the sum over threads.
  */
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,16 +39,16 @@ enum { PEAK_TRIALS = 7, PEAK_MAX_THREADS = 256 };
 #define CHAINS6(X) X(0) X(1) X(2) X(3) X(4) X(5)
 
 #if PEAK_X86
-/* 8 multiply and 8 add chains of 16 floats: 256 flops per iteration. A
- * 512-bit multiply and add each have a latency of 3-4 cycles, so 8 chains
- * keep the units busy. */
+/* 16 FMA chains of 16 floats: 512 flops per iteration. A 512-bit FMA has a
+ * latency of 4 cycles and a core issues up to two a cycle, so 8 chains would
+ * just keep the units busy; 16 leave room. */
 static __attribute__((target("avx512f"), noinline)) float peak_z(long n, float seed)
 {
 #define Z_INIT(i) __m512 a##i = _mm512_set1_ps(seed + (float)(i)), m##i = _mm512_set1_ps(seed + (float)(i + 8));
     CHAINS8(Z_INIT)
     const __m512 c = _mm512_set1_ps(1.0000001f), d = _mm512_set1_ps(1e-7f);
     for (long it = 0; it < n; it++) {
-#define Z_STEP(i) a##i = _mm512_add_ps(a##i, d); m##i = _mm512_mul_ps(m##i, c);
+#define Z_STEP(i) a##i = _mm512_fmadd_ps(a##i, c, d); m##i = _mm512_fmadd_ps(m##i, c, d);
         CHAINS8(Z_STEP)
         __asm__ volatile("" : "+v"(a0), "+v"(a1), "+v"(a2), "+v"(a3), "+v"(m0), "+v"(m1), "+v"(m2), "+v"(m3));
         __asm__ volatile("" : "+v"(a4), "+v"(a5), "+v"(a6), "+v"(a7), "+v"(m4), "+v"(m5), "+v"(m6), "+v"(m7));
@@ -58,15 +61,15 @@ static __attribute__((target("avx512f"), noinline)) float peak_z(long n, float s
     return out[0];
 }
 
-/* 6 multiply and 6 add chains of 8 floats (14 of the 16 ymm registers with
- * the two constants): 96 flops per iteration. */
-static __attribute__((target("avx2"), noinline)) float peak_y(long n, float seed)
+/* 12 FMA chains of 8 floats (14 of the 16 ymm registers with the two
+ * constants): 192 flops per iteration. */
+static __attribute__((target("avx2,fma"), noinline)) float peak_y(long n, float seed)
 {
 #define Y_INIT(i) __m256 a##i = _mm256_set1_ps(seed + (float)(i)), m##i = _mm256_set1_ps(seed + (float)(i + 6));
     CHAINS6(Y_INIT)
     const __m256 c = _mm256_set1_ps(1.0000001f), d = _mm256_set1_ps(1e-7f);
     for (long it = 0; it < n; it++) {
-#define Y_STEP(i) a##i = _mm256_add_ps(a##i, d); m##i = _mm256_mul_ps(m##i, c);
+#define Y_STEP(i) a##i = _mm256_fmadd_ps(a##i, c, d); m##i = _mm256_fmadd_ps(m##i, c, d);
         CHAINS6(Y_STEP)
         __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(m0), "+x"(m1), "+x"(m2));
         __asm__ volatile("" : "+x"(a3), "+x"(a4), "+x"(a5), "+x"(m3), "+x"(m4), "+x"(m5));
@@ -80,13 +83,15 @@ static __attribute__((target("avx2"), noinline)) float peak_y(long n, float seed
 }
 #endif
 
-/* 6 multiply and 6 add chains of one float: 12 flops per iteration. */
+/* 12 chains of fmaf on one float (the scalar twins' call; libm's where the
+ * build does not let the compiler emit the instruction): 24 flops per
+ * iteration. */
 static __attribute__((noinline)) float peak_scalar(long n, float seed)
 {
 #define S_INIT(i) float a##i = seed + (float)(i), m##i = seed + (float)(i + 6);
     CHAINS6(S_INIT)
     for (long it = 0; it < n; it++) {
-#define S_STEP(i) a##i = a##i + 1e-7f; m##i = m##i * 1.0000001f;
+#define S_STEP(i) a##i = fmaf(a##i, 1.0000001f, 1e-7f); m##i = fmaf(m##i, 1.0000001f, 1e-7f);
         CHAINS6(S_STEP)
 #if PEAK_X86
         __asm__ volatile("" : "+x"(a0), "+x"(a1), "+x"(a2), "+x"(m0), "+x"(m1), "+x"(m2));
@@ -112,10 +117,10 @@ typedef struct {
 static double peak_flops_per_iter(const char *path)
 {
     if (strcmp(path, "avx512") == 0)
-        return 256;
+        return 512;
     if (strcmp(path, "avx2") == 0)
-        return 96;
-    return 12;
+        return 192;
+    return 24;
 }
 
 static void *peak_worker(void *arg)
@@ -182,7 +187,7 @@ int bench_peak(int argc, char **argv)
     for (int i = 0; i < argc; i++) {
         if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             puts("usage: lockstep bench --peak [--threads T]\n"
-                 "The FP32 peak of T cores (default 1) for separate multiplies and adds (no FMA, as the\n"
+                 "The FP32 peak of T cores (default 1) for fused multiply-adds (2 flops each, as the\n"
                  "dense kernels), on the SIMD path the kernels take now (LOCKSTEP_SIMD applies): the best\n"
                  "of 7 short trials. Prints one line: peak PATH THREADS GFLOP/s.");
             return EXIT_OK;
