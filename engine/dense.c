@@ -21,10 +21,14 @@
  * shape, and tests check it.
  *
  * The loop nest (gemm_z, gemm_y): for each panel of 64 (AVX2: 16) columns of
- * Bm, for each tile of 4 rows of A, the whole reduction r = 0 .. R-1 with
- * the tile's accumulators in registers. A full AVX-512 tile runs
- * micro_z44, one plain loop without masks or branches; edge tiles (fewer
- * rows, fewer or partial vectors) run the same operations with masks.
+ * Bm, for each block of at most 128 rows of the reduction (the forward; the
+ * weight gradient's reduction, the leaf, is never cut), for each tile of 6
+ * (AVX2: 4) rows of A, that block of the reduction with the tile's
+ * accumulators in registers. A full AVX-512 tile runs micro_z64, one plain
+ * loop without masks or branches; edge tiles (fewer rows, fewer or partial
+ * vectors) run the same operations with masks. On AVX-512 a full panel's
+ * block is first copied into a contiguous buffer on the stack (packed, as
+ * BLIS and OpenBLAS do), where it stays in L1 for every tile of rows.
  *
  * The binary is built without -march: the SIMD functions carry
  * __attribute__((target(...))) and are chosen at run time with
@@ -152,17 +156,19 @@ enum { START_ZERO, START_BIAS, START_C };
 enum { END_STORE, END_ADD };
 
 /* Rows of A per tile, and vectors of n per tile, for each ISA. AVX-512 has 32
- * registers: 4 x 4 accumulators + 4 vectors of Bm. Per row r of the
- * reduction a full tile does 4 vector loads of Bm and 16 fused multiply-adds,
+ * registers: 6 x 4 accumulators + 4 vectors of Bm. Per row r of the
+ * reduction a full tile does 4 vector loads of Bm and 24 fused multiply-adds,
  * each taking its element of A as a broadcast memory operand
- * (simd_fmadd_bcast_z, base/simd.h). With separate multiplies and adds (the
- * kernels before 2026-11-26) a Zen 4 core ran them at 90-99% of its mul+add
- * peak on the MLP's shapes; a core with two 512-bit FMA units (Intel's
- * server cores) does twice the flops fused. 32-row calls lose more to the
- * tile's entry and exit, one reason the MLP's default leaf is 64. AVX2 has
- * 16 registers: 4 x 2 accumulators + 2 + the broadcast; AVX2 tiles of 4 x 3
+ * (simd_fmadd_bcast_z, base/simd.h): 12 cycles of a core with two 512-bit FMA
+ * units, with the 10 loads in their shadow. The 4 x 4 tile of the unfused
+ * kernels (a Zen 4 core ran it at 90-99% of its separate mul+add peak) left
+ * the FMA units of a 2-core Intel Xeon waiting on its loads: fused, 6 x 4
+ * runs the MLP's leaf 1.3 times faster than 4 x 4 there (a harness timing
+ * each of the leaf's calls, best of 15). 32-row calls lose more to the tile's
+ * entry and exit, one reason the MLP's default leaf is 64. AVX2 has 16
+ * registers: 4 x 2 accumulators + 2 + the broadcast; AVX2 tiles of 4 x 3
  * and 6 x 2 were no faster (6 x 2 spills with gcc). */
-#define Z_MB 4
+#define Z_MB 6
 #define Z_NV 4
 #define Y_MB 4
 #define Y_NV 2
@@ -173,46 +179,45 @@ enum { END_STORE, END_ADD };
 #if defined(__clang__)
 #define UNROLL _Pragma("clang loop unroll(full)")
 #else
-#define UNROLL _Pragma("GCC unroll 4")
+#define UNROLL _Pragma("GCC unroll 8")
 #endif
 
-/* The micro-kernel of a full tile (4 rows of A, 64 columns of Bm, no
- * masks). Each of the 16 accumulators starts at 0.0f (sp == NULL) or at
+/* The micro-kernel of a full tile (6 rows of A, 64 columns of Bm, no
+ * masks). Each of the 24 accumulators starts at 0.0f (sp == NULL) or at
  * sp[i*sld + 16v ..] (the bias with sld = 0, or C's partial sums with sld =
  * ldc), then acc = fma(A[i][r], Bm[r][16v ..], acc) for r = 0 .. R-1 in order,
  * in registers throughout; then C = acc, or C = C + acc when add_c. A
  * separate function with one plain loop: the compiler keeps its registers for
  * the tile, and the loop has no branch but its own. */
 static __attribute__((target("avx512f"), noinline))
-void micro_z44(const float *sp, size_t sld, float *c, size_t ldc, int add_c,
+void micro_z64(const float *sp, size_t sld, float *c, size_t ldc, int add_c,
                const float *a, size_t a_i, size_t a_r, const float *b, size_t ldb, size_t R)
 {
-    __m512 acc[4][4];
+    __m512 acc[Z_MB][4];
 UNROLL
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < Z_MB; i++)
 UNROLL
         for (int v = 0; v < 4; v++)
             acc[i][v] = sp == NULL ? _mm512_setzero_ps() : _mm512_loadu_ps(sp + (size_t)i * sld + 16 * v);
-    const float *a0 = a, *a1 = a + a_i, *a2 = a + 2 * a_i, *a3 = a + 3 * a_i;
+    const float *x[Z_MB];
+UNROLL
+    for (int i = 0; i < Z_MB; i++)
+        x[i] = a + (size_t)i * a_i;
     for (size_t r = 0; r < R; r++) {
         const __m512 w0 = _mm512_loadu_ps(b), w1 = _mm512_loadu_ps(b + 16), w2 = _mm512_loadu_ps(b + 32),
                      w3 = _mm512_loadu_ps(b + 48);
         b += ldb;
-        const float *x[4] = { a0, a1, a2, a3 };
 UNROLL
-        for (int i = 0; i < 4; i++) {
+        for (int i = 0; i < Z_MB; i++) {
             acc[i][0] = simd_fmadd_bcast_z(acc[i][0], w0, x[i]);
             acc[i][1] = simd_fmadd_bcast_z(acc[i][1], w1, x[i]);
             acc[i][2] = simd_fmadd_bcast_z(acc[i][2], w2, x[i]);
             acc[i][3] = simd_fmadd_bcast_z(acc[i][3], w3, x[i]);
+            x[i] += a_r;
         }
-        a0 += a_r;
-        a1 += a_r;
-        a2 += a_r;
-        a3 += a_r;
     }
 UNROLL
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < Z_MB; i++)
 UNROLL
         for (int v = 0; v < 4; v++) {
             float *p = c + (size_t)i * ldc + 16 * v;
@@ -225,14 +230,14 @@ UNROLL
  * masked by tail), reduction r0 .. r1-1. mb and nv are constants at every
  * call site, so the loops unroll and acc stays in registers. */
 static FORCE_INLINE __attribute__((target("avx512f")))
-void tile_z(const gemm *g, size_t i0, size_t n0, size_t r0, size_t r1, int start, int end,
-            const int mb, const int nv, __mmask16 tail)
+void tile_z(const gemm *g, const float *pb, size_t ldb, size_t i0, size_t n0, size_t r0, size_t r1, int start,
+            int end, const int mb, const int nv, __mmask16 tail)
 {
-    if (mb == Z_MB && nv == Z_NV && tail == (__mmask16)0xFFFF) {
+    if (mb == 6 && nv == Z_NV && tail == (__mmask16)0xFFFF) {
         float *c = g->c + i0 * g->ldc + n0;
         const float *sp = start == START_ZERO ? NULL : start == START_BIAS ? g->bias + n0 : c;
-        micro_z44(sp, start == START_C ? g->ldc : 0, c, g->ldc, end == END_ADD, g->a + i0 * g->a_i, g->a_i,
-                  g->a_r, g->bm + r0 * g->ldb + n0, g->ldb, r1 - r0);
+        micro_z64(sp, start == START_C ? g->ldc : 0, c, g->ldc, end == END_ADD, g->a + i0 * g->a_i + r0 * g->a_r,
+                  g->a_i, g->a_r, pb, ldb, r1 - r0);
         return;
     }
     __m512 acc[Z_MB][Z_NV];
@@ -258,8 +263,7 @@ UNROLL
         }
     }
 
-    const float *pb = g->bm + r0 * g->ldb + n0;
-    const size_t ldb = g->ldb, a_r = g->a_r;
+    const size_t a_r = g->a_r;
     const int full = tail == (__mmask16)0xFFFF;
     const float *pa[Z_MB];
 UNROLL
@@ -372,18 +376,20 @@ UNROLL
 #undef Y_LOAD
 }
 
-/* Columns of n per panel: one tile's width. Each panel of Bm (R rows of 64
- * floats, 200 KiB for the MLP's first layer) is read once per tile of rows
- * of A and stays in L2 while the tiles pass over it; the reduction is not
- * blocked (rc = SIZE_MAX) in either kernel, so every accumulator stays in a
- * register from the first row of the reduction to the last and is stored
- * once. */
+/* Columns of n per panel: one tile's width. A block of at most PACK_ROWS rows
+ * of a panel of Bm is 32 KiB; packed, it stays in L1 while the tiles of rows
+ * of A pass over it. Unpacked, rows 1 KiB apart (the MLP's 256 columns) fall
+ * into a quarter of L1's sets and evict one another: packing made the weight
+ * gradient's calls 8-11% faster, and cutting the forward's reduction into
+ * blocks of 128 (to pack it too) 2-5%. Packing is a copy, so no bits move. */
 #define Z_NB (16 * Z_NV)
+#define PACK_ROWS 128
 #define Y_NB (8 * Y_NV)
 
 static __attribute__((target("avx512f")))
 void gemm_z(const gemm *g, int start, int end, size_t rc)
 {
+    _Alignas(64) float pack[PACK_ROWS * Z_NB];
     for (size_t n0 = 0; n0 < g->N; n0 += Z_NB) {
         const size_t rem = g->N - n0;
         const int nv = rem >= Z_NB ? Z_NV : (int)((rem + 15) / 16);
@@ -393,11 +399,30 @@ void gemm_z(const gemm *g, int start, int end, size_t rc)
         do {   /* at least once, so R == 0 still writes the start value */
             const size_t r1 = g->R - r0 > rc ? r0 + rc : g->R;
             const int st = r0 == 0 ? start : START_C;
+            const float *pb = g->bm + r0 * g->ldb + n0;
+            size_t ldb = g->ldb;
+            if (nv == Z_NV && r1 - r0 <= PACK_ROWS && g->M >= 2 * Z_MB && ldb != Z_NB) {
+                /* A copy: the same values, so the same bits. */
+                for (size_t r = r0; r < r1; r++)
+UNROLL
+                    for (int v = 0; v < Z_NV; v++)
+                        _mm512_store_ps(pack + (r - r0) * Z_NB + 16 * v, _mm512_loadu_ps(pb + (r - r0) * ldb + 16 * v));
+                pb = pack;
+                ldb = Z_NB;
+            }
             for (size_t i0 = 0; i0 < g->M; i0 += Z_MB) {
                 const size_t mrem = g->M - i0;
                 const int mb = mrem >= Z_MB ? Z_MB : (int)mrem;
-#define TZ(MB, NV) tile_z(g, i0, n0, r0, r1, st, end, MB, NV, tail)
+#define TZ(MB, NV) tile_z(g, pb, ldb, i0, n0, r0, r1, st, end, MB, NV, tail)
                 switch (mb * 8 + nv) {
+                case 6 * 8 + 4: TZ(6, 4); break;
+                case 6 * 8 + 3: TZ(6, 3); break;
+                case 6 * 8 + 2: TZ(6, 2); break;
+                case 6 * 8 + 1: TZ(6, 1); break;
+                case 5 * 8 + 4: TZ(5, 4); break;
+                case 5 * 8 + 3: TZ(5, 3); break;
+                case 5 * 8 + 2: TZ(5, 2); break;
+                case 5 * 8 + 1: TZ(5, 1); break;
                 case 4 * 8 + 4: TZ(4, 4); break;
                 case 4 * 8 + 3: TZ(4, 3); break;
                 case 4 * 8 + 2: TZ(4, 2); break;
@@ -468,8 +493,8 @@ void gemm_y(const gemm *g, int start, int end, size_t rc)
     }
 }
 
-/* Reduction block of the forward pass: none (see Z_NB). */
-#define FWD_RC SIZE_MAX
+/* Reduction block of the forward pass (see Z_NB). */
+#define FWD_RC PACK_ROWS
 
 static void gemm_run(int path, const gemm *g, int start, int end, size_t rc)
 {

@@ -75,9 +75,58 @@ def torch_worker(threads, steps, warmup):
     print(f"{steps * BATCH / dt:.1f}")
 
 
+def cpu_flags():
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
+def openblas_core(extra_env=None):
+    """The kernel set OpenBLAS picks here (its OPENBLAS_VERBOSE=2 line), or '?'."""
+    env = dict(os.environ, OPENBLAS_VERBOSE="2", OPENBLAS_NUM_THREADS="1", **(extra_env or {}))
+    out = subprocess.run([sys.executable, "-c", "import torch; torch.ones(2, 2) @ torch.ones(2, 2)"],
+                         env=env, capture_output=True, text=True)
+    for line in (out.stdout + out.stderr).splitlines():
+        if line.startswith("Core: "):
+            return line.split(":", 1)[1].strip()
+    return "?"
+
+
+def peer_openblas_env():
+    """OPENBLAS_CORETYPE for the peer, so that it runs at its best.
+
+    An OpenBLAS older than the CPU does not know its model number and falls
+    back to its oldest x86-64 kernels (Prescott: SSE3): Debian 12's 0.3.21 on
+    a Xeon of model 207 ran PyTorch's GEMMs at a quarter of their speed. Then
+    the kernels for the vector extensions the CPU has are asked for by name,
+    as OpenBLAS documents; a value the user set is kept. Returns (env, note).
+    """
+    if "OPENBLAS_CORETYPE" in os.environ:
+        return {}, f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} as set"
+    found = openblas_core()
+    flags = cpu_flags()
+    if found not in ("Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Sandybridge", "Katmai"):
+        return {}, f"OpenBLAS core {found} (its own detection)"
+    want = None
+    if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
+        want = "Cooperlake" if "avx512_bf16" in flags else "SkylakeX"
+    elif {"avx2", "fma"} <= flags:
+        want = "Haswell"
+    if want is None:
+        return {}, f"OpenBLAS core {found} (its own detection)"
+    got = openblas_core({"OPENBLAS_CORETYPE": want})
+    return {"OPENBLAS_CORETYPE": want}, (f"OpenBLAS detected {found}, older kernels than this CPU runs; "
+                                         f"OPENBLAS_CORETYPE={want} set (OpenBLAS then runs {got})")
+
+
+PEER_ENV = {}
+
+
 def run_torch(threads, steps):
     env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
-               MKL_NUM_THREADS=str(threads))
+               MKL_NUM_THREADS=str(threads), **PEER_ENV)
     out = subprocess.run([sys.executable, __file__, "--worker", str(threads), "--steps", str(steps)],
                          env=env, check=True, capture_output=True, text=True).stdout
     return float(out.split()[-1])
@@ -119,10 +168,13 @@ def main():
                 cpu = line.split(":", 1)[1].strip()
                 break
     blas = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
+    peer_env, blas_note = peer_openblas_env()
+    PEER_ENV.update(peer_env)
     print(f"peer: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
           f"load average {os.getloadavg()[0]:.2f} at start")
     print(f"peer: PyTorch {torch.__version__} (libblas.so.3 -> {blas}), Python {platform.python_version()}; "
           f"lockstep {a.binary}")
+    print(f"peer: {blas_note}")
     print(f"peer: MLP 784-256-256-10, batch {BATCH}, SGD lr {LR} momentum {MOMENTUM}, Fashion-MNIST; "
           f"{a.reps} interleaved repetitions of {a.steps} steps (PyTorch after 20 warm-up steps)")
     ls = {t: [] for t in threads}
