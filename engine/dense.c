@@ -21,14 +21,13 @@
  * shape, and tests check it.
  *
  * The loop nest (gemm_z, gemm_y): for each panel of 64 (AVX2: 16) columns of
- * Bm, for each block of at most 128 rows of the reduction (the forward; the
- * weight gradient's reduction, the leaf, is never cut), for each tile of 6
- * (AVX2: 4) rows of A, that block of the reduction with the tile's
- * accumulators in registers. A full AVX-512 tile runs micro_z64, one plain
- * loop without masks or branches; edge tiles (fewer rows, fewer or partial
- * vectors) run the same operations with masks. On AVX-512 a full panel's
- * block is first copied into a contiguous buffer on the stack (packed, as
- * BLIS and OpenBLAS do), where it stays in L1 for every tile of rows.
+ * Bm, for each tile of 6 (AVX2: 4) rows of A, the whole reduction r = 0 ..
+ * R-1 with the tile's accumulators in registers. A full AVX-512 tile runs
+ * micro_z64, one plain loop without masks or branches; edge tiles (fewer
+ * rows, fewer or partial vectors) run the same operations with masks. On
+ * AVX-512 the weight gradient's panels are first copied into a contiguous
+ * buffer on the stack (packed, as BLIS and OpenBLAS do), where they stay in
+ * L1 for every tile of rows.
  *
  * The binary is built without -march: the SIMD functions carry
  * __attribute__((target(...))) and are chosen at run time with
@@ -376,14 +375,21 @@ UNROLL
 #undef Y_LOAD
 }
 
-/* Columns of n per panel: one tile's width. A block of at most PACK_ROWS rows
- * of a panel of Bm is 32 KiB; packed, it stays in L1 while the tiles of rows
- * of A pass over it. Unpacked, rows 1 KiB apart (the MLP's 256 columns) fall
- * into a quarter of L1's sets and evict one another: packing made the weight
- * gradient's calls 8-11% faster, and cutting the forward's reduction into
- * blocks of 128 (to pack it too) 2-5%. Packing is a copy, so no bits move. */
+/* Columns of n per panel: one tile's width. The reduction is not blocked
+ * (rc = SIZE_MAX) in either kernel, so every accumulator stays in a register
+ * from the first row of the reduction to the last and is stored once. The
+ * weight gradient's panels (the leaf's rows of dout, at most PACK_ROWS = 128
+ * rows of 64 floats, 32 KiB) serve many tiles (784 / 6 for the MLP's first
+ * layer): packed into a contiguous buffer they stay in L1 while the tiles
+ * pass. Unpacked, rows 1 KiB apart (the MLP's 256 columns) fall into a
+ * quarter of L1's sets and evict one another: packing made those calls
+ * 8-11% faster alone. A forward panel (W, up to 784 rows) serves only the
+ * leaf's 64 / 6 tiles: packing it in blocks of 128 rows gained 2-5% alone,
+ * but whole steps ran 1.5% slower with it (median of 9 alternations), so it
+ * is not packed. Packing is a copy, so no bits move. */
 #define Z_NB (16 * Z_NV)
 #define PACK_ROWS 128
+#define PACK_MIN_M 128   /* rows of A a panel must serve to be packed */
 #define Y_NB (8 * Y_NV)
 
 static __attribute__((target("avx512f")))
@@ -401,7 +407,7 @@ void gemm_z(const gemm *g, int start, int end, size_t rc)
             const int st = r0 == 0 ? start : START_C;
             const float *pb = g->bm + r0 * g->ldb + n0;
             size_t ldb = g->ldb;
-            if (nv == Z_NV && r1 - r0 <= PACK_ROWS && g->M >= 2 * Z_MB && ldb != Z_NB) {
+            if (nv == Z_NV && r1 - r0 <= PACK_ROWS && g->M >= PACK_MIN_M && ldb != Z_NB) {
                 /* A copy: the same values, so the same bits. */
                 for (size_t r = r0; r < r1; r++)
 UNROLL
@@ -493,8 +499,8 @@ void gemm_y(const gemm *g, int start, int end, size_t rc)
     }
 }
 
-/* Reduction block of the forward pass (see Z_NB). */
-#define FWD_RC PACK_ROWS
+/* Reduction block of the forward pass: none (see Z_NB). */
+#define FWD_RC SIZE_MAX
 
 static void gemm_run(int path, const gemm *g, int start, int end, size_t rc)
 {
