@@ -11,14 +11,14 @@
  * its own output element, in the same order: one fused multiply-add
  * (_mm256_fmadd_ps, or on AVX-512 vfmadd231ps with A's element as a
  * broadcast operand: simd_fmadd_bcast_z). (Which NaN payload wins when
- * several operands are NaN is not pinned: base/simd.h.) Speed comes from register tiling: a
- * tile of several rows i times several vectors of n keeps its accumulators
- * in registers, so each vector of Bm loaded is used by every row of the
- * tile. Tiling, blocking of the reduction (partial sums stored to C and
- * reloaded: a float store and load are exact) and the tails (masked loads
- * and stores, masked lanes are discarded) change no element's sequence of
- * operations — which is why the bits equal the scalar twin whatever the
- * shape, and tests check it.
+ * several operands are NaN is not pinned: base/simd.h.) Speed comes from
+ * register tiling: a tile of several rows i times several vectors of n
+ * keeps its accumulators in registers, so each vector of Bm loaded is used
+ * by every row of the tile. Tiling, blocking of the reduction (partial
+ * sums stored to C and reloaded: a float store and load are exact), packing
+ * (a copy) and the tails (masked loads and stores, masked lanes are
+ * discarded) change no element's sequence of operations — which is why the
+ * bits equal the scalar twin whatever the shape, and tests check it.
  *
  * The loop nest (gemm_z, gemm_y): for each panel of 64 (AVX2: 16) columns of
  * Bm, for each tile of 6 (AVX2: 4) rows of A, the whole reduction r = 0 ..
@@ -162,7 +162,7 @@ enum { END_STORE, END_ADD };
  * units, with the 10 loads in their shadow. The 4 x 4 tile of the unfused
  * kernels (a Zen 4 core ran it at 90-99% of its separate mul+add peak) left
  * the FMA units of a 2-core Intel Xeon waiting on its loads: fused, 6 x 4
- * runs the MLP's leaf 1.3 times faster than 4 x 4 there (a harness timing
+ * runs the MLP's leaf 1.2 times faster than 4 x 4 there (a harness timing
  * each of the leaf's calls, best of 15). 32-row calls lose more to the tile's
  * entry and exit, one reason the MLP's default leaf is 64. AVX2 has 16
  * registers: 4 x 2 accumulators + 2 + the broadcast; AVX2 tiles of 4 x 3
