@@ -25,9 +25,9 @@
  * R-1 with the tile's accumulators in registers. A full AVX-512 tile runs
  * micro_z64, one plain loop without masks or branches; edge tiles (fewer
  * rows, fewer or partial vectors) run the same operations with masks. On
- * AVX-512 the weight gradient's panels are first copied into a contiguous
- * buffer on the stack (packed, as BLIS and OpenBLAS do), where they stay in
- * L1 for every tile of rows.
+ * AVX-512 a panel that serves many tiles (the weight gradient's) is first
+ * copied into a contiguous buffer on the stack (packed, as BLIS and
+ * OpenBLAS do), where it stays in L1 for every tile of rows.
  *
  * The binary is built without -march: the SIMD functions carry
  * __attribute__((target(...))) and are chosen at run time with
@@ -122,6 +122,41 @@ static int current_path(void)
     return path;
 }
 
+/* The micro-kernel's broadcast form (micro_z64_reg / micro_z64_mem): -1
+ * until first use, then 1 (in registers) or 0 (memory operands). */
+static atomic_int broadcast_form = -1;
+
+static int broadcast_in_register(void)
+{
+    int f = atomic_load_explicit(&broadcast_form, memory_order_relaxed);
+    if (f < 0) {
+#if DENSE_X86
+        __builtin_cpu_init();
+        f = !__builtin_cpu_is("amd");
+#else
+        f = 1;
+#endif
+        int unset = -1;
+        atomic_compare_exchange_strong(&broadcast_form, &unset, f);
+        f = atomic_load(&broadcast_form);
+    }
+    return f;
+}
+
+int dense_set_broadcast(int form)
+{
+    broadcast_in_register();
+    int f = form < 0 ? -1 : form != 0;
+    if (f < 0) {
+#if DENSE_X86
+        f = !__builtin_cpu_is("amd");
+#else
+        f = 1;
+#endif
+    }
+    return atomic_exchange(&broadcast_form, f);
+}
+
 int dense_set_simd(int enabled)
 {
     return simd_set(&simd_choice, enabled);
@@ -157,9 +192,10 @@ enum { END_STORE, END_ADD };
 /* Rows of A per tile, and vectors of n per tile, for each ISA. AVX-512 has 32
  * registers: 6 x 4 accumulators + 4 vectors of Bm. Per row r of the
  * reduction a full tile does 4 vector loads of Bm and 24 fused multiply-adds,
- * each taking its element of A as a broadcast memory operand
- * (simd_fmadd_bcast_z, base/simd.h): 12 cycles of a core with two 512-bit FMA
- * units, with the 10 loads in their shadow. The 4 x 4 tile of the unfused
+ * with each of the 6 elements of A broadcast once into a register (10 loads)
+ * or read by each of its 4 FMAs as a broadcast memory operand (28 loads;
+ * micro_z64_reg / micro_z64_mem say which CPU takes which): 12 cycles of a
+ * core with two 512-bit FMA units. The 4 x 4 tile of the unfused
  * kernels (a Zen 4 core ran it at 90-99% of its separate mul+add peak) left
  * the FMA units of a 2-core Intel Xeon waiting on its loads: fused, 6 x 4
  * runs the MLP's leaf 1.2 times faster than 4 x 4 there (a harness timing
@@ -188,9 +224,9 @@ enum { END_STORE, END_ADD };
  * in registers throughout; then C = acc, or C = C + acc when add_c. A
  * separate function with one plain loop: the compiler keeps its registers for
  * the tile, and the loop has no branch but its own. */
-static __attribute__((target("avx512f"), noinline))
-void micro_z64(const float *sp, size_t sld, float *c, size_t ldc, int add_c,
-               const float *a, size_t a_i, size_t a_r, const float *b, size_t ldb, size_t R)
+static FORCE_INLINE __attribute__((target("avx512f")))
+void micro_z64_body(const int in_register, const float *sp, size_t sld, float *c, size_t ldc, int add_c,
+                    const float *a, size_t a_i, size_t a_r, const float *b, size_t ldb, size_t R)
 {
     __m512 acc[Z_MB][4];
 UNROLL
@@ -208,10 +244,18 @@ UNROLL
         b += ldb;
 UNROLL
         for (int i = 0; i < Z_MB; i++) {
-            acc[i][0] = simd_fmadd_bcast_z(acc[i][0], w0, x[i]);
-            acc[i][1] = simd_fmadd_bcast_z(acc[i][1], w1, x[i]);
-            acc[i][2] = simd_fmadd_bcast_z(acc[i][2], w2, x[i]);
-            acc[i][3] = simd_fmadd_bcast_z(acc[i][3], w3, x[i]);
+            if (in_register) {
+                const __m512 xb = _mm512_set1_ps(*x[i]);
+                acc[i][0] = _mm512_fmadd_ps(xb, w0, acc[i][0]);
+                acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
+                acc[i][2] = _mm512_fmadd_ps(xb, w2, acc[i][2]);
+                acc[i][3] = _mm512_fmadd_ps(xb, w3, acc[i][3]);
+            } else {
+                acc[i][0] = simd_fmadd_bcast_z(acc[i][0], w0, x[i]);
+                acc[i][1] = simd_fmadd_bcast_z(acc[i][1], w1, x[i]);
+                acc[i][2] = simd_fmadd_bcast_z(acc[i][2], w2, x[i]);
+                acc[i][3] = simd_fmadd_bcast_z(acc[i][3], w3, x[i]);
+            }
             x[i] += a_r;
         }
     }
@@ -225,6 +269,28 @@ UNROLL
         }
 }
 
+/* The two ways to give a row's element of A to its four FMAs: broadcast
+ * once into a register (vbroadcastss, then register operands: 10 loads a
+ * reduction row), or as each FMA's memory operand ({1to16}: 28 loads, no
+ * broadcast instruction). The same operations, so the same bits. On Zen 4
+ * a vbroadcastss zmm takes an FP pipe from the arithmetic, and the memory
+ * operands ran faster (base/simd.h); on the Intel Xeon of 2026-11-26, with
+ * two load ports for 24 FMAs in 12 cycles, the broadcasts in registers made
+ * each of the leaf's large calls 14-20% faster (best of 6 alternations). */
+static __attribute__((target("avx512f"), noinline))
+void micro_z64_reg(const float *sp, size_t sld, float *c, size_t ldc, int add_c,
+                   const float *a, size_t a_i, size_t a_r, const float *b, size_t ldb, size_t R)
+{
+    micro_z64_body(1, sp, sld, c, ldc, add_c, a, a_i, a_r, b, ldb, R);
+}
+
+static __attribute__((target("avx512f"), noinline))
+void micro_z64_mem(const float *sp, size_t sld, float *c, size_t ldc, int add_c,
+                   const float *a, size_t a_i, size_t a_r, const float *b, size_t ldb, size_t R)
+{
+    micro_z64_body(0, sp, sld, c, ldc, add_c, a, a_i, a_r, b, ldb, R);
+}
+
 /* One tile: rows i0 .. i0+mb-1, vectors n0 .. n0 + 16*nv - 1 (the last one
  * masked by tail), reduction r0 .. r1-1. mb and nv are constants at every
  * call site, so the loops unroll and acc stays in registers. */
@@ -232,11 +298,12 @@ static FORCE_INLINE __attribute__((target("avx512f")))
 void tile_z(const gemm *g, const float *pb, size_t ldb, size_t i0, size_t n0, size_t r0, size_t r1, int start,
             int end, const int mb, const int nv, __mmask16 tail)
 {
-    if (mb == 6 && nv == Z_NV && tail == (__mmask16)0xFFFF) {
+    if (mb == Z_MB && nv == Z_NV && tail == (__mmask16)0xFFFF) {
         float *c = g->c + i0 * g->ldc + n0;
         const float *sp = start == START_ZERO ? NULL : start == START_BIAS ? g->bias + n0 : c;
-        micro_z64(sp, start == START_C ? g->ldc : 0, c, g->ldc, end == END_ADD, g->a + i0 * g->a_i + r0 * g->a_r,
-                  g->a_i, g->a_r, pb, ldb, r1 - r0);
+        (broadcast_in_register() ? micro_z64_reg : micro_z64_mem)(
+            sp, start == START_C ? g->ldc : 0, c, g->ldc, end == END_ADD, g->a + i0 * g->a_i + r0 * g->a_r, g->a_i,
+            g->a_r, pb, ldb, r1 - r0);
         return;
     }
     __m512 acc[Z_MB][Z_NV];
@@ -377,16 +444,19 @@ UNROLL
 
 /* Columns of n per panel: one tile's width. The reduction is not blocked
  * (rc = SIZE_MAX) in either kernel, so every accumulator stays in a register
- * from the first row of the reduction to the last and is stored once. The
- * weight gradient's panels (the leaf's rows of dout, at most PACK_ROWS = 128
- * rows of 64 floats, 32 KiB) serve many tiles (784 / 6 for the MLP's first
- * layer): packed into a contiguous buffer they stay in L1 while the tiles
- * pass. Unpacked, rows 1 KiB apart (the MLP's 256 columns) fall into a
- * quarter of L1's sets and evict one another: packing made those calls
- * 8-11% faster alone. A forward panel (W, up to 784 rows) serves only the
- * leaf's 64 / 6 tiles: packing it in blocks of 128 rows gained 2-5% alone,
- * but whole steps ran 1.5% slower with it (median of 9 alternations), so it
- * is not packed. Packing is a copy, so no bits move. */
+ * from the first row of the reduction to the last and is stored once. A
+ * panel of at most PACK_ROWS = 128 rows of 64 floats (32 KiB) that serves
+ * at least PACK_MIN_M rows of A is first packed into a contiguous buffer,
+ * where it stays in L1 while the tiles pass. In the MLP's training that is
+ * the weight gradient (the leaf's rows of dout, read by 784 / 6 tiles of
+ * the first layer): unpacked, rows 1 KiB apart (its 256 columns) fall into
+ * a quarter of L1's sets and evict one another, and packing made those
+ * calls 8-11% faster alone. The training's forward panels (W, up to 784
+ * rows) serve only the leaf's 64 / 6 tiles: packing them in blocks of 128
+ * rows gained 2-5% alone but lost 1.5% on whole steps (median of 9
+ * alternations), so the rule leaves them alone (a forward call of 128
+ * samples or more over at most 128 inputs is packed). Packing is a copy,
+ * so no bits move. */
 #define Z_NB (16 * Z_NV)
 #define PACK_ROWS 128
 #define PACK_MIN_M 128   /* rows of A a panel must serve to be packed */

@@ -57,6 +57,11 @@ void dense_backward_weights_scalar(float *dw, float *dbias, const float *in, con
  * LOCKSTEP_SIMD once. Safe to call from any thread at any time; every path
  * gives the same bits. */
 int dense_set_simd(int enabled);
+/* For tests: how the AVX-512 micro-kernel gives A's element to its FMAs:
+ * 1 broadcast into a register, 0 as each FMA's memory operand, -1 the CPU's
+ * choice (memory operands on AMD, registers elsewhere); returns the previous
+ * form. Every form gives the same bits. */
+int dense_set_broadcast(int form);
 /* "avx512", "avx2" or "scalar": the path dense_forward takes now. */
 const char *dense_simd_name(void);
 

@@ -41,8 +41,8 @@ int pool_threads(const pool *p);
  * pieces for the threads (the tree's block size) should size the pieces
  * for these, not for threads that would only wait for a CPU. */
 int pool_active(const pool *p);
-/* Sleeping threads the pool's jobs have woken so far (for tests: back-to-back
- * jobs find their workers awake and wake none). */
+/* Wake signals the pool's jobs have sent to sleeping threads so far (for
+ * tests: back-to-back jobs find their workers awake and send none). */
 size_t pool_wakeups(const pool *p);
 
 /* Calls fn(ctx, w, pool_threads(p)) exactly once for every w in

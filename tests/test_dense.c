@@ -204,7 +204,7 @@ static void check_shape(size_t B, size_t K, size_t N)
 }
 
 /* Every N in 1..70 (all tails of 8 and 16 floats, one to four vectors and
- * more), every B in 1..9 (all row tails of the 4-row tiles), K random in 1..70. */
+ * more), every B in 1..9 (all row tails of the 6-row tiles), K random in 1..70. */
 static void test_all_tails(void **state)
 {
     (void)state;
@@ -259,7 +259,26 @@ static void test_real_shapes(void **state)
     check_shape(63, 257, 200);
 }
 
-/* Full tiles (4 rows x 64 columns) next to every kind of edge: partial row
+/* The micro-kernel's two broadcast forms (registers, memory operands;
+ * dense_set_broadcast) against the naive fused sums, each forced in turn
+ * whatever this CPU would choose: full tiles, packed weight-gradient panels
+ * (B <= 128, K >= 128) and every row tail of a 6-row tile. */
+static void test_broadcast_forms(void **state)
+{
+    (void)state;
+    for (int form = 0; form < 2; form++) {
+        const int prev = dense_set_broadcast(form);
+        rng_state = 0xb0b0ULL + (uint64_t)form;
+        check_shape(64, 784, 256);
+        check_shape(64, 256, 10);
+        check_shape(128, 200, 130);
+        for (size_t B = 1; B <= 13; B++)
+            check_shape(B, 1 + below(150), 64 + below(140));
+        dense_set_broadcast(prev);
+    }
+}
+
+/* Full tiles (6 rows x 64 columns) next to every kind of edge: partial row
  * tiles, partial column panels of 1 to 4 vectors, and reductions of 1 and
  * of many rows, so the micro-kernel of full tiles and the edge tiles meet in
  * one call. */
@@ -372,14 +391,14 @@ static void test_accumulate_adds_sum(void **state)
  * squared is 1 + 2^-11 + 2^-24 exactly, and added to -(1 + 2^-11) it leaves
  * 2^-24. A rounded product first (1 + 2^-24 is a tie between two floats,
  * which goes to the even 1 + 2^-11) would leave 0. The one term stands at
- * every position of the shapes (each row of a 4-row tile, each lane of each
+ * every position of the shapes (each row of a 6-row tile, each lane of each
  * vector, full micro-kernel tiles and edge tiles), the rest of the sum being
  * exact zeros (adding +0 x +0 to a nonzero sum changes nothing). */
 static void test_terms_are_fused(void **state)
 {
     (void)state;
     const float x = 1.0f + 0x1p-12f, start = -(1.0f + 0x1p-11f), want = 0x1p-24f;
-    const size_t shapes[][3] = { { 4, 5, 64 }, { 9, 3, 70 }, { 64, 2, 256 }, { 1, 1, 1 }, { 3, 4, 17 } };
+    const size_t shapes[][3] = { { 4, 5, 64 }, { 9, 3, 70 }, { 64, 2, 256 }, { 1, 1, 1 }, { 3, 4, 17 }, { 2, 200, 128 } };
     for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++) {
         const size_t B = shapes[sh][0], K = shapes[sh][1], N = shapes[sh][2];
         float *in = calloc(B * K, sizeof(float)), *w = calloc(K * N, sizeof(float));
@@ -471,6 +490,7 @@ int main(void)
         cmocka_unit_test(test_random_shapes),
         cmocka_unit_test(test_empty_dims),
         cmocka_unit_test(test_real_shapes),
+        cmocka_unit_test(test_broadcast_forms),
         cmocka_unit_test(test_panel_edges),
         cmocka_unit_test(test_transpose),
         cmocka_unit_test(test_accumulate_adds_sum),
