@@ -126,16 +126,22 @@ static int current_path(void)
  * until first use, then 1 (in registers) or 0 (memory operands). */
 static atomic_int broadcast_form = -1;
 
+/* The CPU's form: memory operands on AMD, registers elsewhere. */
+static int broadcast_default(void)
+{
+#if DENSE_X86
+    __builtin_cpu_init();
+    return !__builtin_cpu_is("amd");
+#else
+    return 1;
+#endif
+}
+
 static int broadcast_in_register(void)
 {
     int f = atomic_load_explicit(&broadcast_form, memory_order_relaxed);
     if (f < 0) {
-#if DENSE_X86
-        __builtin_cpu_init();
-        f = !__builtin_cpu_is("amd");
-#else
-        f = 1;
-#endif
+        f = broadcast_default();
         int unset = -1;
         atomic_compare_exchange_strong(&broadcast_form, &unset, f);
         f = atomic_load(&broadcast_form);
@@ -146,15 +152,7 @@ static int broadcast_in_register(void)
 int dense_set_broadcast(int form)
 {
     broadcast_in_register();
-    int f = form < 0 ? -1 : form != 0;
-    if (f < 0) {
-#if DENSE_X86
-        f = !__builtin_cpu_is("amd");
-#else
-        f = 1;
-#endif
-    }
-    return atomic_exchange(&broadcast_form, f);
+    return atomic_exchange(&broadcast_form, form < 0 ? broadcast_default() : form != 0);
 }
 
 int dense_set_simd(int enabled)
