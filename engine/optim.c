@@ -3,7 +3,15 @@
 
 #include "../base/simd.h"
 
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define OPTIM_X86 1
+#include <immintrin.h>
+#else
+#define OPTIM_X86 0
+#endif
+
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -155,6 +163,254 @@ static void sgd_range(float *po, const float *p, const float *restrict grad, flo
         ADAMW_LOOP(GRAD, m[i] / bc1, v[i] / bc2)  \
     }
 
+/* ---- Tiny values: AdamW's float arithmetic without subnormal operands. ----
+ *
+ * Why. A weight whose gradient is exactly 0 for good (a dead ReLU unit, an
+ * input pixel that is 0 in every image) has its moments decay to the bottom
+ * of the subnormal range and stay there: 0.9·m rounds back to m once m is
+ * at most 4·2^-149, and 0.999·v once v is at most 500·2^-149. Intel cores
+ * take a microcode assist of about 130 cycles for every vector multiply,
+ * divide or square root that reads or makes a subnormal (add, compare and
+ * the conversions between float and binary64 do not), so a long MLP
+ * training spent half its time in this loop (README, Performance).
+ * Flushing them to zero would change the bits, which the contract forbids.
+ *
+ * How. On the AVX-512 path (adamw_z) a lane where some operand is tiny
+ * (|θ|, |m| or |v| below TINY_STATE, or |g| below TINY_GRAD, and not 0) is
+ * set aside, packed with others, and computed by adamw_binary64_z (whose
+ * scalar twin is adamw_binary64): each float operation of
+ * ADAMW_LOOP done in binary64, in the same order, and rounded to float by
+ * a conversion. For +, −, ×, ÷ and sqrt of floats, rounding the binary64
+ * result to float gives the correctly rounded float result (binary64 has
+ * more than 2·24 + 2 bits: double rounding is innocuous), and a product
+ * or sum of floats is exact in binary64. Every binary64 intermediate is
+ * normal, and the conversions handle subnormals at full speed (measured on
+ * the Xeon: vcvtpd2ps making subnormals and vcvtps2pd reading them run as
+ * fast as on normal numbers, where a vector multiply that reads one takes
+ * 80 times as long). So both paths give the same bits for every finite
+ * input, and
+ * which lanes take which is only a matter of speed: test_reference.c
+ * compares them with the float formula element by element; a lane with a
+ * NaN or an infinity takes the plain operations. */
+#define TINY_STATE 0x1p-96f   /* |m|, |v|, |θ| below this: products within 2^30 of the subnormals */
+#define TINY_GRAD 0x1p-40f    /* |g| below this: g·g and (1−β2)·g·g near them */
+#define EXACT_LANES 32        /* tiny lanes computed together (adamw_binary64_z) */
+
+static simd_switch simd_choice = SIMD_SWITCH_INIT;
+
+/* The AdamW hyperparameters of a step, as adamw_range's arguments. */
+typedef struct {
+    float lr, b1, b2, bc1, bc2, eps, decay, c, div, scale;
+} adamw_hyper;
+
+/* ADAMW_LOOP's operations, one by one, in binary64, each result rounded to
+ * float by a conversion (F32). The divisions by bc1 and bc2 are always
+ * done: by 1.0 they are exact, as the plain loop's skipping them. */
+#define F32(x) ((double)(float)(x))
+#define ADAMW_BINARY64_LOOP(GRAD)                                                             \
+    _Pragma("omp simd")                                                                       \
+    for (size_t i = 0; i < n; i++) {                                                          \
+        float gf = (float)(GRAD);   /* clipped in float, as the plain loop: compares only */  \
+        gf = gf > c ? c : gf;                                                                 \
+        gf = gf < -c ? -c : gf;                                                               \
+        const double g = gf;                                                                  \
+        const double mi = F32(F32(b1 * (double)m[i]) + F32(one_b1 * g));                     \
+        const double vi = F32(F32(b2 * (double)v[i]) + F32(one_b2 * F32(g * g)));            \
+        const double mhat = F32(mi / bc1), vhat = F32(vi / bc2);                              \
+        const double q = F32((double)p[i] * decay);                                          \
+        const double den = F32(F32(sqrt(vhat)) + eps);                                       \
+        po[i] = (float)(q - F32(lr * F32(mhat / den)));                                      \
+        m[i] = (float)mi;                                                                     \
+        v[i] = (float)vi;                                                                     \
+    }
+
+LS_SIMD_CLONES
+static void adamw_binary64(float *po, const float *p, const float *restrict grad, float *restrict m,
+                           float *restrict v, size_t n, const adamw_hyper *h)
+{
+    const float c = h->c;
+    const double b1 = h->b1, b2 = h->b2, one_b1 = 1.0f - h->b1, one_b2 = 1.0f - h->b2;
+    const double bc1 = h->bc1, bc2 = h->bc2, eps = h->eps, decay = h->decay, lr = h->lr;
+    const double scale = h->scale, div = h->div;
+    if (scale != 0.0) {
+        ADAMW_BINARY64_LOOP((double)grad[i] * scale)
+    } else {
+        ADAMW_BINARY64_LOOP((double)grad[i] / div)
+    }
+}
+
+#if OPTIM_X86
+#define FORCE_INLINE inline __attribute__((always_inline))
+#endif
+
+/* -1: no lane takes the binary64 path, 0: the tiny lanes, 1: every finite
+ * lane (optim_set_exact_lanes). */
+static _Atomic int exact_lanes;
+
+#if OPTIM_X86
+/* |x| in (0, bound) as bits: x's magnitude bits minus 1 below bound's minus
+ * 1, unsigned (0 wraps around; NaN and infinities are above any bound). */
+static FORCE_INLINE __attribute__((target("avx512f")))
+__mmask16 tiny_z(__m512 x, uint32_t bound)
+{
+    const __m512i mag = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF));
+    return _mm512_cmplt_epu32_mask(_mm512_sub_epi32(mag, _mm512_set1_epi32(1)), _mm512_set1_epi32((int)(bound - 1)));
+}
+
+static FORCE_INLINE __attribute__((target("avx512f")))
+__mmask16 finite_z(__m512 x)
+{
+    const __m512i mag = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF));
+    return _mm512_cmplt_epu32_mask(mag, _mm512_set1_epi32(0x7F800000));
+}
+
+/* F32 on 8 lanes: two conversions, which meet subnormals at full speed. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+__m512d f32_z(__m512d x)
+{
+    return _mm512_cvtps_pd(_mm512_cvtpd_ps(x));
+}
+
+/* adamw_binary64 on 32 lanes, four vectors of 8 side by side, written out
+ * so that no compiler narrows a binary64 operation between two roundings
+ * back into the float operation it equals (which would meet the
+ * subnormals again: same bits, but the assists come back). */
+static __attribute__((target("avx512f")))
+void adamw_binary64_z(float *po, const float *p, const float *restrict grad, float *restrict m,
+                      float *restrict v, const adamw_hyper *h)
+{
+#define R f32_z
+#define ADD _mm512_add_pd
+#define MUL _mm512_mul_pd
+#define DIV _mm512_div_pd
+#define EACH _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+    const __m512d b1 = _mm512_set1_pd(h->b1), b2 = _mm512_set1_pd(h->b2);
+    const __m512d one_b1 = _mm512_set1_pd(1.0f - h->b1), one_b2 = _mm512_set1_pd(1.0f - h->b2);
+    const __m512d bc1 = _mm512_set1_pd(h->bc1), bc2 = _mm512_set1_pd(h->bc2);
+    const __m512d c = _mm512_set1_pd(h->c), nc = _mm512_set1_pd(-h->c);
+    const __m512d eps = _mm512_set1_pd(h->eps), decay = _mm512_set1_pd(h->decay), lr = _mm512_set1_pd(h->lr);
+    const __m512d scale = _mm512_set1_pd(h->scale), div = _mm512_set1_pd(h->div);
+    __m512d g[4], mi[4], vi[4], x[4];
+    EACH {
+        const __m512d gr = _mm512_cvtps_pd(_mm256_loadu_ps(grad + 8 * j));
+        g[j] = h->scale != 0.0f ? R(MUL(gr, scale)) : R(DIV(gr, div));
+        g[j] = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(g[j], c, _CMP_GT_OQ), g[j], c);    /* g > c ? c : g */
+        g[j] = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(g[j], nc, _CMP_LT_OQ), g[j], nc);  /* g < -c ? -c : g */
+    }
+    EACH mi[j] = R(ADD(R(MUL(b1, _mm512_cvtps_pd(_mm256_loadu_ps(m + 8 * j)))), R(MUL(one_b1, g[j]))));
+    EACH vi[j] = R(ADD(R(MUL(b2, _mm512_cvtps_pd(_mm256_loadu_ps(v + 8 * j)))), R(MUL(one_b2, R(MUL(g[j], g[j]))))));
+    EACH x[j] = R(ADD(R(_mm512_sqrt_pd(R(DIV(vi[j], bc2)))), eps));   /* the denominator */
+    EACH x[j] = R(MUL(lr, R(DIV(R(DIV(mi[j], bc1)), x[j]))));         /* lr · m̂ / den */
+    EACH x[j] = _mm512_sub_pd(R(MUL(_mm512_cvtps_pd(_mm256_loadu_ps(p + 8 * j)), decay)), x[j]);
+    EACH {
+        _mm256_storeu_ps(m + 8 * j, _mm512_cvtpd_ps(mi[j]));
+        _mm256_storeu_ps(v + 8 * j, _mm512_cvtpd_ps(vi[j]));
+        _mm256_storeu_ps(po + 8 * j, _mm512_cvtpd_ps(x[j]));
+    }
+#undef R
+#undef ADD
+#undef MUL
+#undef DIV
+#undef EACH
+}
+
+/* The tiny lanes of a range wait here, packed, until there are EXACT_LANES
+ * of them; the unused slots hold harmless values (1, 0) for the last call. */
+typedef struct {
+    float p[EXACT_LANES + 16], g[EXACT_LANES + 16], m[EXACT_LANES + 16], v[EXACT_LANES + 16];
+    float out[EXACT_LANES + 16];
+    uint32_t at[EXACT_LANES + 16];
+    size_t n;
+} tiny_lanes;
+
+static __attribute__((target("avx512f")))
+void tiny_flush(tiny_lanes *t, size_t count, float *po, float *restrict m, float *restrict v, const adamw_hyper *h)
+{
+    adamw_binary64_z(t->out, t->p, t->g, t->m, t->v, h);
+    for (size_t j = 0; j < count; j++) {   /* copies of bits, no arithmetic */
+        po[t->at[j]] = t->out[j];
+        m[t->at[j]] = t->m[j];
+        v[t->at[j]] = t->v[j];
+    }
+    const size_t rest = t->n - count;   /* fewer than 16 */
+    memmove(t->p, t->p + count, rest * sizeof(float));
+    memmove(t->g, t->g + count, rest * sizeof(float));
+    memmove(t->m, t->m + count, rest * sizeof(float));
+    memmove(t->v, t->v + count, rest * sizeof(float));
+    memmove(t->at, t->at + count, rest * sizeof(uint32_t));
+    t->n = rest;
+}
+
+/* ADAMW_LOOP on 16 lanes, the tiny ones set aside for the binary64 path
+ * (tiny_flush, EXACT_LANES at a time): their operands are replaced by 1 and
+ * 0 so the plain operations meet no subnormal, and their plain results are
+ * overwritten by the binary64 ones (a flush comes after the plain stores of
+ * the lanes it holds). mode: as exact_lanes. */
+static __attribute__((target("avx512f")))
+void adamw_z(float *po, const float *p, const float *restrict grad, float *restrict m, float *restrict v, size_t n,
+             const adamw_hyper *h, int mode)
+{
+    const __m512 b1 = _mm512_set1_ps(h->b1), b2 = _mm512_set1_ps(h->b2);
+    const __m512 one_b1 = _mm512_set1_ps(1.0f - h->b1), one_b2 = _mm512_set1_ps(1.0f - h->b2);
+    const __m512 bc1 = _mm512_set1_ps(h->bc1), bc2 = _mm512_set1_ps(h->bc2), c = _mm512_set1_ps(h->c);
+    const __m512 nc = _mm512_set1_ps(-h->c), eps = _mm512_set1_ps(h->eps), decay = _mm512_set1_ps(h->decay);
+    const __m512 lr = _mm512_set1_ps(h->lr), scale = _mm512_set1_ps(h->scale), div = _mm512_set1_ps(h->div);
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const int by_scale = h->scale != 0.0f, div1 = h->bc1 != 1.0f, div2 = h->bc2 != 1.0f;
+    uint32_t state_bound, grad_bound;
+    memcpy(&state_bound, &(float){ TINY_STATE }, sizeof state_bound);
+    memcpy(&grad_bound, &(float){ TINY_GRAD }, sizeof grad_bound);
+    tiny_lanes t;
+    t.n = 0;
+    for (size_t i = 0; i < n; i += 16) {
+        const __mmask16 in = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        __m512 P = _mm512_maskz_loadu_ps(in, p + i), G = _mm512_maskz_loadu_ps(in, grad + i);
+        __m512 M = _mm512_maskz_loadu_ps(in, m + i), V = _mm512_maskz_loadu_ps(in, v + i);
+        __mmask16 tiny = 0;
+        if (mode >= 0) {
+            const __mmask16 fin = finite_z(P) & finite_z(G) & finite_z(M) & finite_z(V) & in;
+            tiny = mode > 0 ? fin
+                            : (tiny_z(P, state_bound) | tiny_z(M, state_bound) | tiny_z(V, state_bound) |
+                               tiny_z(G, grad_bound)) & fin;
+        }
+        if (tiny) {
+            const __m512i at = _mm512_add_epi32(_mm512_set1_epi32((int)i), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8,
+                                                                                             9, 10, 11, 12, 13, 14, 15));
+            _mm512_mask_compressstoreu_ps(t.p + t.n, tiny, P);
+            _mm512_mask_compressstoreu_ps(t.g + t.n, tiny, G);
+            _mm512_mask_compressstoreu_ps(t.m + t.n, tiny, M);
+            _mm512_mask_compressstoreu_ps(t.v + t.n, tiny, V);
+            _mm512_mask_compressstoreu_epi32(t.at + t.n, tiny, at);
+            t.n += (size_t)__builtin_popcount(tiny);
+            P = _mm512_mask_mov_ps(P, tiny, one);
+            M = _mm512_mask_mov_ps(M, tiny, one);
+            V = _mm512_mask_mov_ps(V, tiny, one);
+            G = _mm512_mask_mov_ps(G, tiny, _mm512_setzero_ps());
+        }
+        __m512 g = by_scale ? _mm512_mul_ps(G, scale) : _mm512_div_ps(G, div);
+        g = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(g, c, _CMP_GT_OQ), g, c);    /* g > c ? c : g */
+        g = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(g, nc, _CMP_LT_OQ), g, nc);  /* g < -c ? -c : g */
+        M = _mm512_add_ps(_mm512_mul_ps(b1, M), _mm512_mul_ps(one_b1, g));
+        V = _mm512_add_ps(_mm512_mul_ps(b2, V), _mm512_mul_ps(one_b2, _mm512_mul_ps(g, g)));
+        const __m512 mhat = div1 ? _mm512_div_ps(M, bc1) : M, vhat = div2 ? _mm512_div_ps(V, bc2) : V;
+        const __m512 q = _mm512_mul_ps(P, decay);
+        const __m512 out = _mm512_sub_ps(q, _mm512_mul_ps(lr, _mm512_div_ps(mhat, _mm512_add_ps(_mm512_sqrt_ps(vhat), eps))));
+        _mm512_mask_storeu_ps(m + i, in, M);
+        _mm512_mask_storeu_ps(v + i, in, V);
+        _mm512_mask_storeu_ps(po + i, in, out);
+        if (t.n >= EXACT_LANES)
+            tiny_flush(&t, EXACT_LANES, po, m, v, h);
+    }
+    if (t.n > 0) {
+        for (size_t j = t.n; j < EXACT_LANES; j++) {
+            t.p[j] = t.m[j] = t.v[j] = 1.0f;
+            t.g[j] = 0.0f;
+        }
+        tiny_flush(&t, t.n, po, m, v, h);
+    }
+}
+#endif
+
 LS_SIMD_CLONES
 static void adamw_range(float *po, const float *p, const float *restrict grad, float *restrict m,
                         float *restrict v, size_t n, float lr, float b1, float b2, float bc1, float bc2, float eps,
@@ -166,6 +422,43 @@ static void adamw_range(float *po, const float *p, const float *restrict grad, f
     } else {
         ADAMW_BIAS(GRAD_DIVIDED)
     }
+}
+
+/* The AVX-512 path sets the tiny lanes aside; elsewhere the plain loop (the
+ * same bits), or, with every lane asked for, the binary64 path's scalar
+ * twin (for tests). */
+static void adamw(float *po, const float *p, const float *restrict grad, float *restrict m, float *restrict v,
+                  size_t n, const adamw_hyper *h)
+{
+    const int mode = atomic_load_explicit(&exact_lanes, memory_order_relaxed);
+#if OPTIM_X86
+    if (simd_path(&simd_choice) == SIMD_PATH_AVX512) {
+        adamw_z(po, p, grad, m, v, n, h, mode);
+        return;
+    }
+#endif
+    if (mode > 0) {
+        for (size_t i = 0; i < n; i++) {
+            const int special = !isfinite(p[i]) || !isfinite(grad[i]) || !isfinite(m[i]) || !isfinite(v[i]);
+            if (special)
+                adamw_range(po + i, p + i, grad + i, m + i, v + i, 1, h->lr, h->b1, h->b2, h->bc1, h->bc2, h->eps,
+                            h->decay, h->c, h->div, h->scale);
+            else
+                adamw_binary64(po + i, p + i, grad + i, m + i, v + i, 1, h);
+        }
+        return;
+    }
+    adamw_range(po, p, grad, m, v, n, h->lr, h->b1, h->b2, h->bc1, h->bc2, h->eps, h->decay, h->c, h->div, h->scale);
+}
+
+int optim_set_simd(int enabled)
+{
+    return simd_set(&simd_choice, enabled);
+}
+
+int optim_set_exact_lanes(int mode)
+{
+    return atomic_exchange(&exact_lanes, mode < 0 ? -1 : mode > 0 ? 1 : 0);
 }
 
 /* 1 / div when that is exact and x · (1 / div) rounds as x / div for every
@@ -190,8 +483,10 @@ void optim_update(const optim *o, float *out, const float *in, const float *grad
         sgd_range(out + lo, in + lo, grad + lo, o->m + lo, hi - lo, o->lr, o->momentum, o->weight_decay, c, grad_div,
                   scale);
     else
-        adamw_range(out + lo, in + lo, grad + lo, o->m + lo, o->v + lo, hi - lo, o->lr, o->beta1, o->beta2,
-                    o->bc1, o->bc2, o->eps, o->decay, c, grad_div, scale);
+    {
+        const adamw_hyper h = { o->lr, o->beta1, o->beta2, o->bc1, o->bc2, o->eps, o->decay, c, grad_div, scale };
+        adamw(out + lo, in + lo, grad + lo, o->m + lo, o->v + lo, hi - lo, &h);
+    }
 }
 
 size_t optim_state_bytes(const optim *o)

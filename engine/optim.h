@@ -36,6 +36,17 @@ void optim_begin_step(optim *o);
 void optim_update(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
                   size_t hi);
 
+/* For tests: AdamW's lanes with tiny operands take a binary64 path that
+ * gives the plain float loop's bits without subnormal arithmetic (optim.c).
+ * -1: no lane takes it, 1: every lane whose operands are finite, 0: the
+ * default, the lanes with a tiny operand (on the AVX-512 path; elsewhere
+ * the plain loop, or with 1 the binary64 path's scalar twin). Returns the
+ * previous mode. */
+int optim_set_exact_lanes(int mode);
+/* The binary64 path's SIMD switch (base/simd.h): 0 its scalar twin, 1 the
+ * best the CPU has; returns the previous setting. Same bits either way. */
+int optim_set_simd(int enabled);
+
 /* The whole state as one block of bytes (for checkpoints and their hash). */
 size_t optim_state_bytes(const optim *o);
 void *optim_state_ptr(optim *o);

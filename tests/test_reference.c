@@ -311,6 +311,117 @@ static void test_adamw_is_its_formula(void **state)
     optim_destroy(o);
 }
 
+/* AdamW where its operands are tiny: moments that decay to the bottom of
+ * the subnormal range under gradients of exactly 0 (and stay there),
+ * subnormal and near-subnormal gradients and weights. optim.c takes such
+ * blocks through binary64 (no subnormal arithmetic, for speed on cores
+ * that assist on it); every way of running the update must give the float
+ * formula's bits, computed here with float operations: the plain loop for
+ * every block, the binary64 path for every block (its AVX-512 form where
+ * the CPU has it, and its scalar twin), and the default choice by block.
+ * β = 0.5 puts products exactly halfway between subnormals (ties to even). */
+static void test_adamw_tiny_operands(void **state)
+{
+    (void)state;
+    const char *betas[][2] = { { "0.9", "0.999" }, { "0.5", "0.75" } };
+    enum { N = 1031, STEPS = 400, WAYS = 5 };
+    const int modes[WAYS] = { -1, 1, 1, 0, 0 }, simd[WAYS] = { 1, 1, 0, 1, 0 };
+    float *p[WAYS], *g = malloc(N * sizeof *g), *q = malloc(N * sizeof *q), *m = malloc(N * sizeof *m),
+          *v = malloc(N * sizeof *v);
+    for (int w = 0; w < WAYS; w++)
+        p[w] = malloc(N * sizeof *p[w]);
+    size_t sub_m = 0, sub_v = 0, sub_p = 0, sub_g = 0;
+    for (size_t k = 0; k < sizeof betas / sizeof betas[0]; k++) {
+        ls_config cfg;
+        ls_err err = { { 0 } };
+        assert_int_equal(config_defaults(&cfg, "teacher", "mlp", &err), LS_OK);
+        const char *set[][2] = { { "optimizer", "adamw" }, { "lr", "0.01" },       { "weight_decay", "0.1" },
+                                 { "clip", "3" },          { "beta1", betas[k][0] }, { "beta2", betas[k][1] } };
+        for (size_t i = 0; i < sizeof set / sizeof set[0]; i++)
+            assert_int_equal(config_set(&cfg, set[i][0], set[i][1], 0, &err), LS_OK);
+        optim *o[WAYS];
+        for (int w = 0; w < WAYS; w++)
+            assert_int_equal(optim_create(&o[w], &cfg, N, &err), LS_OK);
+        uint64_t x = 0xD1B54A32D192ED03u + k;
+        uint8_t kind[N];
+        for (size_t i = 0; i < N; i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            kind[i] = (uint8_t)(x % 5);   /* 0: dead after a start, 1: dead (and θ tiny), 2: tiny, 3, 4: live */
+            const uint32_t r = (uint32_t)(x >> 32);
+            float w0 = (float)(int32_t)r * 0x1p-32f;
+            if (kind[i] == 1 || kind[i] == 2)
+                w0 = ldexpf(w0, -(int)(r % 140));   /* down into the subnormals */
+            for (int w = 0; w < WAYS; w++)
+                p[w][i] = w0;
+            q[i] = w0;
+            m[i] = v[i] = 0.0f;
+        }
+        const float b1 = cfg.beta1, b2 = cfg.beta2, lr = cfg.lr, eps = cfg.eps, c = cfg.clip;
+        const float one_b1 = 1.0f - b1, one_b2 = 1.0f - b2, decay = 1.0f - lr * cfg.weight_decay;
+        float b1t = 1.0f, b2t = 1.0f;
+        for (int t = 1; t <= STEPS; t++) {
+            for (size_t i = 0; i < N; i++) {
+                x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                const uint32_t r = (uint32_t)(x >> 32);
+                const float u = (float)(int32_t)r * 0x1p-31f;
+                if (kind[i] <= 1)   /* 0 or -0: a negative moment that rounds to zero stays -0 */
+                    g[i] = t <= 3 && kind[i] == 0 ? ldexpf(u, -(int)(r % 60)) : (r & 1) ? -0.0f : 0.0f;
+                else if (kind[i] == 2)
+                    g[i] = ldexpf(u, -40 - (int)(r % 110));
+                else
+                    g[i] = u;
+                sub_g += fpclassify(g[i]) == FP_SUBNORMAL;
+            }
+            volatile float div = t % 3 == 0 ? 37.0f : t % 3 == 1 ? 128.0f : 1.0f;
+            for (int w = 0; w < WAYS; w++) {
+                const int mode = optim_set_exact_lanes(modes[w]), on = optim_set_simd(simd[w]);
+                optim_begin_step(o[w]);
+                optim_update(o[w], p[w], p[w], g, div, 0, N / 2);   /* two ranges, as two threads */
+                optim_update(o[w], p[w], p[w], g, div, N / 2, N);
+                optim_set_exact_lanes(mode);
+                optim_set_simd(on);
+            }
+            b1t = b1t * b1;
+            b2t = b2t * b2;
+            volatile float bc1 = 1.0f - b1t, bc2 = 1.0f - b2t;
+            for (size_t i = 0; i < N; i++) {
+                float gi = g[i] / div;
+                gi = gi > c ? c : gi;
+                gi = gi < -c ? -c : gi;
+                m[i] = b1 * m[i] + one_b1 * gi;
+                v[i] = b2 * v[i] + one_b2 * (gi * gi);
+                const float mhat = m[i] / bc1, vhat = v[i] / bc2;
+                q[i] = q[i] * decay - lr * (mhat / (sqrtf(vhat) + eps));
+                sub_m += fpclassify(m[i]) == FP_SUBNORMAL;
+                sub_v += fpclassify(v[i]) == FP_SUBNORMAL;
+                sub_p += fpclassify(q[i]) == FP_SUBNORMAL;
+                for (int w = 0; w < WAYS; w++) {   /* θ and the moments (the state's last 2N floats) */
+                    const float *mv = (const float *)((const unsigned char *)optim_state_ptr(o[w]) +
+                                                      optim_state_bytes(o[w]) - 2 * N * sizeof(float));
+                    const float got[3] = { p[w][i], mv[i], mv[N + i] }, want[3] = { q[i], m[i], v[i] };
+                    for (int j = 0; j < 3; j++)
+                        if (memcmp(&got[j], &want[j], sizeof got[j]) != 0)
+                            fail_msg("betas %s/%s, step %d, element %zu, %s, way %d (blocks %d, simd %d): "
+                                     "optimiser %a, formula %a",
+                                     betas[k][0], betas[k][1], t, i, j == 0 ? "theta" : j == 1 ? "m" : "v", w,
+                                     modes[w], simd[w], (double)got[j], (double)want[j]);
+                }
+            }
+        }
+        for (int w = 0; w < WAYS; w++)
+            optim_destroy(o[w]);
+    }
+    print_message("subnormal m %zu, v %zu, theta %zu, gradients %zu\n", sub_m, sub_v, sub_p, sub_g);
+    /* the cases this test is for did occur, many times */
+    assert_true(sub_m > 2000 && sub_v > 5000 && sub_p > 5000 && sub_g > 5000);
+    for (int w = 0; w < WAYS; w++)
+        free(p[w]);
+    free(g);
+    free(q);
+    free(m);
+    free(v);
+}
+
 /* SGD with momentum, weight decay and a clip, against its formula (optim.h),
  * in place and into another buffer in turn. */
 static void test_sgd_is_its_formula(void **state)
@@ -424,6 +535,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_mlp_finish_is_division),
         cmocka_unit_test(test_adamw_is_its_formula),
+        cmocka_unit_test(test_adamw_tiny_operands),
         cmocka_unit_test(test_sgd_is_its_formula),
         cmocka_unit_test(test_teacher),
         cmocka_unit_test(test_fashion),
