@@ -198,6 +198,10 @@ static void sgd_range(float *po, const float *p, const float *restrict grad, flo
 
 static simd_switch simd_choice = SIMD_SWITCH_INIT;
 
+static void adamw_range(float *po, const float *p, const float *restrict grad, float *restrict m,
+                        float *restrict v, size_t n, float lr, float b1, float b2, float bc1, float bc2, float eps,
+                        float decay, float c, float div, float scale);
+
 /* The AdamW hyperparameters of a step, as adamw_range's arguments. */
 typedef struct {
     float lr, b1, b2, bc1, bc2, eps, decay, c, div, scale;
@@ -246,6 +250,7 @@ static void adamw_binary64(float *po, const float *p, const float *restrict grad
 /* -1: no lane takes the binary64 path, 0: the tiny lanes, 1: every finite
  * lane (optim_set_exact_lanes). */
 static _Atomic int exact_lanes;
+static atomic_size_t binary64_lanes;   /* optim_binary64_lanes */
 
 #if OPTIM_X86
 /* |x| in (0, bound) as bits: x's magnitude bits minus 1 below bound's minus
@@ -271,47 +276,58 @@ __m512d f32_z(__m512d x)
     return _mm512_cvtps_pd(_mm512_cvtpd_ps(x));
 }
 
-/* adamw_binary64 on 32 lanes, four vectors of 8 side by side, written out
- * so that no compiler narrows a binary64 operation between two roundings
- * back into the float operation it equals (which would meet the
- * subnormals again: same bits, but the assists come back). */
+/* adamw_binary64's operations on one vector of binary64 lanes: g the
+ * clipped gradient, M, V, P the old m, v and θ; mi, vi and x (θ after the
+ * step, not yet rounded) out. The vector forms below name R (round to
+ * float and back), the operations and the broadcast hyperparameters. */
+#define ADAMW_BINARY64_VEC(g, M, V, P, mi, vi, x)                \
+    do {                                                         \
+        mi = R(ADD(R(MUL(b1, M)), R(MUL(one_b1, g))));           \
+        vi = R(ADD(R(MUL(b2, V)), R(MUL(one_b2, R(MUL(g, g))))));\
+        x = R(ADD(R(SQRT(R(DIV(vi, bc2)))), eps));               \
+        x = R(MUL(lr, R(DIV(R(DIV(mi, bc1)), x))));              \
+        x = SUB(R(MUL(P, decay)), x);                            \
+    } while (0)
+
+/* adamw_binary64 on 32 lanes (four vectors of 8), written out so that no
+ * compiler narrows a binary64 operation between two roundings back into
+ * the float operation it equals (which would meet the subnormals again:
+ * same bits, but the assists come back). */
 static __attribute__((target("avx512f")))
 void adamw_binary64_z(float *po, const float *p, const float *restrict grad, float *restrict m,
                       float *restrict v, const adamw_hyper *h)
 {
-#define R f32_z
+#define R(x) _mm512_cvtps_pd(_mm512_cvtpd_ps(x))
 #define ADD _mm512_add_pd
+#define SUB _mm512_sub_pd
 #define MUL _mm512_mul_pd
 #define DIV _mm512_div_pd
-#define EACH _Pragma("GCC unroll 4") for (int j = 0; j < 4; j++)
+#define SQRT _mm512_sqrt_pd
+#define LOAD(a) _mm512_cvtps_pd(_mm256_loadu_ps(a))
     const __m512d b1 = _mm512_set1_pd(h->b1), b2 = _mm512_set1_pd(h->b2);
     const __m512d one_b1 = _mm512_set1_pd(1.0f - h->b1), one_b2 = _mm512_set1_pd(1.0f - h->b2);
     const __m512d bc1 = _mm512_set1_pd(h->bc1), bc2 = _mm512_set1_pd(h->bc2);
     const __m512d c = _mm512_set1_pd(h->c), nc = _mm512_set1_pd(-h->c);
     const __m512d eps = _mm512_set1_pd(h->eps), decay = _mm512_set1_pd(h->decay), lr = _mm512_set1_pd(h->lr);
     const __m512d scale = _mm512_set1_pd(h->scale), div = _mm512_set1_pd(h->div);
-    __m512d g[4], mi[4], vi[4], x[4];
-    EACH {
-        const __m512d gr = _mm512_cvtps_pd(_mm256_loadu_ps(grad + 8 * j));
-        g[j] = h->scale != 0.0f ? R(MUL(gr, scale)) : R(DIV(gr, div));
-        g[j] = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(g[j], c, _CMP_GT_OQ), g[j], c);    /* g > c ? c : g */
-        g[j] = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(g[j], nc, _CMP_LT_OQ), g[j], nc);  /* g < -c ? -c : g */
-    }
-    EACH mi[j] = R(ADD(R(MUL(b1, _mm512_cvtps_pd(_mm256_loadu_ps(m + 8 * j)))), R(MUL(one_b1, g[j]))));
-    EACH vi[j] = R(ADD(R(MUL(b2, _mm512_cvtps_pd(_mm256_loadu_ps(v + 8 * j)))), R(MUL(one_b2, R(MUL(g[j], g[j]))))));
-    EACH x[j] = R(ADD(R(_mm512_sqrt_pd(R(DIV(vi[j], bc2)))), eps));   /* the denominator */
-    EACH x[j] = R(MUL(lr, R(DIV(R(DIV(mi[j], bc1)), x[j]))));         /* lr · m̂ / den */
-    EACH x[j] = _mm512_sub_pd(R(MUL(_mm512_cvtps_pd(_mm256_loadu_ps(p + 8 * j)), decay)), x[j]);
-    EACH {
-        _mm256_storeu_ps(m + 8 * j, _mm512_cvtpd_ps(mi[j]));
-        _mm256_storeu_ps(v + 8 * j, _mm512_cvtpd_ps(vi[j]));
-        _mm256_storeu_ps(po + 8 * j, _mm512_cvtpd_ps(x[j]));
+    for (int j = 0; j < 4; j++) {
+        const size_t o = 8 * (size_t)j;
+        __m512d g = h->scale != 0.0f ? R(MUL(LOAD(grad + o), scale)) : R(DIV(LOAD(grad + o), div));
+        g = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(g, c, _CMP_GT_OQ), g, c);    /* g > c ? c : g */
+        g = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(g, nc, _CMP_LT_OQ), g, nc);  /* g < -c ? -c : g */
+        __m512d mi, vi, x;
+        ADAMW_BINARY64_VEC(g, LOAD(m + o), LOAD(v + o), LOAD(p + o), mi, vi, x);
+        _mm256_storeu_ps(m + o, _mm512_cvtpd_ps(mi));
+        _mm256_storeu_ps(v + o, _mm512_cvtpd_ps(vi));
+        _mm256_storeu_ps(po + o, _mm512_cvtpd_ps(x));
     }
 #undef R
 #undef ADD
+#undef SUB
 #undef MUL
 #undef DIV
-#undef EACH
+#undef SQRT
+#undef LOAD
 }
 
 /* The tiny lanes of a range wait here, packed, until there are EXACT_LANES
@@ -327,6 +343,7 @@ static __attribute__((target("avx512f")))
 void tiny_flush(tiny_lanes *t, size_t count, float *po, float *restrict m, float *restrict v, const adamw_hyper *h)
 {
     adamw_binary64_z(t->out, t->p, t->g, t->m, t->v, h);
+    atomic_fetch_add_explicit(&binary64_lanes, count, memory_order_relaxed);
     for (size_t j = 0; j < count; j++) {   /* copies of bits, no arithmetic */
         po[t->at[j]] = t->out[j];
         m[t->at[j]] = t->m[j];
@@ -409,6 +426,98 @@ void adamw_z(float *po, const float *p, const float *restrict grad, float *restr
         tiny_flush(&t, t.n, po, m, v, h);
     }
 }
+
+/* AVX2 has no compress: a vector of 8 with a tiny lane is done whole in
+ * binary64 (its other lanes get the same bits that way too), as two
+ * vectors of 4; a vector with a NaN or infinity keeps the plain operations.
+ * The last n % 8 elements go through adamw_range (the plain loop). */
+static __attribute__((target("avx2")))
+void adamw_y(float *po, const float *p, const float *restrict grad, float *restrict m, float *restrict v, size_t n,
+             const adamw_hyper *h, int mode)
+{
+#define R(x) _mm256_cvtps_pd(_mm256_cvtpd_ps(x))
+#define ADD _mm256_add_pd
+#define SUB _mm256_sub_pd
+#define MUL _mm256_mul_pd
+#define DIV _mm256_div_pd
+#define SQRT _mm256_sqrt_pd
+    const __m256d b1 = _mm256_set1_pd(h->b1), b2 = _mm256_set1_pd(h->b2);
+    const __m256d one_b1 = _mm256_set1_pd(1.0f - h->b1), one_b2 = _mm256_set1_pd(1.0f - h->b2);
+    const __m256d bc1 = _mm256_set1_pd(h->bc1), bc2 = _mm256_set1_pd(h->bc2);
+    const __m256d eps = _mm256_set1_pd(h->eps), decay = _mm256_set1_pd(h->decay), lr = _mm256_set1_pd(h->lr);
+    const __m256 cf = _mm256_set1_ps(h->c), ncf = _mm256_set1_ps(-h->c), scalef = _mm256_set1_ps(h->scale);
+    const __m256 divf = _mm256_set1_ps(h->div);
+    const __m256 b1f = _mm256_set1_ps(h->b1), b2f = _mm256_set1_ps(h->b2), bc1f = _mm256_set1_ps(h->bc1);
+    const __m256 one_b1f = _mm256_set1_ps(1.0f - h->b1), one_b2f = _mm256_set1_ps(1.0f - h->b2);
+    const __m256 bc2f = _mm256_set1_ps(h->bc2), epsf = _mm256_set1_ps(h->eps), decayf = _mm256_set1_ps(h->decay);
+    const __m256 lrf = _mm256_set1_ps(h->lr);
+    uint32_t state_bound, grad_bound;
+    memcpy(&state_bound, &(float){ TINY_STATE }, sizeof state_bound);
+    memcpy(&grad_bound, &(float){ TINY_GRAD }, sizeof grad_bound);
+    const __m256i mag_mask = _mm256_set1_epi32(0x7FFFFFFF), one_i = _mm256_set1_epi32(1);
+    const __m256i flip = _mm256_set1_epi32(INT32_MIN);
+    const __m256i sb = _mm256_set1_epi32((int32_t)((state_bound - 1) ^ 0x80000000u));
+    const __m256i gb = _mm256_set1_epi32((int32_t)((grad_bound - 1) ^ 0x80000000u));
+    const __m256i finite_max = _mm256_set1_epi32(0x7F7FFFFF);
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 P = _mm256_loadu_ps(p + i), G = _mm256_loadu_ps(grad + i);
+        const __m256 M = _mm256_loadu_ps(m + i), V = _mm256_loadu_ps(v + i);
+        int binary64 = 0;
+        if (mode >= 0) {
+            const __m256i ap = _mm256_and_si256(_mm256_castps_si256(P), mag_mask);
+            const __m256i ag = _mm256_and_si256(_mm256_castps_si256(G), mag_mask);
+            const __m256i am = _mm256_and_si256(_mm256_castps_si256(M), mag_mask);
+            const __m256i av = _mm256_and_si256(_mm256_castps_si256(V), mag_mask);
+            /* a NaN or an infinity: a magnitude of at least 0x7F800000
+             * (magnitudes are below 2^31: signed compares order them) */
+            const __m256i most = _mm256_max_epi32(_mm256_max_epi32(ap, ag), _mm256_max_epi32(am, av));
+            const __m256i special = _mm256_cmpgt_epi32(most, finite_max);
+            /* tiny: magnitude − 1 with the sign bit flipped, so that a signed
+             * compare orders them as unsigned and 0 (→ all ones) is above
+             * every bound */
+#define KEY_Y(A) _mm256_xor_si256(_mm256_sub_epi32(A, one_i), flip)
+            const __m256i least = _mm256_min_epi32(_mm256_min_epi32(KEY_Y(ap), KEY_Y(am)), KEY_Y(av));
+            const __m256i tiny = _mm256_or_si256(_mm256_cmpgt_epi32(sb, least), _mm256_cmpgt_epi32(gb, KEY_Y(ag)));
+#undef KEY_Y
+            binary64 = _mm256_testz_si256(special, special) && (mode > 0 || !_mm256_testz_si256(tiny, tiny));
+        }
+        __m256 g = h->scale != 0.0f ? _mm256_mul_ps(G, scalef) : _mm256_div_ps(G, divf);
+        g = _mm256_blendv_ps(g, cf, _mm256_cmp_ps(g, cf, _CMP_GT_OQ));    /* g > c ? c : g */
+        g = _mm256_blendv_ps(g, ncf, _mm256_cmp_ps(g, ncf, _CMP_LT_OQ));  /* g < -c ? -c : g */
+        if (binary64) {
+            for (int k = 0; k < 2; k++) {
+                const __m256d gk = _mm256_cvtps_pd(k ? _mm256_extractf128_ps(g, 1) : _mm256_castps256_ps128(g));
+#define HALF(X) _mm256_cvtps_pd(k ? _mm256_extractf128_ps(X, 1) : _mm256_castps256_ps128(X))
+                __m256d mi, vi, x;
+                ADAMW_BINARY64_VEC(gk, HALF(M), HALF(V), HALF(P), mi, vi, x);
+#undef HALF
+                _mm_storeu_ps(m + i + 4 * (size_t)k, _mm256_cvtpd_ps(mi));
+                _mm_storeu_ps(v + i + 4 * (size_t)k, _mm256_cvtpd_ps(vi));
+                _mm_storeu_ps(po + i + 4 * (size_t)k, _mm256_cvtpd_ps(x));
+            }
+            atomic_fetch_add_explicit(&binary64_lanes, 8, memory_order_relaxed);
+            continue;
+        }
+        const __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1f, M), _mm256_mul_ps(one_b1f, g));
+        const __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2f, V), _mm256_mul_ps(one_b2f, _mm256_mul_ps(g, g)));
+        const __m256 mhat = h->bc1 != 1.0f ? _mm256_div_ps(mi, bc1f) : mi;
+        const __m256 vhat = h->bc2 != 1.0f ? _mm256_div_ps(vi, bc2f) : vi;
+        const __m256 den = _mm256_add_ps(_mm256_sqrt_ps(vhat), epsf);
+        _mm256_storeu_ps(m + i, mi);
+        _mm256_storeu_ps(v + i, vi);
+        _mm256_storeu_ps(po + i, _mm256_sub_ps(_mm256_mul_ps(P, decayf), _mm256_mul_ps(lrf, _mm256_div_ps(mhat, den))));
+    }
+#undef R
+#undef ADD
+#undef SUB
+#undef MUL
+#undef DIV
+#undef SQRT
+    if (i < n)
+        adamw_range(po + i, p + i, grad + i, m + i, v + i, n - i, h->lr, h->b1, h->b2, h->bc1, h->bc2, h->eps,
+                    h->decay, h->c, h->div, h->scale);
+}
 #endif
 
 LS_SIMD_CLONES
@@ -432,8 +541,13 @@ static void adamw(float *po, const float *p, const float *restrict grad, float *
 {
     const int mode = atomic_load_explicit(&exact_lanes, memory_order_relaxed);
 #if OPTIM_X86
-    if (simd_path(&simd_choice) == SIMD_PATH_AVX512) {
+    const int path = simd_path(&simd_choice);
+    if (path == SIMD_PATH_AVX512) {
         adamw_z(po, p, grad, m, v, n, h, mode);
+        return;
+    }
+    if (path == SIMD_PATH_AVX2) {
+        adamw_y(po, p, grad, m, v, n, h, mode);
         return;
     }
 #endif
@@ -445,6 +559,7 @@ static void adamw(float *po, const float *p, const float *restrict grad, float *
                             h->decay, h->c, h->div, h->scale);
             else
                 adamw_binary64(po + i, p + i, grad + i, m + i, v + i, 1, h);
+            atomic_fetch_add_explicit(&binary64_lanes, !special, memory_order_relaxed);
         }
         return;
     }
@@ -454,6 +569,16 @@ static void adamw(float *po, const float *p, const float *restrict grad, float *
 int optim_set_simd(int enabled)
 {
     return simd_set(&simd_choice, enabled);
+}
+
+const char *optim_simd_name(void)
+{
+    return simd_path_name(simd_path(&simd_choice));
+}
+
+size_t optim_binary64_lanes(void)
+{
+    return atomic_load(&binary64_lanes);
 }
 
 int optim_set_exact_lanes(int mode)

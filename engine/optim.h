@@ -43,9 +43,14 @@ void optim_update(const optim *o, float *out, const float *in, const float *grad
  * the plain loop, or with 1 the binary64 path's scalar twin). Returns the
  * previous mode. */
 int optim_set_exact_lanes(int mode);
+/* Lanes the binary64 path has computed since the program started (tests:
+ * that the default mode does send the tiny lanes there). */
+size_t optim_binary64_lanes(void);
 /* The binary64 path's SIMD switch (base/simd.h): 0 its scalar twin, 1 the
  * best the CPU has; returns the previous setting. Same bits either way. */
 int optim_set_simd(int enabled);
+/* "avx512", "avx2" or "scalar": the path AdamW takes now. */
+const char *optim_simd_name(void);
 
 /* The whole state as one block of bytes (for checkpoints and their hash). */
 size_t optim_state_bytes(const optim *o);

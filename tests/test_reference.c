@@ -316,21 +316,24 @@ static void test_adamw_is_its_formula(void **state)
  * subnormal and near-subnormal gradients and weights. optim.c takes such
  * blocks through binary64 (no subnormal arithmetic, for speed on cores
  * that assist on it); every way of running the update must give the float
- * formula's bits, computed here with float operations: the plain loop for
- * every block, the binary64 path for every block (its AVX-512 form where
- * the CPU has it, and its scalar twin), and the default choice by block.
+ * formula's bits, computed here with float operations: plain operations for
+ * every lane, the binary64 path for every lane, and the default choice, on
+ * the AVX-512 path (where the CPU has it), the AVX2 path and the scalar
+ * one (there the compiler's loop, and the binary64 path's scalar twin).
  * β = 0.5 puts products exactly halfway between subnormals (ties to even). */
 static void test_adamw_tiny_operands(void **state)
 {
     (void)state;
     const char *betas[][2] = { { "0.9", "0.999" }, { "0.5", "0.75" } };
-    enum { N = 1031, STEPS = 400, WAYS = 5 };
-    const int modes[WAYS] = { -1, 1, 1, 0, 0 }, simd[WAYS] = { 1, 1, 0, 1, 0 };
+    enum { N = 1031, STEPS = 400, WAYS = 8 };
+    /* simd 1: AVX-512 where the CPU has it, 2: at most AVX2, 0: scalar */
+    const int modes[WAYS] = { -1, 1, 1, 0, 0, -1, 1, 0 }, simd[WAYS] = { 1, 1, 0, 1, 0, 2, 2, 2 };
     float *p[WAYS], *g = malloc(N * sizeof *g), *q = malloc(N * sizeof *q), *m = malloc(N * sizeof *m),
           *v = malloc(N * sizeof *v);
     for (int w = 0; w < WAYS; w++)
         p[w] = malloc(N * sizeof *p[w]);
-    size_t sub_m = 0, sub_v = 0, sub_p = 0, sub_g = 0;
+    size_t sub_m = 0, sub_v = 0, sub_p = 0, sub_g = 0, lanes[WAYS] = { 0 };
+    const char *path[WAYS];
     for (size_t k = 0; k < sizeof betas / sizeof betas[0]; k++) {
         ls_config cfg;
         ls_err err = { { 0 } };
@@ -375,9 +378,12 @@ static void test_adamw_tiny_operands(void **state)
             volatile float div = t % 3 == 0 ? 37.0f : t % 3 == 1 ? 128.0f : 1.0f;
             for (int w = 0; w < WAYS; w++) {
                 const int mode = optim_set_exact_lanes(modes[w]), on = optim_set_simd(simd[w]);
+                const size_t before = optim_binary64_lanes();
                 optim_begin_step(o[w]);
                 optim_update(o[w], p[w], p[w], g, div, 0, N / 2);   /* two ranges, as two threads */
                 optim_update(o[w], p[w], p[w], g, div, N / 2, N);
+                lanes[w] += optim_binary64_lanes() - before;
+                path[w] = optim_simd_name();
                 optim_set_exact_lanes(mode);
                 optim_set_simd(on);
             }
@@ -412,6 +418,22 @@ static void test_adamw_tiny_operands(void **state)
             optim_destroy(o[w]);
     }
     print_message("subnormal m %zu, v %zu, theta %zu, gradients %zu\n", sub_m, sub_v, sub_p, sub_g);
+    /* The binary64 path was taken: by every finite lane where asked (mode
+     * 1; on AVX2 the last n % 8 lanes of a range keep the plain loop), by
+     * some in the default mode on a SIMD path (AVX-512: the tiny lanes
+     * alone; AVX2: whole vectors of 8 holding one), by none with -1 or on
+     * the scalar path by default. Each way ran 2 × 400 updates of 1,031
+     * lanes. */
+    for (int w = 0; w < WAYS; w++) {
+        print_message("way %d (lanes mode %d, %s): %zu lanes in binary64\n", w, modes[w], path[w], lanes[w]);
+        const size_t all = 2 * STEPS * N;
+        if (modes[w] < 0 || (modes[w] == 0 && strcmp(path[w], "scalar") == 0))
+            assert_int_equal(lanes[w], 0);
+        else if (modes[w] > 0)
+            assert_true(lanes[w] >= all - 2 * STEPS * 2 * 7);   /* a few lanes hold a NaN or an infinity */
+        else
+            assert_true(lanes[w] > all / 10 && lanes[w] < (strcmp(path[w], "avx512") == 0 ? all / 2 : all));
+    }
     /* the cases this test is for did occur, many times */
     assert_true(sub_m > 2000 && sub_v > 5000 && sub_p > 5000 && sub_g > 5000);
     for (int w = 0; w < WAYS; w++)
