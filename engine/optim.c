@@ -175,29 +175,36 @@ static void sgd_range(float *po, const float *p, const float *restrict grad, flo
  * training spent half its time in this loop (README, Performance).
  * Flushing them to zero would change the bits, which the contract forbids.
  *
- * How. On the AVX-512 path (adamw_z) a lane where some operand is tiny
- * (|θ|, |m| or |v| below TINY_STATE, or |g| below TINY_GRAD, and not 0) is
- * set aside, packed with others, and computed by adamw_binary64_z (whose
- * scalar twin is adamw_binary64): each float operation of
- * ADAMW_LOOP done in binary64, in the same order, and rounded to float by
- * a conversion. For +, −, ×, ÷ and sqrt of floats, rounding the binary64
- * result to float gives the correctly rounded float result (binary64 has
- * more than 2·24 + 2 bits: double rounding is innocuous), and a product
- * or sum of floats is exact in binary64. Every binary64 intermediate is
- * normal, and the conversions handle subnormals at full speed (measured on
- * the Xeon: vcvtpd2ps making subnormals and vcvtps2pd reading them run as
- * fast as on normal numbers, where a vector multiply that reads one takes
- * 80 times as long). So both paths give the same bits for every finite
- * input, and
- * which lanes take which is only a matter of speed: test_reference.c
- * compares them with the float formula element by element; a lane with a
- * NaN or an infinity takes the plain operations. */
+ * How. A lane where some operand is tiny (|θ|, |m| or |v| below
+ * TINY_STATE, or |g| below TINY_GRAD, and not 0), and all four finite, is
+ * computed in binary64: each float operation of ADAMW_LOOP done in
+ * binary64, in the same order, and rounded to float by a conversion
+ * (ADAMW_BINARY64_VEC). For +, −, ×, ÷ and sqrt of floats, rounding the
+ * binary64 result to float gives the correctly rounded float result
+ * (binary64 has more than 2·24 + 2 bits: double rounding is innocuous),
+ * overflow and underflow included, and a product or sum of two floats is
+ * exact in binary64. Every binary64 intermediate is normal, and the
+ * conversions handle subnormals at full speed (measured on the Xeon:
+ * vcvtpd2ps making subnormals and vcvtps2pd reading them run as fast as on
+ * normal numbers, where a vector multiply that reads one takes 80 times as
+ * long). So the paths give the same bits for every finite input, and which
+ * lanes take which is only a matter of speed. The AVX-512 path (adamw_z)
+ * packs the tiny lanes with vcompressps and computes them 32 at a time; the
+ * AVX2 path (adamw_y), which has no compress, does a vector of 8 holding a
+ * tiny lane whole in binary64 (unless a lane of it holds a NaN or an
+ * infinity: then plain); the scalar path runs the plain loop. Where the
+ * tests ask for every lane in binary64 (optim_set_exact_lanes), the scalar
+ * path runs adamw_binary64, the C form of the same operations, which
+ * compilers may narrow back into float operations (same bits, assists and
+ * all). test_reference.c compares every path and mode with the float
+ * formula, element by element. */
 #define TINY_STATE 0x1p-96f   /* |m|, |v|, |θ| below this: products within 2^30 of the subnormals */
 #define TINY_GRAD 0x1p-40f    /* |g| below this: g·g and (1−β2)·g·g near them */
 #define EXACT_LANES 32        /* tiny lanes computed together (adamw_binary64_z) */
 
 static simd_switch simd_choice = SIMD_SWITCH_INIT;
 
+LS_SIMD_CLONES
 static void adamw_range(float *po, const float *p, const float *restrict grad, float *restrict m,
                         float *restrict v, size_t n, float lr, float b1, float b2, float bc1, float bc2, float eps,
                         float decay, float c, float div, float scale);
@@ -208,8 +215,9 @@ typedef struct {
 } adamw_hyper;
 
 /* ADAMW_LOOP's operations, one by one, in binary64, each result rounded to
- * float by a conversion (F32). The divisions by bc1 and bc2 are always
- * done: by 1.0 they are exact, as the plain loop's skipping them. */
+ * float by a conversion (F32): the C form of ADAMW_BINARY64_VEC, for the
+ * scalar path when the tests ask for it. The divisions by bc1 and bc2 are
+ * always done: by 1.0 they are exact, as the plain loop's skipping them. */
 #define F32(x) ((double)(float)(x))
 #define ADAMW_BINARY64_LOOP(GRAD)                                                             \
     _Pragma("omp simd")                                                                       \
@@ -267,13 +275,6 @@ __mmask16 finite_z(__m512 x)
 {
     const __m512i mag = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF));
     return _mm512_cmplt_epu32_mask(mag, _mm512_set1_epi32(0x7F800000));
-}
-
-/* F32 on 8 lanes: two conversions, which meet subnormals at full speed. */
-static FORCE_INLINE __attribute__((target("avx512f")))
-__m512d f32_z(__m512d x)
-{
-    return _mm512_cvtps_pd(_mm512_cvtpd_ps(x));
 }
 
 /* adamw_binary64's operations on one vector of binary64 lanes: g the
@@ -343,7 +344,6 @@ static __attribute__((target("avx512f")))
 void tiny_flush(tiny_lanes *t, size_t count, float *po, float *restrict m, float *restrict v, const adamw_hyper *h)
 {
     adamw_binary64_z(t->out, t->p, t->g, t->m, t->v, h);
-    atomic_fetch_add_explicit(&binary64_lanes, count, memory_order_relaxed);
     for (size_t j = 0; j < count; j++) {   /* copies of bits, no arithmetic */
         po[t->at[j]] = t->out[j];
         m[t->at[j]] = t->m[j];
@@ -379,6 +379,7 @@ void adamw_z(float *po, const float *p, const float *restrict grad, float *restr
     memcpy(&grad_bound, &(float){ TINY_GRAD }, sizeof grad_bound);
     tiny_lanes t;
     t.n = 0;
+    size_t flushed = 0;
     for (size_t i = 0; i < n; i += 16) {
         const __mmask16 in = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
         __m512 P = _mm512_maskz_loadu_ps(in, p + i), G = _mm512_maskz_loadu_ps(in, grad + i);
@@ -415,22 +416,27 @@ void adamw_z(float *po, const float *p, const float *restrict grad, float *restr
         _mm512_mask_storeu_ps(m + i, in, M);
         _mm512_mask_storeu_ps(v + i, in, V);
         _mm512_mask_storeu_ps(po + i, in, out);
-        if (t.n >= EXACT_LANES)
+        if (t.n >= EXACT_LANES) {
             tiny_flush(&t, EXACT_LANES, po, m, v, h);
+            flushed += EXACT_LANES;
+        }
     }
     if (t.n > 0) {
         for (size_t j = t.n; j < EXACT_LANES; j++) {
             t.p[j] = t.m[j] = t.v[j] = 1.0f;
             t.g[j] = 0.0f;
         }
+        flushed += t.n;
         tiny_flush(&t, t.n, po, m, v, h);
     }
+    atomic_fetch_add_explicit(&binary64_lanes, flushed, memory_order_relaxed);   /* once a call: no shared line a vector */
 }
 
 /* AVX2 has no compress: a vector of 8 with a tiny lane is done whole in
  * binary64 (its other lanes get the same bits that way too), as two
- * vectors of 4; a vector with a NaN or infinity keeps the plain operations.
- * The last n % 8 elements go through adamw_range (the plain loop). */
+ * vectors of 4; a vector with a NaN or an infinity keeps the plain
+ * operations. The last n % 8 elements go through adamw_range (the plain
+ * loop). */
 static __attribute__((target("avx2")))
 void adamw_y(float *po, const float *p, const float *restrict grad, float *restrict m, float *restrict v, size_t n,
              const adamw_hyper *h, int mode)
@@ -445,6 +451,8 @@ void adamw_y(float *po, const float *p, const float *restrict grad, float *restr
     const __m256d one_b1 = _mm256_set1_pd(1.0f - h->b1), one_b2 = _mm256_set1_pd(1.0f - h->b2);
     const __m256d bc1 = _mm256_set1_pd(h->bc1), bc2 = _mm256_set1_pd(h->bc2);
     const __m256d eps = _mm256_set1_pd(h->eps), decay = _mm256_set1_pd(h->decay), lr = _mm256_set1_pd(h->lr);
+    const __m256d c = _mm256_set1_pd(h->c), nc = _mm256_set1_pd(-h->c);
+    const __m256d scale = _mm256_set1_pd(h->scale), div = _mm256_set1_pd(h->div);
     const __m256 cf = _mm256_set1_ps(h->c), ncf = _mm256_set1_ps(-h->c), scalef = _mm256_set1_ps(h->scale);
     const __m256 divf = _mm256_set1_ps(h->div);
     const __m256 b1f = _mm256_set1_ps(h->b1), b2f = _mm256_set1_ps(h->b2), bc1f = _mm256_set1_ps(h->bc1);
@@ -459,6 +467,7 @@ void adamw_y(float *po, const float *p, const float *restrict grad, float *restr
     const __m256i sb = _mm256_set1_epi32((int32_t)((state_bound - 1) ^ 0x80000000u));
     const __m256i gb = _mm256_set1_epi32((int32_t)((grad_bound - 1) ^ 0x80000000u));
     const __m256i finite_max = _mm256_set1_epi32(0x7F7FFFFF);
+    size_t whole = 0;   /* lanes done in binary64 */
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         const __m256 P = _mm256_loadu_ps(p + i), G = _mm256_loadu_ps(grad + i);
@@ -482,23 +491,25 @@ void adamw_y(float *po, const float *p, const float *restrict grad, float *restr
 #undef KEY_Y
             binary64 = _mm256_testz_si256(special, special) && (mode > 0 || !_mm256_testz_si256(tiny, tiny));
         }
-        __m256 g = h->scale != 0.0f ? _mm256_mul_ps(G, scalef) : _mm256_div_ps(G, divf);
-        g = _mm256_blendv_ps(g, cf, _mm256_cmp_ps(g, cf, _CMP_GT_OQ));    /* g > c ? c : g */
-        g = _mm256_blendv_ps(g, ncf, _mm256_cmp_ps(g, ncf, _CMP_LT_OQ));  /* g < -c ? -c : g */
         if (binary64) {
             for (int k = 0; k < 2; k++) {
-                const __m256d gk = _mm256_cvtps_pd(k ? _mm256_extractf128_ps(g, 1) : _mm256_castps256_ps128(g));
 #define HALF(X) _mm256_cvtps_pd(k ? _mm256_extractf128_ps(X, 1) : _mm256_castps256_ps128(X))
+                __m256d g = h->scale != 0.0f ? R(MUL(HALF(G), scale)) : R(DIV(HALF(G), div));
+                g = _mm256_blendv_pd(g, c, _mm256_cmp_pd(g, c, _CMP_GT_OQ));    /* g > c ? c : g */
+                g = _mm256_blendv_pd(g, nc, _mm256_cmp_pd(g, nc, _CMP_LT_OQ));  /* g < -c ? -c : g */
                 __m256d mi, vi, x;
-                ADAMW_BINARY64_VEC(gk, HALF(M), HALF(V), HALF(P), mi, vi, x);
+                ADAMW_BINARY64_VEC(g, HALF(M), HALF(V), HALF(P), mi, vi, x);
 #undef HALF
                 _mm_storeu_ps(m + i + 4 * (size_t)k, _mm256_cvtpd_ps(mi));
                 _mm_storeu_ps(v + i + 4 * (size_t)k, _mm256_cvtpd_ps(vi));
                 _mm_storeu_ps(po + i + 4 * (size_t)k, _mm256_cvtpd_ps(x));
             }
-            atomic_fetch_add_explicit(&binary64_lanes, 8, memory_order_relaxed);
+            whole += 8;
             continue;
         }
+        __m256 g = h->scale != 0.0f ? _mm256_mul_ps(G, scalef) : _mm256_div_ps(G, divf);
+        g = _mm256_blendv_ps(g, cf, _mm256_cmp_ps(g, cf, _CMP_GT_OQ));    /* g > c ? c : g */
+        g = _mm256_blendv_ps(g, ncf, _mm256_cmp_ps(g, ncf, _CMP_LT_OQ));  /* g < -c ? -c : g */
         const __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1f, M), _mm256_mul_ps(one_b1f, g));
         const __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2f, V), _mm256_mul_ps(one_b2f, _mm256_mul_ps(g, g)));
         const __m256 mhat = h->bc1 != 1.0f ? _mm256_div_ps(mi, bc1f) : mi;
@@ -514,6 +525,7 @@ void adamw_y(float *po, const float *p, const float *restrict grad, float *restr
 #undef MUL
 #undef DIV
 #undef SQRT
+    atomic_fetch_add_explicit(&binary64_lanes, whole, memory_order_relaxed);
     if (i < n)
         adamw_range(po + i, p + i, grad + i, m + i, v + i, n - i, h->lr, h->b1, h->b2, h->bc1, h->bc2, h->eps,
                     h->decay, h->c, h->div, h->scale);
@@ -533,9 +545,9 @@ static void adamw_range(float *po, const float *p, const float *restrict grad, f
     }
 }
 
-/* The AVX-512 path sets the tiny lanes aside; elsewhere the plain loop (the
- * same bits), or, with every lane asked for, the binary64 path's scalar
- * twin (for tests). */
+/* The SIMD paths send the tiny lanes to binary64 (adamw_z, adamw_y); the
+ * scalar path runs the plain loop, or, with every lane asked for (tests),
+ * adamw_binary64 on each finite one. */
 static void adamw(float *po, const float *p, const float *restrict grad, float *restrict m, float *restrict v,
                   size_t n, const adamw_hyper *h)
 {
@@ -543,7 +555,9 @@ static void adamw(float *po, const float *p, const float *restrict grad, float *
 #if OPTIM_X86
     const int path = simd_path(&simd_choice);
     if (path == SIMD_PATH_AVX512) {
-        adamw_z(po, p, grad, m, v, n, h, mode);
+        for (size_t k = 0; k < n; k += (size_t)1 << 30)   /* the lanes' indices are 32-bit */
+            adamw_z(po + k, p + k, grad + k, m + k, v + k, n - k < (size_t)1 << 30 ? n - k : (size_t)1 << 30, h,
+                    mode);
         return;
     }
     if (path == SIMD_PATH_AVX2) {

@@ -39,15 +39,15 @@ void optim_update(const optim *o, float *out, const float *in, const float *grad
 /* For tests: AdamW's lanes with tiny operands take a binary64 path that
  * gives the plain float loop's bits without subnormal arithmetic (optim.c).
  * -1: no lane takes it, 1: every lane whose operands are finite, 0: the
- * default, the lanes with a tiny operand (on the AVX-512 path; elsewhere
- * the plain loop, or with 1 the binary64 path's scalar twin). Returns the
+ * default, the lanes with a tiny operand on the SIMD paths (AVX2: whole
+ * vectors of 8 holding one) and none on the scalar path. Returns the
  * previous mode. */
 int optim_set_exact_lanes(int mode);
 /* Lanes the binary64 path has computed since the program started (tests:
  * that the default mode does send the tiny lanes there). */
 size_t optim_binary64_lanes(void);
-/* The binary64 path's SIMD switch (base/simd.h): 0 its scalar twin, 1 the
- * best the CPU has; returns the previous setting. Same bits either way. */
+/* AdamW's SIMD switch (base/simd.h): 0 the scalar path, 1 the best the CPU
+ * has, 2 at most AVX2; returns the previous setting. Same bits on each. */
 int optim_set_simd(int enabled);
 /* "avx512", "avx2" or "scalar": the path AdamW takes now. */
 const char *optim_simd_name(void);
