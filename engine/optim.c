@@ -175,8 +175,8 @@ static void sgd_range(float *po, const float *p, const float *restrict grad, flo
  * training spent half its time in this loop (README, Performance).
  * Flushing them to zero would change the bits, which the contract forbids.
  *
- * How. A lane where some operand is tiny (|θ|, |m| or |v| below
- * TINY_STATE, or |g| below TINY_GRAD, and not 0), and all four finite, is
+ * How. A lane where some operand is tiny (below the TINY_ bounds, and not
+ * 0), and all four finite, is
  * computed in binary64: each float operation of ADAMW_LOOP done in
  * binary64, in the same order, and rounded to float by a conversion
  * (ADAMW_BINARY64_VEC). For +, −, ×, ÷ and sqrt of floats, rounding the
@@ -198,8 +198,17 @@ static void sgd_range(float *po, const float *p, const float *restrict grad, flo
  * compilers may narrow back into float operations (same bits, assists and
  * all). test_reference.c compares every path and mode with the float
  * formula, element by element. */
-#define TINY_STATE 0x1p-96f   /* |m|, |v|, |θ| below this: products within 2^30 of the subnormals */
-#define TINY_GRAD 0x1p-40f    /* |g| below this: g·g and (1−β2)·g·g near them */
+/* A lane is tiny when an operand is below these (and not 0): then an
+ * operation of the formula reads or makes a subnormal, for the usual
+ * hyperparameters; above them the plain operations meet none. Too wide,
+ * they send lanes to binary64 for nothing (at 2^-96 for θ, m, v and 2^-40
+ * for g, AdamW took twice as long in a gol training, whose gates' logits
+ * have small but normal gradients and moments); too narrow, the assists
+ * come back. Only speed depends on them, never bits. */
+#define TINY_THETA 0x1p-120f   /* θ·(1 − lr·wd) */
+#define TINY_M 0x1p-110f       /* β1·m, and lr·m̂/(√v̂ + ε) for lr ≥ 2^-10 and √v̂ + ε ≤ 2^6 */
+#define TINY_V 0x1p-120f       /* β2·v, v̂ and √v̂ */
+#define TINY_G 0x1p-56f        /* of g = grad / div: g·g and (1 − β2)·g·g for 1 − β2 ≥ 2^-14 */
 #define EXACT_LANES 32        /* tiny lanes computed together (adamw_binary64_z) */
 
 static simd_switch simd_choice = SIMD_SWITCH_INIT;
@@ -331,6 +340,15 @@ void adamw_binary64_z(float *po, const float *p, const float *restrict grad, flo
 #undef LOAD
 }
 
+/* The bits of |x|, for the integer compares of tiny_z and adamw_y. The
+ * gradient's bound applies to grad itself: TINY_G · div (at most +inf). */
+static uint32_t magnitude_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u & 0x7FFFFFFFu;
+}
+
 /* The tiny lanes of a range wait here, packed, until there are EXACT_LANES
  * of them; the unused slots hold harmless values (1, 0) for the last call. */
 typedef struct {
@@ -374,9 +392,8 @@ void adamw_z(float *po, const float *p, const float *restrict grad, float *restr
     const __m512 lr = _mm512_set1_ps(h->lr), scale = _mm512_set1_ps(h->scale), div = _mm512_set1_ps(h->div);
     const __m512 one = _mm512_set1_ps(1.0f);
     const int by_scale = h->scale != 0.0f, div1 = h->bc1 != 1.0f, div2 = h->bc2 != 1.0f;
-    uint32_t state_bound, grad_bound;
-    memcpy(&state_bound, &(float){ TINY_STATE }, sizeof state_bound);
-    memcpy(&grad_bound, &(float){ TINY_GRAD }, sizeof grad_bound);
+    const uint32_t theta_bound = magnitude_bits(TINY_THETA), m_bound = magnitude_bits(TINY_M);
+    const uint32_t v_bound = magnitude_bits(TINY_V), g_bound = magnitude_bits(TINY_G * h->div);
     tiny_lanes t;
     t.n = 0;
     size_t flushed = 0;
@@ -388,8 +405,8 @@ void adamw_z(float *po, const float *p, const float *restrict grad, float *restr
         if (mode >= 0) {
             const __mmask16 fin = finite_z(P) & finite_z(G) & finite_z(M) & finite_z(V) & in;
             tiny = mode > 0 ? fin
-                            : (tiny_z(P, state_bound) | tiny_z(M, state_bound) | tiny_z(V, state_bound) |
-                               tiny_z(G, grad_bound)) & fin;
+                            : (tiny_z(P, theta_bound) | tiny_z(M, m_bound) | tiny_z(V, v_bound) |
+                               tiny_z(G, g_bound)) & fin;
         }
         if (tiny) {
             const __m512i at = _mm512_add_epi32(_mm512_set1_epi32((int)i), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8,
@@ -459,13 +476,12 @@ void adamw_y(float *po, const float *p, const float *restrict grad, float *restr
     const __m256 one_b1f = _mm256_set1_ps(1.0f - h->b1), one_b2f = _mm256_set1_ps(1.0f - h->b2);
     const __m256 bc2f = _mm256_set1_ps(h->bc2), epsf = _mm256_set1_ps(h->eps), decayf = _mm256_set1_ps(h->decay);
     const __m256 lrf = _mm256_set1_ps(h->lr);
-    uint32_t state_bound, grad_bound;
-    memcpy(&state_bound, &(float){ TINY_STATE }, sizeof state_bound);
-    memcpy(&grad_bound, &(float){ TINY_GRAD }, sizeof grad_bound);
+    /* the bounds as keys (KEY_Y below) */
+#define BOUND_Y(x) _mm256_set1_epi32((int32_t)((magnitude_bits(x) - 1) ^ 0x80000000u))
+    const __m256i pb = BOUND_Y(TINY_THETA), mb = BOUND_Y(TINY_M), vb = BOUND_Y(TINY_V), gb = BOUND_Y(TINY_G * h->div);
+#undef BOUND_Y
     const __m256i mag_mask = _mm256_set1_epi32(0x7FFFFFFF), one_i = _mm256_set1_epi32(1);
     const __m256i flip = _mm256_set1_epi32(INT32_MIN);
-    const __m256i sb = _mm256_set1_epi32((int32_t)((state_bound - 1) ^ 0x80000000u));
-    const __m256i gb = _mm256_set1_epi32((int32_t)((grad_bound - 1) ^ 0x80000000u));
     const __m256i finite_max = _mm256_set1_epi32(0x7F7FFFFF);
     size_t whole = 0;   /* lanes done in binary64 */
     size_t i = 0;
@@ -486,8 +502,9 @@ void adamw_y(float *po, const float *p, const float *restrict grad, float *restr
              * compare orders them as unsigned and 0 (→ all ones) is above
              * every bound */
 #define KEY_Y(A) _mm256_xor_si256(_mm256_sub_epi32(A, one_i), flip)
-            const __m256i least = _mm256_min_epi32(_mm256_min_epi32(KEY_Y(ap), KEY_Y(am)), KEY_Y(av));
-            const __m256i tiny = _mm256_or_si256(_mm256_cmpgt_epi32(sb, least), _mm256_cmpgt_epi32(gb, KEY_Y(ag)));
+            const __m256i tiny = _mm256_or_si256(
+                _mm256_or_si256(_mm256_cmpgt_epi32(pb, KEY_Y(ap)), _mm256_cmpgt_epi32(mb, KEY_Y(am))),
+                _mm256_or_si256(_mm256_cmpgt_epi32(vb, KEY_Y(av)), _mm256_cmpgt_epi32(gb, KEY_Y(ag))));
 #undef KEY_Y
             binary64 = _mm256_testz_si256(special, special) && (mode > 0 || !_mm256_testz_si256(tiny, tiny));
         }
