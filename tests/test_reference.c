@@ -243,6 +243,24 @@ static int same_float(float a, float b)
 static const float GRAD_DIVS[] = { 1.0f, 128.0f, 37.0f, 0.125f, 0x1p127f, 3.0f, 2.0f };
 #define N_GRAD_DIVS (sizeof GRAD_DIVS / sizeof GRAD_DIVS[0])
 
+/* AdamW's formula for one element, float by float (optim.h): θ after the
+ * step from θ and the gradient sum g (divided by div); m and v updated. */
+typedef struct {
+    float b1, b2, lr, eps, c, decay, div, bc1, bc2;
+} adamw_formula_args;
+
+static float adamw_formula(float theta, float g, float *m, float *v, const adamw_formula_args *a)
+{
+    const float one_b1 = 1.0f - a->b1, one_b2 = 1.0f - a->b2;
+    float gi = g / a->div;
+    gi = gi > a->c ? a->c : gi;
+    gi = gi < -a->c ? -a->c : gi;
+    *m = a->b1 * *m + one_b1 * gi;
+    *v = a->b2 * *v + one_b2 * (gi * gi);
+    const float mhat = *m / a->bc1, vhat = *v / a->bc2;
+    return theta * a->decay - a->lr * (mhat / (sqrtf(vhat) + a->eps));
+}
+
 static void test_adamw_is_its_formula(void **state)
 {
     (void)state;
@@ -264,7 +282,7 @@ static void test_adamw_is_its_formula(void **state)
     }
     memset(pbuf[1], 0xff, sizeof pbuf[1]);   /* NaNs: an element the update skips shows */
     const float b1 = cfg.beta1, b2 = cfg.beta2, lr = cfg.lr, eps = cfg.eps, c = cfg.clip;
-    const float one_b1 = 1.0f - b1, one_b2 = 1.0f - b2, decay = 1.0f - lr * cfg.weight_decay;
+    const float decay = 1.0f - lr * cfg.weight_decay;
     float b1t = 1.0f, b2t = 1.0f;
     int shortcut1 = 0, shortcut2 = 0;
     for (int t = 1; t <= STEPS; t++) {
@@ -293,14 +311,9 @@ static void test_adamw_is_its_formula(void **state)
         volatile float bc1 = 1.0f - b1t, bc2 = 1.0f - b2t;   /* real divisions below */
         shortcut1 |= bc1 == 1.0f;
         shortcut2 |= bc2 == 1.0f;
+        const adamw_formula_args a = { b1, b2, lr, eps, c, decay, div, bc1, bc2 };
         for (size_t i = 0; i < N; i++) {
-            float gi = g[i] / div;
-            gi = gi > c ? c : gi;
-            gi = gi < -c ? -c : gi;
-            m[i] = b1 * m[i] + one_b1 * gi;
-            v[i] = b2 * v[i] + one_b2 * (gi * gi);
-            const float mhat = m[i] / bc1, vhat = v[i] / bc2;
-            q[i] = q[i] * decay - lr * (mhat / (sqrtf(vhat) + eps));
+            q[i] = adamw_formula(q[i], g[i], &m[i], &v[i], &a);
             if (!same_float(p[i], q[i]))
                 fail_msg("step %d, element %zu: optimiser %a, formula %a", t, i, (double)p[i], (double)q[i]);
         }
@@ -360,7 +373,7 @@ static void test_adamw_tiny_operands(void **state)
             m[i] = v[i] = 0.0f;
         }
         const float b1 = cfg.beta1, b2 = cfg.beta2, lr = cfg.lr, eps = cfg.eps, c = cfg.clip;
-        const float one_b1 = 1.0f - b1, one_b2 = 1.0f - b2, decay = 1.0f - lr * cfg.weight_decay;
+        const float decay = 1.0f - lr * cfg.weight_decay;
         float b1t = 1.0f, b2t = 1.0f;
         for (int t = 1; t <= STEPS; t++) {
             for (size_t i = 0; i < N; i++) {
@@ -389,15 +402,9 @@ static void test_adamw_tiny_operands(void **state)
             }
             b1t = b1t * b1;
             b2t = b2t * b2;
-            volatile float bc1 = 1.0f - b1t, bc2 = 1.0f - b2t;
+            const adamw_formula_args a = { b1, b2, lr, eps, c, decay, div, 1.0f - b1t, 1.0f - b2t };
             for (size_t i = 0; i < N; i++) {
-                float gi = g[i] / div;
-                gi = gi > c ? c : gi;
-                gi = gi < -c ? -c : gi;
-                m[i] = b1 * m[i] + one_b1 * gi;
-                v[i] = b2 * v[i] + one_b2 * (gi * gi);
-                const float mhat = m[i] / bc1, vhat = v[i] / bc2;
-                q[i] = q[i] * decay - lr * (mhat / (sqrtf(vhat) + eps));
+                q[i] = adamw_formula(q[i], g[i], &m[i], &v[i], &a);
                 sub_m += fpclassify(m[i]) == FP_SUBNORMAL;
                 sub_v += fpclassify(v[i]) == FP_SUBNORMAL;
                 sub_p += fpclassify(q[i]) == FP_SUBNORMAL;
@@ -533,18 +540,16 @@ static void test_adamw_random_operands(void **state)
             b2t = b2t * cfg.beta2;
         }
         const float bc1 = 1.0f - b1t, bc2 = 1.0f - b2t, decay = 1.0f - cfg.lr * cfg.weight_decay;
-        const float c = cfg.clip > 0.0f ? cfg.clip : INFINITY, one_b1 = 1.0f - cfg.beta1, one_b2 = 1.0f - cfg.beta2;
+        const float c = cfg.clip > 0.0f ? cfg.clip : INFINITY;
+        const adamw_formula_args a = { cfg.beta1, cfg.beta2, cfg.lr, cfg.eps, c, decay, div, bc1, bc2 };
         for (size_t i = 0; i < n; i++) {
             p0[i] = any_float(&x, special);
             g[i] = any_float(&x, special);
             m0[i] = any_float(&x, special);
             v0[i] = xs_next(&x) % 8 ? fabsf(any_float(&x, special)) : any_float(&x, special);
-            float gi = g[i] / div;   /* the formula, float by float */
-            gi = gi > c ? c : gi;
-            gi = gi < -c ? -c : gi;
-            m[i] = cfg.beta1 * m0[i] + one_b1 * gi;
-            v[i] = cfg.beta2 * v0[i] + one_b2 * (gi * gi);
-            q[i] = p0[i] * decay - cfg.lr * ((m[i] / bc1) / (sqrtf(v[i] / bc2) + cfg.eps));
+            m[i] = m0[i];
+            v[i] = v0[i];
+            q[i] = adamw_formula(p0[i], g[i], &m[i], &v[i], &a);
         }
         float *mv = (float *)(void *)((unsigned char *)optim_state_ptr(o) + optim_state_bytes(o) - 2 * n * sizeof(float));
         for (int mode = -1; mode <= 1; mode++)
