@@ -398,7 +398,7 @@ void adamw_z(float *po, const float *p, const float *restrict grad, float *restr
     t.n = 0;
     size_t flushed = 0;
     for (size_t i = 0; i < n; i += 16) {
-        const __mmask16 in = n - i >= 16 ? 0xFFFF : (__mmask16)((1u << (n - i)) - 1);
+        const __mmask16 in = (__mmask16)(n - i >= 16 ? 0xFFFFu : (1u << (n - i)) - 1u);
         __m512 P = _mm512_maskz_loadu_ps(in, p + i), G = _mm512_maskz_loadu_ps(in, grad + i);
         __m512 M = _mm512_maskz_loadu_ps(in, m + i), V = _mm512_maskz_loadu_ps(in, v + i);
         __mmask16 tiny = 0;
