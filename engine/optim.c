@@ -176,10 +176,9 @@ static void sgd_range(float *po, const float *p, const float *restrict grad, flo
  * Flushing them to zero would change the bits, which the contract forbids.
  *
  * How. A lane where some operand is tiny (below the TINY_ bounds, and not
- * 0), and all four finite, is
- * computed in binary64: each float operation of ADAMW_LOOP done in
- * binary64, in the same order, and rounded to float by a conversion
- * (ADAMW_BINARY64_VEC). For +, −, ×, ÷ and sqrt of floats, rounding the
+ * 0), and all four finite, is computed in binary64: each float operation
+ * of ADAMW_LOOP done in binary64, in the same order, and rounded to float
+ * by a conversion (ADAMW_BINARY64_VEC). For +, −, ×, ÷ and sqrt of floats, rounding the
  * binary64 result to float gives the correctly rounded float result
  * (binary64 has more than 2·24 + 2 bits: double rounding is innocuous),
  * overflow and underflow included, and a product or sum of two floats is
@@ -198,6 +197,7 @@ static void sgd_range(float *po, const float *p, const float *restrict grad, flo
  * compilers may narrow back into float operations (same bits, assists and
  * all). test_reference.c compares every path and mode with the float
  * formula, element by element. */
+
 /* A lane is tiny when an operand is below these (and not 0): then an
  * operation of the formula reads or makes a subnormal, for the usual
  * hyperparameters; above them the plain operations meet none. Too wide,
@@ -209,7 +209,7 @@ static void sgd_range(float *po, const float *p, const float *restrict grad, flo
 #define TINY_M 0x1p-110f       /* β1·m, and lr·m̂/(√v̂ + ε) for lr ≥ 2^-10 and √v̂ + ε ≤ 2^6 */
 #define TINY_V 0x1p-120f       /* β2·v, v̂ and √v̂ */
 #define TINY_G 0x1p-56f        /* of g = grad / div: g·g and (1 − β2)·g·g for 1 − β2 ≥ 2^-14 */
-#define EXACT_LANES 32        /* tiny lanes computed together (adamw_binary64_z) */
+#define EXACT_LANES 32         /* tiny lanes computed together (adamw_binary64_z) */
 
 static simd_switch simd_choice = SIMD_SWITCH_INIT;
 
