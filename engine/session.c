@@ -437,7 +437,7 @@ ls_status ls_session_step(ls_session *s, double *loss_out, ls_err *err)
         s->st.busy_workers += trainer_worker_leaves(s->t)[w] > 0;
     if (st != LS_OK)
         return st;
-    const uint64_t ph = hash_params(trainer_params(s->t), trainer_n_params(s->t));
+    const uint64_t ph = trainer_param_hash(s->t);
     const uint64_t traj = hash_traj_next(s->st.traj_hash, ph, loss);
     double d = now_seconds();
     s->st.hash_seconds += d - b;

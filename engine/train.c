@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../record/hash.h"
 #include "../reduce/tree.h"
 #include "dmath.h"
 #include "optim.h"
@@ -33,6 +34,9 @@ struct trainer {
     int param_at;               /* param_buf[param_at] == params */
     float *params_next;         /* where the step's update writes θ: params, or the next buffer */
     float *grad;                /* [n_params] finish output */
+    uint64_t *hash_parts;       /* θ's hash in parts, from the update's workers (trainer_param_hash) */
+    uint64_t *hash_nan;         /* [threads] a worker's piece held a NaN; one allocation with hash_parts */
+    int hash_fresh;             /* hash_parts are those of params */
     void *param_mem;            /* param_buf and grad: one allocation */
     unsigned char *scratch;     /* [threads][scratch_bytes] per-worker model scratch */
     size_t scratch_stride;
@@ -86,6 +90,7 @@ void trainer_destroy(trainer *t)
     optim_destroy(t->opt);
     dataset_destroy(t->owned_data);
     free(t->param_mem);
+    free(t->hash_parts);
     free(t->scratch);
     free(t->ids);
     free(t->perm[0]);
@@ -155,12 +160,17 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
         t->grad = (float *)(void *)((unsigned char *)t->param_mem + (size_t)t->param_bufs * span);
         t->params = t->params_next = t->param_buf[0];
     }
+    const size_t hash_words = hash_parts_words(n);
+    t->hash_parts = malloc((hash_words + (size_t)threads) * sizeof(uint64_t));
+    if (t->hash_parts != NULL)
+        t->hash_nan = t->hash_parts + hash_words;
     t->scratch_stride = (mi->scratch_bytes + 63) / 64 * 64;
     t->scratch = aligned_alloc(64, (size_t)threads * t->scratch_stride + 64);
     t->ids = malloc(B * sizeof(uint32_t));
     size_t N = data != NULL ? data->train.n : 1;
     t->perm[0] = malloc(2 * N * sizeof(uint32_t));
-    if (t->param_mem == NULL || t->scratch == NULL || t->ids == NULL || t->perm[0] == NULL) {
+    if (t->param_mem == NULL || t->hash_parts == NULL || t->scratch == NULL || t->ids == NULL ||
+        t->perm[0] == NULL) {
         st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
         goto fail;
     }
@@ -178,7 +188,11 @@ const ls_config *trainer_config(const trainer *t) { return &t->cfg; }
 const ls_model *trainer_model(const trainer *t) { return t->model; }
 const ls_dataset *trainer_data(const trainer *t) { return t->data; }
 const float *trainer_params(const trainer *t) { return t->params; }
-float *trainer_params_mut(trainer *t) { return t->params; }
+float *trainer_params_mut(trainer *t)
+{
+    t->hash_fresh = 0;   /* the caller may write θ: its parts no longer hold */
+    return t->params;
+}
 size_t trainer_n_params(const trainer *t) { return t->model->info.n_params; }
 int64_t trainer_steps_done(const trainer *t) { return t->done; }
 int trainer_threads(const trainer *t) { return pool_threads(t->pool); }
@@ -244,20 +258,20 @@ static void trainer_unit(void *ctx, size_t unit, int worker)
                           t->scratch + (size_t)worker * t->scratch_stride);
 }
 
-static void chunk_of(size_t n, int worker, int n_workers, size_t *lo, size_t *hi)
+/* Worker's share [lo, hi) of n elements, in whole units of `unit`. */
+static void chunk_of(size_t n, size_t unit, int worker, int n_workers, size_t *lo, size_t *hi)
 {
-    /* 16-float (64-byte) units so no two workers share a cache line. */
-    size_t units = (n + 15) / 16;
+    size_t units = (n + unit - 1) / unit;
     size_t u0 = units * (size_t)worker / (size_t)n_workers, u1 = units * (size_t)(worker + 1) / (size_t)n_workers;
-    *lo = u0 * 16 < n ? u0 * 16 : n;
-    *hi = u1 * 16 < n ? u1 * 16 : n;
+    *lo = u0 * unit < n ? u0 * unit : n;
+    *hi = u1 * unit < n ? u1 * unit : n;
 }
 
 static void trainer_finish_worker(void *ctx, int worker, int n_workers)
 {
     trainer *t = ctx;
     size_t lo, hi;
-    chunk_of(t->model->info.finish_units, worker, n_workers, &lo, &hi);
+    chunk_of(t->model->info.finish_units, 16, worker, n_workers, &lo, &hi);   /* no two workers share a line */
     if (lo < hi)
         t->model->desc->finish(t->model->self, t->sum, t->cfg.batch, t->grad, lo, hi);
 }
@@ -266,11 +280,29 @@ static void trainer_update_worker(void *ctx, int worker, int n_workers)
 {
     trainer *t = ctx;
     size_t lo, hi;
-    chunk_of(t->model->info.n_params, worker, n_workers, &lo, &hi);
+    const size_t n = t->model->info.n_params;
+    chunk_of(n, HASH_PART_FLOATS, worker, n_workers, &lo, &hi);   /* the hash's blocks */
     if (t->model->info.finish_mean)   /* the finish folded in: grad = sum / (float)B, the same division */
         optim_update(t->opt, t->params_next, t->params, t->sum, (float)t->cfg.batch, lo, hi);
     else
         optim_update(t->opt, t->params_next, t->params, t->grad, 1.0f, lo, hi);
+    /* Hashed while this core still holds what it wrote; the session joins
+     * the parts (trainer_param_hash) instead of one thread hashing all of θ
+     * after the step. */
+    t->hash_nan[worker] = (uint64_t)hash_params_part(t->hash_parts, t->params_next, n, lo, hi);
+}
+
+uint64_t trainer_param_hash(const trainer *t)
+{
+    const size_t n = t->model->info.n_params;
+    if (t->hash_fresh) {
+        uint64_t nan = 0;
+        for (int w = 0; w < pool_threads(t->pool); w++)
+            nan |= t->hash_nan[w];
+        if (!nan)
+            return hash_params_join(t->hash_parts, t->params, n);
+    }
+    return hash_params(t->params, n);   /* NaNs hash as the canonical NaN */
 }
 
 /* A rank's pieces summed here, every rank's combined by the caller. */
@@ -356,6 +388,7 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
         t->params_next = t->params;
     }
     pool_run(t->pool, trainer_update_worker, t);
+    t->hash_fresh = 1;
     t->params = t->params_next;
     t->done = step;
     return LS_OK;

@@ -65,6 +65,10 @@ const size_t *trainer_worker_leaves(const trainer *t);
  * trainer_set_steps_done(t): the data order is recomputed from the step
  * (permutations are addressed by epoch), nothing else carries across steps. */
 float *trainer_params_mut(trainer *t);   /* valid until the next step, as trainer_params */
+/* hash_params(trainer_params(t), trainer_n_params(t)), from the parts the
+ * last step's update hashed where each thread wrote them when it can (no
+ * NaN, no trainer_params_mut since), else by hashing θ. */
+uint64_t trainer_param_hash(const trainer *t);
 void *trainer_optim_state(trainer *t, size_t *bytes);
 void trainer_set_steps_done(trainer *t, int64_t steps);
 

@@ -146,6 +146,211 @@ uint64_t hash_params(const float *params, size_t n)
     return (uint64_t)XXH3_64bits_digest(&state);
 }
 
+/* ---- param_hash in parts (hash.h) ----
+ *
+ * XXH3's long-input loop with its default secret: 16 stripes a block, stripe
+ * s of a block keyed by the secret from byte 8s, a scramble after each full
+ * block, then the stripes of the last partial block, a last stripe ending at
+ * the input's end, and the merge. The accumulate, scramble and merge used in
+ * the join are the header's own (XXH_INLINE_ALL); only a full block's sum of
+ * stripes is written here, as two sums per lane that the compiler vectorises:
+ * each lane's products, and each lane's data, which XXH3 adds to the
+ * neighbour lane i ^ 1. */
+#define HASH_STRIPES_PER_BLOCK 16
+#define HASH_BLOCK_BYTES (HASH_STRIPES_PER_BLOCK * XXH_STRIPE_LEN)
+#define HASH_KEYS (HASH_STRIPES_PER_BLOCK + XXH_ACC_NB - 1)   /* the secret's words a block reads */
+_Static_assert(HASH_PART_FLOATS * sizeof(float) == HASH_BLOCK_BYTES, "a part block is one XXH3 block");
+_Static_assert((sizeof XXH3_kSecret - XXH_STRIPE_LEN) / XXH_SECRET_CONSUME_RATE == HASH_STRIPES_PER_BLOCK &&
+                   XXH_SECRET_CONSUME_RATE == 8 && XXH_ACC_NB == 8,
+               "XXH3's default block layout");
+
+/* Full blocks before the last partial one (XXH3 keeps at least one byte
+ * for it: a multiple of the block length ends with a full "partial" block). */
+static size_t hash_full_blocks(size_t n)
+{
+    return (n * sizeof(float) - 1) / HASH_BLOCK_BYTES;
+}
+
+size_t hash_parts_words(size_t n)
+{
+    return n * sizeof(float) > XXH3_MIDSIZE_MAX ? XXH_ACC_NB * hash_full_blocks(n) : 0;
+}
+
+/* The sums of `blocks` full blocks from in into out (8 words each), and
+ * whether any of their floats is a NaN: a vector path per width (the
+ * compilers do not find the 32 x 32 -> 64-bit multiply in the scalar loop)
+ * and the scalar twin. Sums modulo 2^64: every path gives the same words. */
+static int block_sums_scalar(uint64_t *out, const unsigned char *in, size_t blocks, const uint64_t *key)
+{
+    int found = 0;
+    for (size_t k = 0; k < blocks; k++) {
+        uint64_t prod[XXH_ACC_NB] = { 0 }, data[XXH_ACC_NB] = { 0 };
+        for (size_t s = 0; s < HASH_STRIPES_PER_BLOCK; s++) {
+            const unsigned char *p = in + k * HASH_BLOCK_BYTES + s * XXH_STRIPE_LEN;
+            for (size_t i = 0; i < XXH_ACC_NB; i++) {
+                uint64_t d;
+                memcpy(&d, p + 8 * i, sizeof d);
+                const uint64_t x = d ^ key[s + i];
+                prod[i] += (x & UINT64_C(0xffffffff)) * (x >> 32);
+                data[i] += d;
+                found |= hash_is_nan32((uint32_t)d) | hash_is_nan32((uint32_t)(d >> 32));
+            }
+        }
+        for (size_t i = 0; i < XXH_ACC_NB; i++)
+            out[k * XXH_ACC_NB + i] = prod[i] + data[i ^ 1];
+    }
+    return found;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define HASH_X86 1
+
+/* A NaN's magnitude bits exceed those of infinity (signed compare: both
+ * sides are below 2^31). */
+static __attribute__((target("avx512f"))) int block_sums_z(uint64_t *out, const unsigned char *in, size_t blocks,
+                                                           const uint64_t *key)
+{
+    const __m512i magnitude = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    __mmask16 nan = 0;
+    for (size_t k = 0; k < blocks; k++) {
+        __m512i prod = _mm512_setzero_si512(), data = _mm512_setzero_si512();
+        for (size_t s = 0; s < HASH_STRIPES_PER_BLOCK; s++) {
+            const __m512i d = _mm512_loadu_si512((const void *)(in + k * HASH_BLOCK_BYTES + s * XXH_STRIPE_LEN));
+            const __m512i x = _mm512_xor_si512(d, _mm512_loadu_si512((const void *)(key + s)));
+            prod = _mm512_add_epi64(prod, _mm512_mul_epu32(x, _mm512_srli_epi64(x, 32)));
+            data = _mm512_add_epi64(data, d);
+            nan |= _mm512_cmpgt_epi32_mask(_mm512_and_si512(d, magnitude), inf);
+        }
+        /* lane i takes lane i ^ 1's data */
+        data = _mm512_shuffle_epi32(data, (_MM_PERM_ENUM)_MM_SHUFFLE(1, 0, 3, 2));
+        _mm512_storeu_si512((void *)(out + k * XXH_ACC_NB), _mm512_add_epi64(prod, data));
+    }
+    return nan != 0;
+}
+
+static __attribute__((target("avx2"))) int block_sums_y(uint64_t *out, const unsigned char *in, size_t blocks,
+                                                        const uint64_t *key)
+{
+    const __m256i magnitude = _mm256_set1_epi32(0x7fffffff), inf = _mm256_set1_epi32(0x7f800000);
+    __m256i nan = _mm256_setzero_si256();
+    for (size_t k = 0; k < blocks; k++) {
+        __m256i prod[2], data[2];
+        for (int h = 0; h < 2; h++)
+            prod[h] = data[h] = _mm256_setzero_si256();
+        for (size_t s = 0; s < HASH_STRIPES_PER_BLOCK; s++)
+            for (int h = 0; h < 2; h++) {
+                const __m256i d =
+                    _mm256_loadu_si256((const void *)(in + k * HASH_BLOCK_BYTES + s * XXH_STRIPE_LEN + 32 * h));
+                const __m256i x = _mm256_xor_si256(d, _mm256_loadu_si256((const void *)(key + s + 4 * h)));
+                prod[h] = _mm256_add_epi64(prod[h], _mm256_mul_epu32(x, _mm256_srli_epi64(x, 32)));
+                data[h] = _mm256_add_epi64(data[h], d);
+                nan = _mm256_or_si256(nan, _mm256_cmpgt_epi32(_mm256_and_si256(d, magnitude), inf));
+            }
+        for (int h = 0; h < 2; h++)
+            _mm256_storeu_si256((void *)(out + k * XXH_ACC_NB + 4 * h),
+                                _mm256_add_epi64(prod[h], _mm256_shuffle_epi32(data[h], _MM_SHUFFLE(1, 0, 3, 2))));
+    }
+    return !_mm256_testz_si256(nan, nan);
+}
+#else
+#define HASH_X86 0
+#endif
+
+static simd_switch hash_simd = SIMD_SWITCH_INIT;
+
+int hash_set_simd(int enabled)
+{
+    return simd_set(&hash_simd, enabled);
+}
+
+static int hash_block_sums(uint64_t *out, const unsigned char *in, size_t blocks, const uint64_t *key)
+{
+#if HASH_X86
+    switch (simd_path(&hash_simd)) {
+    case SIMD_PATH_AVX512:
+        return block_sums_z(out, in, blocks, key);
+    case SIMD_PATH_AVX2:
+        return block_sums_y(out, in, blocks, key);
+    default:
+        break;
+    }
+#endif
+    return block_sums_scalar(out, in, blocks, key);
+}
+
+int hash_params_part(uint64_t *parts, const float *params, size_t n, size_t lo, size_t hi)
+{
+    if (HASH_BIG_ENDIAN)
+        return 1;   /* the join's caller then hashes canonical bytes */
+    if (hi > n)
+        hi = n;
+    if (lo >= hi)
+        return 0;
+    const size_t full = hash_parts_words(n) / XXH_ACC_NB;
+    size_t k0 = lo / HASH_PART_FLOATS, k1 = hi / HASH_PART_FLOATS;
+    if (k1 > full)
+        k1 = full;
+    int nan = 0;
+    size_t rest = lo;   /* floats past the piece's full blocks: scanned only */
+    if (k0 < k1) {
+        uint64_t key[HASH_KEYS];
+        memcpy(key, XXH3_kSecret, sizeof key);   /* little-endian words */
+        nan = hash_block_sums(parts + k0 * XXH_ACC_NB, (const unsigned char *)(params + k0 * HASH_PART_FLOATS),
+                              k1 - k0, key);
+        rest = k1 * HASH_PART_FLOATS;
+    }
+    if (rest < hi)
+        nan |= hash_any_nan32(params + rest, hi - rest);
+    return nan;
+}
+
+/* acc += block k's sums, then XXH3_scrambleAcc_scalar's steps, for each
+ * block, on locals (the header's scramble keeps acc in memory: a store and
+ * a reload in each block's chain). Kept scalar: the eight lanes are
+ * independent chains of a few cycles, and gcc's SSE2 version of the loop
+ * turned the multiply into a chain of 17 shifts and adds. */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-vectorize")))
+#endif
+static void join_blocks(uint64_t *acc, const uint64_t *parts, size_t blocks, const unsigned char *secret)
+{
+    uint64_t a[XXH_ACC_NB], key[XXH_ACC_NB];
+    memcpy(a, acc, sizeof a);
+    memcpy(key, secret, sizeof key);   /* little-endian words */
+    for (size_t k = 0; k < blocks; k++)
+#if defined(__clang__)
+        #pragma clang loop vectorize(disable) unroll(full)
+#elif defined(__GNUC__)
+        #pragma GCC unroll 8
+#endif
+        for (size_t i = 0; i < XXH_ACC_NB; i++) {
+            uint64_t x = a[i] + parts[k * XXH_ACC_NB + i];
+            x ^= x >> 47;
+            x ^= key[i];
+            a[i] = x * XXH_PRIME32_1;
+        }
+    memcpy(acc, a, sizeof a);
+}
+
+uint64_t hash_params_join(const uint64_t *parts, const float *params, size_t n)
+{
+    const size_t len = n * sizeof(float);
+    if (HASH_BIG_ENDIAN || len <= XXH3_MIDSIZE_MAX)
+        return hash_params(params, n);   /* XXH3's short inputs have no blocks */
+    XXH_ALIGN(XXH_ACC_ALIGN) xxh_u64 acc[XXH_ACC_NB] = XXH3_INIT_ACC;
+    const xxh_u8 *secret = XXH3_kSecret, *in = (const xxh_u8 *)params;
+    const size_t blocks = hash_full_blocks(n);
+    join_blocks(acc, parts, blocks, secret + sizeof XXH3_kSecret - XXH_STRIPE_LEN);
+    const size_t stripes = (len - 1 - blocks * HASH_BLOCK_BYTES) / XXH_STRIPE_LEN;
+    for (size_t s = 0; s < stripes; s++)
+        XXH3_accumulate_512_scalar(acc, in + blocks * HASH_BLOCK_BYTES + s * XXH_STRIPE_LEN,
+                                   secret + s * XXH_SECRET_CONSUME_RATE);
+    XXH3_accumulate_512_scalar(acc, in + len - XXH_STRIPE_LEN,
+                               secret + sizeof XXH3_kSecret - XXH_STRIPE_LEN - XXH_SECRET_LASTACC_START);
+    return (uint64_t)XXH3_mergeAccs(acc, secret + XXH_SECRET_MERGEACCS_START, (xxh_u64)len * XXH_PRIME64_1);
+}
+
 uint64_t hash_loss_bits(double loss)
 {
     uint64_t u;

@@ -31,4 +31,26 @@ typedef struct {
 
 double hash_bits_to_double(uint64_t bits);
 
+/* param_hash in parts, so the threads that update θ can hash it where they
+ * wrote it (engine/train.c). XXH3 over a long input adds a contribution of
+ * each 64-byte stripe to eight 64-bit accumulators (sums modulo 2^64, so in
+ * any order and on any number of threads) and scrambles them after each block
+ * of HASH_PART_FLOATS floats (a few cycles: done in the join). So:
+ *   hash_params_part(parts, params, n, lo, hi) on pieces [lo, hi) that cover
+ *   [0, n), each lo a multiple of HASH_PART_FLOATS and each hi one or n, in
+ *   any order and on any threads, writes the sums of the blocks inside its
+ *   piece to parts (hash_parts_words(n) words, each piece its own words) and
+ *   returns 1 when its piece holds a NaN;
+ *   hash_params_join(parts, params, n) then equals hash_params(params, n),
+ *   provided no piece returned 1 (else call hash_params: NaNs hash as the
+ *   canonical NaN, which the parts do not see). The tests check the join
+ *   against the shared libxxhash. */
+#define HASH_PART_FLOATS 256   /* one XXH3 block: 16 stripes of 64 bytes */
+size_t hash_parts_words(size_t n);
+int hash_params_part(uint64_t *parts, const float *params, size_t n, size_t lo, size_t hi);
+uint64_t hash_params_join(const uint64_t *parts, const float *params, size_t n);
+/* Tests: the parts' vector path (simd.h: SIMD_OFF, SIMD_BEST, SIMD_AVX2);
+ * returns the previous setting. */
+int hash_set_simd(int enabled);
+
 #endif

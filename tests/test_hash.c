@@ -14,6 +14,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
@@ -245,6 +246,139 @@ static void test_traj_next(void **state)
     /* Field order matters: swapping prev and param hash changes the result. */
     assert_true(hash_traj_next(ph, prev, 0.5) != hash_traj_next(prev, ph, 0.5));
 }
+/* Random bits over every exponent, any NaN turned into 1.0f's bits. */
+static void fill_bits(float *p, size_t n, uint64_t seed)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u = (uint32_t)(splitmix(&seed) >> 32);
+        if ((u & 0x7fffffffu) > 0x7f800000u)
+            u = 0x3f800000u;
+        p[i] = f_of_bits(u);
+    }
+    if (n > 3)
+        p[n / 2] = f_of_bits(0x7f800000u);   /* infinity is not a NaN */
+}
+
+/* Cut [0, n) into pieces at random multiples of HASH_PART_FLOATS (some
+ * empty, some the whole), hash them in a shuffled order; returns the OR of
+ * the pieces' NaN flags and, per piece, which ones reported. */
+static int hash_in_pieces(uint64_t *parts, const float *p, size_t n, uint64_t seed, int *flagged_piece,
+                          size_t nan_at)
+{
+    enum { MAX_PIECES = 12 };
+    size_t cut[MAX_PIECES + 1];
+    size_t pieces = 1 + (size_t)(splitmix(&seed) % MAX_PIECES);
+    const size_t blocks = (n + HASH_PART_FLOATS - 1) / HASH_PART_FLOATS;
+    cut[0] = 0;
+    for (size_t i = 1; i < pieces; i++) {
+        size_t c = (size_t)(splitmix(&seed) % (blocks + 1)) * HASH_PART_FLOATS;
+        cut[i] = c > n ? n : c;
+    }
+    cut[pieces] = n;
+    for (size_t i = 1; i < pieces; i++)   /* sort the inner cuts */
+        for (size_t j = i; j > 1 && cut[j - 1] > cut[j]; j--) {
+            size_t t = cut[j];
+            cut[j] = cut[j - 1];
+            cut[j - 1] = t;
+        }
+    size_t order[MAX_PIECES];
+    for (size_t i = 0; i < pieces; i++)
+        order[i] = i;
+    for (size_t i = pieces; i > 1; i--) {
+        size_t j = (size_t)(splitmix(&seed) % i), t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+    int any = 0;
+    *flagged_piece = 1;
+    for (size_t k = 0; k < pieces; k++) {
+        const size_t i = order[k];
+        const int nan = hash_params_part(parts, p, n, cut[i], cut[i + 1]);
+        const int holds = nan_at >= cut[i] && nan_at < cut[i + 1];
+        if (nan != holds)
+            *flagged_piece = 0;   /* a piece reported a NaN it does not hold, or missed one */
+        any |= nan;
+    }
+    return any;
+}
+
+/* The join of the parts equals XXH3_64bits of the little-endian buffer as
+ * the shared libxxhash computes it, for lengths around XXH3's short inputs
+ * (240 bytes), its stripes (64 bytes) and blocks (1 KiB), and the MLP's
+ * 269,322 parameters, on every vector path of the parts. */
+static void test_parts_join_matches_library(void **state)
+{
+    (void)state;
+    const size_t sizes[] = { 1, 59, 60, 61, 64, 65, 255, 256, 257, 271, 511, 512, 513, 1024, 4096, 4097, 5003,
+                             65553, 269322 };
+    const int paths[] = { 0 /* scalar */, 2 /* at most AVX2 */, 1 /* the best */ };
+    size_t joins = 0;
+    for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+        const size_t n = sizes[k];
+        float *p = malloc(n * sizeof *p);
+        unsigned char *le = malloc(n * 4);
+        uint64_t *parts = malloc((hash_parts_words(n) + 1) * sizeof *parts);
+        assert_true(p != NULL && le != NULL && parts != NULL);
+        fill_bits(p, n, 300 + k);
+        for (size_t i = 0; i < n; i++)
+            put32(le + 4 * i, bits_of_f(p[i]));
+        const uint64_t want = XXH3_64bits(le, n * 4);
+        for (size_t pi = 0; pi < sizeof paths / sizeof paths[0]; pi++) {
+            const int prev = hash_set_simd(paths[pi]);
+            for (uint64_t trial = 0; trial < 4; trial++) {
+                int ok;
+                memset(parts, 0xa5, hash_parts_words(n) * sizeof *parts);   /* no stale words help */
+                assert_int_equal(hash_in_pieces(parts, p, n, 1000 * k + trial, &ok, (size_t)-1), 0);
+                if (hash_params_join(parts, p, n) != want)
+                    fail_msg("n %zu, path %d, cut %llu: join differs from XXH3_64bits", n, paths[pi],
+                             (unsigned long long)trial);
+                joins++;
+            }
+            hash_set_simd(prev);
+        }
+        /* One float changed anywhere changes the join. */
+        p[n - 1] = f_of_bits(bits_of_f(p[n - 1]) ^ 1u);
+        p[0] = f_of_bits(bits_of_f(p[0]) ^ 0x80000000u);
+        int ok;
+        hash_in_pieces(parts, p, n, 7, &ok, (size_t)-1);
+        assert_true(hash_params_join(parts, p, n) != want);
+        free(p);
+        free(le);
+        free(parts);
+    }
+    printf("parts: %zu joins equal to libxxhash\n", joins);
+}
+
+/* Exactly the piece that holds a NaN reports it, wherever the NaN sits (in
+ * a full block, in the last partial block, past the last stripe boundary),
+ * whatever its payload, on every path; the caller then uses hash_params. */
+static void test_parts_report_nan(void **state)
+{
+    (void)state;
+    const size_t n = 4097;
+    float *p = malloc(n * sizeof *p);
+    uint64_t *parts = malloc(hash_parts_words(n) * sizeof *parts);
+    assert_true(p != NULL && parts != NULL);
+    const uint32_t nans[] = { 0x7fc00000u, 0xffc00001u, 0x7f800001u, 0xffffffffu };
+    const size_t where[] = { 0, 255, 256, 1000, 3839, 3840, 4000, 4095, 4096 };
+    const int paths[] = { 0, 2, 1 };
+    for (size_t pi = 0; pi < sizeof paths / sizeof paths[0]; pi++) {
+        const int prev = hash_set_simd(paths[pi]);
+        for (size_t w = 0; w < sizeof where / sizeof where[0]; w++)
+            for (size_t v = 0; v < sizeof nans / sizeof nans[0]; v++) {
+                fill_bits(p, n, 9);
+                p[where[w]] = f_of_bits(nans[v]);
+                int ok;
+                assert_int_equal(hash_in_pieces(parts, p, n, 50 + w, &ok, where[w]), 1);
+                if (!ok)
+                    fail_msg("path %d: NaN %08x at %zu reported by the wrong piece", paths[pi], nans[v], where[w]);
+            }
+        hash_set_simd(prev);
+    }
+    free(p);
+    free(parts);
+}
+
 
 int main(void)
 {
@@ -252,6 +386,8 @@ int main(void)
         cmocka_unit_test(test_empty_known_answer),
         cmocka_unit_test(test_bytes_matches_library),
         cmocka_unit_test(test_params_match_le_buffer),
+        cmocka_unit_test(test_parts_join_matches_library),
+        cmocka_unit_test(test_parts_report_nan),
         cmocka_unit_test(test_nan_payloads_hash_equal),
         cmocka_unit_test(test_signed_zero_differs),
         cmocka_unit_test(test_loss_bits),

@@ -52,6 +52,9 @@ static outcome run(ls_config cfg, int threads, int steps, const ls_dataset *data
         if (o.st != LS_OK)
             break;
         ph = hash_params(trainer_params(t), trainer_n_params(t));
+        if (trainer_param_hash(t) != ph)   /* the update's hash parts, joined */
+            fail_msg("threads %d step %d: trainer_param_hash %016llx, hash_params %016llx", threads, s + 1,
+                     (unsigned long long)trainer_param_hash(t), (unsigned long long)ph);
         traj = hash_traj_next(traj, ph, loss);
     }
     for (int w = 0; w < threads; w++)
@@ -282,6 +285,61 @@ static void test_divergence(void **state)
     dataset_destroy(d);
 }
 
+/* The last float of the optimiser's state (AdamW's last v) becomes a NaN
+ * with a payload, so the update writes a non-canonical NaN into θ. */
+static void poison_state(void *ctx)
+{
+    size_t bytes;
+    unsigned char *st = trainer_optim_state(ctx, &bytes);
+    const uint32_t nan = 0x7fc00123u;
+    memcpy(st + bytes - sizeof nan, &nan, sizeof nan);
+}
+
+/* trainer_param_hash joins the hash parts the update's workers wrote; it
+ * must equal hash_params when θ holds a NaN (the parts flag it and the
+ * trainer hashes the canonical bytes) and after trainer_params_mut (the
+ * parts are stale), at thread counts below, at and above the cores. */
+static void test_param_hash_parts(void **state)
+{
+    (void)state;
+    ls_dataset *d;
+    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    const int threads[] = { 1, 2, 3, 8 };
+    for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
+        ls_config c;
+        assert_int_equal(config_defaults(&c, "teacher", NULL, NULL), LS_OK);
+        assert_int_equal(config_set(&c, "hidden", "64", 0, NULL), LS_OK);
+        assert_int_equal(config_set(&c, "optimizer", "adamw", 0, NULL), LS_OK);
+        trainer *t;
+        ls_err err;
+        assert_int_equal(trainer_create(&t, &c, threads[ti], d, &err), LS_OK);
+        const size_t n = trainer_n_params(t);
+        assert_true(n * sizeof(float) > 4 * HASH_PART_FLOATS);   /* several blocks: several pieces */
+        double loss;
+        assert_int_equal(trainer_step(t, &loss, &err), LS_OK);
+        assert_true(trainer_param_hash(t) == hash_params(trainer_params(t), n));
+        /* Written through trainer_params_mut: hashed afresh. */
+        float *p = trainer_params_mut(t);
+        p[0] = -p[0];
+        p[n / 2] = p[n / 2] + 1.0f;
+        assert_true(trainer_param_hash(t) == hash_params(trainer_params(t), n));
+        assert_int_equal(trainer_step(t, &loss, &err), LS_OK);
+        assert_true(trainer_param_hash(t) == hash_params(trainer_params(t), n));
+        trainer_set_test_hook(t, poison_state, t);
+        assert_int_equal(trainer_step(t, &loss, &err), LS_OK);
+        size_t raw_nans = 0;
+        for (size_t i = 0; i < n; i++) {
+            uint32_t u;
+            memcpy(&u, trainer_params(t) + i, sizeof u);
+            raw_nans += (u & 0x7fffffffu) > 0x7f800000u && u != 0x7fc00000u;
+        }
+        assert_true(raw_nans > 0);   /* else this test checks nothing */
+        assert_true(trainer_param_hash(t) == hash_params(trainer_params(t), n));
+        trainer_destroy(t);
+    }
+    dataset_destroy(d);
+}
+
 static void test_bad_config(void **state)
 {
     (void)state;
@@ -442,6 +500,7 @@ int main(void)
         cmocka_unit_test(test_config_changes_trajectory),
         cmocka_unit_test(test_optimisers),
         cmocka_unit_test(test_divergence),
+        cmocka_unit_test(test_param_hash_parts),
         cmocka_unit_test(test_bad_config),
         cmocka_unit_test(test_golden_files),
     };
