@@ -1324,6 +1324,7 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
         .phases = 2 * T - 1,
         .units = ca->units,
         .finish_units = gates,
+        .finish_span = 4,   /* gate g's finish reads its four statistics */
         .scratch_bytes = ca->off_mask + round_bytes(2 * ca->max_m * ca->max_nc),
         .mean_loss = 0,
         .prepare_parts = logic_prepare_parts(gates),

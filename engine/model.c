@@ -35,6 +35,9 @@ ls_status model_create(ls_model **out, const ls_config *cfg, const ls_dataset *d
         st = ls_fail(err, LS_EINVAL,
                      "model %s: declares finish_mean with %zu finish units and leaves of %zu floats for %zu parameters",
                      d->name, i->finish_units, i->leaf_len, i->n_params);
+    else if (i->finish_span > 0 && i->finish_units > i->leaf_len / i->finish_span)
+        st = ls_fail(err, LS_EINVAL, "model %s: declares finish_span %zu for %zu finish units, past its leaves of %zu floats",
+                     d->name, i->finish_span, i->finish_units, i->leaf_len);
     if (st != LS_OK) {
         model_destroy(m);
         return st;

@@ -16,6 +16,9 @@
 /* θ's buffers: the current one, and the two a step with several threads
  * writes into in turn (trainer_step). */
 #define TRAINER_PARAM_BUFS 3
+/* Parameters an update worker takes at a time (16 KiB of each array): a
+ * multiple of the hash's blocks (HASH_PART_FLOATS). */
+#define TRAINER_PIECE 4096
 
 struct trainer {
     ls_config cfg;
@@ -267,13 +270,23 @@ static void chunk_of(size_t n, size_t unit, int worker, int n_workers, size_t *l
     *hi = u1 * unit < n ? u1 * unit : n;
 }
 
+/* The step's sum at coordinates [lo, hi): when the reduction left the
+ * tree's last pass to the step (trainer_reduce), this worker combines those
+ * coordinates here, where it reads them, instead of in a pool job of its
+ * own that writes the whole sum out before the finish or update reads it. */
+static const float *step_sum(trainer *t, size_t lo, size_t hi)
+{
+    return t->sum != NULL ? t->sum : tree_top_chunk(t->reducer, lo, hi);
+}
+
 static void trainer_finish_worker(void *ctx, int worker, int n_workers)
 {
     trainer *t = ctx;
     size_t lo, hi;
     chunk_of(t->model->info.finish_units, 16, worker, n_workers, &lo, &hi);   /* no two workers share a line */
+    const size_t span = t->model->info.finish_span;
     if (lo < hi)
-        t->model->desc->finish(t->model->self, t->sum, t->cfg.batch, t->grad, lo, hi);
+        t->model->desc->finish(t->model->self, step_sum(t, lo * span, hi * span), t->cfg.batch, t->grad, lo, hi);
 }
 
 static void trainer_update_worker(void *ctx, int worker, int n_workers)
@@ -281,15 +294,22 @@ static void trainer_update_worker(void *ctx, int worker, int n_workers)
     trainer *t = ctx;
     size_t lo, hi;
     const size_t n = t->model->info.n_params;
+    const int mean = t->model->info.finish_mean;
     chunk_of(n, HASH_PART_FLOATS, worker, n_workers, &lo, &hi);   /* the hash's blocks */
-    if (t->model->info.finish_mean)   /* the finish folded in: grad = sum / (float)B, the same division */
-        optim_update(t->opt, t->params_next, t->params, t->sum, (float)t->cfg.batch, lo, hi);
-    else
-        optim_update(t->opt, t->params_next, t->params, t->grad, 1.0f, lo, hi);
-    /* Hashed while this core still holds what it wrote; the session joins
-     * the parts (trainer_param_hash) instead of one thread hashing all of θ
-     * after the step. */
-    t->hash_nan[worker] = (uint64_t)hash_params_part(t->hash_parts, t->params_next, n, lo, hi);
+    /* Piece by piece, so what a piece reads (the sum, combined here:
+     * step_sum) and writes (θ, hashed here for the session's join,
+     * trainer_param_hash) is still in this core's cache. Each piece starts
+     * at a block of the hash. */
+    uint64_t nan = 0;
+    for (size_t a = lo, b; a < hi; a = b) {
+        b = hi - a > TRAINER_PIECE ? a + TRAINER_PIECE : hi;
+        if (mean)   /* the finish folded in: grad = sum / (float)B, the same division */
+            optim_update(t->opt, t->params_next, t->params, step_sum(t, a, b), (float)t->cfg.batch, a, b);
+        else
+            optim_update(t->opt, t->params_next, t->params, t->grad, 1.0f, a, b);
+        nan |= (uint64_t)hash_params_part(t->hash_parts, t->params_next, n, a, b);
+    }
+    t->hash_nan[worker] = nan;
 }
 
 uint64_t trainer_param_hash(const trainer *t)
@@ -336,8 +356,13 @@ static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err 
         pool_parallel_for(t->pool, u1 - u0, trainer_unit, t);
     if (t->ranks != NULL)
         return trainer_reduce_ranks(t, total, err);
-    return t->unordered ? tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, total)
-                        : tree_reduce(t->reducer, trainer_leaf, t, &t->sum, total);
+    if (t->unordered)
+        return tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, total);
+    if (m->info.finish_mean || m->info.finish_span > 0) {   /* the step's workers combine the top (step_sum) */
+        t->sum = NULL;
+        return tree_reduce_deferred(t->reducer, trainer_leaf, t, total);
+    }
+    return tree_reduce(t->reducer, trainer_leaf, t, &t->sum, total);
 }
 
 static ls_status trainer_take_staged(trainer *t, double *total);
@@ -444,7 +469,7 @@ static ls_status trainer_test_loss(trainer *t, double *loss, int *has, ls_err *e
             return st;
         double sum;
         st = t->unordered ? tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, &sum)
-                          : tree_reduce(t->reducer, trainer_leaf, t, &t->sum, &sum);
+                          : tree_reduce_deferred(t->reducer, trainer_leaf, t, &sum);   /* the loss only */
         if (st != LS_OK)
             return ls_fail(err, st, "test loss: %s", ls_strerror(st));
         total += sum;

@@ -252,6 +252,9 @@ typedef struct {
     int finish_mean;          /* 1: finish is exactly grad[i] = sum[i] / (float)batch for every i (finish_units =
                                  n_params <= leaf_len): the engine then folds that division into the
                                  optimiser's update and skips finish, the same bits with one pass less */
+    size_t finish_span;       /* 0, or: finish of units [lo, hi) reads only sum[lo·finish_span, hi·finish_span):
+                                 the engine then lets each finish thread combine the tree's last pass over
+                                 just those coordinates, the same bits with one pass and one barrier less */
 } ls_model_info;
 
 /* One evaluation figure, recorded under its name. */

@@ -114,6 +114,8 @@ struct tree_reducer {
     double *block_loss;        /* [n_leaves] */
     size_t *worker_leaves;     /* [n_workers] */
     int *worker_high;          /* [n_workers] */
+    const tree_block *deferred; /* the blocks of the last tree_reduce_deferred, combined by tree_top_chunk */
+    size_t deferred_blocks;
 };
 
 static float *tree_slot(const tree_reducer *r, size_t i)
@@ -383,9 +385,12 @@ static void tree_top_worker(void *arg, int worker, int n_workers)
         job->result = res;
 }
 
-ls_status tree_reduce_plan(tree_reducer *r, const tree_block *blocks, size_t n_blocks,
-                           tree_leaf_fn fn, void *ctx, const float **sum, double *loss)
+/* The blocks of a plan summed, their loss combined; with sum != NULL the
+ * blocks combined too (else tree_top_chunk does it, chunk by chunk). */
+static ls_status tree_reduce_run(tree_reducer *r, const tree_block *blocks, size_t n_blocks, tree_leaf_fn fn,
+                                 void *ctx, const float **sum, double *loss)
 {
+    r->deferred = NULL;
     ls_err err;
     ls_status st = tree_check_plan(r, blocks, n_blocks, &err);
     if (st != LS_OK)
@@ -401,24 +406,50 @@ ls_status tree_reduce_plan(tree_reducer *r, const tree_block *blocks, size_t n_b
         return st;
     tree_job job = { r, blocks, n_blocks, fn, ctx, NULL, NULL, NULL };
     pool_run(r->pool, tree_blocks_worker, &job);
+    *loss = tree_combine_loss(&job, 0, r->n_leaves);
+    r->deferred = sum == NULL ? blocks : NULL;
+    r->deferred_blocks = n_blocks;
+    if (sum == NULL)
+        return LS_OK;
     if (n_blocks == 1) {
         job.result = tree_slot(r, 0);
     } else {
         pool_run(r->pool, tree_top_worker, &job);
     }
     *sum = job.result;
-    *loss = tree_combine_loss(&job, 0, r->n_leaves);
     return LS_OK;
+}
+
+ls_status tree_reduce_plan(tree_reducer *r, const tree_block *blocks, size_t n_blocks,
+                           tree_leaf_fn fn, void *ctx, const float **sum, double *loss)
+{
+    return tree_reduce_run(r, blocks, n_blocks, fn, ctx, sum, loss);
 }
 
 ls_status tree_reduce(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float **sum, double *loss)
 {
-    return tree_reduce_plan(r, r->plan, r->plan_blocks, fn, ctx, sum, loss);
+    return tree_reduce_run(r, r->plan, r->plan_blocks, fn, ctx, sum, loss);
+}
+
+ls_status tree_reduce_deferred(tree_reducer *r, tree_leaf_fn fn, void *ctx, double *loss)
+{
+    return tree_reduce_run(r, r->plan, r->plan_blocks, fn, ctx, NULL, loss);
+}
+
+const float *tree_top_chunk(tree_reducer *r, size_t lo, size_t hi)
+{
+    if (r->deferred == NULL)
+        return NULL;
+    if (r->deferred_blocks == 1)
+        return tree_slot(r, 0);   /* one block: its stream already summed every leaf */
+    tree_job job = { r, r->deferred, r->deferred_blocks, NULL, NULL, NULL, NULL, NULL };
+    return tree_combine(&job, 0, r->n_leaves, lo < r->len ? lo : r->len, hi < r->len ? hi : r->len);
 }
 
 ls_status tree_reduce_buffers(tree_reducer *r, float *const *bufs, const double *losses, const float **sum,
                               double *loss)
 {
+    r->deferred = NULL;   /* block_at is rewritten: nothing is left to tree_top_chunk */
     /* Every leaf is its own block. */
     size_t n = r->n_leaves;
     for (size_t i = 0; i < n; i++)
@@ -474,6 +505,7 @@ static void tree_unordered_top(void *arg, int worker, int n_workers)
 ls_status tree_reduce_unordered(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float **sum,
                                 double *loss)
 {
+    r->deferred = NULL;
     ls_err err;
     ls_status st = tree_reserve(r, (size_t)r->n_workers, 0, &err);
     if (st != LS_OK)
@@ -570,6 +602,7 @@ static void tree_pieces_top_worker(void *arg, int worker, int n_workers)
 ls_status tree_reduce_pieces(tree_reducer *r, const tree_block *pieces, size_t n_pieces, tree_leaf_fn fn,
                              void *ctx, float **sums, double *losses)
 {
+    r->deferred = NULL;
     ls_err err;
     size_t mine = 0;
     for (size_t i = 0; i < n_pieces; i++)

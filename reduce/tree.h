@@ -99,6 +99,17 @@ ls_status tree_reduce(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float *
  * aligned blocks (else LS_EINVAL). Any valid plan gives the same bits. */
 ls_status tree_reduce_plan(tree_reducer *r, const tree_block *blocks, size_t n_blocks,
                            tree_leaf_fn fn, void *ctx, const float **sum, double *loss);
+/* tree_reduce without its last pass: the leaves summed into the blocks of
+ * the default plan and *loss final, but the blocks not yet combined; the
+ * caller combines them where it reads the sum, chunk by chunk:
+ * tree_top_chunk(r, lo, hi) combines coordinates [lo, hi) in place and
+ * returns the buffer that holds the sum (the same for every chunk; only
+ * [lo, hi) of it is meant). Chunks may run on any threads at once, each
+ * coordinate in exactly one chunk, until the next reduction; a chunk split
+ * changes no coordinate's arithmetic, so the bits are tree_reduce's.
+ * tree_top_chunk returns NULL when the last reduction was not deferred. */
+ls_status tree_reduce_deferred(tree_reducer *r, tree_leaf_fn fn, void *ctx, double *loss);
+const float *tree_top_chunk(tree_reducer *r, size_t lo, size_t hi);
 /* Sum leaf buffers that already exist (models that compute a whole batch in
  * phases): bufs[i] holds leaf i (n_leaves of them, len floats each), losses[i]
  * its loss. Combined along the canonical tree in parallel over chunks, in

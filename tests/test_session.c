@@ -324,6 +324,75 @@ static ls_status mlp_unfolded_create(void **self, ls_model_info *info, const ls_
     return st;
 }
 
+static ls_status logic_unspanned_create(void **self, ls_model_info *info, const ls_config *cfg,
+                                       const ls_dataset *data, ls_err *err)
+{
+    ls_status st = ls_model_find("logic")->create(self, info, cfg, data, err);
+    info->finish_span = 0;   /* the tree's last pass as a pass of its own */
+    return st;
+}
+
+static ls_status ca_unspanned_create(void **self, ls_model_info *info, const ls_config *cfg, const ls_dataset *data,
+                                     ls_err *err)
+{
+    ls_status st = ls_model_find("logic-ca")->create(self, info, cfg, data, err);
+    info->finish_span = 0;
+    return st;
+}
+
+static ls_status logic_overspan_create(void **self, ls_model_info *info, const ls_config *cfg,
+                                      const ls_dataset *data, ls_err *err)
+{
+    ls_status st = ls_model_find("logic")->create(self, info, cfg, data, err);
+    info->finish_span = 5;   /* its leaves hold 4 floats per finish unit */
+    return st;
+}
+
+/* Sessions of models a and b on `task` (batch, and hidden when not NULL)
+ * give the same loss and parameter bits at every one of 5 steps, at 1, 2
+ * and 3 threads. */
+static void same_training(const char *a, const char *b, const char *task, const char *batch, const char *hidden)
+{
+    ls_err err;
+    for (int threads = 1; threads <= 3; threads++) {
+        ls_session *ss[2];
+        const ls_session_opts o = { .threads = threads };
+        /* b gets a's settings (the task's defaults for a, which it may not
+         * have for b): a's text with the model renamed. */
+        ls_config *cfg;
+        assert_int_equal(ls_config_create(&cfg, task, a, &err), LS_OK);
+        assert_int_equal(ls_config_set(cfg, "batch", batch, &err), LS_OK);
+        if (hidden != NULL)
+            assert_int_equal(ls_config_set(cfg, "hidden", hidden, &err), LS_OK);
+        char text[4096], renamed[4096], from[64];
+        assert_true(ls_config_text(cfg, text, sizeof text) < sizeof text);
+        snprintf(from, sizeof from, "model=%s\n", a);
+        const char *at = strstr(text, from);
+        assert_non_null(at);
+        snprintf(renamed, sizeof renamed, "%.*smodel=%s\n%s", (int)(at - text), text, b, at + strlen(from));
+        assert_int_equal(ls_session_open(&ss[0], cfg, &o, &err), LS_OK);
+        ls_config_destroy(cfg);
+        if (ls_config_parse(&cfg, renamed, &err) != LS_OK)
+            fail_msg("%s: %s", renamed, err.msg);
+        assert_int_equal(ls_session_open(&ss[1], cfg, &o, &err), LS_OK);
+        ls_config_destroy(cfg);
+        for (int step = 1; step <= 5; step++) {
+            double loss[2];
+            size_t n[2];
+            for (int i = 0; i < 2; i++)
+                assert_int_equal(ls_session_step(ss[i], &loss[i], &err), LS_OK);
+            const float *p0 = ls_session_params(ss[0], &n[0]), *p1 = ls_session_params(ss[1], &n[1]);
+            assert_int_equal(n[0], n[1]);
+            assert_memory_equal(&loss[0], &loss[1], sizeof loss[0]);
+            if (memcmp(p0, p1, n[0] * sizeof(float)) != 0)
+                fail_msg("%s and %s on %s, batch %s, %d threads, step %d: the parameters differ", a, b, task, batch,
+                         threads, step);
+        }
+        for (int i = 0; i < 2; i++)
+            assert_int_equal(ls_session_close(ss[i], LS_OK, &err), LS_OK);
+    }
+}
+
 /* *d = the built-in model `base` renamed, training teacher too (the caller
  * edits it, then registers it). */
 static void variant_of(ls_model_desc *d, const char *base, const char *name)
@@ -408,32 +477,26 @@ static void test_registry(void **state)
     assert_int_equal(ls_register_model(&unfolded, &err), LS_OK);
     const char *batches[] = { "32", "21" };
     for (size_t k = 0; k < 2; k++)
-        for (int threads = 1; threads <= 3; threads++) {
-            ls_session *ss[2];
-            const char *names[2] = { "mlp", "mlp-unfolded" };
-            const ls_session_opts o = { .threads = threads };
-            for (int i = 0; i < 2; i++) {
-                ls_config *cfg;
-                assert_int_equal(ls_config_create(&cfg, "teacher", names[i], &err), LS_OK);
-                assert_int_equal(ls_config_set(cfg, "batch", batches[k], &err), LS_OK);
-                assert_int_equal(ls_config_set(cfg, "hidden", "32", &err), LS_OK);   /* teacher's for mlp */
-                assert_int_equal(ls_session_open(&ss[i], cfg, &o, &err), LS_OK);
-                ls_config_destroy(cfg);
-            }
-            for (int step = 1; step <= 5; step++) {
-                double loss[2];
-                size_t n[2];
-                for (int i = 0; i < 2; i++)
-                    assert_int_equal(ls_session_step(ss[i], &loss[i], &err), LS_OK);
-                const float *p0 = ls_session_params(ss[0], &n[0]), *p1 = ls_session_params(ss[1], &n[1]);
-                assert_int_equal(n[0], n[1]);
-                assert_memory_equal(&loss[0], &loss[1], sizeof loss[0]);
-                if (memcmp(p0, p1, n[0] * sizeof(float)) != 0)
-                    fail_msg("batch %s, %d threads, step %d: folded and unfolded mean differ", batches[k], threads, step);
-            }
-            for (int i = 0; i < 2; i++)
-                assert_int_equal(ls_session_close(ss[i], LS_OK, &err), LS_OK);
-        }
+        same_training("mlp", "mlp-unfolded", "teacher", batches[k], "32");
+    /* The tree's last pass combined by the finish threads, coordinates as
+     * each reads them (finish_span), and as a pass of its own. */
+    static ls_model_desc unspanned, ca_unspanned;
+    variant_of(&unspanned, "logic", "logic-unspanned");
+    unspanned.create = logic_unspanned_create;
+    assert_int_equal(ls_register_model(&unspanned, &err), LS_OK);
+    same_training("logic", "logic-unspanned", "teacher", "21", NULL);
+    variant_of(&ca_unspanned, "logic-ca", "ca-unspanned");
+    ca_unspanned.tasks = "gol";
+    ca_unspanned.create = ca_unspanned_create;
+    if (ls_register_model(&ca_unspanned, &err) != LS_OK)
+        fail_msg("%s", err.msg);
+    same_training("logic-ca", "ca-unspanned", "gol", "20", NULL);
+    /* A finish_span past the leaves: refused. */
+    static ls_model_desc overspan;
+    variant_of(&overspan, "logic", "logic-overspan");
+    overspan.create = logic_overspan_create;
+    assert_int_equal(ls_register_model(&overspan, &err), LS_OK);
+    open_refused("logic-overspan", "finish_span");
     assert_string_equal(ls_version(), LS_VERSION_STRING);
 }
 

@@ -404,6 +404,90 @@ static void test_long_buffers(void **state)
     free(vals);
 }
 
+/* tree_reduce_deferred, then tree_top_chunk over chunks cut at random
+ * points and run on the pool's threads at once (as the trainer's update
+ * does): the same sum and loss bits as tree_reduce, for leaf counts around
+ * powers of two at 1, 2, 3 and 8 threads; NULL once a reduction was not
+ * deferred. */
+typedef struct {
+    tree_reducer *r;
+    size_t cut[17];           /* chunk w is [cut[w], cut[w + 1]) */
+    const float *got[16];
+} top_job;
+
+static void top_worker(void *arg, int worker, int n_workers)
+{
+    top_job *j = arg;
+    (void)n_workers;
+    j->got[worker] = j->cut[worker] < j->cut[worker + 1] ? tree_top_chunk(j->r, j->cut[worker], j->cut[worker + 1])
+                                                         : NULL;
+}
+
+static void test_deferred_top(void **state)
+{
+    (void)state;
+    const size_t len = 777, max_n = 33;
+    float *vals = malloc(max_n * len * sizeof(float));
+    assert_non_null(vals);
+    uint64_t x = 99;
+    for (size_t i = 0; i < max_n * len; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        vals[i] = ldexpf((float)(x % 100000) / 100000.0f - 0.5f, (int)(x >> 40) % 30 - 15);
+    }
+    big_vals = vals;
+    big_len = len;
+    const size_t sizes[] = { 1, 2, 3, 4, 5, 7, 8, 9, 13, 16, 17, 33 };
+    const int threads[] = { 1, 2, 3, 8 };
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        pool *p;
+        assert_int_equal(pool_create(&p, threads[t], NULL), LS_OK);
+        for (size_t k = 0; k < sizeof sizes / sizeof sizes[0]; k++) {
+            tree_reducer *r;
+            assert_int_equal(tree_reducer_create(&r, p, len, sizes[k], NULL), LS_OK);
+            const float *sum;
+            double loss, dloss;
+            assert_int_equal(tree_reduce(r, big_leaf, NULL, &sum, &loss), LS_OK);
+            float *ref = malloc(len * sizeof(float));
+            assert_non_null(ref);
+            memcpy(ref, sum, len * sizeof(float));
+            assert_null(tree_top_chunk(r, 0, len));
+            for (int trial = 0; trial < 3; trial++) {
+                assert_int_equal(tree_reduce_deferred(r, big_leaf, NULL, &dloss), LS_OK);
+                assert_memory_equal(&dloss, &loss, sizeof loss);
+                top_job j = { .r = r };
+                const int w = threads[t];
+                for (int i = 1; i < w; i++) {
+                    x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+                    j.cut[i] = (size_t)(x % (len + 1));
+                }
+                j.cut[w] = len;
+                for (int i = 1; i < w; i++)   /* sorted, so the chunks partition [0, len) */
+                    for (int m = i; m > 1 && j.cut[m - 1] > j.cut[m]; m--) {
+                        size_t tmp = j.cut[m];
+                        j.cut[m] = j.cut[m - 1];
+                        j.cut[m - 1] = tmp;
+                    }
+                pool_run(p, top_worker, &j);
+                const float *res = NULL;
+                for (int i = 0; i < w; i++) {
+                    if (j.got[i] == NULL)
+                        continue;
+                    if (res != NULL)
+                        assert_ptr_equal(j.got[i], res);   /* one buffer holds the sum */
+                    res = j.got[i];
+                }
+                assert_non_null(res);
+                if (memcmp(res, ref, len * sizeof(float)) != 0)
+                    fail_msg("%zu leaves, %d threads: the deferred top differs from tree_reduce", sizes[k], w);
+            }
+            free(ref);
+            tree_reducer_destroy(r);
+        }
+        pool_destroy(p);
+    }
+    free(vals);
+}
+
 /* Ranks (one reduction over several processes): for every n <= 300 and
  * every rank count 1..9, the pieces partition the leaves into aligned
  * blocks, contiguous per rank, no rank has more leaves than ceil(n / R)
@@ -507,6 +591,7 @@ int main(void)
         cmocka_unit_test(test_bad_plans),
         cmocka_unit_test(test_unordered),
         cmocka_unit_test(test_long_buffers),
+        cmocka_unit_test(test_deferred_top),
         cmocka_unit_test(test_ranks_exhaustive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
