@@ -81,12 +81,6 @@ struct ls_session {
     int64_t keep_ckpt;          /* checkpoints kept by prune_checkpoints; 0: every one */
 };
 
-static double now_seconds(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- test-only crash hook ------------------------------------------------------
  * LOCKSTEP_CRASH_AT=PHASE:N makes the process kill itself with SIGKILL (no
@@ -428,10 +422,16 @@ ls_status ls_session_step(ls_session *s, double *loss_out, ls_err *err)
     if (s->t == NULL)
         return ls_fail(err, LS_EINVAL, "run %lld is done: nothing to step", (long long)s->st.run_id);
     const int64_t step = s->st.step + 1;
-    double loss, a = now_seconds();
+    double loss, a = trainer_clock();
     ls_status st = trainer_step(s->t, &loss, err);
-    double b = now_seconds();
+    double b = trainer_clock();
     s->st.train_seconds += b - a;
+    const trainer_times *parts = trainer_step_times(s->t);   /* since this session created the trainer */
+    s->st.prepare_seconds = parts->prepare;
+    s->st.phase_seconds = parts->phases;
+    s->st.leaf_seconds = parts->leaves;
+    s->st.finish_seconds = parts->finish;
+    s->st.update_seconds = parts->update;
     s->st.busy_workers = 0;
     for (int w = 0; w < trainer_threads(s->t); w++)
         s->st.busy_workers += trainer_worker_leaves(s->t)[w] > 0;
@@ -439,7 +439,7 @@ ls_status ls_session_step(ls_session *s, double *loss_out, ls_err *err)
         return st;
     const uint64_t ph = trainer_param_hash(s->t);
     const uint64_t traj = hash_traj_next(s->st.traj_hash, ph, loss);
-    double d = now_seconds();
+    double d = trainer_clock();
     s->st.hash_seconds += d - b;
     ls_step row = { step, 1, hash_loss_bits(loss), ph, traj, b - a };
     const int replay = step <= s->last_recorded;
@@ -468,7 +468,7 @@ ls_status ls_session_step(ls_session *s, double *loss_out, ls_err *err)
     if (s->db != NULL && s->recording && s->ckpt_every > 0 && step % s->ckpt_every == 0)
         if ((st = ls_session_checkpoint(s, err)) != LS_OK)
             return st;
-    s->st.record_seconds += now_seconds() - d;
+    s->st.record_seconds += trainer_clock() - d;
     if (s->opts.progress != NULL)
         s->opts.progress(s->opts.progress_ctx, &s->st, replay);
     return LS_OK;
@@ -1120,10 +1120,10 @@ ls_status ls_session_close(ls_session *s, ls_status how, ls_err *err)
             how = st;   /* a run whose final record failed is not done */
         const char *status = how == LS_OK ? "done" : how == LS_EDIVERGED ? "diverged"
                                                    : how == LS_EINTR ? "interrupted" : "failed";
-        double t = now_seconds();
+        double t = trainer_clock();
         ls_err e3;
         ls_status st3 = runlog_run_end(s->db, s->st.run_id, status, &e3);
-        s->st.record_seconds += now_seconds() - t;
+        s->st.record_seconds += trainer_clock() - t;
         if (st == LS_OK && st3 != LS_OK) {
             st = st3;
             if (err != NULL)

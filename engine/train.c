@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "../record/hash.h"
 #include "../reduce/tree.h"
@@ -40,6 +41,7 @@ struct trainer {
     uint64_t *hash_parts;       /* θ's hash in parts, from the update's workers (trainer_param_hash) */
     uint64_t *hash_nan;         /* [threads] a worker's piece held a NaN; one allocation with hash_parts */
     int hash_fresh;             /* hash_parts are those of params */
+    trainer_times times;        /* where the steps' time went (trainer_step_times) */
     void *param_mem;            /* param_buf and grad: one allocation */
     unsigned char *scratch;     /* [threads][scratch_bytes] per-worker model scratch */
     size_t scratch_stride;
@@ -312,6 +314,18 @@ static void trainer_update_worker(void *ctx, int worker, int n_workers)
     t->hash_nan[worker] = nan;
 }
 
+double trainer_clock(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+const trainer_times *trainer_step_times(const trainer *t)
+{
+    return &t->times;
+}
+
 uint64_t trainer_param_hash(const trainer *t)
 {
     const size_t n = t->model->info.n_params;
@@ -347,22 +361,30 @@ static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err 
     const ls_model *m = t->model;
     memset(t->worker_work, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
     t->batch = (ls_batch){ t->data, t->data != NULL ? t->ids : NULL, t->cfg.batch, step, t->cfg.seed };
+    double a = trainer_clock();
     ls_status st = model_prepare(m, t->params, &t->batch, t->pool, err);
+    const double b = trainer_clock();
+    t->times.prepare += b - a;
     if (st != LS_OK)
         return st;
     size_t u0 = t->ranks != NULL ? t->ranks->unit_lo : 0, u1 = t->ranks != NULL ? t->ranks->unit_hi : m->info.units;
     t->unit_base = u0;
     for (t->phase = 0; t->phase < m->info.phases; t->phase++)
         pool_parallel_for(t->pool, u1 - u0, trainer_unit, t);
-    if (t->ranks != NULL)
-        return trainer_reduce_ranks(t, total, err);
-    if (t->unordered)
-        return tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, total);
-    if (m->info.finish_mean || m->info.finish_span > 0) {   /* the step's workers combine the top (step_sum) */
+    const double c = trainer_clock();
+    t->times.phases += c - b;
+    if (t->ranks != NULL) {
+        st = trainer_reduce_ranks(t, total, err);
+    } else if (t->unordered) {
+        st = tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, total);
+    } else if (m->info.finish_mean || m->info.finish_span > 0) {   /* the step's workers combine the top (step_sum) */
         t->sum = NULL;
-        return tree_reduce_deferred(t->reducer, trainer_leaf, t, total);
+        st = tree_reduce_deferred(t->reducer, trainer_leaf, t, total);
+    } else {
+        st = tree_reduce(t->reducer, trainer_leaf, t, &t->sum, total);
     }
-    return tree_reduce(t->reducer, trainer_leaf, t, &t->sum, total);
+    t->times.leaves += trainer_clock() - c;
+    return st;
 }
 
 static ls_status trainer_take_staged(trainer *t, double *total);
@@ -381,6 +403,7 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
     double total;
     ls_err e2 = { "" };
     ls_status st = t->staged_sum != NULL ? trainer_take_staged(t, &total) : trainer_reduce(t, step, &total, &e2);
+    double b = trainer_clock();
     if (st != LS_OK)
         return ls_fail(err, st, "step %lld: %s", (long long)step, e2.msg[0] ? e2.msg : ls_strerror(st));
     if (t->model->info.mean_loss)
@@ -393,6 +416,8 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
      * (info.finish_mean): one pass over the gradient less. */
     if (!t->model->info.finish_mean)
         pool_run(t->pool, trainer_finish_worker, t);
+    double c = trainer_clock();
+    t->times.finish += c - b;
     if (t->test_hook != NULL)
         t->test_hook(t->test_hook_ctx);
     optim_begin_step(t->opt);
@@ -413,6 +438,7 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
         t->params_next = t->params;
     }
     pool_run(t->pool, trainer_update_worker, t);
+    t->times.update += trainer_clock() - c;
     t->hash_fresh = 1;
     t->params = t->params_next;
     t->done = step;

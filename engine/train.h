@@ -69,6 +69,17 @@ float *trainer_params_mut(trainer *t);   /* valid until the next step, as traine
  * last step's update hashed where each thread wrote them when it can (no
  * NaN, no trainer_params_mut since), else by hashing θ. */
 uint64_t trainer_param_hash(const trainer *t);
+
+/* Where the steps' time went, in seconds, summed since trainer_create:
+ * prepare (with its parts), the phases, the leaves (with the tree's blocks,
+ * or the ranks' exchange), the finish and the update (each with its share
+ * of the tree's last pass; the update with the hash's parts). A staged
+ * step (sweep) counts only its finish and update. */
+typedef struct {
+    double prepare, phases, leaves, finish, update;
+} trainer_times;
+const trainer_times *trainer_step_times(const trainer *t);
+double trainer_clock(void);   /* a monotonic clock, in seconds */
 void *trainer_optim_state(trainer *t, size_t *bytes);
 void trainer_set_steps_done(trainer *t, int64_t steps);
 

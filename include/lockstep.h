@@ -52,9 +52,9 @@ extern "C" {
 #endif
 
 #define LS_VERSION_MAJOR 0
-#define LS_VERSION_MINOR 5
+#define LS_VERSION_MINOR 6
 #define LS_VERSION_PATCH 0
-#define LS_VERSION_STRING "0.5.0"
+#define LS_VERSION_STRING "0.6.0"
 
 #define LS_HASH_FORMAT 1
 #define LS_CONFIG_FORMAT 1
@@ -402,7 +402,12 @@ struct ls_session_state {
     int threads;
     int busy_workers;           /* workers that computed leaves or units in the last step */
     double flops_per_sample;    /* the model's count (ls_model_info), 0 when it gives none */
-    double train_seconds;       /* inside the engine's steps */
+    double train_seconds;       /* inside the engine's steps; of which: */
+    double prepare_seconds;     /*   the model's prepare and its parts */
+    double phase_seconds;       /*   the model's phases */
+    double leaf_seconds;        /*   the leaves and the tree's blocks */
+    double finish_seconds;      /*   the finish (with its share of the tree's last pass) */
+    double update_seconds;      /*   the optimiser (with its share of the tree's last pass and of the hash) */
     double hash_seconds;        /* hashing parameters and trajectory */
     double record_seconds;      /* writing the record */
     int done_already;           /* reopened to resume a run that was done: nothing to do */

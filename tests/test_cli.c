@@ -568,7 +568,7 @@ static void test_bench_smoke(void **state)
     proc_res r;
     RUN(&r, c, "bench", "--task", "teacher", "--threads", "1,2", "--steps", "5", "--reps", "1");
     expect_code(&r, 0);
-    int rows[3] = { 0 };
+    int rows[3] = { 0 }, parts[3] = { 0 };
     for (const char *a = r.out; *a;) {
         const char *b = strchr(a, '\n');
         if (b == NULL)
@@ -577,10 +577,19 @@ static void test_bench_smoke(void **state)
         int n = tokens(a, b, t, 12);
         if (n >= 4 && is_uint(t[0]) && strtol(t[0], NULL, 10) <= 2)
             rows[strtol(t[0], NULL, 10)]++;
+        /* "parts T prepare phases leaves finish update hash record", in us */
+        if (n == 9 && strcmp(t[0], "parts") == 0 && is_uint(t[1]) && strtol(t[1], NULL, 10) <= 2) {
+            int ok = 1;
+            for (int i = 2; i < 9; i++)
+                ok &= strtod(t[i], NULL) >= 0 && strspn(t[i], "0123456789.") == strlen(t[i]);
+            parts[strtol(t[1], NULL, 10)] += ok;
+        }
         a = *b ? b + 1 : b;
     }
     if (rows[1] != 1 || rows[2] != 1)
         fail_msg("bench: want one row for 1 and one for 2 threads:\n%s", r.out);
+    if (parts[1] != 1 || parts[2] != 1)
+        fail_msg("bench: want one 'parts' row of 7 figures for 1 and for 2 threads:\n%s", r.out);
     proc_res_free(&r);
     char p[256];
     proc_tpath(c, "runs.db", p, sizeof p);

@@ -107,6 +107,44 @@ static ls_session_state ref;
 static float *ref_params;
 static size_t ref_n;
 
+/* ls_session_state's parts of a step's time: each measured, none
+ * negative, together within train_seconds; the phases are the CA's and
+ * not the MLP's. */
+static void test_step_parts(void **state)
+{
+    (void)state;
+    const char *tasks[] = { "teacher", "gol" };
+    for (size_t k = 0; k < 2; k++)
+        for (int threads = 1; threads <= 3; threads += 2) {
+            ls_err err;
+            ls_config *cfg;
+            assert_int_equal(ls_config_create(&cfg, tasks[k], NULL, &err), LS_OK);
+            ls_session *s;
+            const ls_session_opts o = { .threads = threads };
+            assert_int_equal(ls_session_open(&s, cfg, &o, &err), LS_OK);
+            for (int i = 0; i < 20; i++)
+                assert_int_equal(ls_session_step(s, NULL, &err), LS_OK);
+            ls_session_state st;
+            ls_session_state_get(s, &st);
+            const double parts[5] = { st.prepare_seconds, st.phase_seconds, st.leaf_seconds, st.finish_seconds,
+                                      st.update_seconds };
+            double sum = 0;
+            for (int i = 0; i < 5; i++) {
+                assert_true(parts[i] >= 0);
+                sum += parts[i];
+            }
+            if (!(sum <= st.train_seconds * (1 + 1e-9)))
+                fail_msg("%s: the parts sum to %g s, more than the %g s of the steps", tasks[k], sum, st.train_seconds);
+            assert_true(st.leaf_seconds > 0 && st.update_seconds > 0);
+            if (k == 1)   /* the CA's work is in its phases */
+                assert_true(st.phase_seconds > st.leaf_seconds && st.prepare_seconds > 0);
+            else
+                assert_true(st.phase_seconds < st.leaf_seconds);
+            assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
+            ls_config_destroy(cfg);
+        }
+}
+
 static void test_threads_equal(void **state)
 {
     (void)state;
@@ -1027,6 +1065,7 @@ int main(void)
         cmocka_unit_test(test_config_text_and_accessors),
         cmocka_unit_test(test_registry),
         cmocka_unit_test(test_threads_equal),
+        cmocka_unit_test(test_step_parts),
         cmocka_unit_test(test_resume_without_checkpoints),
         cmocka_unit_test(test_resume_from_checkpoints),
         cmocka_unit_test(test_restore_finds_an_edited_row),

@@ -247,8 +247,11 @@ static void bench_usage(void)
          "Throughput (samples/s, median of R repetitions: R 1..64, default 3) per thread count with\n"
          "the canonical tree, and the same with --reduce unordered (same leaf kernel, same leaf\n"
          "size), the speedup over one thread, the cost of the tree against unordered, GFLOP/s of the\n"
-         "MLP, and the time spent hashing and recording a step in SQLite. Nothing is recorded in\n"
-         "runs.db.\n"
+         "MLP, and the time spent hashing and recording a step in SQLite. Then, per thread count,\n"
+         "where a step's time goes (us per step, medians; rows start with 'parts'): the model's\n"
+         "prepare, its phases, the leaves with the tree's blocks, the finish, the update (these two\n"
+         "with the tree's last pass; the update with the hash's share), the hash and the record.\n"
+         "Nothing is recorded in runs.db.\n"
          "For the logic CA (gol, checkerboard) there is no unordered foil: the step time and the\n"
          "speedup are the figures.\n"
          "With --peak [--threads T]: the FP32 peak of T cores for the kernels' arithmetic (see\n"
@@ -319,9 +322,11 @@ int cmd_bench(int argc, char **argv)
     double (*rec)[MAX_REPS] = calloc((size_t)a.n_threads, sizeof *rec);
     double (*hash)[MAX_REPS] = calloc((size_t)a.n_threads, sizeof *hash);
     double (*step_time)[MAX_REPS] = calloc((size_t)a.n_threads, sizeof *step_time);
+    enum { N_PARTS = 5 };
+    double (*parts)[N_PARTS][MAX_REPS] = calloc((size_t)a.n_threads, sizeof *parts);
     int n_modes = 2;
     int rc = EXIT_OK;
-    if (!tree_sps || !unord_sps || !rec || !hash || !step_time) {
+    if (!tree_sps || !unord_sps || !rec || !hash || !step_time || !parts) {
         fprintf(stderr, "lockstep bench: out of memory\n");
         rc = EXIT_USAGE;
     }
@@ -347,6 +352,8 @@ int cmd_bench(int argc, char **argv)
                     rec[i][rep] = r.record_seconds / (double)r.steps_done;
                     hash[i][rep] = r.hash_seconds / (double)r.steps_done;
                     step_time[i][rep] = r.train_seconds / (double)r.steps_done;
+                    for (int k = 0; k < N_PARTS; k++)
+                        parts[i][k][rep] = r.part_seconds[k] / (double)r.steps_done;
                 } else {
                     unord_sps[i][rep] = r.samples_per_second;
                 }
@@ -371,6 +378,17 @@ int cmd_bench(int argc, char **argv)
         printf("%-8d %-12.0f %-12s %-8.2f %-10s %-8s %-10.0f %-16s %s\n", a.threads[i], t, unord,
                base > 0 ? t / base : 0, cost, gflops, ts * 1e6, record, hashed);
     }
+    if (rc == EXIT_OK) {
+        printf("%-8s %-8s %-9s %-9s %-9s %-9s %-9s %-9s %s\n", "parts", "threads", "prepare", "phases", "leaves",
+               "finish", "update", "hash", "record");
+        for (int i = 0; i < a.n_threads; i++) {
+            printf("%-8s %-8d", "parts", a.threads[i]);
+            for (int k = 0; k < N_PARTS; k++)
+                printf(" %-9.1f", median(parts[i][k], reps) * 1e6);
+            printf(" %-9.1f %.1f\n", median(hash[i], reps) * 1e6, median(rec[i], reps) * 1e6);
+        }
+    }
+    free(parts);
     free(tree_sps);
     free(unord_sps);
     free(rec);

@@ -127,6 +127,9 @@ static ls_status run_drive(ls_session *s, const run_opts *o, run_result *r, ls_e
     r->traj_hash = st.traj_hash;
     r->param_hash = st.param_hash;
     r->train_seconds = st.train_seconds;
+    const double parts[5] = { st.prepare_seconds, st.phase_seconds, st.leaf_seconds, st.finish_seconds,
+                              st.update_seconds };
+    memcpy(r->part_seconds, parts, sizeof parts);
     r->hash_seconds = st.hash_seconds;
     r->record_seconds = st.record_seconds;
     r->busy_workers = st.busy_workers;

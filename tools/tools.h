@@ -91,6 +91,7 @@ typedef struct {
     uint64_t traj_hash;
     uint64_t param_hash;
     double train_seconds;       /* wall time inside the engine's steps */
+    double part_seconds[5];     /* of which prepare, phases, leaves, finish, update (ls_session_state) */
     double hash_seconds;        /* wall time hashing parameters and trajectory */
     double record_seconds;      /* wall time writing the SQLite record (steps and end) */
     double samples_per_second;
