@@ -254,7 +254,10 @@ typedef struct {
                                  optimiser's update and skips finish, the same bits with one pass less */
     size_t finish_span;       /* 0, or: finish of units [lo, hi) reads only sum[lo·finish_span, hi·finish_span):
                                  the engine then lets each finish thread combine the tree's last pass over
-                                 just those coordinates, the same bits with one pass and one barrier less */
+                                 just those coordinates, the same bits with one pass and one barrier less.
+                                 A span too small for what finish reads is not caught: at one thread
+                                 (one block) the bits still agree, at more they change with the thread
+                                 count; compare with the model declaring 0 at several thread counts */
 } ls_model_info;
 
 /* One evaluation figure, recorded under its name. */
@@ -402,7 +405,8 @@ struct ls_session_state {
     int threads;
     int busy_workers;           /* workers that computed leaves or units in the last step */
     double flops_per_sample;    /* the model's count (ls_model_info), 0 when it gives none */
-    double train_seconds;       /* inside the engine's steps; of which: */
+    double train_seconds;       /* inside the engine's steps; of which (a sweep's staged steps run their
+                                   finish and update outside it, and count them below all the same): */
     double prepare_seconds;     /*   the model's prepare and its parts */
     double phase_seconds;       /*   the model's phases */
     double leaf_seconds;        /*   the leaves and the tree's blocks */

@@ -480,6 +480,24 @@ static void test_deferred_top(void **state)
                 if (memcmp(res, ref, len * sizeof(float)) != 0)
                     fail_msg("%zu leaves, %d threads: the deferred top differs from tree_reduce", sizes[k], w);
             }
+            /* Any other reduction leaves nothing to combine. */
+            double uloss;
+            assert_int_equal(tree_reduce_unordered(r, big_leaf, NULL, &sum, &uloss), LS_OK);
+            assert_null(tree_top_chunk(r, 0, len));
+            assert_int_equal(tree_reduce_deferred(r, big_leaf, NULL, &dloss), LS_OK);
+            float *copies = malloc(sizes[k] * len * sizeof(float));
+            float *leaf_bufs[33];
+            double losses[33] = { 0 };
+            assert_non_null(copies);
+            for (size_t l = 0; l < sizes[k]; l++) {
+                leaf_bufs[l] = copies + l * len;
+                memcpy(leaf_bufs[l], vals + l * len, len * sizeof(float));
+            }
+            assert_int_equal(tree_reduce_buffers(r, leaf_bufs, losses, &sum, &uloss), LS_OK);
+            assert_null(tree_top_chunk(r, 0, len));
+            if (memcmp(sum, ref, len * sizeof(float)) != 0)
+                fail_msg("%zu leaves: tree_reduce_buffers differs from tree_reduce", sizes[k]);
+            free(copies);
             free(ref);
             tree_reducer_destroy(r);
         }
