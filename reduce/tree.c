@@ -111,7 +111,7 @@ struct tree_reducer {
     tree_block *sub;           /* [n_leaves] a rank's pieces cut into workers' blocks (tree_reduce_pieces) */
     size_t plan_blocks;
     size_t *block_at;          /* [n_leaves] index of the block starting at a leaf, or TREE_NONE */
-    double *block_loss;        /* [n_leaves] */
+    double *block_loss;        /* [max(n_leaves, n_workers)] */
     size_t *worker_leaves;     /* [n_workers] */
     int *worker_high;          /* [n_workers] */
     const tree_block *deferred; /* the blocks of the last tree_reduce_deferred, combined by tree_top_chunk */
@@ -197,8 +197,11 @@ ls_status tree_reducer_create(tree_reducer **out, pool *p, size_t len, size_t n_
     if (n_leaves == 0)
         return ls_fail(err, LS_EINVAL, "reduce: no leaves");
     int nw = pool_threads(p);
-    size_t bytes = sizeof(tree_reducer) + n_leaves * (3 * sizeof(tree_block) + sizeof(size_t) + sizeof(double))
-                   + (size_t)nw * (sizeof(size_t) + sizeof(int));
+    /* block_loss holds a loss per block, and in the unordered foil one per
+     * worker: more workers than leaves must not run past it. */
+    const size_t n_losses = n_leaves > (size_t)nw ? n_leaves : (size_t)nw;
+    size_t bytes = sizeof(tree_reducer) + n_leaves * (3 * sizeof(tree_block) + sizeof(size_t)) +
+                   n_losses * sizeof(double) + (size_t)nw * (sizeof(size_t) + sizeof(int));
     tree_reducer *r = calloc(1, bytes);
     if (r == NULL)
         return ls_fail(err, LS_ENOMEM, "reduce: out of memory");
@@ -212,7 +215,7 @@ ls_status tree_reducer_create(tree_reducer **out, pool *p, size_t len, size_t n_
     r->sub = r->unit + n_leaves;
     r->block_at = (size_t *)(r->sub + n_leaves);
     r->block_loss = (double *)(r->block_at + n_leaves);
-    r->worker_leaves = (size_t *)(r->block_loss + n_leaves);
+    r->worker_leaves = (size_t *)(r->block_loss + n_losses);
     r->worker_high = (int *)(r->worker_leaves + nw);
 
     for (size_t i = 0; i < n_leaves; i++) {
