@@ -81,7 +81,6 @@ struct ls_session {
     int64_t keep_ckpt;          /* checkpoints kept by prune_checkpoints; 0: every one */
 };
 
-
 /* ---- test-only crash hook ------------------------------------------------------
  * LOCKSTEP_CRASH_AT=PHASE:N makes the process kill itself with SIGKILL (no
  * handler, no cleanup, as a power cut would to the process) at the N-th

@@ -151,11 +151,12 @@ uint64_t hash_params(const float *params, size_t n)
  * XXH3's long-input loop with its default secret: 16 stripes a block, stripe
  * s of a block keyed by the secret from byte 8s, a scramble after each full
  * block, then the stripes of the last partial block, a last stripe ending at
- * the input's end, and the merge. The accumulate, scramble and merge used in
- * the join are the header's own (XXH_INLINE_ALL); only a full block's sum of
- * stripes is written here, as two sums per lane that the compiler vectorises:
- * each lane's products, and each lane's data, which XXH3 adds to the
- * neighbour lane i ^ 1. */
+ * the input's end, and the merge. The join takes the secret, the last
+ * blocks' accumulate and the merge from the header (XXH_INLINE_ALL); written
+ * here are a full block's sum of stripes, as two sums per lane (each lane's
+ * products, and each lane's data, which XXH3 adds to the neighbour lane
+ * i ^ 1) with a path per vector width, and the scramble on locals
+ * (join_blocks). */
 #define HASH_STRIPES_PER_BLOCK 16
 #define HASH_BLOCK_BYTES (HASH_STRIPES_PER_BLOCK * XXH_STRIPE_LEN)
 #define HASH_KEYS (HASH_STRIPES_PER_BLOCK + XXH_ACC_NB - 1)   /* the secret's words a block reads */
