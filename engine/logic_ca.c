@@ -1328,6 +1328,15 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
         .scratch_bytes = ca->off_mask + round_bytes(2 * ca->max_m * ca->max_nc),
         .mean_loss = 0,
         .prepare_parts = logic_prepare_parts(gates),
+        /* A part's phase reads its own cells and the rows next to them, in
+         * the parts beside it (every part has a row: parts <= grid), and
+         * writes only its own cells' entries, including the dpatch buffer
+         * those neighbours read in the phase before (the header comment):
+         * so unit s·R + r needs parts r − 1, r, r + 1 of sample s, around
+         * the grid with periodic borders. A lanes-mode group needs only itself. */
+        .phase_group = ca->lanes ? 1 : R,
+        .phase_reach = ca->lanes ? 0 : 1,
+        .phase_wrap = ca->periodic,
     };
     *self = ca;
     return LS_OK;

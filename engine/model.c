@@ -38,6 +38,9 @@ ls_status model_create(ls_model **out, const ls_config *cfg, const ls_dataset *d
     else if (i->finish_span > 0 && i->finish_units > i->leaf_len / i->finish_span)
         st = ls_fail(err, LS_EINVAL, "model %s: declares finish_span %zu for %zu finish units, past its leaves of %zu floats",
                      d->name, i->finish_span, i->finish_units, i->leaf_len);
+    else if (i->phase_group > 0 && (i->phases == 0 || i->units % i->phase_group != 0))
+        st = ls_fail(err, LS_EINVAL, "model %s: declares phase_group %zu for %zu phases of %zu units (it must divide them)",
+                     d->name, i->phase_group, i->phases, i->units);
     if (st != LS_OK) {
         model_destroy(m);
         return st;

@@ -52,6 +52,7 @@ struct trainer {
     size_t phase;               /* the phase being run */
     const float *sum;           /* tree sum of the current step */
     size_t *worker_work;        /* [threads] units and leaves each worker ran in the last step */
+    _Atomic size_t *unit_done;  /* [units] phases each unit finished, when the model declares phase_group */
     void (*test_hook)(void *);  /* test-only, see trainer_set_test_hook */
     void *test_hook_ctx;
     struct trainer_ranks *ranks; /* NULL: one process (trainer_set_ranks) */
@@ -100,6 +101,7 @@ void trainer_destroy(trainer *t)
     free(t->ids);
     free(t->perm[0]);
     free(t->worker_work);
+    free((void *)t->unit_done);
     free(t->ranks);
     free(t);
 }
@@ -140,7 +142,9 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
         goto fail;
     const ls_model_info *mi = &t->model->info;
     t->worker_work = calloc((size_t)threads, sizeof(size_t));
-    if (t->worker_work == NULL) {
+    if (mi->phase_group > 0)
+        t->unit_done = calloc(mi->units, sizeof *t->unit_done);
+    if (t->worker_work == NULL || (mi->phase_group > 0 && t->unit_done == NULL)) {
         st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
         goto fail;
     }
@@ -263,6 +267,33 @@ static void trainer_unit(void *ctx, size_t unit, int worker)
                           t->scratch + (size_t)worker * t->scratch_stride);
 }
 
+/* Unit `unit` of phase `wave` (pool_waves: the model's phase_group). */
+static void trainer_wave_unit(void *ctx, size_t wave, size_t unit, int worker)
+{
+    trainer *t = ctx;
+    t->worker_work[worker]++;
+    t->model->desc->phase(t->model->self, t->params, &t->batch, wave, t->unit_base + unit,
+                          t->scratch + (size_t)worker * t->scratch_stride);
+}
+
+/* The model's phases over units [u0, u1): as waves when it declares which
+ * units of the last phase a unit needs (phase_group, phase_reach) and this
+ * process runs whole groups of them, else with a barrier after each. */
+static void trainer_phases(trainer *t, size_t u0, size_t u1)
+{
+    const ls_model_info *mi = &t->model->info;
+    const size_t group = mi->phase_group;
+    t->unit_base = u0;
+    if (group > 0 && u0 % group == 0 && u1 % group == 0) {
+        const pool_waves_job job = { mi->phases,        u1 - u0, group, mi->phase_reach, mi->phase_wrap != 0,
+                                     trainer_wave_unit, t,       t->unit_done };
+        pool_waves(t->pool, &job);
+        return;
+    }
+    for (t->phase = 0; t->phase < mi->phases; t->phase++)
+        pool_parallel_for(t->pool, u1 - u0, trainer_unit, t);
+}
+
 /* Worker's share [lo, hi) of n elements, in whole units of `unit`. */
 static void chunk_of(size_t n, size_t unit, int worker, int n_workers, size_t *lo, size_t *hi)
 {
@@ -354,8 +385,8 @@ static ls_status trainer_reduce_ranks(trainer *t, double *total, ls_err *err)
 }
 
 /* Every step is the same plan, whatever the model: prepare (one thread, then
- * its parts on the pool: model_prepare), the model's phases (their units in parallel, a barrier after each), then
- * the leaves summed by the canonical tree. */
+ * its parts on the pool: model_prepare), the model's phases (trainer_phases),
+ * then the leaves summed by the canonical tree. */
 static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err *err)
 {
     const ls_model *m = t->model;
@@ -368,9 +399,7 @@ static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err 
     if (st != LS_OK)
         return st;
     size_t u0 = t->ranks != NULL ? t->ranks->unit_lo : 0, u1 = t->ranks != NULL ? t->ranks->unit_hi : m->info.units;
-    t->unit_base = u0;
-    for (t->phase = 0; t->phase < m->info.phases; t->phase++)
-        pool_parallel_for(t->pool, u1 - u0, trainer_unit, t);
+    trainer_phases(t, u0, u1);
     const double c = trainer_clock();
     t->times.phases += c - b;
     if (t->ranks != NULL) {

@@ -5,7 +5,7 @@
  * (slot j takes stream position q = (t-1)·B + j, epoch e = q div N, sample
  * perm_e[q mod N]) and runs the one plan every model declares: prepare on
  * one thread and its parts on the pool, the model's phases (work units in parallel, a barrier after
- * each), its leaves summed by the canonical tree (reduce/), the finish step
+ * each, or as waves when the model declares phase_group), its leaves summed by the canonical tree (reduce/), the finish step
  * mapping the sum to the gradient, and the optimiser. The parameters after
  * every step are a function of the config alone.
  */

@@ -52,9 +52,9 @@ extern "C" {
 #endif
 
 #define LS_VERSION_MAJOR 0
-#define LS_VERSION_MINOR 6
+#define LS_VERSION_MINOR 7
 #define LS_VERSION_PATCH 0
-#define LS_VERSION_STRING "0.6.0"
+#define LS_VERSION_STRING "0.7.0"
 
 #define LS_HASH_FORMAT 1
 #define LS_CONFIG_FORMAT 1
@@ -231,8 +231,9 @@ typedef struct {
 
 /* What a model instance needs from the engine, filled by create. A step runs
  * `phases` phases of `units` work units each (units of a phase in parallel,
- * a barrier between phases), then computes `leaves` leaves, which the tree
- * sums; finish maps the sum to the gradient in ranges of [0, finish_units). */
+ * a barrier between phases unless phase_group says less), then computes
+ * `leaves` leaves, which the tree sums; finish maps the sum to the gradient
+ * in ranges of [0, finish_units). */
 typedef struct {
     size_t n_params;          /* floats in θ */
     size_t leaf_len;          /* floats in one leaf buffer */
@@ -258,6 +259,17 @@ typedef struct {
                                  A span too small for what finish reads is not caught: at one thread
                                  (one block) the bits still agree, at more they change with the thread
                                  count; compare with the model declaring 0 at several thread counts */
+    size_t phase_group;       /* 0, or: unit u of phase k+1 reads and overwrites only what phase k's units
+                                 near u read and wrote: those of u's group (phase_group consecutive units,
+                                 which must divide units) at distance at most phase_reach from u, u
+                                 included, the distance taken around the group when phase_wrap is 1
+                                 (a part and its neighbouring parts of one sample, say). The
+                                 engine then starts each unit as soon as those are done instead of after
+                                 a barrier: the same bits, without the wait for the slowest unit of each
+                                 phase. Like finish_span, a promise the engine cannot check: compare
+                                 with the model declaring 0 at several thread counts */
+    size_t phase_reach;
+    int phase_wrap;
 } ls_model_info;
 
 /* One evaluation figure, recorded under its name. */

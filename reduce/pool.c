@@ -70,11 +70,13 @@ struct pool {
     _Atomic int caller_asleep;      /* the caller is asleep (or about to be) on done_cv */
     _Atomic int shutdown;
     _Atomic size_t wakeups;         /* sleepers signalled for a job (pool_wakeups) */
+    _Atomic int wave_sleepers;      /* threads asleep (or about to be) on wave_cv (pool_waves) */
     int active;                     /* threads worth running at once: min(n_threads, usable CPUs) */
 
     pthread_mutex_t mu;
     pthread_cond_t start_cv;        /* signals: a new generation was published, or shutdown */
     pthread_cond_t done_cv;         /* signals: the last part of a job finished */
+    pthread_cond_t wave_cv;         /* signals: a unit of a wave finished (pool_waves) */
     int n_threads;
     pthread_t *threads;             /* [n_threads - 1], points into this allocation */
     pool_worker *workers;           /* [n_threads - 1], likewise */
@@ -203,11 +205,13 @@ ls_status pool_create(pool **out, int n_threads, ls_err *err)
     atomic_init(&p->caller_asleep, 0);
     atomic_init(&p->shutdown, 0);
     atomic_init(&p->wakeups, 0);
+    atomic_init(&p->wave_sleepers, 0);
     p->workers = (pool_worker *)(p + 1);
     p->threads = (pthread_t *)(p->workers + extra);
     pthread_mutex_init(&p->mu, NULL);
     pthread_cond_init(&p->start_cv, NULL);
     pthread_cond_init(&p->done_cv, NULL);
+    pthread_cond_init(&p->wave_cv, NULL);
     for (size_t i = 0; i < extra; i++) {
         p->workers[i].owner = p;
         p->workers[i].id = (int)i + 1;
@@ -234,6 +238,7 @@ void pool_destroy(pool *p)
     for (int i = 0; i < p->n_started; i++)
         pthread_join(p->threads[i], NULL);
     pthread_cond_destroy(&p->done_cv);
+    pthread_cond_destroy(&p->wave_cv);
     pthread_cond_destroy(&p->start_cv);
     pthread_mutex_destroy(&p->mu);
     free(p);
@@ -326,6 +331,78 @@ void pool_parallel_for(pool *p, size_t n_parts, pool_part_fn fn, void *ctx)
         size_t n = n_parts - base < POOL_MAX_PARTS ? n_parts - base : POOL_MAX_PARTS;
         pool_job(p, NULL, fn, ctx, base, (uint32_t)n);
     }
+}
+
+/* ---- waves (pool.h) ----
+ * One job of waves·units parts, part k·units + u being unit u of wave k:
+ * the claim word hands parts out in increasing order, so when a part is
+ * claimed every part of the waves before it has been claimed, and the
+ * lowest unfinished part has all its neighbours done. A part whose
+ * neighbours are not done yet waits for them as the pool waits for a job:
+ * polls (a yield every 64th), then a sleep on wave_cv, with the Dekker
+ * pattern of pool_wait_job (the sleeper counts itself and then looks at the
+ * counters; a unit that finishes stores its counter and then looks at the
+ * count), so no wakeup is lost. */
+
+typedef struct {
+    pool *p;
+    const pool_waves_job *job;
+} pool_waves_run;
+
+/* Unit u's neighbours of the last wave are done: every unit v of u's
+ * group within distance reach (around the group with wrap) has finished at
+ * least k waves. */
+static int pool_wave_ready(const pool_waves_job *j, size_t k, size_t u)
+{
+    const size_t G = j->group, g0 = u / G * G, i = u - g0, r = j->reach;
+    if (j->wrap && 2 * r + 1 < G) {
+        for (size_t d = G - r; d <= G + r; d++)
+            if (atomic_load(&j->done[g0 + (i + d) % G]) < k)
+                return 0;
+        return 1;
+    }
+    const size_t lo = j->wrap || i < r ? 0 : i - r, hi = j->wrap || G - 1 - i < r ? G - 1 : i + r;
+    for (size_t v = g0 + lo; v <= g0 + hi; v++)
+        if (atomic_load(&j->done[v]) < k)
+            return 0;
+    return 1;
+}
+
+static void pool_wave_part(void *ctx, size_t part, int worker)
+{
+    const pool_waves_run *r = ctx;
+    const pool_waves_job *j = r->job;
+    pool *p = r->p;
+    const size_t k = part / j->units, u = part % j->units;
+    if (k > 0 && !pool_wave_ready(j, k, u)) {
+        int i = 0;
+        for (; i < POOL_SPIN && !pool_wave_ready(j, k, u); i++)
+            pool_pause(i);
+        if (i == POOL_SPIN) {
+            pthread_mutex_lock(&p->mu);
+            atomic_fetch_add(&p->wave_sleepers, 1);
+            while (!pool_wave_ready(j, k, u))
+                pthread_cond_wait(&p->wave_cv, &p->mu);
+            atomic_fetch_sub(&p->wave_sleepers, 1);
+            pthread_mutex_unlock(&p->mu);
+        }
+    }
+    j->fn(j->ctx, k, u, worker);
+    atomic_store(&j->done[u], k + 1);
+    if (atomic_load(&p->wave_sleepers) > 0) {
+        pthread_mutex_lock(&p->mu);
+        pthread_cond_broadcast(&p->wave_cv);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+void pool_waves(pool *p, const pool_waves_job *job)
+{
+    for (size_t u = 0; u < job->units; u++)
+        atomic_store_explicit(&job->done[u], 0, memory_order_relaxed);
+    pool_waves_run r = { p, job };
+    /* pool_job publishes the job with sequentially consistent stores after these */
+    pool_parallel_for(p, job->waves * job->units, pool_wave_part, &r);
 }
 
 int pool_online_cpus(void)

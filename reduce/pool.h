@@ -58,6 +58,34 @@ void pool_run(pool *p, pool_fn fn, void *ctx);
  * order; which thread gets which part varies from run to run. */
 void pool_parallel_for(pool *p, size_t n_parts, pool_part_fn fn, void *ctx);
 
+/* Waves: `waves` rounds of `units` units, where unit u of wave k needs only
+ * what wave k − 1 did in u's neighbourhood: the units of u's group (groups
+ * of `group` consecutive units) at distance at most `reach` from u within
+ * it, u included, the distance taken around the group when `wrap` is set (a
+ * stencil over the group's units, on a line or a ring). Instead of a
+ * barrier after each wave, unit u of wave k starts as soon as its
+ * neighbours of wave k − 1 are done, so a thread that finished its share of
+ * a wave goes on to the next one while another finishes the last unit.
+ * Neighbours are symmetric (v near u ⇔ u near v), so a unit is never a wave
+ * ahead of a neighbour still reading what it is about to overwrite: what a
+ * wave of barriers allows, this allows, and nothing else.
+ * fn(ctx, wave, unit, worker) runs exactly once for every pair; worker is as
+ * for pool_parallel_for. Units are claimed wave by wave in increasing order,
+ * so the lowest unfinished unit can always run: no deadlock, and a waiting
+ * thread spins a bounded time, then sleeps. `done` is the caller's array of
+ * `units` counters (the waves each unit has finished; pool_waves sets them
+ * to 0 first). group must divide units; group = 1 makes each unit a chain
+ * of its own. */
+typedef void (*pool_wave_fn)(void *ctx, size_t wave, size_t unit, int worker);
+typedef struct {
+    size_t waves, units, group, reach;
+    int wrap;
+    pool_wave_fn fn;
+    void *ctx;
+    _Atomic size_t *done;   /* [units] */
+} pool_waves_job;
+void pool_waves(pool *p, const pool_waves_job *job);
+
 /* Number of online CPUs (at least 1): the default thread count. */
 int pool_online_cpus(void);
 

@@ -1,7 +1,8 @@
 /* test_pool.c — the worker pool: every slice and every part runs exactly
  * once per job, on some thread of the pool, whatever the number of threads
  * against cores (up to 64 threads per core); no wakeup is lost over many
- * short jobs back to back; a pool whose workers sleep shuts down. */
+ * short jobs back to back; a pool whose workers sleep shuts down; waves
+ * keep a stencil's hazards. */
 #define _GNU_SOURCE   /* sched_setaffinity */
 #include <sched.h>
 #include <stdarg.h>
@@ -337,6 +338,132 @@ static void test_create_destroy_loop(void **state)
     }
 }
 
+/* ---- pool_waves: a stencil run as waves ----
+ * Unit u of wave k reads its neighbours' values of wave k − 1 from buffer
+ * k & 1 and writes its own of wave k to buffer (k + 1) & 1: the read-after-
+ * write and write-after-read hazards of the CA's parts. Each part checks,
+ * with counters of its own (not the pool's), that every neighbour has
+ * finished wave k − 1 and not started wave k + 1, before and after reading
+ * and after a delay of random length; the values must equal a sequential
+ * run's, each (wave, unit) run once, no worker id used by two at once. */
+enum { WAVE_UNITS = 24, WAVE_MAX = 30 };
+
+typedef struct {
+    size_t units, group, reach;
+    int wrap;
+    uint64_t seed;
+    uint64_t buf[2][WAVE_UNITS];
+    _Atomic size_t started[WAVE_UNITS], finished[WAVE_UNITS];
+    _Atomic int runs[WAVE_MAX][WAVE_UNITS];
+    _Atomic int busy[POOL_MAX_THREADS];
+    _Atomic long violations;
+} wave_ctx;
+
+static int wave_near(const wave_ctx *c, size_t u, size_t v)
+{
+    if (u / c->group != v / c->group)
+        return 0;
+    size_t d = u > v ? u - v : v - u;
+    if (c->wrap && c->group - d < d)
+        d = c->group - d;
+    return d <= c->reach;
+}
+
+static uint64_t wave_mix(uint64_t x)
+{
+    x ^= x >> 31;
+    x *= 0x9e3779b97f4a7c15ull;
+    return x ^ (x >> 29);
+}
+
+/* Unit u's value of wave k from its neighbours' of wave k − 1, in order. */
+static uint64_t wave_value(const wave_ctx *c, const uint64_t *prev, size_t k, size_t u)
+{
+    uint64_t h = wave_mix(k * 131 + u);
+    for (size_t v = 0; v < c->units; v++)
+        if (wave_near(c, u, v))
+            h = wave_mix(h ^ prev[v]);
+    return h;
+}
+
+static void wave_check(wave_ctx *c, size_t k, size_t u)
+{
+    for (size_t v = 0; v < c->units; v++)
+        if (wave_near(c, u, v) && (atomic_load(&c->finished[v]) < k || atomic_load(&c->started[v]) > k + 1))
+            atomic_fetch_add(&c->violations, 1);
+}
+
+static void wave_unit(void *ctx, size_t k, size_t u, int worker)
+{
+    wave_ctx *c = ctx;
+    if (atomic_exchange(&c->busy[worker], 1) != 0)
+        atomic_fetch_add(&c->violations, 1);
+    atomic_fetch_add(&c->runs[k][u], 1);
+    atomic_store(&c->started[u], k + 1);
+    wave_check(c, k, u);
+    const uint64_t x = wave_value(c, c->buf[k & 1], k, u);
+    for (volatile uint64_t i = 0, n = wave_mix(c->seed ^ (k << 8) ^ u) % 3000; i < n; i++) {
+    }
+    wave_check(c, k, u);
+    c->buf[(k + 1) & 1][u] = x;
+    atomic_store(&c->finished[u], k + 1);
+    atomic_store(&c->busy[worker], 0);
+}
+
+static void test_waves(void **state)
+{
+    (void)state;
+    static const struct {
+        size_t units, group, reach;
+        int wrap;
+    } shapes[] = {
+        { 24, 8, 1, 0 },   /* the checkerboard: 3 samples of 8 parts */
+        { 24, 8, 1, 1 },   /* periodic borders */
+        { 24, 6, 2, 0 },
+        { 24, 6, 2, 1 },
+        { 7, 7, 1, 0 },    /* the asynchronous checkerboard */
+        { 5, 1, 0, 0 },    /* independent chains (gol's groups) */
+        { 12, 12, 6, 0 },  /* a reach past the group: all of it */
+        { 3, 3, 1, 1 },
+    };
+    static const size_t waves[] = { 1, 2, WAVE_MAX };
+    static const int threads[] = { 1, 2, 3, 8, 16 };
+    static wave_ctx c;
+    _Atomic size_t done[WAVE_UNITS];
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        pool *p;
+        assert_int_equal(pool_create(&p, threads[t], NULL), LS_OK);
+        for (size_t sh = 0; sh < sizeof shapes / sizeof shapes[0]; sh++)
+            for (size_t w = 0; w < sizeof waves / sizeof waves[0]; w++)
+                for (uint64_t rep = 0; rep < 3; rep++) {
+                    memset(&c, 0, sizeof c);
+                    c.units = shapes[sh].units;
+                    c.group = shapes[sh].group;
+                    c.reach = shapes[sh].reach;
+                    c.wrap = shapes[sh].wrap;
+                    c.seed = rep * 7919 + sh;
+                    uint64_t ref[2][WAVE_UNITS];
+                    for (size_t u = 0; u < c.units; u++)
+                        c.buf[0][u] = ref[0][u] = wave_mix(1000 + u);
+                    for (size_t k = 0; k < waves[w]; k++)
+                        for (size_t u = 0; u < c.units; u++)
+                            ref[(k + 1) & 1][u] = wave_value(&c, ref[k & 1], k, u);
+                    const pool_waves_job job = { waves[w], c.units, c.group, c.reach, c.wrap, wave_unit, &c, done };
+                    pool_waves(p, &job);
+                    if (atomic_load(&c.violations) != 0)
+                        fail_msg("%d threads, units %zu, group %zu, reach %zu, wrap %d, %zu waves: %ld violations",
+                                 threads[t], c.units, c.group, c.reach, c.wrap, waves[w], atomic_load(&c.violations));
+                    assert_memory_equal(c.buf[waves[w] & 1], ref[waves[w] & 1], c.units * sizeof(uint64_t));
+                    for (size_t k = 0; k < waves[w]; k++)
+                        for (size_t u = 0; u < c.units; u++)
+                            assert_int_equal(atomic_load(&c.runs[k][u]), 1);
+                    for (size_t u = 0; u < c.units; u++)
+                        assert_int_equal(atomic_load(&done[u]), waves[w]);
+                }
+        pool_destroy(p);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -350,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_back_to_back_jobs_wake_no_sleeper),
         cmocka_unit_test(test_bad_sizes),
         cmocka_unit_test(test_create_destroy_loop),
+        cmocka_unit_test(test_waves),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }

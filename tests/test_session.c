@@ -376,6 +376,22 @@ static ls_status ca_unspanned_create(void **self, ls_model_info *info, const ls_
     return st;
 }
 
+static ls_status ca_barriers_create(void **self, ls_model_info *info, const ls_config *cfg, const ls_dataset *data,
+                                    ls_err *err)
+{
+    ls_status st = ls_model_find("logic-ca")->create(self, info, cfg, data, err);
+    info->phase_group = 0;   /* a barrier after every phase */
+    return st;
+}
+
+static ls_status ca_ungrouped_create(void **self, ls_model_info *info, const ls_config *cfg, const ls_dataset *data,
+                                     ls_err *err)
+{
+    ls_status st = ls_model_find("logic-ca")->create(self, info, cfg, data, err);
+    info->phase_group = info->units + 1;   /* does not divide the units */
+    return st;
+}
+
 static ls_status logic_overspan_create(void **self, ls_model_info *info, const ls_config *cfg,
                                       const ls_dataset *data, ls_err *err)
 {
@@ -384,13 +400,15 @@ static ls_status logic_overspan_create(void **self, ls_model_info *info, const l
     return st;
 }
 
-/* Sessions of models a and b on `task` (batch, and hidden when not NULL)
- * give the same loss and parameter bits at every one of 5 steps, at 1, 2
- * and 3 threads. */
-static void same_training(const char *a, const char *b, const char *task, const char *batch, const char *hidden)
+/* Sessions of models a and b on `task` (batch, then the "key=value" lines
+ * of `settings` when not NULL) give the same loss and parameter bits at
+ * every one of 5 steps, at each of the n thread counts. */
+static void same_training_at(const char *a, const char *b, const char *task, const char *batch,
+                             const char *settings, const int *thread_counts, size_t n_counts)
 {
     ls_err err;
-    for (int threads = 1; threads <= 3; threads++) {
+    for (size_t ti = 0; ti < n_counts; ti++) {
+        const int threads = thread_counts[ti];
         ls_session *ss[2];
         const ls_session_opts o = { .threads = threads };
         /* b gets a's settings (the task's defaults for a, which it may not
@@ -398,8 +416,17 @@ static void same_training(const char *a, const char *b, const char *task, const 
         ls_config *cfg;
         assert_int_equal(ls_config_create(&cfg, task, a, &err), LS_OK);
         assert_int_equal(ls_config_set(cfg, "batch", batch, &err), LS_OK);
-        if (hidden != NULL)
-            assert_int_equal(ls_config_set(cfg, "hidden", hidden, &err), LS_OK);
+        for (const char *line = settings; line != NULL && *line != '\0';) {
+            const char *eq = strchr(line, '='), *end = strchr(line, '\n');
+            char key[32], value[64];
+            assert_non_null(eq);
+            assert_non_null(end);
+            snprintf(key, sizeof key, "%.*s", (int)(eq - line), line);
+            snprintf(value, sizeof value, "%.*s", (int)(end - eq - 1), eq + 1);
+            if (ls_config_set(cfg, key, value, &err) != LS_OK)
+                fail_msg("%s=%s: %s", key, value, err.msg);
+            line = end + 1;
+        }
         char text[4096], renamed[4096], from[64];
         assert_true(ls_config_text(cfg, text, sizeof text) < sizeof text);
         snprintf(from, sizeof from, "model=%s\n", a);
@@ -421,12 +448,22 @@ static void same_training(const char *a, const char *b, const char *task, const 
             assert_int_equal(n[0], n[1]);
             assert_memory_equal(&loss[0], &loss[1], sizeof loss[0]);
             if (memcmp(p0, p1, n[0] * sizeof(float)) != 0)
-                fail_msg("%s and %s on %s, batch %s, %d threads, step %d: the parameters differ", a, b, task, batch,
-                         threads, step);
+                fail_msg("%s and %s on %s, batch %s, %s%d threads, step %d: the parameters differ", a, b, task, batch,
+                         settings != NULL ? settings : "", threads, step);
         }
         for (int i = 0; i < 2; i++)
             assert_int_equal(ls_session_close(ss[i], LS_OK, &err), LS_OK);
     }
+}
+
+/* The same at 1, 2 and 3 threads, with hidden when not NULL. */
+static void same_training(const char *a, const char *b, const char *task, const char *batch, const char *hidden)
+{
+    static const int threads[] = { 1, 2, 3 };
+    char settings[64];
+    if (hidden != NULL)
+        snprintf(settings, sizeof settings, "hidden=%s\n", hidden);
+    same_training_at(a, b, task, batch, hidden != NULL ? settings : NULL, threads, 3);
 }
 
 /* *d = the built-in model `base` renamed, training teacher too (the caller
@@ -533,6 +570,37 @@ static void test_registry(void **state)
     overspan.create = logic_overspan_create;
     assert_int_equal(ls_register_model(&overspan, &err), LS_OK);
     open_refused("logic-overspan", "finish_span");
+    /* The CA's phases as waves (phase_group: a part waits only for its
+     * neighbouring parts) and with a barrier after each: the same bits at 1
+     * to 8 threads (more than the 7 parts of the asynchronous task), with
+     * borders and periodic, and for gol's independent groups of samples. */
+    static ls_model_desc barriers, ungrouped;
+    variant_of(&barriers, "logic-ca", "ca-barriers");
+    barriers.tasks = "gol checkerboard";
+    barriers.create = ca_barriers_create;
+    if (ls_register_model(&barriers, &err) != LS_OK)
+        fail_msg("%s", err.msg);
+    static const int wave_threads[] = { 1, 2, 3, 8 };
+    same_training_at("logic-ca", "ca-barriers", "checkerboard", "2", "ca_steps=6\n", wave_threads, 4);
+    same_training_at("logic-ca", "ca-barriers", "checkerboard", "3", "ca_steps=5\nperiodic=1\nparts=5\n",
+                     wave_threads, 4);
+    same_training_at("logic-ca", "ca-barriers", "checkerboard", "1", "async=1\nca_steps=12\n", wave_threads, 4);
+    same_training_at("logic-ca", "ca-barriers", "gol", "20", NULL, wave_threads, 4);
+    /* A phase_group that does not divide the units: refused. */
+    variant_of(&ungrouped, "logic-ca", "ca-ungrouped");
+    ungrouped.tasks = "checkerboard";
+    ungrouped.create = ca_ungrouped_create;
+    assert_int_equal(ls_register_model(&ungrouped, &err), LS_OK);
+    {
+        ls_config *cfg;
+        assert_int_equal(ls_config_create(&cfg, "checkerboard", "ca-ungrouped", &err), LS_OK);
+        ls_session *s = NULL;
+        const ls_session_opts opts = { .threads = 1 };
+        assert_int_equal(ls_session_open(&s, cfg, &opts, &err), LS_EINVAL);
+        assert_null(s);
+        assert_non_null(strstr(err.msg, "phase_group"));
+        ls_config_destroy(cfg);
+    }
     assert_string_equal(ls_version(), LS_VERSION_STRING);
 }
 
