@@ -662,6 +662,80 @@ static float *dpatch_at(const logic_ca *ca, size_t t, size_t s)
     return ca->dpatch + ((t & 1) * ca->B + s) * 9 * ca->C * ca->N;
 }
 
+/* The grid row of offset dy from row y: 1 when it exists (wrapped with
+ * periodic borders), else 0 (outside a grid with borders). */
+static int shifted_row(const logic_ca *ca, size_t y, long dy, size_t *out)
+{
+    long yy = (long)y + dy;
+    if (yy < 0 || yy >= (long)ca->G) {
+        if (!ca->periodic)
+            return 0;
+        yy = (yy + (long)ca->G) % (long)ca->G;
+    }
+    *out = (size_t)yy;
+    return 1;
+}
+
+/* dst[(y − y0)·G + x] = the cell at patch position p of cell (x, y) in
+ * `plane` for the rows y0 .. y1 − 1, 0 where a grid with borders has none:
+ * the nbr table's gather as row copies (per-part path; the same values). */
+static void gather_patch(const logic_ca *ca, float *dst, const float *plane, size_t p, size_t y0, size_t y1)
+{
+    const size_t G = ca->G;
+    const long dy = (long)(p / 3) - 1, dx = (long)(p % 3) - 1;
+    for (size_t y = y0; y < y1; y++, dst += G) {
+        size_t yy;
+        if (!shifted_row(ca, y, dy, &yy)) {
+            memset(dst, 0, G * sizeof(float));
+            continue;
+        }
+        const float *row = plane + yy * G;
+        if (dx == 0) {
+            memcpy(dst, row, G * sizeof(float));
+        } else if (dx < 0) {
+            memmove(dst + 1, row, (G - 1) * sizeof(float));
+            dst[0] = ca->periodic ? row[G - 1] : 0.0f;
+        } else {
+            memmove(dst, row + 1, (G - 1) * sizeof(float));
+            dst[G - 1] = ca->periodic ? row[0] : 0.0f;
+        }
+    }
+}
+
+/* acc[(y − y0)·G + x] += the term of (x, y)'s neighbour at offset (dx, dy)
+ * in `plane`, for the rows y0 .. y1 − 1, where that neighbour exists (no
+ * addition where a grid with borders has none, as the nbr table's −1):
+ * one addition per cell, element-wise, so each cell's sum keeps its order
+ * whatever the vector width. */
+static void add_shifted(const logic_ca *ca, float *restrict acc, const float *restrict plane, long dx, long dy,
+                        size_t y0, size_t y1)
+{
+    const size_t G = ca->G;
+    for (size_t y = y0; y < y1; y++, acc += G) {
+        size_t yy;
+        if (!shifted_row(ca, y, dy, &yy))
+            continue;
+        const float *row = plane + yy * G;
+        if (dx == 0) {
+            #pragma omp simd
+            for (size_t x = 0; x < G; x++)
+                acc[x] = acc[x] + row[x];
+        } else if (dx < 0) {
+            if (ca->periodic)
+                acc[0] = acc[0] + row[G - 1];
+            #pragma omp simd
+            for (size_t x = 1; x < G; x++)
+                acc[x] = acc[x] + row[x - 1];
+        } else {
+            #pragma omp simd
+            for (size_t x = 0; x < G - 1; x++)
+                acc[x] = acc[x] + row[x + 1];
+            if (ca->periodic)
+                acc[G - 1] = acc[G - 1] + row[0];
+        }
+    }
+}
+
 /* n consecutive elements of each of the unit's m samples (sample j's at
  * src + j·stride) into a lanes row: dst[i·W + j], zeros for j >= m. The
  * per-part path (W = 1, m = 1) is a plain copy. */
@@ -696,15 +770,15 @@ static const float *part_forward(const logic_ca *ca, const part_view *v, size_t 
     const size_t C = ca->C, K = ca->K, S = ca->S, N = ca->N, nc = v->nc, W = v->W, ldp = v->ldp, ldu = v->ldu;
     const float *st = state_at(ca, t, v->s);   /* sample s + j at st + j·C·N */
     float *pa = v->pa, *ua = v->ua;
-    /* The per-part path (W = 1) keeps its plain loop. */
+    /* The per-part path (W = 1) copies rows. */
+    const size_t y0 = ca->row_lo[v->r], y1 = ca->row_lo[v->r + 1];
     for (size_t p = 0; p < 9; p++) {
         const int32_t *nb = ca->nbr + p * N + v->cell0;
         for (size_t c = 0; c < C; c++) {
             float *dst = pa + p * ldp + c * nc * W;
             const float *src = st + c * N;
             if (W == 1)
-                for (size_t i = 0; i < nc; i++)
-                    dst[i] = nb[i] >= 0 ? src[nb[i]] : 0.0f;
+                gather_patch(ca, dst, src, p, y0, y1);
             else
                 for (size_t i = 0; i < nc; i++)
                     for (size_t j = 0; j < W; j++)
@@ -883,19 +957,24 @@ static void phase_part(void *ctx, size_t unit, void *scratch)
             const float *down = ca->down + s * C * N;
             const float *dp = dpatch_at(ca, t + 1, s);
             float *dstate = ca->dstate + s * C * N;
-            for (size_t c = 0; c < C; c++)
+            /* Term p of cell n comes from n's neighbour at patch position
+             * 8 − p, added position by position over the unit's rows into
+             * d0 (free until dY is built below). */
+            float *acc = v.d0;
+            const size_t y0 = v.cell0 / ca->G, y1 = y0 + nc / ca->G;   /* lanes mode: the whole grid */
+            for (size_t c = 0; c < C; c++) {
+                memcpy(acc, down + c * N + v.cell0, nc * sizeof(float));
+                for (size_t p = 0; p < 9; p++)
+                    add_shifted(ca, acc, dp + (p * C + c) * N, (long)((8 - p) % 3) - 1, (long)((8 - p) / 3) - 1, y0,
+                                y1);
                 for (size_t i = 0; i < nc; i++) {
                     const size_t n = v.cell0 + i;
-                    float d = down[c * N + n];
-                    for (size_t p = 0; p < 9; p++) {
-                        const int32_t src = ca->nbr[(8 - p) * N + n];
-                        if (src >= 0)
-                            d = d + dp[(p * C + c) * N + (size_t)src];
-                    }
+                    float d = acc[i];
                     if (!m1[i])
                         d = d + dstate[c * N + n];
                     dstate[c * N + n] = d;
                 }
+            }
         }
     }
 
