@@ -118,9 +118,12 @@ typedef struct {
     size_t units;             /* units of a phase: B·R, or the groups in lanes mode */
     size_t max_m;             /* most samples of a unit: 1, or the largest group */
     int skip_silent;          /* silent units skip their backward (logic_ca_set_silent) */
+    int shared_in;            /* the update's input rows are the perception's output in place (choose_layout) */
+    logic_layer in_layer;     /* update layer 0 wired to that layout's row numbers */
     size_t off_pa, off_ua, off_d0, off_d1, off_mask;   /* byte offsets in the scratch */
 
-    uint32_t *wires;          /* [2][gates]: net.a, net.b; then [gates] bytes: each layer's first flags */
+    uint32_t *wires;          /* [2][gates]: net.a, net.b; [2][update layer 0's gates]: in_layer's a, b;
+                                 then [gates] bytes: each layer's first flags */
     size_t *row_lo;           /* [R + 1] first grid row of each part */
     int32_t *nbr;             /* [9][N]: the cell at patch position p of cell n, or −1 */
     float *p, *coef;          /* [gates][16], [gates][4]: set by ca_prepare_part */
@@ -761,6 +764,13 @@ static void out_of_lanes(float *dst, const float *src, size_t n, size_t j, const
         dst[i] = src[i * v->W + j];
 }
 
+/* Gate layer l as the training kernels run it: update layer 0 renumbered
+ * when the update's input rows are the perception's output (choose_layout). */
+static const logic_layer *soft_layer(const logic_ca *ca, size_t l)
+{
+    return ca->shared_in && l == ca->np ? &ca->in_layer : &ca->net.layer[l];
+}
+
 /* Activations of CA step t of the unit's cells from state_t; returns the
  * update network's output rows (C rows of ldu). The lanes of samples j >= m
  * (lanes mode) are zeros: they run through the gates like the others and
@@ -787,20 +797,24 @@ static const float *part_forward(const logic_ca *ca, const part_view *v, size_t 
     }
     for (size_t l = 0; l < ca->np; l++) {
         const size_t off = ca->net.gate_off[l];
-        logic_forward(pa + ca->prow[l] * ldp, pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, &ca->net.layer[l],
-                      ca->coef + 4 * off, C * nc * W, ldp);
+        /* the last kernel layer straight into the update's input rows when they share a layout */
+        float *y = ca->shared_in && l + 1 == ca->np ? ua + C * ldu : pa + ca->prow[l] * ldp;
+        logic_forward(y, pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, &ca->net.layer[l], ca->coef + 4 * off,
+                      C * nc * W, ldp);
     }
-    const float *plast = pa + ca->prow[ca->np - 1] * ldp;
     for (size_t c = 0; c < C; c++)
         into_lanes(ua + c * ldu, st + c * N + v->cell0, C * N, nc, v);
-    for (size_t c = 0; c < C; c++)
-        for (size_t s = 0; s < S; s++)
-            for (size_t k = 0; k < K; k++)
-                memcpy(ua + (C + c * S * K + s * K + k) * ldu, plast + (k * S + s) * ldp + c * nc * W,
-                       nc * W * sizeof(float));
+    if (!ca->shared_in) {
+        const float *plast = pa + ca->prow[ca->np - 1] * ldp;
+        for (size_t c = 0; c < C; c++)
+            for (size_t s = 0; s < S; s++)
+                for (size_t k = 0; k < K; k++)
+                    memcpy(ua + (C + c * S * K + s * K + k) * ldu, plast + (k * S + s) * ldp + c * nc * W,
+                           nc * W * sizeof(float));
+    }
     for (size_t j = 0; j < ca->nu; j++) {
         const size_t l = ca->np + j, off = ca->net.gate_off[l];
-        logic_forward(ua + ca->urow[j] * ldu, ua + (j == 0 ? 0 : ca->urow[j - 1]) * ldu, &ca->net.layer[l],
+        logic_forward(ua + ca->urow[j] * ldu, ua + (j == 0 ? 0 : ca->urow[j - 1]) * ldu, soft_layer(ca, l),
                       ca->coef + 4 * off, nc * W, ldu);
     }
     return ua + ca->urow[ca->nu - 1] * ldu;
@@ -813,7 +827,7 @@ static const float *part_forward(const logic_ca *ca, const part_view *v, size_t 
 static void layer_backward(const logic_ca *ca, const part_view *v, size_t l, float *dx, float *stats, size_t stride,
                            const float *dy, const float *x, size_t nvl, size_t ld, int acc)
 {
-    const logic_layer *L = &ca->net.layer[l];
+    const logic_layer *L = soft_layer(ca, l);
     const size_t off = ca->net.gate_off[l];
     const int flags = (acc ? LOGIC_STATS_ADD : 0) | LOGIC_DX_SET;
     if (v->W == 1)
@@ -842,17 +856,24 @@ static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *sta
             for (size_t c = 0; c < C; c++)
                 out_of_lanes(down + c * N, cur + c * ldu, nc, j, v);
         }
-    for (size_t c = 0; c < C; c++)
-        for (size_t s = 0; s < S; s++)
-            for (size_t k = 0; k < K; k++)
-                memcpy(oth + (k * S + s) * ldp + c * nc * W, cur + (C + c * S * K + s * K + k) * ldu,
-                       nc * W * sizeof(float));
-    tmp = cur, cur = oth, oth = tmp;
+    /* The kernels' last layer's dy: the update's input rows past the state
+     * rows, in place or copied to the kernels' layout. */
+    const float *dy = cur + C * ldu;
+    if (!ca->shared_in) {
+        for (size_t c = 0; c < C; c++)
+            for (size_t s = 0; s < S; s++)
+                for (size_t k = 0; k < K; k++)
+                    memcpy(oth + (k * S + s) * ldp + c * nc * W, cur + (C + c * S * K + s * K + k) * ldu,
+                           nc * W * sizeof(float));
+        tmp = cur, cur = oth, oth = tmp;
+        dy = cur;
+    }
     for (size_t l = ca->np; l-- > 0;) {
         float *dx = l > 0 || write_d ? oth : NULL;
-        layer_backward(ca, v, l, dx, stats, stride, cur, v->pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, C * nc,
+        layer_backward(ca, v, l, dx, stats, stride, dy, v->pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, C * nc,
                        ldp, acc);
         tmp = cur, cur = oth, oth = tmp;
+        dy = cur;
     }
     if (write_d)
         for (size_t j = 0; j < v->m; j++) {
@@ -1265,6 +1286,43 @@ static void choose_units(logic_ca *ca)
     ca->skip_silent = atomic_load(&silent_setting);
 }
 
+/* The update network's input rows are the C state rows, then the kernels'
+ * outputs in the order (c, s, k): row C + c·S·K + s·K + k. The last kernel
+ * layer writes rows k·S + s of ldp floats, channel c's lanes at c·nc·W. When
+ * every unit's channel width nc·W is a whole number of vectors, ldp = C·ldu,
+ * so that output, placed right after the state rows, already is the update's
+ * input rows, numbered C + (k·S + s)·C + c: the forward then writes it there
+ * and the backward reads the kernels' dy there, with no copy either way,
+ * and update layer 0 runs with its inputs renumbered (in_layer, wired in
+ * `wires`). A gate reads the same values, gates run in the same order, and
+ * each dx row is first updated by the same gate, so the bits are those of
+ * the copies (the checkerboard's parts of 32 cells, every lanes group). */
+static void choose_layout(logic_ca *ca, uint32_t *wires)
+{
+    const size_t C = ca->C, S = ca->S, K = ca->K, W = ca->lanes ? LOGIC_LANES : 1;
+    ca->shared_in = 1;
+    for (size_t r = 0; r < ca->R; r++)
+        if ((ca->row_lo[r + 1] - ca->row_lo[r]) * ca->G * W % 16 != 0)
+            ca->shared_in = 0;
+    const logic_layer *L = &ca->net.layer[ca->np];
+    ca->in_layer = *L;
+    if (!ca->shared_in)
+        return;
+    uint32_t *a = wires, *b = wires + L->out;
+    for (size_t g = 0; g < L->out; g++)
+        for (int side = 0; side < 2; side++) {
+            const size_t q = side == 0 ? L->a[g] : L->b[g];
+            size_t row = q;
+            if (q >= C) {
+                const size_t c = (q - C) / (S * K), s = (q - C) / K % S, k = (q - C) % K;
+                row = C + (k * S + s) * C + c;
+            }
+            (side == 0 ? a : b)[g] = (uint32_t)row;
+        }
+    ca->in_layer.a = a;
+    ca->in_layer.b = b;
+}
+
 static ls_status ca_create(void **self, ls_model_info *info, const ls_config *config, const ls_dataset *data,
                            ls_err *err)
 {
@@ -1296,8 +1354,8 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
     const size_t C = ca->C, K = ca->K, N = ca->N, R = ca->R, G = ca->G, B = ca->B, T = ca->T;
 
     net_shape(&ca->net, cfg);
-    const size_t gates = ca->net.gates;
-    ca->wires = malloc(2 * gates * sizeof(uint32_t) + gates);
+    const size_t gates = ca->net.gates, in_gates = ca->net.width[ca->np];   /* update layer 0 */
+    ca->wires = malloc(2 * (gates + in_gates) * sizeof(uint32_t) + gates);
     ca->tables = malloc((R + 1) * sizeof(size_t) + 9 * N * sizeof(int32_t));
     ca->coefmem = alloc_aligned(gates * (LOGIC_OPS + 4) * sizeof(float));
     const size_t plane = C * N;
@@ -1318,7 +1376,7 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
         return st;
     }
     /* The backward sets each dx row on its first update (LOGIC_DX_SET). */
-    uint8_t *first = (uint8_t *)(ca->wires + 2 * gates);
+    uint8_t *first = (uint8_t *)(ca->wires + 2 * (gates + in_gates));
     for (size_t l = 0; l < ca->net.n_layers; l++) {
         logic_layer *L = &ca->net.layer[l];
         if ((st = logic_layer_first(first + ca->net.gate_off[l], &L->reads_all, L, err)) != LS_OK) {
@@ -1370,6 +1428,7 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
             max_rows = ca->row_lo[r + 1] - ca->row_lo[r];
     ca->max_nc = max_rows * G;
     choose_units(ca);
+    choose_layout(ca, ca->wires + 2 * gates);
     const size_t W = ca->lanes ? LOGIC_LANES : 1;
     const size_t ldp = round16(C * ca->max_nc * W), ldu = round16(ca->max_nc * W);
     size_t row = 9, dmax = 9 * ldp;
