@@ -126,6 +126,7 @@ typedef struct {
                                  then [gates] bytes: each layer's first flags */
     size_t *row_lo;           /* [R + 1] first grid row of each part */
     int32_t *nbr;             /* [9][N]: the cell at patch position p of cell n, or −1 */
+    uint8_t *gol_want;        /* gol: [512][9] the board after T life steps, by the board's bits */
     float *p, *coef;          /* [gates][16], [gates][4]: set by ca_prepare_part */
     /* per batch */
     float *state;             /* [T + 1][B][C][N] state_t of every sample */
@@ -1072,8 +1073,10 @@ static ls_status ca_start_batch(logic_ca *ca, const ls_batch *b, ls_err *err)
                 b->ids[s] >= b->data->train.n)
                 return ls_fail(err, LS_EINVAL, "logic-ca: gol needs its data set of 3x3 boards");
             const uint8_t *board = b->data->train.x8 + (size_t)b->ids[s] * 9;
-            uint8_t want[9];
-            gol_target(want, board, ca->T, ca->periodic);
+            size_t bits = 0;
+            for (size_t n = 0; n < 9; n++)
+                bits |= (size_t)(board[n] != 0) << n;
+            const uint8_t *want = ca->gol_want + bits * 9;
             memset(st, 0, C * N * sizeof(float));
             for (size_t n = 0; n < 9; n++) {
                 st[n] = board[n] ? 1.0f : 0.0f;
@@ -1356,7 +1359,7 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
     net_shape(&ca->net, cfg);
     const size_t gates = ca->net.gates, in_gates = ca->net.width[ca->np];   /* update layer 0 */
     ca->wires = malloc(2 * (gates + in_gates) * sizeof(uint32_t) + gates);
-    ca->tables = malloc((R + 1) * sizeof(size_t) + 9 * N * sizeof(int32_t));
+    ca->tables = malloc((R + 1) * sizeof(size_t) + 9 * N * sizeof(int32_t) + (ca->gol ? 512 * 9 : 0));
     ca->coefmem = alloc_aligned(gates * (LOGIC_OPS + 4) * sizeof(float));
     const size_t plane = C * N;
     ca->leaf_stride = round16(gates * 4);
@@ -1387,6 +1390,15 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
     }
     ca->row_lo = ca->tables;
     ca->nbr = (int32_t *)(void *)(ca->row_lo + R + 1);
+    if (ca->gol) {   /* every step's targets from one table: no life steps on the step's one thread */
+        ca->gol_want = (uint8_t *)(ca->nbr + 9 * N);
+        for (size_t bits = 0; bits < 512; bits++) {
+            uint8_t board[9];
+            for (size_t j = 0; j < 9; j++)
+                board[j] = (uint8_t)(bits >> j & 1);
+            gol_target(ca->gol_want + bits * 9, board, T, ca->periodic);
+        }
+    }
     for (size_t r = 0; r <= R; r++)
         ca->row_lo[r] = r * G / R;
     for (size_t p = 0; p < 9; p++)
