@@ -1133,6 +1133,14 @@ static double ca_leaf(const void *self, const float *params, const ls_batch *b, 
     return ca->leaf_loss[leaf];
 }
 
+/* The same leaf where the phases left it (ls_model_desc.leaf_held). */
+static const float *ca_leaf_held(const void *self, size_t leaf, double *loss)
+{
+    const logic_ca *ca = self;
+    *loss = ca->leaf_loss[leaf];
+    return ca->leaf_store + leaf * ca->leaf_stride;
+}
+
 /* ---- ls_model glue ---- */
 
 static void ca_init(const void *self, float *params, uint64_t seed)
@@ -1520,6 +1528,7 @@ const ls_model_desc logic_ca_model = {
     .init = ca_init,
     .prepare = ca_prepare,
     .phase = ca_phase,
+    .leaf_held = ca_leaf_held,
     .leaf = ca_leaf,
     .finish = ca_finish,
     .metrics = ca_metrics,

@@ -53,6 +53,10 @@ struct trainer {
     const float *sum;           /* tree sum of the current step */
     size_t *worker_work;        /* [threads] units and leaves each worker ran in the last step */
     _Atomic size_t *unit_done;  /* [units] phases each unit finished, when the model declares phase_group */
+    const float **held;         /* [leaves] the model's own leaf buffers (leaf_held, trainer_held) */
+    double *held_loss;          /* [leaves] their losses; one allocation with held */
+    float *held_sum;            /* [leaf_len] the step's sum, each finish thread's coordinates */
+    int held_step;              /* this step's finish sums the held leaves */
     void (*test_hook)(void *);  /* test-only, see trainer_set_test_hook */
     void *test_hook_ctx;
     struct trainer_ranks *ranks; /* NULL: one process (trainer_set_ranks) */
@@ -78,6 +82,8 @@ struct trainer_ranks {
     float *sum;                 /* [len] the combined sum */
 };
 
+static int trainer_held(const trainer *t);
+
 ls_status trainer_load_data(const ls_config *cfg, ls_dataset **data, ls_err *err)
 {
     *data = NULL;
@@ -102,6 +108,8 @@ void trainer_destroy(trainer *t)
     free(t->perm[0]);
     free(t->worker_work);
     free((void *)t->unit_done);
+    free(t->held);
+    free(t->held_sum);
     free(t->ranks);
     free(t);
 }
@@ -144,7 +152,14 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
     t->worker_work = calloc((size_t)threads, sizeof(size_t));
     if (mi->phase_group > 0)
         t->unit_done = calloc(mi->units, sizeof *t->unit_done);
-    if (t->worker_work == NULL || (mi->phase_group > 0 && t->unit_done == NULL)) {
+    const int held = trainer_held(t);
+    if (held) {
+        t->held = malloc(mi->leaves * (sizeof(float *) + sizeof(double)));
+        t->held_loss = t->held != NULL ? (double *)(void *)(t->held + mi->leaves) : NULL;
+        t->held_sum = aligned_alloc(64, (mi->leaf_len * sizeof(float) + 63) / 64 * 64);
+    }
+    if (t->worker_work == NULL || (mi->phase_group > 0 && t->unit_done == NULL) ||
+        (held && (t->held == NULL || t->held_sum == NULL))) {
         st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
         goto fail;
     }
@@ -267,6 +282,18 @@ static void trainer_unit(void *ctx, size_t unit, int worker)
                           t->scratch + (size_t)worker * t->scratch_stride);
 }
 
+/* The step's finish sums the leaves where the model holds them (leaf_held)
+ * instead of a reduction copying them into the tree's buffers: a model
+ * that holds them and says what its finish reads (finish_span), and a
+ * reduction of this process's canonical tree (not the unordered foil, not
+ * ranks, whose leaves go through trainer_reduce_ranks). */
+static int trainer_held(const trainer *t)
+{
+    const ls_model *m = t->model;
+    return m->desc->leaf_held != NULL && m->info.finish_span > 0 && !m->info.finish_mean && !t->unordered &&
+           t->ranks == NULL;
+}
+
 /* Unit `unit` of phase `wave` (pool_waves: the model's phase_group). */
 static void trainer_wave_unit(void *ctx, size_t wave, size_t unit, int worker)
 {
@@ -318,8 +345,16 @@ static void trainer_finish_worker(void *ctx, int worker, int n_workers)
     size_t lo, hi;
     chunk_of(t->model->info.finish_units, 16, worker, n_workers, &lo, &hi);   /* no two workers share a line */
     const size_t span = t->model->info.finish_span;
-    if (lo < hi)
-        t->model->desc->finish(t->model->self, step_sum(t, lo * span, hi * span), t->cfg.batch, t->grad, lo, hi);
+    if (lo >= hi)
+        return;
+    const float *sum;
+    if (t->held_step) {   /* the tree over the held leaves, at the coordinates this finish reads */
+        tree_span_sum(t->held, t->model->info.leaves, lo * span, (hi - lo) * span, t->held_sum + lo * span);
+        sum = t->held_sum;
+    } else {
+        sum = step_sum(t, lo * span, hi * span);
+    }
+    t->model->desc->finish(t->model->self, sum, t->cfg.batch, t->grad, lo, hi);
 }
 
 static void trainer_update_worker(void *ctx, int worker, int n_workers)
@@ -392,6 +427,7 @@ static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err 
     const ls_model *m = t->model;
     memset(t->worker_work, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
     t->batch = (ls_batch){ t->data, t->data != NULL ? t->ids : NULL, t->cfg.batch, step, t->cfg.seed };
+    t->held_step = 0;
     double a = trainer_clock();
     ls_status st = model_prepare(m, t->params, &t->batch, t->pool, err);
     const double b = trainer_clock();
@@ -406,6 +442,11 @@ static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err 
         st = trainer_reduce_ranks(t, total, err);
     } else if (t->unordered) {
         st = tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, total);
+    } else if (trainer_held(t)) {   /* the finish sums the leaves where the model holds them */
+        for (size_t i = 0; i < m->info.leaves; i++)
+            t->held[i] = m->desc->leaf_held(m->self, i, &t->held_loss[i]);
+        *total = tree_loss_sum(t->held_loss, m->info.leaves);
+        t->held_step = 1;
     } else if (m->info.finish_mean || m->info.finish_span > 0) {   /* the step's workers combine the top (step_sum) */
         t->sum = NULL;
         st = tree_reduce_deferred(t->reducer, trainer_leaf, t, total);
@@ -679,6 +720,7 @@ void trainer_stage_apply(trainer *t, const float *sum, double loss)
 static ls_status trainer_take_staged(trainer *t, double *total)
 {
     t->sum = t->staged_sum;
+    t->held_step = 0;
     *total = t->staged_total;
     t->staged_sum = NULL;
     t->worker_work[0] = 1;   /* the work was done elsewhere; one worker of this trainer took part */

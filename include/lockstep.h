@@ -332,6 +332,14 @@ typedef struct ls_model_desc {
      * any order right after prepare, for a step and for an evaluation alike.
      * A part may write only what belongs to it. */
     void (*prepare_part)(void *self, const float *params, size_t part);
+    /* Optional, for a model whose phases leave every leaf in a buffer of
+     * its own: leaf `leaf` as `leaf` would write it (leaf_len floats, read
+     * only, valid until the next step's phases), its loss in *loss. With
+     * finish_span, the engine then sums the leaves along the canonical tree
+     * inside the finish, each thread over the coordinates its finish reads,
+     * reading the leaves where they are: the same bits, with no pass that
+     * copies them into the tree's buffers and one barrier less. */
+    const float *(*leaf_held)(const void *self, size_t leaf, double *loss);
 } ls_model_desc;
 
 /* ---- tasks --------------------------------------------------------------- */

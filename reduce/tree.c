@@ -94,6 +94,48 @@ float *tree_stream_finish(tree_stream *s, double *loss)
     return s->bufs[0];
 }
 
+/* --- leaves held by the caller -------------------------------------------- */
+
+void tree_span_sum(const float *const *leaves, size_t n, size_t lo, size_t len, float *out)
+{
+    /* The stream holds at most floor(log2 n) + 1 partials, the first in out. */
+    int depth = 1;
+    while (depth < TREE_MAX_DEPTH && ((size_t)1 << depth) <= n)
+        depth++;
+    _Alignas(64) float part[TREE_SPAN_FLOATS];
+    size_t stretch = depth > 1 ? TREE_SPAN_FLOATS / (size_t)(depth - 1) / 16 * 16 : len;
+    if (stretch == 0)
+        stretch = 1;   /* over 2^64 leaves: cannot happen */
+    float *bufs[TREE_MAX_DEPTH];
+    for (size_t a = 0; a < len; a += stretch) {
+        const size_t m = len - a < stretch ? len - a : stretch;
+        bufs[0] = out + a;
+        for (int i = 1; i < depth; i++)
+            bufs[i] = part + (size_t)(i - 1) * stretch;
+        tree_stream s;
+        tree_stream_init(&s, bufs, depth, m);
+        for (size_t i = 0; i < n; i++) {
+            int mode;
+            float *slot = tree_stream_slot(&s, &mode);
+            if (mode == TREE_ADD)
+                tree_add(slot, leaves[i] + lo + a, m);
+            else
+                memcpy(slot, leaves[i] + lo + a, m * sizeof(float));
+            tree_stream_push(&s, 0.0);
+        }
+        double unused;
+        tree_stream_finish(&s, &unused);
+    }
+}
+
+double tree_loss_sum(const double *losses, size_t n)
+{
+    if (n == 1)
+        return losses[0];
+    const size_t k = tree_split(n);
+    return tree_loss_sum(losses, k) + tree_loss_sum(losses + k, n - k);
+}
+
 /* --- reducer -------------------------------------------------------------- */
 
 struct tree_reducer {

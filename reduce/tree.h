@@ -116,6 +116,18 @@ const float *tree_top_chunk(tree_reducer *r, size_t lo, size_t hi);
  * place: the buffers are overwritten and *sum points into one of them. */
 ls_status tree_reduce_buffers(tree_reducer *r, float *const *bufs, const double *losses, const float **sum,
                               double *loss);
+/* Leaves that already exist, read where they are (a model's own buffers,
+ * ls_model_desc.leaf_held): out[0 .. len) = the canonical tree over
+ * coordinates [lo, lo + len) of leaves[0 .. n), n >= 1, with the
+ * binary-counter stream, a stretch of coordinates at a time (its partials
+ * in TREE_SPAN_FLOATS floats of this thread's stack, the result built in
+ * out): the bits tree_reduce gives at those coordinates. Any thread, any
+ * split of the coordinates. */
+#define TREE_SPAN_FLOATS 8192
+void tree_span_sum(const float *const *leaves, size_t n, size_t lo, size_t len, float *out);
+/* The canonical tree over n >= 1 binary64 losses: tree_reduce's loss. */
+double tree_loss_sum(const double *losses, size_t n);
+
 /* Benchmark foil: worker w sums leaves [w·n/T, (w+1)·n/T) into its own
  * accumulator; accumulators are added in worker order. Bits depend on T. */
 ls_status tree_reduce_unordered(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float **sum,

@@ -586,6 +586,18 @@ static void test_registry(void **state)
                      wave_threads, 4);
     same_training_at("logic-ca", "ca-barriers", "checkerboard", "1", "async=1\nca_steps=12\n", wave_threads, 4);
     same_training_at("logic-ca", "ca-barriers", "gol", "20", NULL, wave_threads, 4);
+    /* The leaves summed where the model holds them, inside the finish
+     * (leaf_held), and copied into the tree's buffers: the same bits, at a
+     * batch whose tree is not one power of two (37 leaves) too. */
+    static ls_model_desc unheld;
+    variant_of(&unheld, "logic-ca", "ca-unheld");
+    unheld.tasks = "gol checkerboard";
+    unheld.leaf_held = NULL;
+    if (ls_register_model(&unheld, &err) != LS_OK)
+        fail_msg("%s", err.msg);
+    same_training_at("logic-ca", "ca-unheld", "gol", "20", NULL, wave_threads, 4);
+    same_training_at("logic-ca", "ca-unheld", "gol", "37", NULL, wave_threads, 4);
+    same_training_at("logic-ca", "ca-unheld", "checkerboard", "3", "ca_steps=4\n", wave_threads, 4);
     /* A phase_group that does not divide the units: refused. */
     variant_of(&ungrouped, "logic-ca", "ca-ungrouped");
     ungrouped.tasks = "checkerboard";

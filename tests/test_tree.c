@@ -1,4 +1,5 @@
-/* test_tree.c — the canonical tree: stream, blocks, chaos plans, unordered foil.
+/* test_tree.c — the canonical tree: stream, blocks, chaos plans, unordered
+ * foil, leaves read where they are.
  *
  * The reference is the recursive definition of docs/contract.md written out
  * plainly here; every other path must equal it bit for bit. */
@@ -413,6 +414,67 @@ static void test_long_buffers(void **state)
     free(vals);
 }
 
+/* Leaves read where they are (tree_span_sum, tree_loss_sum): against the
+ * definition at every leaf count up to MAX_N and every coordinate range of
+ * the short buffers; against tree_reduce on long buffers (longer than one
+ * stretch of the stack, at depths up to 7) at ranges cut at random. */
+static void test_span_sum(void **state)
+{
+    (void)state;
+    fill_leaves(29);
+    const float *ptrs[MAX_N];
+    for (size_t l = 0; l < MAX_N; l++)
+        ptrs[l] = leaf_vals[l];
+    for (size_t n = 1; n <= MAX_N; n++) {
+        float want[LEN], got[LEN];
+        double want_loss;
+        ref_sum(0, n, want, &want_loss);
+        const double loss = tree_loss_sum(leaf_loss, n);
+        assert_memory_equal(&loss, &want_loss, sizeof loss);
+        for (size_t lo = 0; lo < LEN; lo++)
+            for (size_t len = 1; lo + len <= LEN; len++) {
+                memset(got, 0xff, sizeof got);
+                tree_span_sum(ptrs, n, lo, len, got);
+                assert_memory_equal(got, want + lo, len * sizeof(float));
+            }
+    }
+    const size_t len = 40000, counts[] = { 1, 2, 13, 20, 37, 64, 65, 127 };
+    float *vals = malloc(127 * len * sizeof(float)), *got = malloc(len * sizeof(float));
+    const float *rows[127];
+    assert_non_null(vals);
+    assert_non_null(got);
+    uint64_t x = 77;
+    for (size_t i = 0; i < 127 * len; i++) {
+        x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+        vals[i] = ldexpf((float)(x >> 40) / 16777216.0f - 0.5f, (int)(x % 30) - 15);
+    }
+    for (size_t l = 0; l < 127; l++)
+        rows[l] = vals + l * len;
+    big_vals = vals;
+    big_len = len;
+    pool *p;
+    assert_int_equal(pool_create(&p, 3, NULL), LS_OK);
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        tree_reducer *r;
+        assert_int_equal(tree_reducer_create(&r, p, len, counts[c], NULL), LS_OK);
+        const float *sum;
+        double loss;
+        assert_int_equal(tree_reduce(r, big_leaf, NULL, &sum, &loss), LS_OK);
+        for (int k = 0; k < 6; k++) {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            const size_t lo = k == 0 ? 0 : (size_t)(x % len), n_co = k == 0 ? len : (size_t)(x >> 32) % (len - lo) + 1;
+            memset(got, 0xff, n_co * sizeof(float));
+            tree_span_sum(rows, counts[c], lo, n_co, got);
+            if (memcmp(got, sum + lo, n_co * sizeof(float)) != 0)
+                fail_msg("%zu leaves, coordinates [%zu, %zu): not tree_reduce's sum", counts[c], lo, lo + n_co);
+        }
+        tree_reducer_destroy(r);
+    }
+    pool_destroy(p);
+    free(got);
+    free(vals);
+}
+
 /* tree_reduce_deferred, then tree_top_chunk over chunks cut at random
  * points and run on the pool's threads at once (as the trainer's update
  * does): the same sum and loss bits as tree_reduce, for leaf counts around
@@ -619,6 +681,7 @@ int main(void)
         cmocka_unit_test(test_unordered),
         cmocka_unit_test(test_long_buffers),
         cmocka_unit_test(test_deferred_top),
+        cmocka_unit_test(test_span_sum),
         cmocka_unit_test(test_ranks_exhaustive),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
