@@ -253,7 +253,7 @@ static void bench_usage(void)
          "with the tree's last pass; the update with the hash's share), the hash and the record.\n"
          "Nothing is recorded in runs.db.\n"
          "For the logic CA (gol, checkerboard) there is no unordered foil: the step time and the\n"
-         "speedup are the figures.\n"
+         "speedup are the figures; it holds its leaves, so its whole tree runs in the finish.\n"
          "With --peak [--threads T]: the FP32 peak of T cores for the kernels' arithmetic (see\n"
          "lockstep bench --peak --help).");
 }
