@@ -16,7 +16,11 @@
  * channel is just more lanes), ldp = nc·C rounded up to 16; the update
  * network runs with lanes i = the part's nc cells, ldu = nc rounded up to 16.
  * Row blocks: perception [9 patch rows | layer 0 out | layer 1 out | ...],
- * update [C + C·S·K inputs | layer 0 out | ...]. The per-batch arrays are
+ * update [C + C·S·K inputs | layer 0 out | ...]: the inputs are the C state
+ * rows, then the last kernel layer's outputs, rows (c, s, k); when every
+ * part's channel width is whole vectors, that layer writes them there
+ * itself, in the order (k, s, c), and its own rows in the perception
+ * block go unused (choose_layout). The per-batch arrays are
  * channel planes, [C][G²], so a part's cells of one channel are contiguous.
  *
  * Lanes mode (R = 1 and few lanes per sample, e.g. gol's 9 cells, which
@@ -1491,9 +1495,10 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
          * writes only its own cells' entries, including the dpatch buffer
          * those neighbours read in the phase before (the header comment):
          * so unit s·R + r needs parts r − 1, r, r + 1 of sample s, around
-         * the grid with periodic borders. A lanes-mode group needs only itself. */
+         * the grid with periodic borders. A lanes-mode group, or a sample in
+         * one part, needs only itself. */
         .phase_group = ca->lanes ? 1 : R,
-        .phase_reach = ca->lanes ? 0 : 1,
+        .phase_reach = ca->lanes || R == 1 ? 0 : 1,
         .phase_wrap = ca->periodic,
     };
     *self = ca;

@@ -41,6 +41,9 @@ ls_status model_create(ls_model **out, const ls_config *cfg, const ls_dataset *d
     else if (i->phase_group > 0 && (i->phases == 0 || i->units % i->phase_group != 0))
         st = ls_fail(err, LS_EINVAL, "model %s: declares phase_group %zu for %zu phases of %zu units (it must divide them)",
                      d->name, i->phase_group, i->phases, i->units);
+    else if (i->phase_group > 0 && i->phase_reach >= i->phase_group)
+        st = ls_fail(err, LS_EINVAL, "model %s: declares phase_reach %zu, past its phase_group of %zu units", d->name,
+                     i->phase_reach, i->phase_group);
     if (st != LS_OK) {
         model_destroy(m);
         return st;

@@ -55,7 +55,8 @@ struct trainer {
     _Atomic size_t *unit_done;  /* [units] phases each unit finished, when the model declares phase_group */
     const float **held;         /* [leaves] the model's own leaf buffers (leaf_held, trainer_held) */
     double *held_loss;          /* [leaves] their losses; one allocation with held */
-    float *held_sum;            /* [leaf_len] the step's sum, each finish thread's coordinates */
+    float *held_sum;            /* [leaf_len] the step's sum, each finish slice's coordinates; then
+                                   [threads][TREE_SPAN_FLOATS] each slice's stream partials */
     int held_step;              /* this step's finish sums the held leaves */
     void (*test_hook)(void *);  /* test-only, see trainer_set_test_hook */
     void *test_hook_ctx;
@@ -152,19 +153,22 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
     t->worker_work = calloc((size_t)threads, sizeof(size_t));
     if (mi->phase_group > 0)
         t->unit_done = calloc(mi->units, sizeof *t->unit_done);
-    const int held = trainer_held(t);
-    if (held) {
-        t->held = malloc(mi->leaves * (sizeof(float *) + sizeof(double)));
-        t->held_loss = t->held != NULL ? (double *)(void *)(t->held + mi->leaves) : NULL;
-        t->held_sum = aligned_alloc(64, (mi->leaf_len * sizeof(float) + 63) / 64 * 64);
-    }
-    if (t->worker_work == NULL || (mi->phase_group > 0 && t->unit_done == NULL) ||
-        (held && (t->held == NULL || t->held_sum == NULL))) {
+    if (t->worker_work == NULL || (mi->phase_group > 0 && t->unit_done == NULL)) {
         st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
         goto fail;
     }
     if ((st = pool_create(&t->pool, threads, err)) != LS_OK)
         goto fail;
+    if (trainer_held(t)) {
+        const size_t sum_floats = (mi->leaf_len + 15) / 16 * 16;
+        t->held = malloc(mi->leaves * (sizeof(float *) + sizeof(double)));
+        t->held_loss = t->held != NULL ? (double *)(void *)(t->held + mi->leaves) : NULL;
+        t->held_sum = aligned_alloc(64, (sum_floats + (size_t)threads * TREE_SPAN_FLOATS) * sizeof(float));
+        if (t->held == NULL || t->held_sum == NULL) {
+            st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
+            goto fail;
+        }
+    }
     if ((st = tree_reducer_create(&t->reducer, t->pool, mi->leaf_len, mi->leaves, err)) != LS_OK)
         goto fail;
     if ((st = optim_create(&t->opt, cfg, mi->n_params, err)) != LS_OK)
@@ -284,14 +288,15 @@ static void trainer_unit(void *ctx, size_t unit, int worker)
 
 /* The step's finish sums the leaves where the model holds them (leaf_held)
  * instead of a reduction copying them into the tree's buffers: a model
- * that holds them and says what its finish reads (finish_span), and a
- * reduction of this process's canonical tree (not the unordered foil, not
- * ranks, whose leaves go through trainer_reduce_ranks). */
+ * that holds them and says what its finish reads (finish_span), enough
+ * finish units to give every thread a share of that tree (chunks of 16),
+ * and a reduction of this process's canonical tree (not the unordered
+ * foil, not ranks, whose leaves go through trainer_reduce_ranks). */
 static int trainer_held(const trainer *t)
 {
     const ls_model *m = t->model;
     return m->desc->leaf_held != NULL && m->info.finish_span > 0 && !m->info.finish_mean && !t->unordered &&
-           t->ranks == NULL;
+           t->ranks == NULL && m->info.finish_units >= 16 * (size_t)pool_threads(t->pool);
 }
 
 /* Unit `unit` of phase `wave` (pool_waves: the model's phase_group). */
@@ -349,7 +354,9 @@ static void trainer_finish_worker(void *ctx, int worker, int n_workers)
         return;
     const float *sum;
     if (t->held_step) {   /* the tree over the held leaves, at the coordinates this finish reads */
-        tree_span_sum(t->held, t->model->info.leaves, lo * span, (hi - lo) * span, t->held_sum + lo * span);
+        const size_t sum_floats = (t->model->info.leaf_len + 15) / 16 * 16;
+        float *scratch = t->held_sum + sum_floats + (size_t)worker * TREE_SPAN_FLOATS;   /* slice `worker`'s */
+        tree_span_sum(t->held, t->model->info.leaves, lo * span, (hi - lo) * span, t->held_sum + lo * span, scratch);
         sum = t->held_sum;
     } else {
         sum = step_sum(t, lo * span, hi * span);

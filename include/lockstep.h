@@ -261,8 +261,8 @@ typedef struct {
                                  count; compare with the model declaring 0 at several thread counts */
     size_t phase_group;       /* 0, or: unit u of phase k+1 reads and overwrites only what phase k's units
                                  near u read and wrote: those of u's group (phase_group consecutive units,
-                                 which must divide units) at distance at most phase_reach from u, u
-                                 included, the distance taken around the group when phase_wrap is 1
+                                 which must divide units) at distance at most phase_reach (less than
+                                 phase_group) from u, u included, the distance taken around the group when phase_wrap is 1
                                  (a part and its neighbouring parts of one sample, say). The
                                  engine then starts each unit as soon as those are done instead of after
                                  a barrier: the same bits, without the wait for the slowest unit of each
@@ -338,7 +338,10 @@ typedef struct ls_model_desc {
      * finish_span, the engine then sums the leaves along the canonical tree
      * inside the finish, each thread over the coordinates its finish reads,
      * reading the leaves where they are: the same bits, with no pass that
-     * copies them into the tree's buffers and one barrier less. */
+     * copies them into the tree's buffers and one barrier less. `leaf`
+     * stays required: the engine calls it instead under --reduce unordered,
+     * across MPI ranks, in a sweep's staged steps, with finish_mean, and
+     * when the finish has fewer than 16 units per thread. */
     const float *(*leaf_held)(const void *self, size_t leaf, double *loss);
 } ls_model_desc;
 

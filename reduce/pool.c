@@ -354,7 +354,8 @@ typedef struct {
  * least k waves. */
 static int pool_wave_ready(const pool_waves_job *j, size_t k, size_t u)
 {
-    const size_t G = j->group, g0 = u / G * G, i = u - g0, r = j->reach;
+    const size_t G = j->group > 0 ? j->group : j->units, g0 = u / G * G, i = u - g0;
+    const size_t r = j->reach < G ? j->reach : G - 1;   /* no farther than the group */
     if (j->wrap && 2 * r + 1 < G) {
         for (size_t d = G - r; d <= G + r; d++)
             if (atomic_load(&j->done[g0 + (i + d) % G]) < k)

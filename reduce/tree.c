@@ -96,13 +96,12 @@ float *tree_stream_finish(tree_stream *s, double *loss)
 
 /* --- leaves held by the caller -------------------------------------------- */
 
-void tree_span_sum(const float *const *leaves, size_t n, size_t lo, size_t len, float *out)
+void tree_span_sum(const float *const *leaves, size_t n, size_t lo, size_t len, float *out, float *scratch)
 {
     /* The stream holds at most floor(log2 n) + 1 partials, the first in out. */
     int depth = 1;
     while (depth < TREE_MAX_DEPTH && ((size_t)1 << depth) <= n)
         depth++;
-    _Alignas(64) float part[TREE_SPAN_FLOATS];
     size_t stretch = depth > 1 ? TREE_SPAN_FLOATS / (size_t)(depth - 1) / 16 * 16 : len;
     if (stretch == 0)
         stretch = 1;   /* over 2^64 leaves: cannot happen */
@@ -111,7 +110,7 @@ void tree_span_sum(const float *const *leaves, size_t n, size_t lo, size_t len, 
         const size_t m = len - a < stretch ? len - a : stretch;
         bufs[0] = out + a;
         for (int i = 1; i < depth; i++)
-            bufs[i] = part + (size_t)(i - 1) * stretch;
+            bufs[i] = scratch + (size_t)(i - 1) * stretch;
         tree_stream s;
         tree_stream_init(&s, bufs, depth, m);
         for (size_t i = 0; i < n; i++) {

@@ -120,11 +120,11 @@ ls_status tree_reduce_buffers(tree_reducer *r, float *const *bufs, const double 
  * ls_model_desc.leaf_held): out[0 .. len) = the canonical tree over
  * coordinates [lo, lo + len) of leaves[0 .. n), n >= 1, with the
  * binary-counter stream, a stretch of coordinates at a time (its partials
- * in TREE_SPAN_FLOATS floats of this thread's stack, the result built in
- * out): the bits tree_reduce gives at those coordinates. Any thread, any
- * split of the coordinates. */
+ * in `scratch`, TREE_SPAN_FLOATS floats of the caller's, 64-byte aligned;
+ * the result built in out): the bits tree_reduce gives at those
+ * coordinates. Any thread, any split of the coordinates. */
 #define TREE_SPAN_FLOATS 8192
-void tree_span_sum(const float *const *leaves, size_t n, size_t lo, size_t len, float *out);
+void tree_span_sum(const float *const *leaves, size_t n, size_t lo, size_t len, float *out, float *scratch);
 /* The canonical tree over n >= 1 binary64 losses: tree_reduce's loss. */
 double tree_loss_sum(const double *losses, size_t n);
 

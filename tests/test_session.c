@@ -392,6 +392,14 @@ static ls_status ca_ungrouped_create(void **self, ls_model_info *info, const ls_
     return st;
 }
 
+static ls_status ca_overreach_create(void **self, ls_model_info *info, const ls_config *cfg, const ls_dataset *data,
+                                     ls_err *err)
+{
+    ls_status st = ls_model_find("logic-ca")->create(self, info, cfg, data, err);
+    info->phase_reach = info->phase_group;   /* farther than the group */
+    return st;
+}
+
 static ls_status logic_overspan_create(void **self, ls_model_info *info, const ls_config *cfg,
                                       const ls_dataset *data, ls_err *err)
 {
@@ -598,19 +606,26 @@ static void test_registry(void **state)
     same_training_at("logic-ca", "ca-unheld", "gol", "20", NULL, wave_threads, 4);
     same_training_at("logic-ca", "ca-unheld", "gol", "37", NULL, wave_threads, 4);
     same_training_at("logic-ca", "ca-unheld", "checkerboard", "3", "ca_steps=4\n", wave_threads, 4);
-    /* A phase_group that does not divide the units: refused. */
+    /* A phase_group that does not divide the units, a reach past the
+     * group: refused, naming the field. */
+    static ls_model_desc overreach;
     variant_of(&ungrouped, "logic-ca", "ca-ungrouped");
     ungrouped.tasks = "checkerboard";
     ungrouped.create = ca_ungrouped_create;
     assert_int_equal(ls_register_model(&ungrouped, &err), LS_OK);
-    {
+    variant_of(&overreach, "logic-ca", "ca-overreach");
+    overreach.tasks = "checkerboard";
+    overreach.create = ca_overreach_create;
+    assert_int_equal(ls_register_model(&overreach, &err), LS_OK);
+    const char *refused[][2] = { { "ca-ungrouped", "phase_group" }, { "ca-overreach", "phase_reach" } };
+    for (size_t k = 0; k < 2; k++) {
         ls_config *cfg;
-        assert_int_equal(ls_config_create(&cfg, "checkerboard", "ca-ungrouped", &err), LS_OK);
+        assert_int_equal(ls_config_create(&cfg, "checkerboard", refused[k][0], &err), LS_OK);
         ls_session *s = NULL;
         const ls_session_opts opts = { .threads = 1 };
         assert_int_equal(ls_session_open(&s, cfg, &opts, &err), LS_EINVAL);
         assert_null(s);
-        assert_non_null(strstr(err.msg, "phase_group"));
+        assert_non_null(strstr(err.msg, refused[k][1]));
         ls_config_destroy(cfg);
     }
     assert_string_equal(ls_version(), LS_VERSION_STRING);

@@ -28,7 +28,7 @@ static const size_t LEAVES[] = { 1, 4 };
 typedef struct {
     uint64_t traj;
     uint64_t param_hash;
-    int busy;            /* workers that computed leaves in the last step */
+    int busy;            /* workers that computed leaves or units in some step */
     ls_status st;
 } outcome;
 
@@ -46,11 +46,17 @@ static outcome run(ls_config cfg, int threads, int steps, const ls_dataset *data
     config_text(&cfg, text, sizeof text);
     uint64_t ph = hash_params(trainer_params(t), trainer_n_params(t));
     uint64_t traj = hash_traj0(text, ph);
+    /* A step of few parts (gol: two units, its leaves summed in the finish)
+     * may go to one thread when the others are descheduled, so the workers
+     * are counted over the run. */
+    int worked[POOL_MAX_THREADS] = { 0 };
     for (int s = 0; s < steps && o.st == LS_OK; s++) {
         double loss;
         o.st = trainer_step(t, &loss, &err);
         if (o.st != LS_OK)
             break;
+        for (int w = 0; w < threads; w++)
+            worked[w] |= trainer_worker_leaves(t)[w] > 0;
         ph = hash_params(trainer_params(t), trainer_n_params(t));
         if (trainer_param_hash(t) != ph)   /* the update's hash parts, joined */
             fail_msg("threads %d step %d: trainer_param_hash %016llx, hash_params %016llx", threads, s + 1,
@@ -58,7 +64,7 @@ static outcome run(ls_config cfg, int threads, int steps, const ls_dataset *data
         traj = hash_traj_next(traj, ph, loss);
     }
     for (int w = 0; w < threads; w++)
-        o.busy += trainer_worker_leaves(t)[w] > 0;
+        o.busy += worked[w];
     o.traj = traj;
     o.param_hash = ph;
     trainer_destroy(t);
@@ -169,18 +175,21 @@ static void test_ca_threads(void **state)
         int steps = atoi(cases[i][3]);
         outcome ref = run(cfg, 1, steps, NULL);
         assert_int_equal(ref.st, LS_OK);
-        int threads[] = { 2, 3, 8 };
+        int threads[] = { 2, 3, 8 }, most = 0;
         for (size_t ti = 0; ti < 3; ti++) {
             outcome o = run(cfg, threads[ti], steps, NULL);
             assert_int_equal(o.st, LS_OK);
             if (o.traj != ref.traj)
                 fail_msg("%s %s=%s: threads %d differ from threads 1", cases[i][0], cases[i][1], cases[i][2],
                          threads[ti]);
-            /* Several workers ran parts (a pool that ran all on one thread fails). */
-            if (o.busy < 2)
-                fail_msg("%s: only %d worker ran parts at %d threads", cases[i][0], o.busy, threads[ti]);
+            most = o.busy > most ? o.busy : most;
             checked++;
         }
+        /* Several workers ran parts (a pool that ran all on one thread
+         * fails). gol's step is two units, and a busy machine may leave
+         * one thread all of them for a run, so over the three runs. */
+        if (most < 2)
+            fail_msg("%s: one worker ran every part at 2, 3 and 8 threads", cases[i][0]);
     }
     printf("logic-ca: %d (task, threads) runs equal to one thread, bit for bit\n", checked);
 }

@@ -422,6 +422,7 @@ static void test_span_sum(void **state)
 {
     (void)state;
     fill_leaves(29);
+    static float scratch[TREE_SPAN_FLOATS];
     const float *ptrs[MAX_N];
     for (size_t l = 0; l < MAX_N; l++)
         ptrs[l] = leaf_vals[l];
@@ -434,7 +435,7 @@ static void test_span_sum(void **state)
         for (size_t lo = 0; lo < LEN; lo++)
             for (size_t len = 1; lo + len <= LEN; len++) {
                 memset(got, 0xff, sizeof got);
-                tree_span_sum(ptrs, n, lo, len, got);
+                tree_span_sum(ptrs, n, lo, len, got, scratch);
                 assert_memory_equal(got, want + lo, len * sizeof(float));
             }
     }
@@ -464,7 +465,7 @@ static void test_span_sum(void **state)
             x ^= x << 13; x ^= x >> 7; x ^= x << 17;
             const size_t lo = k == 0 ? 0 : (size_t)(x % len), n_co = k == 0 ? len : (size_t)(x >> 32) % (len - lo) + 1;
             memset(got, 0xff, n_co * sizeof(float));
-            tree_span_sum(rows, counts[c], lo, n_co, got);
+            tree_span_sum(rows, counts[c], lo, n_co, got, scratch);
             if (memcmp(got, sum + lo, n_co * sizeof(float)) != 0)
                 fail_msg("%zu leaves, coordinates [%zu, %zu): not tree_reduce's sum", counts[c], lo, lo + n_co);
         }
