@@ -262,12 +262,13 @@ typedef struct {
     size_t phase_group;       /* 0, or: unit u of phase k+1 reads and overwrites only what phase k's units
                                  near u read and wrote: those of u's group (phase_group consecutive units,
                                  which must divide units) at distance at most phase_reach (less than
-                                 phase_group) from u, u included, the distance taken around the group when phase_wrap is 1
-                                 (a part and its neighbouring parts of one sample, say). The
-                                 engine then starts each unit as soon as those are done instead of after
-                                 a barrier: the same bits, without the wait for the slowest unit of each
-                                 phase. Like finish_span, a promise the engine cannot check: compare
-                                 with the model declaring 0 at several thread counts */
+                                 phase_group) from u, u included, the distance taken around the group
+                                 when phase_wrap is 1 (a part and its neighbouring parts of one sample,
+                                 say). The engine then starts each unit as soon as those are done
+                                 instead of after a barrier: the same bits, without the wait for the
+                                 slowest unit of each phase. Like finish_span, a promise the engine
+                                 cannot check: compare with the model declaring 0 at several thread
+                                 counts */
     size_t phase_reach;
     int phase_wrap;
 } ls_model_info;
