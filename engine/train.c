@@ -51,7 +51,7 @@ struct trainer {
     ls_batch batch;             /* the current step's batch */
     size_t phase;               /* the phase being run */
     const float *sum;           /* tree sum of the current step */
-    size_t *worker_work;        /* [threads] units and leaves each worker ran in the last step */
+    size_t *worker_work;        /* [threads] units, leaves and update pieces each worker ran in the last step */
     _Atomic size_t *unit_done;  /* [units] phases each unit finished, when the model declares phase_group */
     const float **held;         /* [leaves] the model's own leaf buffers (leaf_held, trainer_held) */
     double *held_loss;          /* [leaves] their losses; one allocation with held */
@@ -364,27 +364,24 @@ static void trainer_finish_worker(void *ctx, int worker, int n_workers)
     t->model->desc->finish(t->model->self, sum, t->cfg.batch, t->grad, lo, hi);
 }
 
-static void trainer_update_worker(void *ctx, int worker, int n_workers)
+/* Piece `piece` of the update (TRAINER_PIECE parameters, starting at a
+ * block of the hash), on whichever thread claims it: the optimiser's work
+ * per element is not even (AdamW's exact path for tiny values), so pieces
+ * go to the threads that are free rather than in fixed halves. What a
+ * piece reads (the sum, combined here: step_sum) and writes (θ, hashed
+ * here for the session's join, trainer_param_hash) is still in this core's
+ * cache when it does. */
+static void trainer_update_piece(void *ctx, size_t piece, int worker)
 {
     trainer *t = ctx;
-    size_t lo, hi;
-    const size_t n = t->model->info.n_params;
-    const int mean = t->model->info.finish_mean;
-    chunk_of(n, HASH_PART_FLOATS, worker, n_workers, &lo, &hi);   /* the hash's blocks */
-    /* Piece by piece, so what a piece reads (the sum, combined here:
-     * step_sum) and writes (θ, hashed here for the session's join,
-     * trainer_param_hash) is still in this core's cache. Each piece starts
-     * at a block of the hash. */
-    uint64_t nan = 0;
-    for (size_t a = lo, b; a < hi; a = b) {
-        b = hi - a > TRAINER_PIECE ? a + TRAINER_PIECE : hi;
-        if (mean)   /* the finish folded in: grad = sum / (float)B, the same division */
-            optim_update(t->opt, t->params_next, t->params, step_sum(t, a, b), (float)t->cfg.batch, a, b);
-        else
-            optim_update(t->opt, t->params_next, t->params, t->grad, 1.0f, a, b);
-        nan |= (uint64_t)hash_params_part(t->hash_parts, t->params_next, n, a, b);
-    }
-    t->hash_nan[worker] = nan;
+    const size_t n = t->model->info.n_params, a = piece * TRAINER_PIECE;
+    const size_t b = n - a > TRAINER_PIECE ? a + TRAINER_PIECE : n;
+    if (t->model->info.finish_mean)   /* the finish folded in: grad = sum / (float)B, the same division */
+        optim_update(t->opt, t->params_next, t->params, step_sum(t, a, b), (float)t->cfg.batch, a, b);
+    else
+        optim_update(t->opt, t->params_next, t->params, t->grad, 1.0f, a, b);
+    t->hash_nan[worker] |= (uint64_t)hash_params_part(t->hash_parts, t->params_next, n, a, b);
+    t->worker_work[worker]++;
 }
 
 double trainer_clock(void)
@@ -501,7 +498,7 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
     /* With one thread the update rewrites θ in place, in the lines the
      * leaves just read. With more (whatever the CPUs: one rule, and the
      * tests at several thread counts run it on any machine), each thread
-     * updates a slice of θ that every thread read during the leaves, so
+     * updates pieces of θ that every thread read during the leaves, so
      * writing it in place first takes each line from the other cores'
      * caches, which a busy host made up to six times slower; θ goes instead
      * into the buffer of two steps ago, which no core has read since
@@ -514,7 +511,8 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
     } else {
         t->params_next = t->params;
     }
-    pool_run(t->pool, trainer_update_worker, t);
+    memset(t->hash_nan, 0, (size_t)pool_threads(t->pool) * sizeof *t->hash_nan);
+    pool_parallel_for(t->pool, (t->model->info.n_params + TRAINER_PIECE - 1) / TRAINER_PIECE, trainer_update_piece, t);
     t->times.update += trainer_clock() - c;
     t->hash_fresh = 1;
     t->params = t->params_next;

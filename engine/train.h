@@ -56,8 +56,8 @@ ls_status trainer_metrics(trainer *t, ls_metric *out, size_t *n_out, ls_err *err
 /* Test accuracy (correct / test samples) with the current parameters. */
 ls_status trainer_evaluate(trainer *t, double *accuracy, ls_err *err);
 
-/* Work units and leaves each worker computed in the last step
- * ([trainer_threads]). */
+/* Work units, leaves and update pieces each worker computed in the last
+ * step ([trainer_threads]). */
 const size_t *trainer_worker_leaves(const trainer *t);
 
 /* The resumable state: parameters and optimiser state as two blocks. To

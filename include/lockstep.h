@@ -427,7 +427,7 @@ struct ls_session_state {
     int64_t replayed;           /* recorded steps recomputed and found identical */
     int64_t checkpoints;        /* checkpoints written by this session */
     int threads;
-    int busy_workers;           /* workers that computed leaves or units in the last step */
+    int busy_workers;           /* workers that computed leaves, units or update pieces in the last step */
     double flops_per_sample;    /* the model's count (ls_model_info), 0 when it gives none */
     double train_seconds;       /* inside the engine's steps; of which (a sweep's staged steps run their
                                    finish and update outside it, and count them below all the same): */

@@ -28,7 +28,7 @@ static const size_t LEAVES[] = { 1, 4 };
 typedef struct {
     uint64_t traj;
     uint64_t param_hash;
-    int busy;            /* workers that computed leaves or units in some step */
+    int busy;            /* workers that computed leaves, units or update pieces in some step */
     ls_status st;
 } outcome;
 

@@ -100,7 +100,7 @@ typedef struct {
     ls_metric metrics[LS_MAX_METRICS];   /* every figure of the last evaluation */
     size_t n_metrics;
     char status[16];
-    int busy_workers;           /* workers that computed units or leaves in the last step */
+    int busy_workers;           /* workers that computed units, leaves or update pieces in the last step */
     int64_t checkpoints;        /* checkpoints written */
     /* run_resume only: */
     int nothing_to_do;          /* the run was done already: nothing was changed */
