@@ -55,8 +55,9 @@ struct trainer {
     _Atomic size_t *unit_done;  /* [units] phases each unit finished, when the model declares phase_group */
     const float **held;         /* [leaves] the model's own leaf buffers (leaf_held, trainer_held) */
     double *held_loss;          /* [leaves] their losses; one allocation with held */
-    float *held_sum;            /* [leaf_len] the step's sum, each finish slice's coordinates; then
-                                   [threads][TREE_SPAN_FLOATS] each slice's stream partials */
+    float *held_sum;            /* [leaf_len] the step's sum, each finish slice's coordinates */
+    float *held_part;           /* [threads][TREE_SPAN_FLOATS] each slice's stream partials; one
+                                   allocation with held_sum */
     int held_step;              /* this step's finish sums the held leaves */
     void (*test_hook)(void *);  /* test-only, see trainer_set_test_hook */
     void *test_hook_ctx;
@@ -164,6 +165,7 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
         t->held = malloc(mi->leaves * (sizeof(float *) + sizeof(double)));
         t->held_loss = t->held != NULL ? (double *)(void *)(t->held + mi->leaves) : NULL;
         t->held_sum = aligned_alloc(64, (sum_floats + (size_t)threads * TREE_SPAN_FLOATS) * sizeof(float));
+        t->held_part = t->held_sum != NULL ? t->held_sum + sum_floats : NULL;
         if (t->held == NULL || t->held_sum == NULL) {
             st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
             goto fail;
@@ -278,14 +280,6 @@ static double trainer_leaf(void *ctx, size_t leaf, float *buf, int mode, int wor
                                 t->scratch + (size_t)worker * t->scratch_stride);
 }
 
-static void trainer_unit(void *ctx, size_t unit, int worker)
-{
-    trainer *t = ctx;
-    t->worker_work[worker]++;
-    t->model->desc->phase(t->model->self, t->params, &t->batch, t->phase, t->unit_base + unit,
-                          t->scratch + (size_t)worker * t->scratch_stride);
-}
-
 /* The step's finish sums the leaves where the model holds them (leaf_held)
  * instead of a reduction copying them into the tree's buffers: a model
  * that holds them and says what its finish reads (finish_span), enough
@@ -306,6 +300,12 @@ static void trainer_wave_unit(void *ctx, size_t wave, size_t unit, int worker)
     t->worker_work[worker]++;
     t->model->desc->phase(t->model->self, t->params, &t->batch, wave, t->unit_base + unit,
                           t->scratch + (size_t)worker * t->scratch_stride);
+}
+
+/* Unit `unit` of phase t->phase (a phase between barriers). */
+static void trainer_unit(void *ctx, size_t unit, int worker)
+{
+    trainer_wave_unit(ctx, ((trainer *)ctx)->phase, unit, worker);
 }
 
 /* The model's phases over units [u0, u1): as waves when it declares which
@@ -354,8 +354,7 @@ static void trainer_finish_worker(void *ctx, int worker, int n_workers)
         return;
     const float *sum;
     if (t->held_step) {   /* the tree over the held leaves, at the coordinates this finish reads */
-        const size_t sum_floats = (t->model->info.leaf_len + 15) / 16 * 16;
-        float *scratch = t->held_sum + sum_floats + (size_t)worker * TREE_SPAN_FLOATS;   /* slice `worker`'s */
+        float *scratch = t->held_part + (size_t)worker * TREE_SPAN_FLOATS;   /* slice `worker`'s */
         tree_span_sum(t->held, t->model->info.leaves, lo * span, (hi - lo) * span, t->held_sum + lo * span, scratch);
         sum = t->held_sum;
     } else {
