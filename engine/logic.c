@@ -1424,6 +1424,89 @@ void exp8d_group_z(__m512d *v, const int n)
     }
 }
 
+/* The float results of exp8d_group_z, cheaper (Ziv's test). A shorter
+ * exp — x = (16k' + j)·ln2/16 + r, |r| <= ln2/32, 2^(j/16) from a table
+ * and e^r from its degree-5 Taylor polynomial — is within 2^-42 of
+ * dmath_exp in relative terms (the polynomial's truncation, r^6/720, is
+ * 1.4e-13; the table and the roundings add a few 2^-53). Rounded to float
+ * it gives dmath_expf's bits unless dmath_exp's result and its own sit on
+ * either side of a rounding point of float: both are then within 2^-39 of
+ * the point, i.e. the low 29 bits of the double's significand (those float
+ * drops) are within 2^14 of 2^28. Such a lane, or a lane below -87 (whose
+ * float may be subnormal, with other rounding points), flags its group and
+ * the group is redone with exp8d_group_z. tests/test_logic.c runs every
+ * float argument in [-88, 0] through both and compares the bits. */
+static const double EXPF_T16[16] = {
+    0x1.0000000000000p+0, 0x1.0b5586cf9890fp+0, 0x1.172b83c7d517bp+0, 0x1.2387a6e756238p+0,
+    0x1.306fe0a31b715p+0, 0x1.3dea64c123422p+0, 0x1.4bfdad5362a27p+0, 0x1.5ab07dd485429p+0,
+    0x1.6a09e667f3bcdp+0, 0x1.7a11473eb0187p+0, 0x1.8ace5422aa0dbp+0, 0x1.9c49182a3f090p+0,
+    0x1.ae89f995ad3adp+0, 0x1.c199bdd85529cp+0, 0x1.d5818dcfba487p+0, 0x1.ea4afa2a490dap+0,
+};   /* 2^(j/16), rounded to double */
+static const double EXPF_INV = 0x1.71547652b82fep+4;   /* 16/ln2 */
+static const double EXPF_C1 = 0x1.62e42fefa0000p-5;    /* ln2/16, 36 bits: k·C1 exact for |k| < 2^17 */
+static const double EXPF_C2 = 0x1.cf79abc9e3b3ap-44;   /* ln2/16 − C1 */
+static const double EXPF_P[5] = { 1.0 / 24.0, 1.0 / 6.0, 0.5, 1.0, 1.0 };   /* after 1/5! */
+
+/* e^x on n vectors, as many as exp8d_group_z takes; returns the lanes
+ * whose float rounding it cannot vouch for (then v holds garbage there). */
+static FORCE_INLINE __attribute__((target("avx512f")))
+__mmask8 expf8d_group_z(__m512d *v, const int n)
+{
+    const __m512d tlo = _mm512_loadu_pd(EXPF_T16), thi = _mm512_loadu_pd(EXPF_T16 + 8);
+    __m512d r[EXP_GROUP], p[EXP_GROUP];
+    __m512i k[EXP_GROUP];
+    __mmask8 unsure = 0;
+#pragma GCC unroll 8
+    for (int j = 0; j < n; j++) {
+        const __m512d kf = _mm512_roundscale_pd(_mm512_mul_pd(v[j], _mm512_set1_pd(EXPF_INV)),
+                                                _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        r[j] = _mm512_sub_pd(_mm512_sub_pd(v[j], _mm512_mul_pd(kf, _mm512_set1_pd(EXPF_C1))),
+                             _mm512_mul_pd(kf, _mm512_set1_pd(EXPF_C2)));
+        k[j] = _mm512_cvtepi32_epi64(_mm512_cvtpd_epi32(kf));
+        unsure |= _mm512_cmp_pd_mask(v[j], _mm512_set1_pd(-87.0), _CMP_NGE_UQ);   /* NaN too */
+        p[j] = _mm512_set1_pd(1.0 / 120.0);
+    }
+#pragma GCC unroll 5
+    for (int i = 0; i < 5; i++)
+#pragma GCC unroll 8
+        for (int j = 0; j < n; j++)
+            p[j] = _mm512_add_pd(_mm512_set1_pd(EXPF_P[i]), _mm512_mul_pd(r[j], p[j]));
+#pragma GCC unroll 8
+    for (int j = 0; j < n; j++) {
+        /* 2^(j/16) by the low 4 bits of k, 2^(k >> 4) into the exponent */
+        const __m512d y = _mm512_mul_pd(_mm512_permutex2var_pd(tlo, k[j], thi), p[j]);
+        const __m512i bits = _mm512_add_epi64(_mm512_castpd_si512(y), _mm512_slli_epi64(_mm512_srai_epi64(k[j], 4), 52));
+        const __m512i low = _mm512_and_si512(bits, _mm512_set1_epi64(0x1FFFFFFF));
+        unsure |= _mm512_cmplt_epu64_mask(_mm512_sub_epi64(low, _mm512_set1_epi64(0x10000000 - 0x4000)),
+                                          _mm512_set1_epi64(0x8000));
+        v[j] = _mm512_castsi512_pd(bits);
+    }
+    return unsure;
+}
+
+/* dmath_expf on 4 vectors of 16 floats (x[j] -> q[j]): the double lanes of
+ * expf8d_group_z, or of exp8d_group_z when it is unsure of any (or when
+ * shortcut is 0, for tests). */
+static FORCE_INLINE __attribute__((target("avx512f")))
+void expf4_z(const __m512 *x, __m512 *q, const int shortcut)
+{
+    __m512d d[EXP_GROUP];
+    for (int j = 0; j < EXP_GROUP / 2; j++) {
+        d[2 * j] = _mm512_cvtps_pd(_mm512_castps512_ps256(x[j]));
+        d[2 * j + 1] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x[j]), 1)));
+    }
+    if (!shortcut || expf8d_group_z(d, EXP_GROUP) != 0) {
+        for (int j = 0; j < EXP_GROUP / 2; j++) {
+            d[2 * j] = _mm512_cvtps_pd(_mm512_castps512_ps256(x[j]));
+            d[2 * j + 1] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x[j]), 1)));
+        }
+        exp8d_group_z(d, EXP_GROUP);
+    }
+    for (int j = 0; j < EXP_GROUP / 2; j++)
+        q[j] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(d[2 * j]))),
+                                                   _mm256_castps_pd(_mm512_cvtpd_ps(d[2 * j + 1])), 1));
+}
+
 static FORCE_INLINE __attribute__((target("avx512f")))
 __m512d exp8d_z(__m512d x)
 {
@@ -1610,17 +1693,8 @@ void coeffs_z(const float *logits, size_t gates, float *p, float *coef)
             continue;
         }
         __m512 q[LOGIC_OPS];
-        for (int j0 = 0; j0 < LOGIC_OPS; j0 += EXP_GROUP / 2) {
-            __m512d d[EXP_GROUP];
-            for (int j = 0; j < EXP_GROUP / 2; j++) {
-                d[2 * j] = _mm512_cvtps_pd(_mm512_castps512_ps256(x[j0 + j]));
-                d[2 * j + 1] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x[j0 + j]), 1)));
-            }
-            exp8d_group_z(d, EXP_GROUP);
-            for (int j = 0; j < EXP_GROUP / 2; j++)
-                q[j0 + j] = _mm512_castpd_ps(_mm512_insertf64x4(_mm512_castps_pd(_mm512_castps256_ps512(_mm512_cvtpd_ps(d[2 * j]))),
-                                                                _mm256_castps_pd(_mm512_cvtpd_ps(d[2 * j + 1])), 1));
-        }
+        for (int j0 = 0; j0 < LOGIC_OPS; j0 += EXP_GROUP / 2)
+            expf4_z(x + j0, q + j0, 1);
         __m512 sum = q[0];
         for (int j = 1; j < LOGIC_OPS; j++)
             sum = _mm512_add_ps(sum, q[j]);
@@ -1779,6 +1853,50 @@ void logic_expand(float *dlogits, const float *stats, const float *p, const floa
 #endif
     (void)path;
     expand_scalar(dlogits, stats, p, coef, lo, hi);
+}
+
+#if LOGIC_X86
+static __attribute__((target("avx512f")))
+void expf_lanes_z(const float *x, float *out, int shortcut)
+{
+    __m512 v[EXP_GROUP / 2], q[EXP_GROUP / 2];
+    for (int j = 0; j < EXP_GROUP / 2; j++)
+        v[j] = _mm512_loadu_ps(x + 16 * j);
+    if (shortcut)
+        expf4_z(v, q, 1);
+    else
+        expf4_z(v, q, 0);
+    for (int j = 0; j < EXP_GROUP / 2; j++)
+        _mm512_storeu_ps(out + 16 * j, q[j]);
+}
+#endif
+
+void logic_expf_lanes(const float *x, float *out, size_t n, int shortcut)
+{
+    const int path = current_path();
+    enum { BLOCK = 16 * (EXP_GROUP / 2) };
+    size_t i = 0;
+#if LOGIC_X86
+    if (path == PATH_AVX512)
+        for (; i + BLOCK <= n; i += BLOCK)
+            expf_lanes_z(x + i, out + i, shortcut);
+#endif
+    for (; i < n; i += BLOCK) {
+        float a[BLOCK], r[BLOCK];
+        for (size_t j = 0; j < BLOCK; j++)
+            a[j] = i + j < n ? x[i + j] : 0.0f;
+#if LOGIC_X86
+        if (path == PATH_AVX512)
+            expf_lanes_z(a, r, shortcut);
+        else
+#endif
+            for (size_t j = 0; j < BLOCK; j++)
+                r[j] = dmath_expf(a[j]);
+        (void)path;
+        (void)shortcut;
+        for (size_t j = 0; j < BLOCK && i + j < n; j++)
+            out[i + j] = r[j];
+    }
 }
 
 void logic_exp_lanes(const double *x, double *out, size_t n)

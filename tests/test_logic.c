@@ -15,6 +15,7 @@
 #include <cmocka.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -306,6 +307,100 @@ static void test_exp_lanes(void **state)
         }
         logic_set_simd(prev);
     }
+    free(x);
+    free(y);
+}
+
+/* logic_coeffs' float exp equals dmath_expf bit for bit on every float
+ * argument in [-88, 0], 1.1e9 of them (the AVX-512 path's shortcut rests on
+ * a bound that, if wrong, would show on a few arguments only), and on
+ * random ones down to -700. The reference is the same function without the
+ * shortcut: dmath_exp's operations lane by lane, which test_exp_lanes holds
+ * to dmath_exp. Under a sanitizer (tens of times slower) one chunk in 16. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define EXPF_CHUNK_STEP 16
+#else
+#define EXPF_CHUNK_STEP 1
+#endif
+enum { EXPF_CHUNK = 1 << 20, EXPF_THREADS = 2 };
+
+/* One thread's share: chunks first, first + EXPF_THREADS, ...; the first
+ * mismatch it meets, if any, in bad/got/want. */
+typedef struct {
+    size_t first, checked;
+    int mismatch;
+    float bad, got, want;
+} expf_share;
+
+static void *expf_share_run(void *arg)
+{
+    expf_share *sh = arg;
+    float *x = malloc(3 * EXPF_CHUNK * sizeof(float));
+    if (x == NULL)
+        return NULL;
+    float *y = x + EXPF_CHUNK, *want = y + EXPF_CHUNK;
+    const float lowest = -88.0f;
+    uint32_t last;
+    memcpy(&last, &lowest, sizeof last);
+    const uint64_t step = (uint64_t)EXPF_CHUNK * EXPF_CHUNK_STEP;
+    /* the sign bit set: -0, then upward in magnitude to -88 */
+    for (uint64_t u0 = 0x80000000u + sh->first * step; u0 <= last && !sh->mismatch; u0 += EXPF_THREADS * step) {
+        size_t n = 0;
+        for (uint64_t u = u0; u < u0 + EXPF_CHUNK && u <= last; u++) {
+            const uint32_t w = (uint32_t)u;
+            memcpy(&x[n++], &w, sizeof w);
+        }
+        logic_expf_lanes(x, y, n, 1);
+        logic_expf_lanes(x, want, n, 0);
+        if (memcmp(y, want, n * sizeof *y) != 0)
+            for (size_t i = 0; i < n && !sh->mismatch; i++)
+                if (memcmp(&y[i], &want[i], sizeof *y) != 0)
+                    *sh = (expf_share){ sh->first, sh->checked, 1, x[i], y[i], want[i] };
+        sh->checked += n;
+    }
+    free(x);
+    return NULL;
+}
+
+static void test_expf_lanes_every_float(void **state)
+{
+    (void)state;
+    enum { CHUNK = EXPF_CHUNK };
+    float *x = malloc(CHUNK * sizeof(float)), *y = malloc(CHUNK * sizeof(float));
+    assert_non_null(x);
+    assert_non_null(y);
+    const int prev = logic_set_simd(1);
+    expf_share share[EXPF_THREADS];
+    pthread_t th[EXPF_THREADS];
+    for (size_t t = 0; t < EXPF_THREADS; t++) {
+        share[t] = (expf_share){ .first = t };
+        assert_int_equal(pthread_create(&th[t], NULL, expf_share_run, &share[t]), 0);
+    }
+    size_t checked = 0;
+    for (size_t t = 0; t < EXPF_THREADS; t++) {
+        assert_int_equal(pthread_join(th[t], NULL), 0);
+        if (share[t].mismatch)
+            fail_msg("path %s: expf(%a) = %a, dmath_expf gives %a", logic_simd_name(), (double)share[t].bad,
+                     (double)share[t].got, (double)share[t].want);
+        checked += share[t].checked;
+    }
+    assert_true(checked > 1100000000u / EXPF_CHUNK_STEP);
+    for (size_t i = 0; i < CHUNK; i++)
+        x[i] = -700.0f * (float)((double)next_u32() / 4294967296.0);
+    x[0] = 0.0f;
+    x[1] = -0.0f;
+    x[2] = -700.0f;
+    x[3] = -87.0f;
+    x[4] = nextafterf(-87.0f, 0.0f);
+    x[5] = nextafterf(-87.0f, -88.0f);
+    logic_expf_lanes(x, y, CHUNK - 3, 1);
+    for (size_t i = 0; i < CHUNK - 3; i++) {
+        const float w = dmath_expf(x[i]);
+        if (memcmp(&y[i], &w, sizeof w) != 0)
+            fail_msg("path %s: expf(%a) = %a, dmath_expf gives %a", logic_simd_name(), (double)x[i], (double)y[i],
+                     (double)w);
+    }
+    logic_set_simd(prev);
     free(x);
     free(y);
 }
@@ -1145,6 +1240,7 @@ int main(void)
         cmocka_unit_test(test_coeffs_against_double),
         cmocka_unit_test(test_coeffs_paths),
         cmocka_unit_test(test_exp_lanes),
+        cmocka_unit_test(test_expf_lanes_every_float),
         cmocka_unit_test(test_hard_ops_argmax),
         cmocka_unit_test(test_hard_forward),
         cmocka_unit_test(test_set_simd),
