@@ -36,8 +36,10 @@
  * The once-per-step functions are vectorised too, each with its scalar
  * twin: logic_coeffs works on blocks of 16 (8) gates with one gate per lane
  * and evaluates dmath_exp's exact sequence of operations on binary64 lanes
- * (tests check it against dmath_exp bit for bit); logic_expand puts a gate's
- * 16 ops on 16 lanes.
+ * (tests check it against dmath_exp bit for bit) — on AVX-512 only when a
+ * shorter exp cannot vouch for its float rounding (expf8d_group_z; a test
+ * runs every float argument in [-88, 0] through both); logic_expand puts a
+ * gate's 16 ops on 16 lanes.
  *
  * The path is chosen at run time as in dense.c: once (pthread_once) from the
  * CPU and LOCKSTEP_SIMD ("off", "0", "scalar": scalar twins; "avx2": at most
