@@ -1385,6 +1385,18 @@ static const double EXP_C[11] = { 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 362
                                   1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0,
                                   1.0 / 24.0, 1.0 / 6.0, 0.5 };
 
+/* p[j] = c[i] + r[j]·p[j] for i = 0 .. stages−1, stage by stage over the
+ * n vectors (independent chains side by side, see below). */
+static FORCE_INLINE __attribute__((target("avx512f")))
+void horner_stages_z(__m512d *p, const __m512d *r, const double *c, const int stages, const int n)
+{
+#pragma GCC unroll 11
+    for (int i = 0; i < stages; i++)
+#pragma GCC unroll 8
+        for (int j = 0; j < n; j++)
+            p[j] = _mm512_add_pd(_mm512_set1_pd(c[i]), _mm512_mul_pd(r[j], p[j]));
+}
+
 /* exp on n vectors side by side: the Horner chain is 11 dependent
  * multiply-adds, so one vector at a time leaves the FP pipes idle for most
  * of its latency; stage by stage over n = 8 vectors they stay busy. Each
@@ -1408,11 +1420,7 @@ void exp8d_group_z(__m512d *v, const int n)
         r[j] = _mm512_sub_pd(hi[j], lo[j]);
         p[j] = _mm512_set1_pd(1.0 / 6227020800.0);
     }
-#pragma GCC unroll 11
-    for (int i = 0; i < 11; i++)
-#pragma GCC unroll 8
-        for (int j = 0; j < n; j++)
-            p[j] = _mm512_add_pd(_mm512_set1_pd(EXP_C[i]), _mm512_mul_pd(r[j], p[j]));
+    horner_stages_z(p, r, EXP_C, 11, n);
 #pragma GCC unroll 8
     for (int j = 0; j < n; j++) {
         const __m512d q = _mm512_mul_pd(_mm512_mul_pd(r[j], r[j]), p[j]);
@@ -1468,11 +1476,7 @@ __mmask8 expf8d_group_z(__m512d *v, const int n)
         unsure |= _mm512_cmp_pd_mask(v[j], _mm512_set1_pd(-87.0), _CMP_NGE_UQ);   /* NaN too */
         p[j] = _mm512_set1_pd(1.0 / 120.0);
     }
-#pragma GCC unroll 5
-    for (int i = 0; i < 5; i++)
-#pragma GCC unroll 8
-        for (int j = 0; j < n; j++)
-            p[j] = _mm512_add_pd(_mm512_set1_pd(EXPF_P[i]), _mm512_mul_pd(r[j], p[j]));
+    horner_stages_z(p, r, EXPF_P, 5, n);
 #pragma GCC unroll 8
     for (int j = 0; j < n; j++) {
         /* 2^(j/16) by the low 4 bits of k, 2^(k >> 4) into the exponent */
