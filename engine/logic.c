@@ -1490,6 +1490,16 @@ __mmask8 expf8d_group_z(__m512d *v, const int n)
     return unsure;
 }
 
+/* 4 vectors of 16 floats as 8 of 8 doubles. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+void widen4_z(const __m512 *x, __m512d *d)
+{
+    for (int j = 0; j < EXP_GROUP / 2; j++) {
+        d[2 * j] = _mm512_cvtps_pd(_mm512_castps512_ps256(x[j]));
+        d[2 * j + 1] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x[j]), 1)));
+    }
+}
+
 /* dmath_expf on 4 vectors of 16 floats (x[j] -> q[j]): the double lanes of
  * expf8d_group_z, or of exp8d_group_z when it is unsure of any (or when
  * shortcut is 0, for tests). */
@@ -1497,15 +1507,9 @@ static FORCE_INLINE __attribute__((target("avx512f")))
 void expf4_z(const __m512 *x, __m512 *q, const int shortcut)
 {
     __m512d d[EXP_GROUP];
-    for (int j = 0; j < EXP_GROUP / 2; j++) {
-        d[2 * j] = _mm512_cvtps_pd(_mm512_castps512_ps256(x[j]));
-        d[2 * j + 1] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x[j]), 1)));
-    }
+    widen4_z(x, d);
     if (!shortcut || expf8d_group_z(d, EXP_GROUP) != 0) {
-        for (int j = 0; j < EXP_GROUP / 2; j++) {
-            d[2 * j] = _mm512_cvtps_pd(_mm512_castps512_ps256(x[j]));
-            d[2 * j + 1] = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(x[j]), 1)));
-        }
+        widen4_z(x, d);
         exp8d_group_z(d, EXP_GROUP);
     }
     for (int j = 0; j < EXP_GROUP / 2; j++)
