@@ -1386,16 +1386,18 @@ static const double EXP_C[11] = { 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 362
                                   1.0 / 24.0, 1.0 / 6.0, 0.5 };
 
 /* p[j] = c[i] + r[j]·p[j] for i = 0 .. stages−1, stage by stage over the
- * n vectors (independent chains side by side, see below). */
-static FORCE_INLINE __attribute__((target("avx512f")))
-void horner_stages_z(__m512d *p, const __m512d *r, const double *c, const int stages, const int n)
-{
-#pragma GCC unroll 11
-    for (int i = 0; i < stages; i++)
-#pragma GCC unroll 8
-        for (int j = 0; j < n; j++)
-            p[j] = _mm512_add_pd(_mm512_set1_pd(c[i]), _mm512_mul_pd(r[j], p[j]));
-}
+ * n vectors (independent chains side by side, see below); _z and _y. */
+#define HORNER_STAGES_FN(name, isa, T, add, mul, set1)                                         \
+    static FORCE_INLINE __attribute__((target(isa)))                                           \
+    void name(T *p, const T *r, const double *c, const int stages, const int n)                \
+    {                                                                                          \
+        _Pragma("GCC unroll 11") for (int i = 0; i < stages; i++)                              \
+            _Pragma("GCC unroll 8") for (int j = 0; j < n; j++)                                \
+                p[j] = add(set1(c[i]), mul(r[j], p[j]));                                       \
+    }
+HORNER_STAGES_FN(horner_stages_z, "avx512f", __m512d, _mm512_add_pd, _mm512_mul_pd, _mm512_set1_pd)
+HORNER_STAGES_FN(horner_stages_y, "avx2", __m256d, _mm256_add_pd, _mm256_mul_pd, _mm256_set1_pd)
+#undef HORNER_STAGES_FN
 
 /* exp on n vectors side by side: the Horner chain is 11 dependent
  * multiply-adds, so one vector at a time leaves the FP pipes idle for most
@@ -1579,6 +1581,68 @@ static FORCE_INLINE __attribute__((target("avx2")))
 __m128 exp4_y(__m128 xf)
 {
     return _mm256_cvtpd_ps(exp4d_y(_mm256_cvtps_pd(xf)));
+}
+
+/* expf8d_group_z on 4 lanes a vector: the same shorter exp and the same
+ * test of its float rounding, the table read by a gather (AVX2 has no
+ * two-register permute). Returns nonzero if any lane of the n vectors is
+ * unsure. */
+static FORCE_INLINE __attribute__((target("avx2")))
+int expf4d_group_y(__m256d *v, const int n)
+{
+    __m256d r[EXP_GROUP], p[EXP_GROUP];
+    __m128i k[EXP_GROUP];
+    __m256d unsure = _mm256_setzero_pd();
+#pragma GCC unroll 8
+    for (int j = 0; j < n; j++) {
+        const __m256d kf = _mm256_round_pd(_mm256_mul_pd(v[j], _mm256_set1_pd(EXPF_INV)),
+                                           _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        r[j] = _mm256_sub_pd(_mm256_sub_pd(v[j], _mm256_mul_pd(kf, _mm256_set1_pd(EXPF_C1))),
+                             _mm256_mul_pd(kf, _mm256_set1_pd(EXPF_C2)));
+        k[j] = _mm256_cvtpd_epi32(kf);
+        unsure = _mm256_or_pd(unsure, _mm256_cmp_pd(v[j], _mm256_set1_pd(-87.0), _CMP_NGE_UQ));   /* NaN too */
+        p[j] = _mm256_set1_pd(1.0 / 120.0);
+    }
+    horner_stages_y(p, r, EXPF_P, 5, n);
+#pragma GCC unroll 8
+    for (int j = 0; j < n; j++) {
+        const __m256d t = _mm256_i32gather_pd(EXPF_T16, _mm_and_si128(k[j], _mm_set1_epi32(15)), 8);
+        const __m256i e = _mm256_slli_epi64(_mm256_cvtepi32_epi64(_mm_srai_epi32(k[j], 4)), 52);
+        const __m256i bits = _mm256_add_epi64(_mm256_castpd_si256(_mm256_mul_pd(t, p[j])), e);
+        /* low − (2^28 − 2^14) in [0, 2^15): AVX2 compares signed only */
+        const __m256i d = _mm256_sub_epi64(_mm256_and_si256(bits, _mm256_set1_epi64x(0x1FFFFFFF)),
+                                           _mm256_set1_epi64x(0x10000000 - 0x4000));
+        const __m256i near = _mm256_and_si256(_mm256_cmpgt_epi64(d, _mm256_set1_epi64x(-1)),
+                                              _mm256_cmpgt_epi64(_mm256_set1_epi64x(0x8000), d));
+        unsure = _mm256_or_pd(unsure, _mm256_castsi256_pd(near));
+        v[j] = _mm256_castsi256_pd(bits);
+    }
+    return _mm256_movemask_pd(unsure);
+}
+
+/* 4 vectors of 8 floats as 8 of 4 doubles. */
+static FORCE_INLINE __attribute__((target("avx2")))
+void widen4_y(const __m256 *x, __m256d *d)
+{
+    for (int j = 0; j < EXP_GROUP / 2; j++) {
+        d[2 * j] = _mm256_cvtps_pd(_mm256_castps256_ps128(x[j]));
+        d[2 * j + 1] = _mm256_cvtps_pd(_mm256_extractf128_ps(x[j], 1));
+    }
+}
+
+/* expf4_z on 4 vectors of 8 floats. */
+static FORCE_INLINE __attribute__((target("avx2")))
+void expf4_y(const __m256 *x, __m256 *q, const int shortcut)
+{
+    __m256d d[EXP_GROUP];
+    widen4_y(x, d);
+    if (!shortcut || expf4d_group_y(d, EXP_GROUP) != 0) {
+        widen4_y(x, d);
+        for (int j = 0; j < EXP_GROUP; j++)
+            d[j] = exp4d_y(d[j]);
+    }
+    for (int j = 0; j < EXP_GROUP / 2; j++)
+        q[j] = _mm256_insertf128_ps(_mm256_castps128_ps256(_mm256_cvtpd_ps(d[2 * j])), _mm256_cvtpd_ps(d[2 * j + 1]), 1);
 }
 
 static __attribute__((target("avx512f")))
@@ -1772,11 +1836,8 @@ void coeffs_y(const float *logits, size_t gates, float *p, float *coef)
             continue;
         }
         __m256 q[LOGIC_OPS];
-        for (int j = 0; j < LOGIC_OPS; j++) {
-            const __m128 lo = exp4_y(_mm256_castps256_ps128(x[j]));
-            const __m128 hi = exp4_y(_mm256_extractf128_ps(x[j], 1));
-            q[j] = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
-        }
+        for (int j0 = 0; j0 < LOGIC_OPS; j0 += EXP_GROUP / 2)
+            expf4_y(x + j0, q + j0, 1);
         __m256 sum = q[0];
         for (int j = 1; j < LOGIC_OPS; j++)
             sum = _mm256_add_ps(sum, q[j]);
@@ -1866,19 +1927,21 @@ void logic_expand(float *dlogits, const float *stats, const float *p, const floa
 }
 
 #if LOGIC_X86
-static __attribute__((target("avx512f")))
-void expf_lanes_z(const float *x, float *out, int shortcut)
-{
-    __m512 v[EXP_GROUP / 2], q[EXP_GROUP / 2];
-    for (int j = 0; j < EXP_GROUP / 2; j++)
-        v[j] = _mm512_loadu_ps(x + 16 * j);
-    if (shortcut)
-        expf4_z(v, q, 1);
-    else
-        expf4_z(v, q, 0);
-    for (int j = 0; j < EXP_GROUP / 2; j++)
-        _mm512_storeu_ps(out + 16 * j, q[j]);
-}
+/* logic_expf_lanes' block of 4 vectors on one path. */
+#define EXPF_LANES_FN(name, isa, T, width, load, store, expf4)            \
+    static __attribute__((target(isa)))                                  \
+    void name(const float *x, float *out, int shortcut)                  \
+    {                                                                    \
+        T v[EXP_GROUP / 2], q[EXP_GROUP / 2];                            \
+        for (int j = 0; j < EXP_GROUP / 2; j++)                          \
+            v[j] = load(x + (width) * j);                                \
+        expf4(v, q, shortcut);                                           \
+        for (int j = 0; j < EXP_GROUP / 2; j++)                          \
+            store(out + (width) * j, q[j]);                              \
+    }
+EXPF_LANES_FN(expf_lanes_y, "avx2", __m256, 8, _mm256_loadu_ps, _mm256_storeu_ps, expf4_y)
+EXPF_LANES_FN(expf_lanes_z, "avx512f", __m512, 16, _mm512_loadu_ps, _mm512_storeu_ps, expf4_z)
+#undef EXPF_LANES_FN
 #endif
 
 void logic_expf_lanes(const float *x, float *out, size_t n, int shortcut)
@@ -1890,6 +1953,11 @@ void logic_expf_lanes(const float *x, float *out, size_t n, int shortcut)
     if (path == PATH_AVX512)
         for (; i + BLOCK <= n; i += BLOCK)
             expf_lanes_z(x + i, out + i, shortcut);
+    else if (path == PATH_AVX2)
+        for (; i + BLOCK <= n; i += BLOCK) {
+            expf_lanes_y(x + i, out + i, shortcut);
+            expf_lanes_y(x + i + BLOCK / 2, out + i + BLOCK / 2, shortcut);
+        }
 #endif
     for (; i < n; i += BLOCK) {
         float a[BLOCK], r[BLOCK];
