@@ -36,10 +36,10 @@
  * The once-per-step functions are vectorised too, each with its scalar
  * twin: logic_coeffs works on blocks of 16 (8) gates with one gate per lane
  * and evaluates dmath_exp's exact sequence of operations on binary64 lanes
- * (tests check it against dmath_exp bit for bit) — on AVX-512 only when a
- * shorter exp cannot vouch for its float rounding (expf8d_group_z; a test
- * runs every float argument in [-88, 0] through both); logic_expand puts a
- * gate's 16 ops on 16 lanes.
+ * (tests check it against dmath_exp bit for bit) — only when a shorter
+ * exp cannot vouch for its float rounding (expf8d_group_z, expf4d_group_y;
+ * a test runs every float argument in [-88, 0] through both on each path);
+ * logic_expand puts a gate's 16 ops on 16 lanes.
  *
  * The path is chosen at run time as in dense.c: once (pthread_once) from the
  * CPU and LOCKSTEP_SIMD ("off", "0", "scalar": scalar twins; "avx2": at most
@@ -1944,36 +1944,39 @@ EXPF_LANES_FN(expf_lanes_z, "avx512f", __m512, 16, _mm512_loadu_ps, _mm512_store
 #undef EXPF_LANES_FN
 #endif
 
+/* One block of logic_expf_lanes (64 floats) on `path`. */
+static void expf_block(int path, const float *x, float *out, int shortcut)
+{
+#if LOGIC_X86
+    if (path == PATH_AVX512) {
+        expf_lanes_z(x, out, shortcut);
+        return;
+    }
+    if (path == PATH_AVX2) {
+        expf_lanes_y(x, out, shortcut);
+        expf_lanes_y(x + 32, out + 32, shortcut);
+        return;
+    }
+#endif
+    (void)path;
+    (void)shortcut;
+    for (size_t j = 0; j < 64; j++)
+        out[j] = dmath_expf(x[j]);
+}
+
 void logic_expf_lanes(const float *x, float *out, size_t n, int shortcut)
 {
     const int path = current_path();
     enum { BLOCK = 16 * (EXP_GROUP / 2) };
     size_t i = 0;
-#if LOGIC_X86
-    if (path == PATH_AVX512)
-        for (; i + BLOCK <= n; i += BLOCK)
-            expf_lanes_z(x + i, out + i, shortcut);
-    else if (path == PATH_AVX2)
-        for (; i + BLOCK <= n; i += BLOCK) {
-            expf_lanes_y(x + i, out + i, shortcut);
-            expf_lanes_y(x + i + BLOCK / 2, out + i + BLOCK / 2, shortcut);
-        }
-#endif
-    for (; i < n; i += BLOCK) {
+    for (; i + BLOCK <= n; i += BLOCK)
+        expf_block(path, x + i, out + i, shortcut);
+    if (i < n) {   /* the tail, padded with zeros */
         float a[BLOCK], r[BLOCK];
         for (size_t j = 0; j < BLOCK; j++)
             a[j] = i + j < n ? x[i + j] : 0.0f;
-#if LOGIC_X86
-        if (path == PATH_AVX512)
-            expf_lanes_z(a, r, shortcut);
-        else
-#endif
-            for (size_t j = 0; j < BLOCK; j++)
-                r[j] = dmath_expf(a[j]);
-        (void)path;
-        (void)shortcut;
-        for (size_t j = 0; j < BLOCK && i + j < n; j++)
-            out[i + j] = r[j];
+        expf_block(path, a, r, shortcut);
+        memcpy(out + i, r, (n - i) * sizeof *out);
     }
 }
 

@@ -71,9 +71,9 @@ void logic_coeffs_part(const float *logits, size_t gates, size_t part, float *p,
  * dmath_exp bit for bit. */
 void logic_exp_lanes(const double *x, double *out, size_t n);
 /* For tests: out[i] = dmath_expf(x[i]) as logic_coeffs computes it on the
- * current path for arguments in [-700, 0] (AVX-512: a shorter exp whose
- * float rounding is checked, logic.c; shortcut 0: dmath_exp's operations on
- * every lane); must equal dmath_expf bit for bit. */
+ * current path for arguments in [-700, 0] (AVX-512, AVX2: a shorter exp
+ * whose float rounding is checked, logic.c; shortcut 0: dmath_exp's
+ * operations on every lane); must equal dmath_expf bit for bit. */
 void logic_expf_lanes(const float *x, float *out, size_t n, int shortcut);
 
 /* One layer of gates: out gates reading in inputs; gate g reads rows a[g], b[g].

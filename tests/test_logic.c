@@ -313,7 +313,7 @@ static void test_exp_lanes(void **state)
 }
 
 /* logic_coeffs' float exp equals dmath_expf bit for bit on every float
- * argument in [-88, 0], 1.1e9 of them (the AVX-512 path's shortcut rests on
+ * argument in [-88, 0], 1.1e9 of them (each SIMD path's shortcut rests on
  * a bound that, if wrong, would show on a few arguments only), and on
  * random ones down to -700. The reference is the same function without the
  * shortcut: dmath_exp's operations lane by lane, which test_exp_lanes holds
