@@ -454,9 +454,9 @@ void logic_backward_scalar(float *dx, float *stats, const float *dy, const float
 void logic_backward_lanes_scalar(float *dx, float *stats, size_t stats_stride, const float *dy, const float *x,
                                  const logic_layer *L, const float *coef, size_t nvl, size_t m, int flags)
 {
-    const size_t ld = nvl * LOGIC_LANES;
+    const size_t ld = LOGIC_LANES_LD(nvl, m);
     const uint8_t *first;
-    flags = dx_set_plan(dx, L, ld, ld, flags, &first);
+    flags = dx_set_plan(dx, L, nvl * m, ld, flags, &first);
     const int accumulate = flags & LOGIC_STATS_ADD;
     for (size_t g = 0; g < L->out; g++) {
         const size_t ra = L->a[g], rb = L->b[g];
@@ -469,7 +469,7 @@ void logic_backward_lanes_scalar(float *dx, float *stats, size_t stats_stride, c
             float acc[4][LOGIC_LANES];
             memset(acc, 0, sizeof acc);
             for (size_t vl = 0; vl < nvl; vl++) {
-                const size_t e = vl * LOGIC_LANES + j;
+                const size_t e = vl * m + j;
                 const float d = grad_floor(dg[e]), av = xa[e], bv = xb[e];
                 const float ab = av * bv;
                 const size_t v = vl % LOGIC_LANES;
@@ -1116,51 +1116,61 @@ stat4_z add4_z(stat4_z a, stat4_z b)
                       _mm512_add_ps(a.s3, b.s3) };
 }
 
-/* Virtual lane vl of a gate (row offset o = vl·16): its four terms, and
- * its dx. */
+/* The dx of one gate over its rows' ld floats (nvl·m elements and the
+ * tail), 16 at a time: each element is one (virtual lane, sample), touched
+ * once by the gate, so any grouping of elements gives the same bits; row a
+ * before row b. Whole vectors, the tail included: a masked store of the
+ * last one made a later gate's load of that row wait for it (no store
+ * forwarding from a masked store), which cost more than the tail's
+ * arithmetic. A first touch loads nothing: +0 (maskz). */
 static FORCE_INLINE __attribute__((target("avx512f")))
-stat4_z lanes_vl_z(size_t o, const float *dg, const float *xa, const float *xb, float *dxa, float *dxb, __m512 ca,
-                   __m512 cb, __m512 cab, __mmask16 keep_a, __mmask16 keep_b, const int with_dx)
+void lanes_dx_z(size_t ld, const float *dg, const float *xa, const float *xb, float *dxa, float *dxb, __m512 ca,
+                __m512 cb, __m512 cab, __mmask16 keep_a, __mmask16 keep_b)
 {
-    const __m512 d = grad_floor_z(_mm512_loadu_ps(dg + o));
-    const __m512 av = _mm512_loadu_ps(xa + o), bv = _mm512_loadu_ps(xb + o);
-    if (with_dx) {
-        /* a first touch loads nothing: +0 (maskz) */
+    for (size_t o = 0; o < ld; o += 16) {
+        const __m512 d = grad_floor_z(_mm512_loadu_ps(dg + o));
+        const __m512 av = _mm512_loadu_ps(xa + o), bv = _mm512_loadu_ps(xb + o);
         const __m512 ta = _mm512_mul_ps(d, _mm512_add_ps(ca, _mm512_mul_ps(cab, bv)));
         _mm512_storeu_ps(dxa + o, _mm512_add_ps(_mm512_maskz_loadu_ps(keep_a, dxa + o), ta));
         const __m512 tb = _mm512_mul_ps(d, _mm512_add_ps(cb, _mm512_mul_ps(cab, av)));
         _mm512_storeu_ps(dxb + o, _mm512_add_ps(_mm512_maskz_loadu_ps(keep_b, dxb + o), tb));
     }
+}
+
+/* Virtual lane vl of a gate (row offset o = vl·m, lanes j < m live by km):
+ * its four terms, lanes >= m +0. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+stat4_z lanes_vl_z(size_t o, __mmask16 km, const float *dg, const float *xa, const float *xb)
+{
+    const __m512 d = grad_floor_z(_mm512_maskz_loadu_ps(km, dg + o));
+    const __m512 av = _mm512_maskz_loadu_ps(km, xa + o), bv = _mm512_maskz_loadu_ps(km, xb + o);
     return (stat4_z){ d, _mm512_mul_ps(d, av), _mm512_mul_ps(d, bv), _mm512_mul_ps(d, _mm512_mul_ps(av, bv)) };
 }
 
 /* Accumulator v of a gate (virtual lanes v, v + 16, ... < nvl; v < nvl),
- * its first term as it is (f comes at the root), and the dx of those
- * lanes. */
+ * its first term as it is (f comes at the root). */
 static FORCE_INLINE __attribute__((target("avx512f")))
-stat4_z lanes_acc_z(size_t v, size_t nvl, const float *dg, const float *xa, const float *xb, float *dxa,
-                    float *dxb, __m512 ca, __m512 cb, __m512 cab, __mmask16 keep_a, __mmask16 keep_b,
-                    const int with_dx)
+stat4_z lanes_acc_z(size_t v, size_t nvl, size_t m, __mmask16 km, const float *dg, const float *xa, const float *xb)
 {
-    stat4_z t = lanes_vl_z(v * LOGIC_LANES, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
+    stat4_z t = lanes_vl_z(v * m, km, dg, xa, xb);
     for (size_t vl = v + LOGIC_LANES; vl < nvl; vl += LOGIC_LANES)
-        t = add4_z(t, lanes_vl_z(vl * LOGIC_LANES, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
+        t = add4_z(t, lanes_vl_z(vl * m, km, dg, xa, xb));
     return t;
 }
 
 /* The node ((v0 + v1) + (v2 + v3)) of accumulators v0 = 4q .. 4q + 3, those
  * at or above P empty (v0 < P). */
 static FORCE_INLINE __attribute__((target("avx512f")))
-stat4_z lanes_quad_z(size_t v0, size_t P, size_t nvl, const float *dg, const float *xa, const float *xb,
-                     float *dxa, float *dxb, __m512 ca, __m512 cb, __m512 cab, __mmask16 keep_a, __mmask16 keep_b, const int with_dx)
+stat4_z lanes_quad_z(size_t v0, size_t P, size_t nvl, size_t m, __mmask16 km, const float *dg, const float *xa,
+                     const float *xb)
 {
-    stat4_z q = lanes_acc_z(v0, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
+    stat4_z q = lanes_acc_z(v0, nvl, m, km, dg, xa, xb);
     if (v0 + 1 < P)
-        q = add4_z(q, lanes_acc_z(v0 + 1, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
+        q = add4_z(q, lanes_acc_z(v0 + 1, nvl, m, km, dg, xa, xb));
     if (v0 + 2 < P) {
-        stat4_z u = lanes_acc_z(v0 + 2, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
+        stat4_z u = lanes_acc_z(v0 + 2, nvl, m, km, dg, xa, xb);
         if (v0 + 3 < P)
-            u = add4_z(u, lanes_acc_z(v0 + 3, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
+            u = add4_z(u, lanes_acc_z(v0 + 3, nvl, m, km, dg, xa, xb));
         q = add4_z(q, u);
     }
     return q;
@@ -1204,19 +1214,23 @@ void lanes_z_gate(float *st, size_t stride, const float *dg, const float *xa, co
                   float *dxb, const float *cg, unsigned first, size_t nvl, size_t m, int accumulate,
                   const int with_dx)
 {
-    const __m512 ca = _mm512_set1_ps(cg[1]), cb = _mm512_set1_ps(cg[2]), cab = _mm512_set1_ps(cg[3]);
-    const __mmask16 keep_a = (first & LOGIC_FIRST_A) ? 0 : 0xFFFF, keep_b = (first & LOGIC_FIRST_B) ? 0 : 0xFFFF;
+    if (with_dx) {
+        const __m512 ca = _mm512_set1_ps(cg[1]), cb = _mm512_set1_ps(cg[2]), cab = _mm512_set1_ps(cg[3]);
+        const __mmask16 keep_a = (first & LOGIC_FIRST_A) ? 0 : 0xFFFF, keep_b = (first & LOGIC_FIRST_B) ? 0 : 0xFFFF;
+        lanes_dx_z(LOGIC_LANES_LD(nvl, m), dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b);
+    }
+    const __mmask16 km = (__mmask16)((1u << m) - 1u);
     const __m512 zero = _mm512_setzero_ps();
     const size_t P = nvl < LOGIC_LANES ? nvl : LOGIC_LANES;
     stat4_z h = { zero, zero, zero, zero };
     if (P > 0) {
-        h = lanes_quad_z(0, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
+        h = lanes_quad_z(0, P, nvl, m, km, dg, xa, xb);
         if (P > 4)
-            h = add4_z(h, lanes_quad_z(4, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
+            h = add4_z(h, lanes_quad_z(4, P, nvl, m, km, dg, xa, xb));
         if (P > 8) {
-            stat4_z q = lanes_quad_z(8, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
+            stat4_z q = lanes_quad_z(8, P, nvl, m, km, dg, xa, xb);
             if (P > 12)
-                q = add4_z(q, lanes_quad_z(12, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
+                q = add4_z(q, lanes_quad_z(12, P, nvl, m, km, dg, xa, xb));
             h = add4_z(h, q);
         }
     }
@@ -1227,7 +1241,7 @@ static __attribute__((target("avx512f")))
 void lanes_z(float *dx, float *stats, size_t stride, const float *dy, const float *x, const logic_layer *L,
              const float *coef, const uint8_t *first, size_t nvl, size_t m, int accumulate)
 {
-    const size_t ld = nvl * LOGIC_LANES;
+    const size_t ld = LOGIC_LANES_LD(nvl, m);
     /* in locals, as in forward_z_rows */
     const uint32_t *wa = L->a, *wb = L->b;
     const size_t out = L->out;
@@ -1251,44 +1265,51 @@ stat4_y add4_y(stat4_y a, stat4_y b)
                       _mm256_add_ps(a.s3, b.s3) };
 }
 
+/* lanes_dx_z on 8 lanes. */
 static FORCE_INLINE __attribute__((target("avx2")))
-stat4_y lanes_vl_y(size_t o, const float *dg, const float *xa, const float *xb, float *dxa, float *dxb, __m256 ca,
-                   __m256 cb, __m256 cab, __m256 keep_a, __m256 keep_b, const int with_dx)
+void lanes_dx_y(size_t ld, const float *dg, const float *xa, const float *xb, float *dxa, float *dxb, __m256 ca,
+                __m256 cb, __m256 cab, __m256 keep_a, __m256 keep_b)
 {
-    const __m256 d = grad_floor_y(_mm256_loadu_ps(dg + o));
-    const __m256 av = _mm256_loadu_ps(xa + o), bv = _mm256_loadu_ps(xb + o);
-    if (with_dx) {
+    for (size_t o = 0; o < ld; o += 8) {
+        const __m256 d = grad_floor_y(_mm256_loadu_ps(dg + o));
+        const __m256 av = _mm256_loadu_ps(xa + o), bv = _mm256_loadu_ps(xb + o);
         /* a first touch: whatever the row holds, and 0 bits: +0 */
         const __m256 ta = _mm256_mul_ps(d, _mm256_add_ps(ca, _mm256_mul_ps(cab, bv)));
         _mm256_storeu_ps(dxa + o, _mm256_add_ps(_mm256_and_ps(_mm256_loadu_ps(dxa + o), keep_a), ta));
         const __m256 tb = _mm256_mul_ps(d, _mm256_add_ps(cb, _mm256_mul_ps(cab, av)));
         _mm256_storeu_ps(dxb + o, _mm256_add_ps(_mm256_and_ps(_mm256_loadu_ps(dxb + o), keep_b), tb));
     }
+}
+
+/* lanes_vl_z on 8 samples (live lanes kl). */
+static FORCE_INLINE __attribute__((target("avx2")))
+stat4_y lanes_vl_y(size_t o, __m256i kl, const float *dg, const float *xa, const float *xb)
+{
+    const __m256 d = grad_floor_y(_mm256_maskload_ps(dg + o, kl));
+    const __m256 av = _mm256_maskload_ps(xa + o, kl), bv = _mm256_maskload_ps(xb + o, kl);
     return (stat4_y){ d, _mm256_mul_ps(d, av), _mm256_mul_ps(d, bv), _mm256_mul_ps(d, _mm256_mul_ps(av, bv)) };
 }
 
 static FORCE_INLINE __attribute__((target("avx2")))
-stat4_y lanes_acc_y(size_t v, size_t nvl, const float *dg, const float *xa, const float *xb, float *dxa,
-                    float *dxb, __m256 ca, __m256 cb, __m256 cab, __m256 keep_a, __m256 keep_b,
-                    const int with_dx)
+stat4_y lanes_acc_y(size_t v, size_t nvl, size_t m, __m256i kl, const float *dg, const float *xa, const float *xb)
 {
-    stat4_y t = lanes_vl_y(v * LOGIC_LANES, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
+    stat4_y t = lanes_vl_y(v * m, kl, dg, xa, xb);
     for (size_t vl = v + LOGIC_LANES; vl < nvl; vl += LOGIC_LANES)
-        t = add4_y(t, lanes_vl_y(vl * LOGIC_LANES, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
+        t = add4_y(t, lanes_vl_y(vl * m, kl, dg, xa, xb));
     return t;
 }
 
 static FORCE_INLINE __attribute__((target("avx2")))
-stat4_y lanes_quad_y(size_t v0, size_t P, size_t nvl, const float *dg, const float *xa, const float *xb,
-                     float *dxa, float *dxb, __m256 ca, __m256 cb, __m256 cab, __m256 keep_a, __m256 keep_b, const int with_dx)
+stat4_y lanes_quad_y(size_t v0, size_t P, size_t nvl, size_t m, __m256i kl, const float *dg, const float *xa,
+                     const float *xb)
 {
-    stat4_y q = lanes_acc_y(v0, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
+    stat4_y q = lanes_acc_y(v0, nvl, m, kl, dg, xa, xb);
     if (v0 + 1 < P)
-        q = add4_y(q, lanes_acc_y(v0 + 1, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
+        q = add4_y(q, lanes_acc_y(v0 + 1, nvl, m, kl, dg, xa, xb));
     if (v0 + 2 < P) {
-        stat4_y u = lanes_acc_y(v0 + 2, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
+        stat4_y u = lanes_acc_y(v0 + 2, nvl, m, kl, dg, xa, xb);
         if (v0 + 3 < P)
-            u = add4_y(u, lanes_acc_y(v0 + 3, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
+            u = add4_y(u, lanes_acc_y(v0 + 3, nvl, m, kl, dg, xa, xb));
         q = add4_y(q, u);
     }
     return q;
@@ -1314,53 +1335,52 @@ void lanes_store_y(float *st, size_t stride, stat4_y S, size_t m, int accumulate
 #undef LANES_PUT_Y
 }
 
-/* Samples o .. o + 7 of one gate, m of them stored. */
+/* The statistics of samples o .. o + mh − 1 of one gate (row offset o
+ * within a virtual lane of m samples). */
 static FORCE_INLINE __attribute__((target("avx2")))
-void lanes_y_half(float *st, size_t stride, const float *dg, const float *xa, const float *xb, float *dxa,
-                  float *dxb, const float *cg, unsigned first, size_t nvl, size_t m, int accumulate,
-                  const int with_dx)
+void lanes_y_half(float *st, size_t stride, const float *dg, const float *xa, const float *xb, size_t nvl, size_t m,
+                  size_t mh, int accumulate)
 {
-    const __m256 ca = _mm256_set1_ps(cg[1]), cb = _mm256_set1_ps(cg[2]), cab = _mm256_set1_ps(cg[3]);
-    const __m256 keep_a = _mm256_castsi256_ps(_mm256_set1_epi32((first & LOGIC_FIRST_A) ? 0 : -1));
-    const __m256 keep_b = _mm256_castsi256_ps(_mm256_set1_epi32((first & LOGIC_FIRST_B) ? 0 : -1));
+    const __m256i kl = _mm256_loadu_si256((const __m256i *)(const void *)(y_mask_table + 8 - mh));
     const __m256 zero = _mm256_setzero_ps();
     const size_t P = nvl < LOGIC_LANES ? nvl : LOGIC_LANES;
     stat4_y h = { zero, zero, zero, zero };
     if (P > 0) {
-        h = lanes_quad_y(0, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
+        h = lanes_quad_y(0, P, nvl, m, kl, dg, xa, xb);
         if (P > 4)
-            h = add4_y(h, lanes_quad_y(4, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
+            h = add4_y(h, lanes_quad_y(4, P, nvl, m, kl, dg, xa, xb));
         if (P > 8) {
-            stat4_y q = lanes_quad_y(8, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx);
+            stat4_y q = lanes_quad_y(8, P, nvl, m, kl, dg, xa, xb);
             if (P > 12)
-                q = add4_y(q, lanes_quad_y(12, P, nvl, dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b, with_dx));
+                q = add4_y(q, lanes_quad_y(12, P, nvl, m, kl, dg, xa, xb));
             h = add4_y(h, q);
         }
     }
-    lanes_store_y(st, stride, add4_y(h, (stat4_y){ zero, zero, zero, zero }), m, accumulate);   /* f */
+    lanes_store_y(st, stride, add4_y(h, (stat4_y){ zero, zero, zero, zero }), mh, accumulate);   /* f */
 }
 
 static __attribute__((target("avx2")))
 void lanes_y(float *dx, float *stats, size_t stride, const float *dy, const float *x, const logic_layer *L,
              const float *coef, const uint8_t *first, size_t nvl, size_t m, int accumulate)
 {
-    const size_t ld = nvl * LOGIC_LANES;
+    const size_t ld = LOGIC_LANES_LD(nvl, m);
     /* in locals, as in forward_z_rows */
     const uint32_t *wa = L->a, *wb = L->b;
     const size_t out = L->out;
     for (size_t g = 0; g < out; g++) {
         const size_t ra = wa[g], rb = wb[g];
-        const unsigned fg = first != NULL ? first[g] : 0u;
-        for (size_t o = 0; o < m; o += 8) {
-            const size_t mh = m - o < 8 ? m - o : 8;
-            float *sh = stats + o * stride + 4 * g;
-            if (dx != NULL)
-                lanes_y_half(sh, stride, dy + g * ld + o, x + ra * ld + o, x + rb * ld + o, dx + ra * ld + o,
-                             dx + rb * ld + o, coef + 4 * g, fg, nvl, mh, accumulate, 1);
-            else
-                lanes_y_half(sh, stride, dy + g * ld + o, x + ra * ld + o, x + rb * ld + o, NULL, NULL,
-                             coef + 4 * g, 0u, nvl, mh, accumulate, 0);
+        const float *dg = dy + g * ld, *xa = x + ra * ld, *xb = x + rb * ld;
+        if (dx != NULL) {
+            const float *cg = coef + 4 * g;
+            const unsigned fg = first != NULL ? first[g] : 0u;
+            const __m256 keep_a = _mm256_castsi256_ps(_mm256_set1_epi32((fg & LOGIC_FIRST_A) ? 0 : -1));
+            const __m256 keep_b = _mm256_castsi256_ps(_mm256_set1_epi32((fg & LOGIC_FIRST_B) ? 0 : -1));
+            lanes_dx_y(ld, dg, xa, xb, dx + ra * ld, dx + rb * ld, _mm256_set1_ps(cg[1]), _mm256_set1_ps(cg[2]),
+                       _mm256_set1_ps(cg[3]), keep_a, keep_b);
         }
+        for (size_t o = 0; o < m; o += 8)
+            lanes_y_half(stats + o * stride + 4 * g, stride, dg + o, xa + o, xb + o, nvl, m, m - o < 8 ? m - o : 8,
+                         accumulate);
     }
 }
 
@@ -2081,9 +2101,8 @@ void logic_backward_lanes(float *dx, float *stats, size_t stats_stride, const fl
     const int path = current_path();
 #if LOGIC_X86
     if (path == PATH_AVX512 || path == PATH_AVX2) {
-        const size_t ld = nvl * LOGIC_LANES;
-        const uint8_t *first;
-        flags = dx_set_plan(dx, L, ld, ld, flags, &first);
+        const uint8_t *first;   /* whole rows: the kernels write the tails too */
+        flags = dx_set_plan(dx, L, LOGIC_LANES_LD(nvl, m), LOGIC_LANES_LD(nvl, m), flags, &first);
         if (path == PATH_AVX512)
             lanes_z(dx, stats, stats_stride, dy, x, L, coef, first, nvl, m, flags & LOGIC_STATS_ADD);
         else

@@ -21,11 +21,14 @@
  * same whatever the vector width. LOCKSTEP_SIMD=off (or logic_set_simd(0))
  * forces the scalar twins.
  *
- * Lanes layout: when a sample has few lanes (a 3×3 CA grid has 9), up to 16
- * samples go side by side, each row being [virtual lane][16 samples]. The
- * forward is logic_forward on nvl·16 lanes; logic_backward_lanes gives every
- * sample the statistics logic_backward would give it alone, summing the
- * virtual accumulators of all 16 samples at once, vertically.
+ * Lanes layout: when a sample has few lanes (a 3×3 CA grid has 9), a group
+ * of m <= 16 samples goes side by side, each row being [virtual lane][m
+ * samples], packed (ld = LOGIC_LANES_LD(nvl, m)): no lane is padding but
+ * the row's tail, so a group of 10 samples of 9 lanes fills 6 vectors, not
+ * 9. The forward is logic_forward on nvl·m lanes; logic_backward_lanes
+ * gives every sample the statistics logic_backward would give it alone,
+ * summing the virtual accumulators of all m samples at once, vertically
+ * (one unaligned load a virtual lane).
  *
  * The hard gate (inference) is the argmax op (lowest index on ties); hard
  * layers run on 64-bit words, 64 lanes per word, one bitwise expression per
@@ -42,6 +45,9 @@
 #define LOGIC_OPS 16
 #define LOGIC_MAX_LAYERS 48   /* gate layers of one network */
 #define LOGIC_LANES 16   /* lane padding and the number of virtual stat accumulators */
+/* The row stride of logic_backward_lanes: nvl virtual lanes of m samples,
+ * rounded up to whole vectors. */
+#define LOGIC_LANES_LD(nvl, m) (((nvl) * (m) + LOGIC_LANES - 1) / LOGIC_LANES * LOGIC_LANES)
 
 /* f_idx(a, b) = LOGIC_AFFINE[idx][0] + [1]·a + [2]·b + [3]·(a·b). */
 extern const int LOGIC_AFFINE[LOGIC_OPS][4];
@@ -155,13 +161,13 @@ void logic_forward(float *y, const float *x, const logic_layer *L, const float *
 void logic_backward(float *dx, float *stats, const float *dy, const float *x, const logic_layer *L,
                     const float *coef, size_t n, size_t ld, int flags);
 
-/* logic_backward for a group of up to LOGIC_LANES samples side by side:
- * the rows are [nvl][LOGIC_LANES] (ld = nvl·LOGIC_LANES), element
- * vl·LOGIC_LANES + j being virtual lane vl of sample j. For every sample
+/* logic_backward for a group of m <= LOGIC_LANES samples side by side:
+ * the rows are [nvl][m] packed, ld = LOGIC_LANES_LD(nvl, m) floats apart,
+ * element vl·m + j being virtual lane vl of sample j. For every sample
  * j < m, dx's lanes of sample j and the statistics of sample j are exactly
  * what logic_backward computes for that sample alone with n = nvl lanes
  * and the same flags:
- *     for g = 0 .. out−1 in order, for every vl < nvl (e = vl·16 + j),
+ *     for g = 0 .. out−1 in order, for every vl < nvl (e = vl·m + j),
  *     d = dy[g][e] with logic_backward's floor:
  *         dx[a_g][e] = dx[a_g][e] + d·(cA + cAB·b),  then
  *         dx[b_g][e] = dx[b_g][e] + d·(cB + cAB·a)      (when dx is not NULL)
@@ -169,12 +175,13 @@ void logic_backward(float *dx, float *stats, const float *dy, const float *x, co
  *     vl, starting at 0.0f), then logic_backward's pairwise tree,
  * written to stats[j·stats_stride + 4g + k] or, with LOGIC_STATS_ADD,
  * added to it; LOGIC_DX_SET as in logic_backward (L->first and
- * L->reads_all, else whole rows of dx are cleared first). Lanes j >= m of
- * dx are left unspecified (they only ever mix with lanes j of other rows)
- * and their statistics are not written. The SIMD paths sum the 16
- * accumulators of all samples at once, one vector per accumulator (logic.c
- * says why skipping the empty ones and the additions from 0.0f gives the
- * same bits). m <= 16; stats rows of different samples must not overlap. */
+ * L->reads_all, else elements 0 .. nvl·m − 1 of every row are cleared
+ * first). The rows' tails (nvl·m .. ld − 1) are never read for a result;
+ * dx's are left unspecified (the SIMD paths run whole vectors over them:
+ * zeros in dy's tails keep them zeros, and no denormals). The SIMD paths sum the 16 accumulators of all
+ * samples at once, one vector per accumulator (logic.c says why skipping
+ * the empty ones and the additions from 0.0f gives the same bits).
+ * 1 <= m <= 16; stats rows of different samples must not overlap. */
 void logic_backward_lanes(float *dx, float *stats, size_t stats_stride, const float *dy, const float *x,
                           const logic_layer *L, const float *coef, size_t nvl, size_t m, int flags);
 

@@ -26,12 +26,14 @@
  * Lanes mode (R = 1 and few lanes per sample, e.g. gol's 9 cells, which
  * would fill 9 of a row's 16 lanes and cost a horizontal tree per gate and
  * sample): a unit is a group of m <= 16 samples, and a row is [virtual lane
- * vl][16 floats], vl the lane index above ((c, i) = c·N + i, or i) and the
- * 16 floats samples s0 .. s0+15 (W = 16 floats per virtual lane; the lanes
- * of samples >= m hold whatever the kernels computed there, or stale
- * scratch: lane-wise operations carry them along, but no statistic, state or
- * loss is ever taken from them). logic_forward runs
- * unchanged on n = nvl·16 lanes, every float doing its sample's scalar
+ * vl][m floats] packed, vl the lane index above ((c, i) = c·N + i, or i) and
+ * the m floats samples s0 .. s0+m−1 (W = m floats per virtual lane; a row's
+ * tail past nvl·m, up to whole vectors, holds zeros in the input rows and
+ * whatever the kernels computed from them elsewhere: lane-wise operations
+ * carry it along, but no statistic, state or loss is ever taken from it).
+ * gol's groups of 10 samples of 9 cells fill 6 vectors a row where 16
+ * floats a virtual lane took 9. logic_forward runs
+ * unchanged on n = nvl·m lanes, every float doing its sample's scalar
  * operations; logic_backward_lanes gives each sample's statistics exactly
  * as logic_backward would alone, written to its own leaf. Gathers and
  * scatters (patches, states, dY, down, dpatch, loss) run per sample in the
@@ -639,7 +641,7 @@ typedef struct {
 
 /* A unit's view: its samples s .. s+m−1 (one per part; up to LOGIC_LANES
  * in lanes mode), their cells cell0 .. cell0+nc−1 and its scratch. Element
- * (virtual lane vl, sample j) of a row is vl·W + j. */
+ * (virtual lane vl, sample j) of a row is vl·W + j, W = m in lanes mode. */
 typedef struct {
     size_t s, m, W, r, cell0, nc, ldp, ldu;
     float *pa, *ua, *d0, *d1;
@@ -745,8 +747,8 @@ static void add_shifted(const logic_ca *ca, float *restrict acc, const float *re
 }
 
 /* n consecutive elements of each of the unit's m samples (sample j's at
- * src + j·stride) into a lanes row: dst[i·W + j], zeros for j >= m. The
- * per-part path (W = 1, m = 1) is a plain copy. */
+ * src + j·stride) into a lanes row: dst[i·W + j]. The per-part path
+ * (W = 1, m = 1) is a plain copy. */
 static void into_lanes(float *dst, const float *src, size_t stride, size_t n, const part_view *v)
 {
     if (v->W == 1) {
@@ -754,8 +756,8 @@ static void into_lanes(float *dst, const float *src, size_t stride, size_t n, co
         return;
     }
     for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < v->W; j++)
-            dst[i * v->W + j] = j < v->m ? src[j * stride + i] : 0.0f;
+        for (size_t j = 0; j < v->m; j++)
+            dst[i * v->W + j] = src[j * stride + i];
 }
 
 /* Sample j's n elements of a lanes row: dst[i] = src[i·W + j]. */
@@ -776,10 +778,20 @@ static const logic_layer *soft_layer(const logic_ca *ca, size_t l)
     return ca->shared_in && l == ca->np ? &ca->in_layer : &ca->net.layer[l];
 }
 
+/* Zeros in the tails of rows [r0, r1) of ld floats, past their n lanes:
+ * the forward runs whole vectors, and a tail of stale scratch could hold
+ * subnormals (slow) though nothing is ever read back from it. */
+static void clear_tails(float *rows, size_t r0, size_t r1, size_t n, size_t ld)
+{
+    if (n < ld)
+        for (size_t r = r0; r < r1; r++)
+            memset(rows + r * ld + n, 0, (ld - n) * sizeof(float));
+}
+
 /* Activations of CA step t of the unit's cells from state_t; returns the
- * update network's output rows (C rows of ldu). The lanes of samples j >= m
- * (lanes mode) are zeros: they run through the gates like the others and
- * are never read back. */
+ * update network's output rows (C rows of ldu). The tails of the input
+ * rows are zeros (clear_tails): they run through the gates like the
+ * other lanes and are never read back. */
 static const float *part_forward(const logic_ca *ca, const part_view *v, size_t t)
 {
     const size_t C = ca->C, K = ca->K, S = ca->S, N = ca->N, nc = v->nc, W = v->W, ldp = v->ldp, ldu = v->ldu;
@@ -797,9 +809,10 @@ static const float *part_forward(const logic_ca *ca, const part_view *v, size_t 
             else
                 for (size_t i = 0; i < nc; i++)
                     for (size_t j = 0; j < W; j++)
-                        dst[i * W + j] = j < v->m && nb[i] >= 0 ? src[j * C * N + (size_t)nb[i]] : 0.0f;
+                        dst[i * W + j] = nb[i] >= 0 ? src[j * C * N + (size_t)nb[i]] : 0.0f;
         }
     }
+    clear_tails(pa, 0, 9, C * nc * W, ldp);
     for (size_t l = 0; l < ca->np; l++) {
         const size_t off = ca->net.gate_off[l];
         /* the last kernel layer straight into the update's input rows when they share a layout */
@@ -816,7 +829,9 @@ static const float *part_forward(const logic_ca *ca, const part_view *v, size_t 
                 for (size_t k = 0; k < K; k++)
                     memcpy(ua + (C + c * S * K + s * K + k) * ldu, plast + (k * S + s) * ldp + c * nc * W,
                            nc * W * sizeof(float));
+        clear_tails(ua, C, ca->uin, nc * W, ldu);
     }
+    clear_tails(ua, 0, C, nc * W, ldu);
     for (size_t j = 0; j < ca->nu; j++) {
         const size_t l = ca->np + j, off = ca->net.gate_off[l];
         logic_forward(ua + ca->urow[j] * ldu, ua + (j == 0 ? 0 : ca->urow[j - 1]) * ldu, soft_layer(ca, l),
@@ -837,7 +852,7 @@ static void layer_backward(const logic_ca *ca, const part_view *v, size_t l, flo
     const int flags = (acc ? LOGIC_STATS_ADD : 0) | LOGIC_DX_SET;
     if (v->W == 1)
         logic_backward(dx, stats + 4 * off, dy, x, L, ca->coef + 4 * off, nvl, ld, flags);
-    else   /* rows of exactly nvl·16 floats (ld): lanes mode needs R = 1, so nc = max_nc and nothing pads */
+    else   /* rows of LOGIC_LANES_LD(nvl, m) floats (ld): ldp and ldu are round16(nvl·m) */
         logic_backward_lanes(dx, stats + 4 * off, stride, dy, x, L, ca->coef + 4 * off, nvl, v->m, flags);
 }
 
@@ -870,6 +885,7 @@ static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *sta
                 for (size_t k = 0; k < K; k++)
                     memcpy(oth + (k * S + s) * ldp + c * nc * W, cur + (C + c * S * K + s * K + k) * ldu,
                            nc * W * sizeof(float));
+        clear_tails(oth, 0, K * S, C * nc * W, ldp);
         tmp = cur, cur = oth, oth = tmp;
         dy = cur;
     }
@@ -898,7 +914,7 @@ static int unit_view(const logic_ca *ca, size_t unit, size_t batch, void *scratc
         v->s = unit * ca->B / ca->units;
         const size_t end = (unit + 1) * ca->B / ca->units;
         v->m = (end < batch ? end : batch) - v->s;
-        v->W = LOGIC_LANES;
+        v->W = v->m;   /* packed (header comment) */
         v->r = 0;
     } else {
         v->s = unit / ca->R;
@@ -1046,9 +1062,10 @@ static void phase_part(void *ctx, size_t unit, void *scratch)
             for (size_t i = 0; i < nc; i++)
                 for (size_t j = 0; j < W; j++)
                     v.d0[c * ldu + i * W + j] =
-                        j < v.m && mask[j * nc + i] ? ca->dstate[(v.s + j) * C * N + c * N + v.cell0 + i] : 0.0f;
+                        mask[j * nc + i] ? ca->dstate[(v.s + j) * C * N + c * N + v.cell0 + i] : 0.0f;
         }
     }
+    clear_tails(v.d0, 0, C, nc * W, ldu);   /* the kernels' dx tails then stay ±0 (logic.h) */
     float *stats = ca->leaf_store + (v.s * R + v.r) * ca->leaf_stride;
     if (ph->kind == PH_BWD) {
         if (unit_silent(ca, &v)) {
@@ -1304,20 +1321,21 @@ static void choose_units(logic_ca *ca)
 /* The update network's input rows are the C state rows, then the kernels'
  * outputs in the order (c, s, k): row C + c·S·K + s·K + k. The last kernel
  * layer writes rows k·S + s of ldp floats, channel c's lanes at c·nc·W. When
- * every unit's channel width nc·W is a whole number of vectors, ldp = C·ldu,
+ * every unit's channel width nc·W is a whole number of vectors (W = 1, or
+ * in lanes mode W = m, any group size: nc a multiple of 16), ldp = C·ldu,
  * so that output, placed right after the state rows, already is the update's
  * input rows, numbered C + (k·S + s)·C + c: the forward then writes it there
  * and the backward reads the kernels' dy there, with no copy either way,
  * and update layer 0 runs with its inputs renumbered (in_layer, wired in
  * `wires`). A gate reads the same values, gates run in the same order, and
  * each dx row is first updated by the same gate, so the bits are those of
- * the copies (the checkerboard's parts of 32 cells, every lanes group). */
+ * the copies (the checkerboard's parts of 32 cells; not gol's 9 cells). */
 static void choose_layout(logic_ca *ca, uint32_t *wires)
 {
-    const size_t C = ca->C, S = ca->S, K = ca->K, W = ca->lanes ? LOGIC_LANES : 1;
+    const size_t C = ca->C, S = ca->S, K = ca->K;
     ca->shared_in = 1;
     for (size_t r = 0; r < ca->R; r++)
-        if ((ca->row_lo[r + 1] - ca->row_lo[r]) * ca->G * W % 16 != 0)
+        if ((ca->row_lo[r + 1] - ca->row_lo[r]) * ca->G % 16 != 0)
             ca->shared_in = 0;
     const logic_layer *L = &ca->net.layer[ca->np];
     ca->in_layer = *L;
@@ -1453,7 +1471,7 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
     ca->max_nc = max_rows * G;
     choose_units(ca);
     choose_layout(ca, ca->wires + 2 * gates);
-    const size_t W = ca->lanes ? LOGIC_LANES : 1;
+    const size_t W = ca->lanes ? ca->max_m : 1;   /* the widest unit's */
     const size_t ldp = round16(C * ca->max_nc * W), ldu = round16(ca->max_nc * W);
     size_t row = 9, dmax = 9 * ldp;
     for (size_t l = 0; l < ca->np; l++) {

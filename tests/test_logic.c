@@ -762,8 +762,9 @@ static float nasty(void)
     }
 }
 
-/* One case: nvl virtual lanes, m samples, random wiring (a == b allowed),
- * NaN in the lanes of samples >= m. Every path of logic_backward_lanes
+/* One case: nvl virtual lanes, m samples packed (element vl·m + j of rows
+ * LOGIC_LANES_LD(nvl, m) apart), random wiring (a == b allowed), NaN in the
+ * rows' tails. Every path of logic_backward_lanes
  * (and its scalar twin) against logic_backward_scalar run on each sample
  * alone with the same flags; stats and dx lanes of samples < m compared bit
  * for bit. dx_set: LOGIC_DX_SET on a dx full of garbage, with the layer's
@@ -771,7 +772,7 @@ static float nasty(void)
 static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumulate, int with_dx, int all_neg_zero,
                        int dx_set, int cover)
 {
-    const size_t W = LOGIC_LANES, ld = nvl * W, lds = (nvl + 15) / 16 * 16 + 16;
+    const size_t W = LOGIC_LANES, ld = LOGIC_LANES_LD(nvl, m), live = nvl * m, lds = (nvl + 15) / 16 * 16 + 16;
     const size_t stride = out * 4 + 4 * below(3);   /* samples' stats rows, with gaps */
     float *x = xalloc(in * ld * sizeof(float)), *dy = xalloc(out * ld * sizeof(float));
     float *dx0 = xalloc(in * ld * sizeof(float)), *dx = xalloc(in * ld * sizeof(float));
@@ -784,11 +785,11 @@ static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumula
     uint32_t *a = xalloc(out * sizeof(uint32_t)), *b = xalloc(out * sizeof(uint32_t));
     uint8_t *first = xalloc(out);
     for (size_t i = 0; i < in * ld; i++) {
-        x[i] = i % W < m ? nasty() : NAN;
-        dx0[i] = dx_set ? (i % 3 == 0 ? NAN : i % 3 == 1 ? -0.0f : 1e30f) : i % W < m ? nasty() : 1e30f;
+        x[i] = i % ld < live ? nasty() : NAN;
+        dx0[i] = dx_set ? (i % 3 == 0 ? NAN : i % 3 == 1 ? -0.0f : 1e30f) : i % ld < live ? nasty() : 1e30f;
     }
     for (size_t i = 0; i < out * ld; i++)
-        dy[i] = i % W < m ? (all_neg_zero ? -0.0f : nasty()) : NAN;
+        dy[i] = i % ld < live ? (all_neg_zero ? -0.0f : nasty()) : NAN;
     for (size_t i = 0; i < out * 4; i++)
         coef[i] = nasty();
     for (size_t i = 0; i < W * stride; i++)
@@ -813,16 +814,16 @@ static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumula
     for (size_t j = 0; j < m; j++) {
         for (size_t r = 0; r < in; r++)
             for (size_t l = 0; l < lds; l++) {
-                xs[r * lds + l] = l < nvl ? x[(r * nvl + l) * W + j] : NAN;
-                dxs[r * lds + l] = l < nvl ? dx0[(r * nvl + l) * W + j] : NAN;
+                xs[r * lds + l] = l < nvl ? x[r * ld + l * m + j] : NAN;
+                dxs[r * lds + l] = l < nvl ? dx0[r * ld + l * m + j] : NAN;
             }
         for (size_t g = 0; g < out; g++)
             for (size_t l = 0; l < lds; l++)
-                dys[g * lds + l] = l < nvl ? dy[(g * nvl + l) * W + j] : NAN;
+                dys[g * lds + l] = l < nvl ? dy[g * ld + l * m + j] : NAN;
         logic_backward_scalar(with_dx ? dxs : NULL, st_ref + j * stride, dys, xs, &L, coef, nvl, lds, flags);
         for (size_t r = 0; r < in; r++)
             for (size_t l = 0; l < nvl; l++)
-                dx_ref[(r * nvl + l) * W + j] = dxs[r * lds + l];
+                dx_ref[r * ld + l * m + j] = dxs[r * lds + l];
     }
 
     for (int path = 0; path < 3; path++) {
@@ -836,8 +837,8 @@ static void lanes_case(size_t in, size_t out, size_t nvl, size_t m, int accumula
                 logic_backward_lanes(with_dx ? dx : NULL, st, stride, dy, x, &L, coef, nvl, m, flags);
             /* every sample's stats row, gaps and samples >= m untouched */
             assert_memory_equal(st, st_ref, W * stride * sizeof(float));
-            for (size_t i = 0; i < in * ld; i++)
-                if (i % W < m && memcmp(&dx[i], with_dx ? &dx_ref[i] : &dx0[i], sizeof(float)) != 0)
+            for (size_t i = 0; i < in * ld; i++)   /* the rows' tails are unspecified */
+                if (i % ld < live && memcmp(&dx[i], with_dx ? &dx_ref[i] : &dx0[i], sizeof(float)) != 0)
                     fail_msg("lanes: path %s, nvl %zu, m %zu, flags %d: dx element %zu is %a, expected %a",
                              logic_simd_name(), nvl, m, flags, i, (double)dx[i],
                              (double)(with_dx ? dx_ref[i] : dx0[i]));
@@ -963,10 +964,10 @@ static void test_grad_floor(void **state)
             const int prev = logic_set_simd(path);
             for (int probe = 0; probe < 4; probe++) {
                 /* plain: lane 7 (a full vector) or 17 (the masked tail: n = 20);
-                 * lanes: virtual lane 7 or 17 of sample 0, nvl = 20 */
+                 * lanes: virtual lane 7 or 17 of the one sample, nvl = 20 */
                 const int lanes = probe & 1;
                 const size_t lane = probe < 2 ? 7 : 17;
-                const size_t at = lanes ? lane * 16 : lane;
+                const size_t at = lane;
                 memset(dy, 0, LD * 16 * sizeof(float));
                 dy[at] = vals[v];
                 float st[4];
