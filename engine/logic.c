@@ -28,7 +28,7 @@
  * (+0 statistics, +0 in the rows it updates first) without its arithmetic
  * when every product is known to be finite; see "Silent gates" below.
  *
- * logic_backward_lanes (samples side by side, one per lane) keeps one
+ * logic_backward_lanes (samples side by side, packed) keeps one
  * vector per virtual accumulator and builds the tree vertically as the
  * accumulators come; its comment block below says why its shortcuts keep
  * the bits of logic_backward run on each sample alone.
@@ -1078,9 +1078,11 @@ void backward_y(float *dx, float *stats, const float *dy, const float *x, const 
 
 /* ---- logic_backward_lanes: one vector per virtual accumulator. ----
  *
- * Lane j of every vector is sample j, so the 16 virtual accumulators of a
- * statistic are 16 vectors and the pairwise tree is vertical adds for all
- * samples at once instead of a horizontal tree per sample. Two shortcuts
+ * The rows are packed (logic.h): virtual lane vl of the m samples is the m
+ * floats at vl·m. A load of 16 floats there, masked to m lanes, puts sample
+ * j in lane j, so the 16 virtual accumulators of a statistic are 16 vectors
+ * and the pairwise tree is vertical adds for all samples at once instead
+ * of a horizontal tree per sample. Two shortcuts
  * keep the definition's bits. Write f(x) = x + 0.0f: it maps −0 to +0 and
  * leaves every other value (NaN and ±inf included) as it is. In
  * round-to-nearest without flush-to-zero (dmath refuses FTZ/DAZ) a sum is
@@ -1095,15 +1097,18 @@ void backward_y(float *dx, float *stats, const float *dy, const float *x, const 
  * left half. tests/test_logic.c checks it with −0, denormals and sums that
  * cancel, on every path.
  *
- * A gate is computed accumulator by accumulator (accumulator v: virtual
- * lanes v, v + 16, ... in increasing order), four at a time into a node of
- * the tree's second level, so the tree is built as the accumulators come
- * and stays in registers. dx's elements are each touched by one virtual
- * lane, so the order of the virtual lanes does not matter to them (within
- * a lane, a gate still updates row a before row b, gates in order). A
- * row's first update under LOGIC_DX_SET adds to +0 instead of the row's
- * contents, as in logic_backward: a masked load of nothing (AVX-512) or the
- * contents ANDed with zero bits (AVX2). */
+ * A gate's statistics are computed accumulator by accumulator
+ * (accumulator v: virtual lanes v, v + 16, ... in increasing order), four
+ * at a time into a node of the tree's second level, so the tree is built
+ * as the accumulators come and stays in registers. Its dx comes first, in
+ * a pass of its own over the packed rows, whole vectors: each element is
+ * touched once by the gate, so how elements share a vector does not matter
+ * (within an element, a gate still updates row a before row b, gates in
+ * order), and packed, gol's groups of 10 samples of 9 cells take 6 vectors
+ * a row where one vector a virtual lane took 9. A row's first update under
+ * LOGIC_DX_SET adds to +0 instead of the row's contents, as in
+ * logic_backward: a masked load of nothing (AVX-512) or the contents ANDed
+ * with zero bits (AVX2). */
 
 /* The four statistics of one node of the tree, for 16 (8) samples. */
 typedef struct { __m512 s0, s1, s2, s3; } stat4_z;

@@ -1288,12 +1288,13 @@ int logic_ca_set_lanes(int mode)
     return atomic_exchange(&lanes_setting, mode);
 }
 
-/* Lanes mode pays when a group's vectors are fuller than a sample's padded
- * rows, or nearly so (it also saves the horizontal tree of every gate and
- * sample): per sample and gate the per-part path runs round16(n)/16
- * vectors of n virtual lanes, lanes mode n/m for groups of at least m
- * samples. Taken when 2·16·n <= 3·round16(n)·m for both networks (n = C·N
- * and N), e.g. gol (n = 9) from groups of 6. */
+/* Lanes mode pays when a group's statistics vectors are fuller than a
+ * sample's padded rows, or nearly so (it also saves the horizontal tree of
+ * every gate and sample): per sample and gate the per-part path runs
+ * round16(n)/16 vectors of n virtual lanes, lanes mode's statistics n/m for
+ * groups of at least m samples (one vector a virtual lane; its forward and
+ * dx, packed, only about n/16). Taken when 2·16·n <= 3·round16(n)·m for
+ * both networks (n = C·N and N), e.g. gol (n = 9) from groups of 6. */
 static int lanes_pay(size_t n, size_t m)
 {
     return 2 * LOGIC_LANES * n <= 3 * round16(n) * m;
