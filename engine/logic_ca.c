@@ -1321,22 +1321,23 @@ static void choose_units(logic_ca *ca)
 
 /* The update network's input rows are the C state rows, then the kernels'
  * outputs in the order (c, s, k): row C + c·S·K + s·K + k. The last kernel
- * layer writes rows k·S + s of ldp floats, channel c's lanes at c·nc·W. When
- * every unit's channel width nc·W is a whole number of vectors (W = 1, or
- * in lanes mode W = m, any group size: nc a multiple of 16), ldp = C·ldu,
+ * layer writes rows k·S + s of ldp floats, channel c's lanes at c·nc·W. With
+ * one channel, or when every unit's channel width nc·W is a whole number of
+ * vectors (W = 1, or in lanes mode W = m, any group size: nc a multiple of
+ * 16), ldp = C·ldu,
  * so that output, placed right after the state rows, already is the update's
  * input rows, numbered C + (k·S + s)·C + c: the forward then writes it there
  * and the backward reads the kernels' dy there, with no copy either way,
  * and update layer 0 runs with its inputs renumbered (in_layer, wired in
  * `wires`). A gate reads the same values, gates run in the same order, and
  * each dx row is first updated by the same gate, so the bits are those of
- * the copies (the checkerboard's parts of 32 cells; not gol's 9 cells). */
+ * the copies (the checkerboard's parts of 32 cells, gol's one channel). */
 static void choose_layout(logic_ca *ca, uint32_t *wires)
 {
     const size_t C = ca->C, S = ca->S, K = ca->K;
     ca->shared_in = 1;
     for (size_t r = 0; r < ca->R; r++)
-        if ((ca->row_lo[r + 1] - ca->row_lo[r]) * ca->G % 16 != 0)
+        if (C > 1 && (ca->row_lo[r + 1] - ca->row_lo[r]) * ca->G % 16 != 0)
             ca->shared_in = 0;
     const logic_layer *L = &ca->net.layer[ca->np];
     ca->in_layer = *L;
