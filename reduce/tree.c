@@ -33,6 +33,15 @@ void tree_add(float *restrict a, const float *restrict b, size_t n)
         a[i] = a[i] + b[i];
 }
 
+/* out[i] = a[i] + b[i]: a leaf written and its sibling added in one pass. */
+LS_SIMD_CLONES
+static void tree_add2(float *restrict out, const float *restrict a, const float *restrict b, size_t n)
+{
+    #pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        out[i] = a[i] + b[i];
+}
+
 /* --- stream --------------------------------------------------------------- */
 
 void tree_stream_init(tree_stream *s, float *const *bufs, int n_bufs, size_t len)
@@ -116,10 +125,19 @@ void tree_span_sum(const float *const *leaves, size_t n, size_t lo, size_t len, 
         for (size_t i = 0; i < n; i++) {
             int mode;
             float *slot = tree_stream_slot(&s, &mode);
-            if (mode == TREE_ADD)
+            if (mode == TREE_ADD) {
                 tree_add(slot, leaves[i] + lo + a, m);
-            else
+            } else if (i + 1 < n) {
+                /* A leaf written is the next one's sibling (the stream then
+                 * hands out TREE_ADD onto it): both in one pass, not a copy
+                 * and an add. The same bits: the copy is exact. */
+                tree_add2(slot, leaves[i] + lo + a, leaves[i + 1] + lo + a, m);
+                tree_stream_push(&s, 0.0);
+                (void)tree_stream_slot(&s, &mode);
+                i++;
+            } else {
                 memcpy(slot, leaves[i] + lo + a, m * sizeof(float));
+            }
             tree_stream_push(&s, 0.0);
         }
         double unused;
