@@ -1190,17 +1190,38 @@ void lanes_put4(float *st, __m128 v, int accumulate)
     _mm_storeu_ps(st, v);
 }
 
+/* Lane l of four vectors (a, b, c, d) as the quadruple (a_l, b_l, c_l,
+ * d_l), two levels of unpacks: 128-bit block q of u[r] holds lane 4q + r's. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+void quads_z(__m512 a, __m512 b, __m512 c, __m512 d, __m512 *u)
+{
+    const __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(a, b)), t1 = _mm512_castps_pd(_mm512_unpackhi_ps(a, b));
+    const __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(c, d)), t3 = _mm512_castps_pd(_mm512_unpackhi_ps(c, d));
+    u[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2));
+    u[1] = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
+    u[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3));
+    u[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+}
+
+static FORCE_INLINE __attribute__((target("avx2")))
+void quads_y(__m256 a, __m256 b, __m256 c, __m256 d, __m256 *u)
+{
+    const __m256d t0 = _mm256_castps_pd(_mm256_unpacklo_ps(a, b)), t1 = _mm256_castps_pd(_mm256_unpackhi_ps(a, b));
+    const __m256d t2 = _mm256_castps_pd(_mm256_unpacklo_ps(c, d)), t3 = _mm256_castps_pd(_mm256_unpackhi_ps(c, d));
+    u[0] = _mm256_castpd_ps(_mm256_unpacklo_pd(t0, t2));
+    u[1] = _mm256_castpd_ps(_mm256_unpackhi_pd(t0, t2));
+    u[2] = _mm256_castpd_ps(_mm256_unpacklo_pd(t1, t3));
+    u[3] = _mm256_castpd_ps(_mm256_unpackhi_pd(t1, t3));
+}
+
 /* (S0, S1, S2, S3) of sample j to st + j·stride for j < m: after the two
  * unpacks, 128-bit block b of u_r holds sample 4b + r's four statistics. */
 static FORCE_INLINE __attribute__((target("avx512f")))
 void lanes_store_z(float *st, size_t stride, stat4_z S, size_t m, int accumulate)
 {
-    const __m512d t0 = _mm512_castps_pd(_mm512_unpacklo_ps(S.s0, S.s1));
-    const __m512d t1 = _mm512_castps_pd(_mm512_unpackhi_ps(S.s0, S.s1));
-    const __m512d t2 = _mm512_castps_pd(_mm512_unpacklo_ps(S.s2, S.s3));
-    const __m512d t3 = _mm512_castps_pd(_mm512_unpackhi_ps(S.s2, S.s3));
-    const __m512 u0 = _mm512_castpd_ps(_mm512_unpacklo_pd(t0, t2)), u1 = _mm512_castpd_ps(_mm512_unpackhi_pd(t0, t2));
-    const __m512 u2 = _mm512_castpd_ps(_mm512_unpacklo_pd(t1, t3)), u3 = _mm512_castpd_ps(_mm512_unpackhi_pd(t1, t3));
+    __m512 u[4];
+    quads_z(S.s0, S.s1, S.s2, S.s3, u);
+    const __m512 u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3];
 #define LANES_PUT_Z(j, u, b)                                                             \
     do {                                                                                 \
         if ((j) >= m)                                                                    \
@@ -1332,12 +1353,9 @@ stat4_y lanes_quad_y(size_t v0, size_t P, size_t nvl, size_t m, __m256i kl, cons
 static FORCE_INLINE __attribute__((target("avx2")))
 void lanes_store_y(float *st, size_t stride, stat4_y S, size_t m, int accumulate)
 {
-    const __m256d t0 = _mm256_castps_pd(_mm256_unpacklo_ps(S.s0, S.s1));
-    const __m256d t1 = _mm256_castps_pd(_mm256_unpackhi_ps(S.s0, S.s1));
-    const __m256d t2 = _mm256_castps_pd(_mm256_unpacklo_ps(S.s2, S.s3));
-    const __m256d t3 = _mm256_castps_pd(_mm256_unpackhi_ps(S.s2, S.s3));
-    const __m256 u0 = _mm256_castpd_ps(_mm256_unpacklo_pd(t0, t2)), u1 = _mm256_castpd_ps(_mm256_unpackhi_pd(t0, t2));
-    const __m256 u2 = _mm256_castpd_ps(_mm256_unpacklo_pd(t1, t3)), u3 = _mm256_castpd_ps(_mm256_unpackhi_pd(t1, t3));
+    __m256 u[4];
+    quads_y(S.s0, S.s1, S.s2, S.s3, u);
+    const __m256 u0 = u[0], u1 = u[1], u2 = u[2], u3 = u[3];
 #define LANES_PUT_Y(j, u, b)                                                             \
     do {                                                                                 \
         if ((j) >= m)                                                                    \
@@ -1782,6 +1800,25 @@ void transpose16_z(__m512 *r)
         r[i] = o[i];
 }
 
+/* c[k] lane l (coefficient k of gate l) to out[4·l + k], 16 gates: quads_z
+ * puts gate 4q + r in 128-bit block q of u[r], then two levels of block
+ * shuffles gather blocks q of u[0..3]. Where 64 scalar moves took 8% of
+ * the coefficients' time. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+void store_coef4_z(float *out, const __m512 *c)
+{
+    __m512 u[4];
+    quads_z(c[0], c[1], c[2], c[3], u);
+    const __m512 lo01 = _mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 lo23 = _mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(1, 0, 1, 0));
+    const __m512 hi01 = _mm512_shuffle_f32x4(u[0], u[1], _MM_SHUFFLE(3, 2, 3, 2));
+    const __m512 hi23 = _mm512_shuffle_f32x4(u[2], u[3], _MM_SHUFFLE(3, 2, 3, 2));
+    _mm512_storeu_ps(out, _mm512_shuffle_f32x4(lo01, lo23, _MM_SHUFFLE(2, 0, 2, 0)));        /* gates 0-3 */
+    _mm512_storeu_ps(out + 16, _mm512_shuffle_f32x4(lo01, lo23, _MM_SHUFFLE(3, 1, 3, 1)));   /* 4-7 */
+    _mm512_storeu_ps(out + 32, _mm512_shuffle_f32x4(hi01, hi23, _MM_SHUFFLE(2, 0, 2, 0)));   /* 8-11 */
+    _mm512_storeu_ps(out + 48, _mm512_shuffle_f32x4(hi01, hi23, _MM_SHUFFLE(3, 1, 3, 1)));   /* 12-15 */
+}
+
 static __attribute__((target("avx512f")))
 void coeffs_z(const float *logits, size_t gates, float *p, float *coef)
 {
@@ -1817,12 +1854,7 @@ void coeffs_z(const float *logits, size_t gates, float *p, float *coef)
         transpose16_z(q);
         for (int l = 0; l < 16; l++)
             _mm512_storeu_ps(p + (g0 + (size_t)l) * LOGIC_OPS, q[l]);
-        float tc[4][16];
-        for (int k = 0; k < 4; k++)
-            _mm512_storeu_ps(tc[k], c[k]);
-        for (int l = 0; l < 16; l++)
-            for (int k = 0; k < 4; k++)
-                coef[(g0 + (size_t)l) * 4 + k] = tc[k][l];
+        store_coef4_z(coef + g0 * 4, c);
     }
     coeffs_gates_z(logits + g0 * LOGIC_OPS, gates - g0, p + g0 * LOGIC_OPS, coef + g0 * 4);
 }
@@ -1846,6 +1878,18 @@ void transpose8_y(__m256 *r)
         r[i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x20);
         r[4 + i] = _mm256_permute2f128_ps(u[i], u[4 + i], 0x31);
     }
+}
+
+/* store_coef4_z on 8 gates: 128-bit half q of u[r] holds gate 4q + r. */
+static FORCE_INLINE __attribute__((target("avx2")))
+void store_coef4_y(float *out, const __m256 *c)
+{
+    __m256 u[4];
+    quads_y(c[0], c[1], c[2], c[3], u);
+    _mm256_storeu_ps(out, _mm256_permute2f128_ps(u[0], u[1], 0x20));        /* gates 0, 1 */
+    _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(u[2], u[3], 0x20));    /* 2, 3 */
+    _mm256_storeu_ps(out + 16, _mm256_permute2f128_ps(u[0], u[1], 0x31));   /* 4, 5 */
+    _mm256_storeu_ps(out + 24, _mm256_permute2f128_ps(u[2], u[3], 0x31));   /* 6, 7 */
 }
 
 static __attribute__((target("avx2")))
@@ -1889,12 +1933,7 @@ void coeffs_y(const float *logits, size_t gates, float *p, float *coef)
             _mm256_storeu_ps(p + (g0 + (size_t)l) * LOGIC_OPS, q[l]);
             _mm256_storeu_ps(p + (g0 + (size_t)l) * LOGIC_OPS + 8, q[8 + l]);
         }
-        float tc[4][8];
-        for (int k = 0; k < 4; k++)
-            _mm256_storeu_ps(tc[k], c[k]);
-        for (int l = 0; l < 8; l++)
-            for (int k = 0; k < 4; k++)
-                coef[(g0 + (size_t)l) * 4 + k] = tc[k][l];
+        store_coef4_y(coef + g0 * 4, c);
     }
     coeffs_gates_y(logits + g0 * LOGIC_OPS, gates - g0, p + g0 * LOGIC_OPS, coef + g0 * 4);
 }
