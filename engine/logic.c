@@ -1235,16 +1235,11 @@ void lanes_store_z(float *st, size_t stride, stat4_z S, size_t m, int accumulate
 #undef LANES_PUT_Z
 }
 
+/* A gate's four statistics for each of its m samples, to st + j·stride. */
 static FORCE_INLINE __attribute__((target("avx512f")))
-void lanes_z_gate(float *st, size_t stride, const float *dg, const float *xa, const float *xb, float *dxa,
-                  float *dxb, const float *cg, unsigned first, size_t nvl, size_t m, int accumulate,
-                  const int with_dx)
+void lanes_stats_z(float *st, size_t stride, const float *dg, const float *xa, const float *xb, size_t nvl, size_t m,
+                   int accumulate)
 {
-    if (with_dx) {
-        const __m512 ca = _mm512_set1_ps(cg[1]), cb = _mm512_set1_ps(cg[2]), cab = _mm512_set1_ps(cg[3]);
-        const __mmask16 keep_a = (first & LOGIC_FIRST_A) ? 0 : 0xFFFF, keep_b = (first & LOGIC_FIRST_B) ? 0 : 0xFFFF;
-        lanes_dx_z(LOGIC_LANES_LD(nvl, m), dg, xa, xb, dxa, dxb, ca, cb, cab, keep_a, keep_b);
-    }
     const __mmask16 km = (__mmask16)((1u << m) - 1u);
     const __m512 zero = _mm512_setzero_ps();
     const size_t P = nvl < LOGIC_LANES ? nvl : LOGIC_LANES;
@@ -1273,12 +1268,15 @@ void lanes_z(float *dx, float *stats, size_t stride, const float *dy, const floa
     const size_t out = L->out;
     for (size_t g = 0; g < out; g++) {
         const size_t ra = wa[g], rb = wb[g];
-        if (dx != NULL)
-            lanes_z_gate(stats + 4 * g, stride, dy + g * ld, x + ra * ld, x + rb * ld, dx + ra * ld, dx + rb * ld,
-                         coef + 4 * g, first != NULL ? first[g] : 0u, nvl, m, accumulate, 1);
-        else
-            lanes_z_gate(stats + 4 * g, stride, dy + g * ld, x + ra * ld, x + rb * ld, NULL, NULL, coef + 4 * g,
-                         0u, nvl, m, accumulate, 0);
+        const float *dg = dy + g * ld, *xa = x + ra * ld, *xb = x + rb * ld;
+        if (dx != NULL) {
+            const float *cg = coef + 4 * g;
+            const unsigned fg = first != NULL ? first[g] : 0u;
+            const __mmask16 keep_a = (fg & LOGIC_FIRST_A) ? 0 : 0xFFFF, keep_b = (fg & LOGIC_FIRST_B) ? 0 : 0xFFFF;
+            lanes_dx_z(ld, dg, xa, xb, dx + ra * ld, dx + rb * ld, _mm512_set1_ps(cg[1]), _mm512_set1_ps(cg[2]),
+                       _mm512_set1_ps(cg[3]), keep_a, keep_b);
+        }
+        lanes_stats_z(stats + 4 * g, stride, dg, xa, xb, nvl, m, accumulate);
     }
 }
 
@@ -1307,15 +1305,16 @@ void lanes_dx_y(size_t ld, const float *dg, const float *xa, const float *xb, fl
     }
 }
 
-/* lanes_vl_z on 8 samples (live lanes kl). A full half (8 live lanes)
- * ends within its virtual lane's m floats, so within the row: plain loads,
- * which run faster than vmaskmovps. */
+/* 8 floats of a window, live lanes kl. A full half (8 live lanes) ends
+ * within its virtual lane's m floats, so within the row: a plain load,
+ * which runs faster than vmaskmovps. */
 static FORCE_INLINE __attribute__((target("avx2")))
 __m256 lanes_load_y(const float *p, __m256i kl, const int full)
 {
     return full ? _mm256_loadu_ps(p) : _mm256_maskload_ps(p, kl);
 }
 
+/* lanes_vl_z on 8 samples. */
 static FORCE_INLINE __attribute__((target("avx2")))
 stat4_y lanes_vl_y(size_t o, __m256i kl, const float *dg, const float *xa, const float *xb, const int full)
 {
@@ -2158,8 +2157,9 @@ void logic_backward_lanes(float *dx, float *stats, size_t stats_stride, const fl
     const int path = current_path();
 #if LOGIC_X86
     if (path == PATH_AVX512 || path == PATH_AVX2) {
+        const size_t ld = LOGIC_LANES_LD(nvl, m);
         const uint8_t *first;   /* whole rows: the kernels write the tails too */
-        flags = dx_set_plan(dx, L, LOGIC_LANES_LD(nvl, m), LOGIC_LANES_LD(nvl, m), flags, &first);
+        flags = dx_set_plan(dx, L, ld, ld, flags, &first);
         if (path == PATH_AVX512)
             lanes_z(dx, stats, stats_stride, dy, x, L, coef, first, nvl, m, flags & LOGIC_STATS_ADD);
         else

@@ -178,9 +178,10 @@ void logic_backward(float *dx, float *stats, const float *dy, const float *x, co
  * L->reads_all, else elements 0 .. nvl·m − 1 of every row are cleared
  * first). The rows' tails (nvl·m .. ld − 1) are never read for a result;
  * dx's are left unspecified (the SIMD paths run whole vectors over them:
- * zeros in dy's tails keep them zeros, and no denormals). The SIMD paths sum the 16 accumulators of all
- * samples at once, one vector per accumulator (logic.c says why skipping
- * the empty ones and the additions from 0.0f gives the same bits).
+ * zeros in dy's tails keep them zeros, and no denormals). The SIMD paths
+ * sum the 16 accumulators of all samples at once, one vector per
+ * accumulator (logic.c says why skipping the empty ones and the additions
+ * from 0.0f gives the same bits).
  * 1 <= m <= 16; stats rows of different samples must not overlap. */
 void logic_backward_lanes(float *dx, float *stats, size_t stats_stride, const float *dy, const float *x,
                           const logic_layer *L, const float *coef, size_t nvl, size_t m, int flags);
