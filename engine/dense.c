@@ -59,45 +59,59 @@
 
 /* ---- The scalar twins: the definitions in dense.h, written out. ---- */
 
-void dense_forward_scalar(float *out, const float *in, const float *w, const float *bias,
-                          size_t B, size_t K, size_t N)
+/* The scalar twins with leading dimensions (dense.h, dense_forward_ld):
+ * the definitions in dense.h, written out. */
+static void forward_ld_scalar(float *out, size_t ldo, const float *in, size_t ldi, const float *w, size_t ldw,
+                              const float *bias, size_t B, size_t K, size_t N)
 {
     /* Row by row: out[b][n] is the running sum s of dense.h, kept in memory;
      * each k adds one exact product to every element of the row, rounded
      * once (fmaf). Per element this is exactly s = bias[n] (or 0),
      * s = fmaf(in[b][k], w[k][n], s) for k ascending. */
     for (size_t b = 0; b < B; b++) {
-        float *o = out + b * N;
+        float *o = out + b * ldo;
         for (size_t n = 0; n < N; n++)
             o[n] = bias != NULL ? bias[n] : 0.0f;
         for (size_t k = 0; k < K; k++) {
-            const float x = in[b * K + k];
-            const float *wk = w + k * N;
+            const float x = in[b * ldi + k];
+            const float *wk = w + k * ldw;
             for (size_t n = 0; n < N; n++)
                 o[n] = fmaf(x, wk[n], o[n]);
         }
     }
 }
 
-void dense_backward_weights_scalar(float *dw, float *dbias, const float *in, const float *dout,
-                                   size_t B, size_t K, size_t N, int accumulate)
+static void backward_weights_ld_scalar(float *dw, size_t ldw, float *dbias, const float *in, size_t ldi,
+                                       const float *dout, size_t ldd, size_t B, size_t K, size_t N, int accumulate)
 {
     for (size_t k = 0; k < K; k++) {
         for (size_t n = 0; n < N; n++) {
             float s = 0.0f;
             for (size_t b = 0; b < B; b++)
-                s = fmaf(in[b * K + k], dout[b * N + n], s);
-            dw[k * N + n] = accumulate ? dw[k * N + n] + s : s;
+                s = fmaf(in[b * ldi + k], dout[b * ldd + n], s);
+            dw[k * ldw + n] = accumulate ? dw[k * ldw + n] + s : s;
         }
     }
     if (dbias != NULL) {
         for (size_t n = 0; n < N; n++) {
             float s = 0.0f;
             for (size_t b = 0; b < B; b++)
-                s = s + dout[b * N + n];
+                s = s + dout[b * ldd + n];
             dbias[n] = accumulate ? dbias[n] + s : s;
         }
     }
+}
+
+void dense_forward_scalar(float *out, const float *in, const float *w, const float *bias,
+                          size_t B, size_t K, size_t N)
+{
+    forward_ld_scalar(out, N, in, K, w, N, bias, B, K, N);
+}
+
+void dense_backward_weights_scalar(float *dw, float *dbias, const float *in, const float *dout,
+                                   size_t B, size_t K, size_t N, int accumulate)
+{
+    backward_weights_ld_scalar(dw, N, dbias, in, K, dout, N, B, K, N, accumulate);
 }
 
 /* ---- Run-time choice of the path (engine/simd.c). ---- */
@@ -578,15 +592,16 @@ static void gemm_run(int path, const gemm *g, int start, int end, size_t rc)
         gemm_y(g, start, end, rc);
 }
 
-/* dbias[n] = (dbias[n] +) sum over b of dout[b][n]: vectorised over n, b in order. */
+/* dbias[n] = (dbias[n] +) sum over b of dout[b][n] (row b at dout + b·ldd):
+ * vectorised over n, b in order. */
 static __attribute__((target("avx2")))
-void dbias_y(float *dbias, const float *dout, size_t B, size_t N, int accumulate)
+void dbias_y(float *dbias, const float *dout, size_t ldd, size_t B, size_t N, int accumulate)
 {
     size_t n = 0;
     for (; n + 8 <= N; n += 8) {
         __m256 s = _mm256_setzero_ps();
         for (size_t b = 0; b < B; b++)
-            s = _mm256_add_ps(s, _mm256_loadu_ps(dout + b * N + n));
+            s = _mm256_add_ps(s, _mm256_loadu_ps(dout + b * ldd + n));
         if (accumulate)
             s = _mm256_add_ps(_mm256_loadu_ps(dbias + n), s);
         _mm256_storeu_ps(dbias + n, s);
@@ -594,7 +609,7 @@ void dbias_y(float *dbias, const float *dout, size_t B, size_t N, int accumulate
     for (; n < N; n++) {   /* the scalar twin's operations for the last columns */
         float s = 0.0f;
         for (size_t b = 0; b < B; b++)
-            s = s + dout[b * N + n];
+            s = s + dout[b * ldd + n];
         dbias[n] = accumulate ? dbias[n] + s : s;
     }
 }
@@ -665,25 +680,31 @@ void dense_transpose(float *dst, const float *src, size_t R, size_t C)
     dense_transpose_block(dst, R, src, C, R, C);
 }
 
-void dense_forward(float *out, const float *in, const float *w, const float *bias,
-                   size_t B, size_t K, size_t N)
+void dense_forward_ld(float *out, size_t ldo, const float *in, size_t ldi, const float *w, size_t ldw,
+                      const float *bias, size_t B, size_t K, size_t N)
 {
     const int path = current_path();
 #if DENSE_X86
     if (path != PATH_SCALAR) {
         if (B == 0 || N == 0)
             return;
-        const gemm g = { out, N, in, K, 1, w, N, bias, B, K, N };
+        const gemm g = { out, ldo, in, ldi, 1, w, ldw, bias, B, K, N };
         gemm_run(path, &g, bias != NULL ? START_BIAS : START_ZERO, END_STORE, FWD_RC);
         return;
     }
 #endif
     (void)path;
-    dense_forward_scalar(out, in, w, bias, B, K, N);
+    forward_ld_scalar(out, ldo, in, ldi, w, ldw, bias, B, K, N);
 }
 
-void dense_backward_weights(float *dw, float *dbias, const float *in, const float *dout,
-                            size_t B, size_t K, size_t N, int accumulate)
+void dense_forward(float *out, const float *in, const float *w, const float *bias,
+                   size_t B, size_t K, size_t N)
+{
+    dense_forward_ld(out, N, in, K, w, N, bias, B, K, N);
+}
+
+void dense_backward_weights_ld(float *dw, size_t ldw, float *dbias, const float *in, size_t ldi,
+                               const float *dout, size_t ldd, size_t B, size_t K, size_t N, int accumulate)
 {
     const int path = current_path();
 #if DENSE_X86
@@ -692,16 +713,22 @@ void dense_backward_weights(float *dw, float *dbias, const float *in, const floa
             return;
         if (K > 0) {
             /* rows of A are the k of in (stride 1), the reduction runs over b
-             * (stride K). Never blocked over b: END_ADD needs the whole sum s
+             * (stride ldi). Never blocked over b: END_ADD needs the whole sum s
              * before it is added to dw. */
-            const gemm g = { dw, N, in, 1, K, dout, N, NULL, K, B, N };
+            const gemm g = { dw, ldw, in, 1, ldi, dout, ldd, NULL, K, B, N };
             gemm_run(path, &g, START_ZERO, accumulate ? END_ADD : END_STORE, SIZE_MAX);
         }
         if (dbias != NULL)
-            dbias_y(dbias, dout, B, N, accumulate);
+            dbias_y(dbias, dout, ldd, B, N, accumulate);
         return;
     }
 #endif
     (void)path;
-    dense_backward_weights_scalar(dw, dbias, in, dout, B, K, N, accumulate);
+    backward_weights_ld_scalar(dw, ldw, dbias, in, ldi, dout, ldd, B, K, N, accumulate);
+}
+
+void dense_backward_weights(float *dw, float *dbias, const float *in, const float *dout,
+                            size_t B, size_t K, size_t N, int accumulate)
+{
+    dense_backward_weights_ld(dw, N, dbias, in, K, dout, N, B, K, N, accumulate);
 }

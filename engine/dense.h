@@ -32,6 +32,19 @@ void dense_forward(float *out, const float *in, const float *w, const float *bia
 void dense_backward_weights(float *dw, float *dbias, const float *in, const float *dout,
                             size_t B, size_t K, size_t N, int accumulate);
 
+/* The same two on blocks of larger row-major matrices (a block of columns
+ * of w and of out, say): each matrix has its own leading dimension, the
+ * distance between its rows, so element (r, c) of out is out[r·ldo + c],
+ * of in in[r·ldi + c], of w or dw w[r·ldw + c], of dout dout[r·ldd + c]
+ * (each at least its row's width). Every element's sum is the one written
+ * above, so a block holds the bits the whole matrix has there; only the
+ * block's elements are written. dense_forward is dense_forward_ld with
+ * ldo = N, ldi = K, ldw = N; dense_backward_weights is ldw = N, ldi = K,
+ * ldd = N. */
+void dense_forward_ld(float *out, size_t ldo, const float *in, size_t ldi, const float *w, size_t ldw,
+                      const float *bias, size_t B, size_t K, size_t N);
+void dense_backward_weights_ld(float *dw, size_t ldw, float *dbias, const float *in, size_t ldi,
+                               const float *dout, size_t ldd, size_t B, size_t K, size_t N, int accumulate);
 /* dst[c][r] = src[r][c] for r < R, c < C: dst is [C][R], src [R][C], not
  * overlapping. A copy, so every path gives the same bits; the SIMD path
  * moves 8 x 8 blocks through registers. */

@@ -1,7 +1,9 @@
 /* test_dense.c — the dense kernels: every SIMD path the host offers equals the
  * scalar twin bit for bit, and the scalar twin equals a naive loop written
  * here from the text of dense.h, for many shapes (tails of every size) and
- * the MLP's real shapes; masked stores never touch memory past the output. */
+ * the MLP's real shapes; masked stores never touch memory past the output;
+ * blocks of larger matrices (the _ld forms) get the contiguous call's bits
+ * and nothing outside them changes. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -201,6 +203,85 @@ static void check_shape(size_t B, size_t K, size_t N)
     dense_set_simd(prev);
     free(in); free(w); free(bias); free(dout); free(g); free(gb);
     free(ref); free(got); free(refw); free(gotw); free(refb); free(gotb);
+}
+
+/* A block of larger matrices (dense_forward_ld, dense_backward_weights_ld):
+ * out, in and w (dw, dout) each inside a matrix of its own leading
+ * dimension, at a column offset; the block must get the bits the
+ * contiguous call gives on copies of the same blocks, on every path, and
+ * nothing outside the block may change. */
+static void check_block(size_t B, size_t K, size_t N)
+{
+    const size_t oo = below(20), oi = below(20), ow = below(20), od = below(20);   /* column offsets */
+    const size_t ldo = oo + N + below(40), ldi = oi + K + below(40), ldw = ow + N + below(40), ldd = od + N + below(40);
+    float *big_in = alloc_in(B * ldi), *big_w = alloc_in(K * ldw), *big_d = alloc_in(B * ldd);
+    float *big_o = alloc_in(B * ldo), *big_g = alloc_in(K * ldw), *bias = alloc_in(N);
+    float *o_before = alloc_out(B * ldo), *g_before = alloc_out(K * ldw);
+    float *in = alloc_out(B * K), *w = alloc_out(K * N), *d = alloc_out(B * N);
+    float *ref = alloc_out(B * N), *refw = alloc_out(K * N), *refb = alloc_out(N), *gotb = alloc_out(N);
+    for (size_t b = 0; b < B; b++) {
+        memcpy(in + b * K, big_in + b * ldi + oi, K * sizeof(float));
+        memcpy(d + b * N, big_d + b * ldd + od, N * sizeof(float));
+    }
+    for (size_t k = 0; k < K; k++)
+        memcpy(w + k * N, big_w + k * ldw + ow, N * sizeof(float));
+    memcpy(o_before, big_o, B * ldo * sizeof(float));
+    memcpy(g_before, big_g, K * ldw * sizeof(float));
+    const int prev = dense_set_simd(DENSE_SIMD_BEST);
+    for (int path = 0; path <= n_simd; path++) {
+        dense_set_simd(path == 0 ? DENSE_SIMD_OFF : simd_settings[path - 1]);
+        const char *name = path == 0 ? "scalar" : simd_names[path - 1];
+        for (int with_bias = 0; with_bias < 2; with_bias++) {
+            dense_forward(ref, in, w, with_bias ? bias : NULL, B, K, N);
+            memcpy(big_o, o_before, B * ldo * sizeof(float));
+            dense_forward_ld(big_o + oo, ldo, big_in + oi, ldi, big_w + ow, ldw, with_bias ? bias : NULL, B, K, N);
+            for (size_t b = 0; b < B; b++) {
+                if (memcmp(big_o + b * ldo + oo, ref + b * N, N * sizeof(float)) != 0)
+                    fail_msg("forward_ld %s B=%zu K=%zu N=%zu: row %zu differs from the contiguous call", name, B, K,
+                             N, b);
+                if (memcmp(big_o + b * ldo, o_before + b * ldo, oo * sizeof(float)) != 0 ||
+                    memcmp(big_o + b * ldo + oo + N, o_before + b * ldo + oo + N, (ldo - oo - N) * sizeof(float)) != 0)
+                    fail_msg("forward_ld %s B=%zu K=%zu N=%zu: wrote outside the block in row %zu", name, B, K, N, b);
+            }
+        }
+        for (int accumulate = 0; accumulate < 2; accumulate++) {
+            for (size_t k = 0; k < K; k++)
+                memcpy(refw + k * N, g_before + k * ldw + ow, N * sizeof(float));
+            memcpy(refb, bias, N * sizeof(float));
+            memcpy(gotb, bias, N * sizeof(float));
+            dense_backward_weights(refw, refb, in, d, B, K, N, accumulate);
+            memcpy(big_g, g_before, K * ldw * sizeof(float));
+            dense_backward_weights_ld(big_g + ow, ldw, gotb, big_in + oi, ldi, big_d + od, ldd, B, K, N, accumulate);
+            assert_memory_equal(refb, gotb, N * sizeof(float));
+            for (size_t k = 0; k < K; k++) {
+                if (memcmp(big_g + k * ldw + ow, refw + k * N, N * sizeof(float)) != 0)
+                    fail_msg("backward_ld %s B=%zu K=%zu N=%zu acc=%d: row %zu differs from the contiguous call",
+                             name, B, K, N, accumulate, k);
+                if (memcmp(big_g + k * ldw, g_before + k * ldw, ow * sizeof(float)) != 0 ||
+                    memcmp(big_g + k * ldw + ow + N, g_before + k * ldw + ow + N,
+                           (ldw - ow - N) * sizeof(float)) != 0)
+                    fail_msg("backward_ld %s B=%zu K=%zu N=%zu: wrote outside the block in row %zu", name, B, K, N,
+                             k);
+            }
+        }
+    }
+    dense_set_simd(prev);
+    free(big_in); free(big_w); free(big_d); free(big_o); free(big_g); free(bias);
+    free(o_before); free(g_before); free(in); free(w); free(d);
+    free(ref); free(refw); free(refb); free(gotb);
+}
+
+/* Blocks of random shapes (every row tail of the tiles, vector tails),
+ * and the halves and quarters of the MLP's layers that a split of their
+ * columns would compute. */
+static void test_leading_dimensions(void **state)
+{
+    (void)state;
+    for (int i = 0; i < 60; i++)
+        check_block(1 + below(13), 1 + below(70), 1 + below(140));
+    const size_t shapes[][3] = { { 64, 784, 128 }, { 64, 256, 128 }, { 64, 784, 64 }, { 64, 256, 64 }, { 64, 10, 128 } };
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++)
+        check_block(shapes[i][0], shapes[i][1], shapes[i][2]);
 }
 
 /* Every N in 1..70 (all tails of 8 and 16 floats, one to four vectors and
@@ -488,6 +569,7 @@ int main(void)
         cmocka_unit_test(test_set_simd_off),
         cmocka_unit_test(test_all_tails),
         cmocka_unit_test(test_random_shapes),
+        cmocka_unit_test(test_leading_dimensions),
         cmocka_unit_test(test_empty_dims),
         cmocka_unit_test(test_real_shapes),
         cmocka_unit_test(test_broadcast_forms),
