@@ -6,7 +6,12 @@
 # steps at 2 threads, with its evaluations and the record), wall time,
 # median of GOL_REPS runs. Goals: checkerboard step <= 12 ms at 2 threads,
 # async checkerboard step <= half of BASE_ASYNC_MS (the README's figure
-# before the change, 38.1 ms), gol training <= 1 s.
+# before the change, 38.1 ms), gol training <= 1 s. Under each step row, a
+# pair line: in each repetition two 1-thread runs also run at once, as two
+# processes sharing nothing, against the 1-thread run alone of the same
+# repetition: what the two cores give right now (a busy host lowers it),
+# and the 2-thread run against that (README, "The MLP against the
+# processor's limit": the same line for the MLP).
 set -e
 BIN=${1:-build/lockstep}
 REPS=${REPS:-7}
@@ -21,14 +26,36 @@ spread_ms() {
         m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
         printf "%.2f [%.2f..%.2f]", m, v[1], v[NR] }'
 }
-step_ms() {   # task steps flags... -> "median1 [..] median2 [..]"
+# median [min..max] of the numbers on stdin, one a line, with a format
+spread() {
+    sort -g | awk -v f="$1" '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit }
+        m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
+        printf f " [" f ".." f "]", m, v[1], v[NR] }'
+}
+one_step_us() {   # task steps flags... -> a 1-thread step in us
+    task=$1 steps=$2
+    shift 2
+    "$BIN" bench --task "$task" "$@" --threads 1 --steps "$steps" --reps 1 2>/dev/null | awk '$1 == 1 && NF > 6 { print $7 }'
+}
+step_ms() {   # task steps flags... -> "median1 [..] median2 [..]"; the pair in $tmp/pair, $tmp/share
     task=$1 steps=$2
     shift 2
     : >"$tmp/s1"
     : >"$tmp/s2"
+    : >"$tmp/pair"
+    : >"$tmp/share"
     for r in $(seq 1 "$REPS"); do
-        "$BIN" bench --task "$task" "$@" --threads 1,2 --steps "$steps" --reps 1 2>/dev/null |
-            awk -v f1="$tmp/s1" -v f2="$tmp/s2" '$1 == 1 && NF > 6 { print $7 >>f1 } $1 == 2 && NF > 6 { print $7 >>f2 }'
+        "$BIN" bench --task "$task" "$@" --threads 1,2 --steps "$steps" --reps 1 2>/dev/null >"$tmp/rep"
+        awk -v f1="$tmp/s1" -v f2="$tmp/s2" '$1 == 1 && NF > 6 { print $7 >>f1 } $1 == 2 && NF > 6 { print $7 >>f2 }' "$tmp/rep"
+        one_step_us "$task" "$steps" "$@" >"$tmp/pa" &
+        pid=$!
+        one_step_us "$task" "$steps" "$@" >"$tmp/pb"
+        wait "$pid"
+        # the pair's steps per unit of time against one alone's: t1/ta + t1/tb
+        cat "$tmp/rep" "$tmp/pa" "$tmp/pb" | awk -v fp="$tmp/pair" -v fs="$tmp/share" '
+            $1 == 1 && NF > 6 { t1 = $7 } $1 == 2 && NF > 6 { t2 = $7 } NF == 1 { p[++n] = $1 }
+            END { if (t1 > 0 && t2 > 0 && n == 2 && p[1] > 0 && p[2] > 0) {
+                      pair = t1 / p[1] + t1 / p[2]; print pair >>fp; print 100 * (t1 / t2) / pair >>fs } }'
     done
     echo "$(spread_ms <"$tmp/s1") $(spread_ms <"$tmp/s2")"
 }
@@ -46,6 +73,7 @@ for row in "gol 300 gol" "checkerboard 10 checkerboard" "checkerboard 6 async --
     esac
     case $goal in NOT*) fail=1 ;; esac
     printf '%-22s %-22s %-22s %s\n' "$label step ms" "$1 $2" "$3 $4" "$goal"
+    echo "  pair: two 1-thread runs at once, $(spread %.2f <"$tmp/pair") x one alone; 2 threads reach $(spread %.0f%% <"$tmp/share") of the pair"
 done
 for r in $(seq 1 "$GOL_REPS"); do
     rm -rf "$tmp/gol.db" "$tmp/gol.db.ckpt"
