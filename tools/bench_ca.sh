@@ -20,17 +20,16 @@ BASE_ASYNC_MS=${BASE_ASYNC_MS:-38.1}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 echo "bench_ca: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, $(date -u '+%Y-%m-%d %H:%M UTC'), simd ${LOCKSTEP_SIMD:-default}"
-# median [min..max] of the numbers on stdin, one a line, in ms from us
-spread_ms() {
-    sort -g | awk '{ v[NR] = $1 / 1000 } END { if (NR == 0) { print "- -"; exit }
-        m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
-        printf "%.2f [%.2f..%.2f]", m, v[1], v[NR] }'
-}
-# median [min..max] of the numbers on stdin, one a line, with a format
+# median [min..max] of the numbers on stdin, one a line, in printf format $1
+# ("- -" when there are none: two words, as a figure and its spread)
 spread() {
-    sort -g | awk -v f="$1" '{ v[NR] = $1 } END { if (NR == 0) { print "-"; exit }
+    sort -g | awk -v f="$1" '{ v[NR] = $1 } END { if (NR == 0) { print "- -"; exit }
         m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2
         printf f " [" f ".." f "]", m, v[1], v[NR] }'
+}
+# the same of microseconds, in ms
+spread_ms() {
+    awk '{ print $1 / 1000 }' | spread %.2f
 }
 one_step_us() {   # task steps flags... -> a 1-thread step in us
     task=$1 steps=$2
