@@ -23,7 +23,7 @@ LS_PINNED := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -ffp-contract=
 WARN      := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes \
              -Wmissing-prototypes -Wpointer-arith -Wformat=2 $(WERROR)
 # PIC and INC_BUILD are set per target below (library objects, build facts).
-ALL_CFLAGS = $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) $(PIC) -Iinclude $(INC_BUILD) $(XXH_DISPATCH) -pthread -MMD -MP
+ALL_CFLAGS = $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) $(PIC) -I. -Iinclude $(INC_BUILD) $(XXH_DISPATCH) -pthread -MMD -MP
 # Debian's libxxhash picks SSE2, AVX2 or AVX-512 at run time (record/hash.c).
 XXH_DISPATCH := $(if $(wildcard /usr/include/xxh_x86dispatch.h),-DLS_XXH_DISPATCH)
 LIBS      := -lsqlite3 -lxxhash -lpng -lz -lm -pthread
@@ -42,7 +42,8 @@ VERSION       := $(VERSION_MAJOR).$(VERSION_MINOR).$(VERSION_PATCH)
 $(if $(and $(VERSION_MAJOR),$(VERSION_MINOR),$(VERSION_PATCH)),,\
   $(error include/lockstep.h: LS_VERSION_MAJOR/MINOR/PATCH not found))
 
-LIB_SRC  := $(wildcard base/*.c engine/*.c reduce/*.c record/*.c)
+# engine/ is in rooms (docs/architecture.md): core, num, data, graph, models/<family>, tasks.
+LIB_SRC  := $(wildcard base/*.c reduce/*.c record/*.c engine/*.c engine/*/*.c engine/*/*/*.c engine/*/*/*/*.c engine/*/*/*/*/*.c)
 LIB_OBJ  := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 TOOL_SRC := $(filter-out tools/mpi_main.c,$(wildcard tools/*.c))
 TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
@@ -191,9 +192,9 @@ FORCE:
 # The files that read the build facts: the tools, and engine/session.c, which
 # records them with every run. (A rule for an object nobody asks for is
 # inert, so this one is harmless in a tree without that file.)
-$(TOOL_OBJ) $(BUILD)/obj/engine/session.o: $(BUILD)/buildinfo.h
+$(TOOL_OBJ) $(BUILD)/obj/engine/core/session.o: $(BUILD)/buildinfo.h
 $(BUILD)/obj/tools/%.o: INC_BUILD := -I$(BUILD)
-$(BUILD)/obj/engine/session.o: INC_BUILD := -I$(BUILD)
+$(BUILD)/obj/engine/core/session.o: INC_BUILD := -I$(BUILD)
 
 $(BIN): $(TOOL_OBJ) $(LIB)
 	@echo "LD $@"
@@ -269,7 +270,7 @@ $(MPI_BIN): tools/mpi_main.c $(filter-out $(BUILD)/obj/tools/lockstep.o,$(TOOL_O
 	  { echo "lockstep: no $(MPICC) (Debian packages libopenmpi-dev openmpi-bin): run 'make deps' as root" >&2; exit 2; }
 	@mkdir -p $(BUILD)/obj/tools
 	@echo "CC $< (MPI)"
-	@$(CC) $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) -Iinclude -I$(BUILD) -pthread $(MPI_CFLAGS) \
+	@$(CC) $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) -I. -Iinclude -I$(BUILD) -pthread $(MPI_CFLAGS) \
 	    -c $< -o $(BUILD)/obj/tools/mpi_main.o
 	@echo "LD $@"
 	@$(CC) $(OPT) $(CFLAGS) $(LDFLAGS) -o $@ $(BUILD)/obj/tools/mpi_main.o \

@@ -1,5 +1,5 @@
 /* file.c — see file.h. */
-#include "file.h"
+#include "base/file.h"
 
 #include <errno.h>
 #include <fcntl.h>

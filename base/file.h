@@ -8,7 +8,7 @@
 
 #include <stddef.h>
 
-#include "../include/lockstep.h"
+#include "include/lockstep.h"
 
 /* *fd: open for reading, blocking, close-on-exec; *size: its size in bytes.
  * LS_EIO with one line naming the path: it cannot be opened, or it is a

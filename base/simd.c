@@ -1,5 +1,5 @@
 /* simd.c — which hand-written SIMD path the kernels take (see simd.h). */
-#include "simd.h"
+#include "base/simd.h"
 
 #include <pthread.h>
 #include <stdlib.h>

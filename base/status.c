@@ -1,6 +1,6 @@
 /* status.c — the version, text for result codes and the ls_fail helper:
  * the bottom of the library, which every layer may use. */
-#include "../include/lockstep.h"
+#include "include/lockstep.h"
 
 #include <stdarg.h>
 #include <stdio.h>

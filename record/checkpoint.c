@@ -15,7 +15,7 @@
  * with version 1 admitted too (its header is version 2's without the owner,
  * so one parser reads both, the header size telling where the payload is).
  */
-#include "checkpoint.h"
+#include "record/checkpoint.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +26,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
-#include "hash.h"
+#include "record/hash.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
 #define CKPT_BIG_ENDIAN 1

@@ -56,7 +56,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../include/lockstep.h"
+#include "include/lockstep.h"
 
 #define CKPT_MAGIC "LKSTCKPT"
 #define CKPT_VERSION 2

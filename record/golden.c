@@ -23,7 +23,7 @@
  * Parsing runs twice over the text: a first pass validates and counts, the
  * second fills one allocation holding the steps and the config text.
  */
-#include "golden.h"
+#include "record/golden.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -35,7 +35,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../base/file.h"
+#include "base/file.h"
 
 #define GOLDEN_MAGIC "# lockstep golden v1"
 _Static_assert(LS_GOLDEN_FORMAT == 1, "the golden format in include/lockstep.h is the one this file reads and writes");

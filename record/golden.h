@@ -19,8 +19,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "../include/lockstep.h"
-#include "hash.h"
+#include "include/lockstep.h"
+#include "record/hash.h"
 
 /* A golden file pins seconds of training, checked at four thread counts by
  * every test run: the command line refuses to make or run one of more steps

@@ -12,9 +12,9 @@
  * else streamed through an XXH3 state block by block; a block with a NaN
  * (or a big-endian host) streams canonical copies instead.
  */
-#include "hash.h"
+#include "record/hash.h"
 
-#include "../base/simd.h"
+#include "base/simd.h"
 
 #include <string.h>
 

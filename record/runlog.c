@@ -34,7 +34,7 @@
  * Errors: every SQLite failure is LS_EDB with "PATH: what: sqlite message";
  * nothing here prints.
  */
-#include "runlog.h"
+#include "record/runlog.h"
 
 #include <errno.h>
 #include <fcntl.h>

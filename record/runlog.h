@@ -29,8 +29,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../include/lockstep.h"
-#include "hash.h"
+#include "include/lockstep.h"
+#include "record/hash.h"
 
 #define RUNLOG_APPLICATION_ID 0x4c4b5354  /* "LKST" */
 #define RUNLOG_SCHEMA_VERSION LS_RECORD_SCHEMA   /* frozen: see include/lockstep.h */

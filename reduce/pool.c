@@ -33,7 +33,7 @@
  * wakeup is lost. The caller's wait for the last part works the same way.
  */
 #define _GNU_SOURCE   /* sched_getaffinity, CPU_COUNT */
-#include "pool.h"
+#include "reduce/pool.h"
 
 #include <pthread.h>
 #include <sched.h>

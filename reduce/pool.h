@@ -24,7 +24,7 @@
 
 #include <stddef.h>
 
-#include "../include/lockstep.h"
+#include "include/lockstep.h"
 
 #define POOL_MAX_THREADS 256
 

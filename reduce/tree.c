@@ -6,9 +6,9 @@
  * allocate; a plan that needs more room grows the workspace first, on the
  * calling thread.
  */
-#include "tree.h"
+#include "reduce/tree.h"
 
-#include "../base/simd.h"
+#include "base/simd.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -20,8 +20,8 @@
 
 #include <stddef.h>
 
-#include "pool.h"
-#include "../include/lockstep.h"
+#include "reduce/pool.h"
+#include "include/lockstep.h"
 
 #define TREE_MAX_DEPTH 64
 

@@ -9,7 +9,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 
-#include "proc_util.h"
+#include "tests/proc_util.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "../include/lockstep.h"
+#include "include/lockstep.h"
 
 #define PYTHON "/usr/bin/python3"
 

@@ -24,11 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../include/lockstep.h"
+#include "include/lockstep.h"
 #include <unistd.h>
 
-#include "../record/hash.h"
-#include "proc_util.h"
+#include "record/hash.h"
+#include "tests/proc_util.h"
 
 static char g_bin[PATH_MAX];
 

@@ -66,7 +66,7 @@
 #include <xxhash.h>
 #include <zlib.h>
 
-#include "proc_util.h"
+#include "tests/proc_util.h"
 
 static char g_bin[PATH_MAX];
 

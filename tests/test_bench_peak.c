@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "proc_util.h"
+#include "tests/proc_util.h"
 
 static char bin[PATH_MAX];
 

@@ -32,9 +32,9 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "../engine/train.h"
-#include "../record/checkpoint.h"
-#include "../record/hash.h"
+#include "engine/core/train.h"
+#include "record/checkpoint.h"
+#include "record/hash.h"
 
 static char g_dir[64];
 

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proc_util.h"
+#include "tests/proc_util.h"
 
 static char g_bin[PATH_MAX];
 

@@ -19,9 +19,9 @@
 
 #include <cmocka.h>
 
-#include "../engine/cliques.h"
-#include "../engine/graph.h"
-#include "../reduce/pool.h"
+#include "engine/graph/cliques.h"
+#include "engine/graph/graph.h"
+#include "reduce/pool.h"
 
 static const int thread_counts[4] = {1, 2, 3, 8};
 static pool *pools[4];

@@ -47,7 +47,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
-#include "proc_util.h"
+#include "tests/proc_util.h"
 
 static char g_bin[PATH_MAX];
 

@@ -21,8 +21,8 @@
 #include <xxhash.h>
 #include <zlib.h>
 
-#include "../engine/dataset.h"
-#include "../engine/rng.h"
+#include "engine/data/dataset.h"
+#include "engine/num/rng.h"
 
 static const char *const FILES[4] = {
     "train-images-idx3-ubyte.gz",

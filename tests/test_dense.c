@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/dense.h"
+#include "engine/num/dense.h"
 
 /* Guard floats after every output buffer: a stray store changes them. */
 #define GUARD 32

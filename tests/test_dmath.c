@@ -24,7 +24,7 @@
 #define HAVE_MXCSR 1
 #endif
 
-#include "../engine/dmath.h"
+#include "engine/num/dmath.h"
 
 /* Bounds asserted by the sweeps. The measured maxima are lower (about 0.8
  * ulp for the double functions); the contract asks for a few ulps. */

@@ -38,15 +38,15 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../engine/config.h"
-#include "../engine/dataset.h"
-#include "../engine/logic.h"
-#include "../engine/logic_ca.h"
-#include "../engine/rng.h"
-#include "../engine/train.h"
-#include "../record/hash.h"
-#include "../record/runlog.h"
-#include "proc_util.h"
+#include "engine/core/config.h"
+#include "engine/data/dataset.h"
+#include "engine/models/logic/logic.h"
+#include "engine/models/logic_ca/logic_ca.h"
+#include "engine/num/rng.h"
+#include "engine/core/train.h"
+#include "record/hash.h"
+#include "record/runlog.h"
+#include "tests/proc_util.h"
 
 /* The width of a logic network's last layer. */
 static size_t cfg_last_layer(const ls_config *cfg)

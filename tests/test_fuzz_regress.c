@@ -36,7 +36,7 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 
-#include "fuzz/fuzz_replay.h"
+#include "tests/fuzz/fuzz_replay.h"
 
 #define PATH_CAP 4096
 #define GZ_HEADROOM ((size_t)512 << 20)

@@ -16,9 +16,9 @@
 
 #include <cmocka.h>
 
-#include "../engine/ged.h"
-#include "../engine/graph.h"
-#include "../reduce/pool.h"
+#include "engine/graph/ged.h"
+#include "engine/graph/graph.h"
+#include "reduce/pool.h"
 
 static const int thread_counts[4] = {1, 2, 3, 8};
 static pool *pools[4];

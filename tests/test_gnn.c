@@ -26,11 +26,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../engine/config.h"
-#include "../engine/gnn.h"
-#include "../engine/graph.h"
-#include "../engine/model.h"
-#include "../include/lockstep.h"
+#include "engine/core/config.h"
+#include "engine/models/gnn/gnn.h"
+#include "engine/graph/graph.h"
+#include "engine/core/model.h"
+#include "include/lockstep.h"
 
 static uint64_t rng_state = 1;
 

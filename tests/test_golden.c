@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../record/golden.h"
+#include "record/golden.h"
 
 /* A small local generator, so this test depends on no other module. */
 static uint64_t sm_state;

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "../engine/graph.h"
+#include "engine/graph/graph.h"
 
 static char dir[64];
 

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "../record/hash.h"
+#include "record/hash.h"
 
 /* Little-endian bytes written with shifts: independent of the host's order. */
 static void put32(unsigned char *dst, uint32_t v)

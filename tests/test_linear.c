@@ -12,11 +12,11 @@
 
 #include <cmocka.h>
 
-#include "../engine/config.h"
-#include "../engine/dataset.h"
-#include "../engine/model.h"
-#include "../engine/train.h"
-#include "../record/hash.h"
+#include "engine/core/config.h"
+#include "engine/data/dataset.h"
+#include "engine/core/model.h"
+#include "engine/core/train.h"
+#include "record/hash.h"
 
 typedef struct {
     ls_config cfg;

@@ -20,9 +20,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/dmath.h"
-#include "../engine/logic.h"
-#include "../engine/rng.h"
+#include "engine/num/dmath.h"
+#include "engine/models/logic/logic.h"
+#include "engine/num/rng.h"
 
 static uint64_t rng_state = 0x243f6a8885a308d3ULL;
 

@@ -24,13 +24,13 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "../engine/config.h"
-#include "../engine/logic.h"
-#include "../engine/logic_ca.h"
-#include "../engine/train.h"
-#include "../record/hash.h"
-#include "../reduce/pool.h"
-#include "../engine/rng.h"
+#include "engine/core/config.h"
+#include "engine/models/logic/logic.h"
+#include "engine/models/logic_ca/logic_ca.h"
+#include "engine/core/train.h"
+#include "record/hash.h"
+#include "reduce/pool.h"
+#include "engine/num/rng.h"
 
 /* ---- the test's own random stream (independent of engine/rng) ---- */
 

@@ -14,12 +14,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/config.h"
-#include "../engine/dataset.h"
-#include "../engine/logic.h"
-#include "../engine/logic_net.h"
-#include "../engine/model.h"
-#include "../engine/rng.h"
+#include "engine/core/config.h"
+#include "engine/data/dataset.h"
+#include "engine/models/logic/logic.h"
+#include "engine/models/logic/logic_net.h"
+#include "engine/core/model.h"
+#include "engine/num/rng.h"
 
 static uint64_t rng_state = 0x13198a2e03707344ULL;
 

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "proc_util.h"
+#include "tests/proc_util.h"
 
 static char g_bin[PATH_MAX];
 

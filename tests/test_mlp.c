@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/dense.h"
-#include "../engine/dmath.h"
-#include "../engine/mlp.h"
-#include "../engine/rng.h"
+#include "engine/num/dense.h"
+#include "engine/num/dmath.h"
+#include "engine/models/mlp/mlp.h"
+#include "engine/num/rng.h"
 
 static uint64_t rng_state = 1;
 

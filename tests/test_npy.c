@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "../engine/npy.h"
+#include "engine/data/npy.h"
 
 #define PYTHON "/usr/bin/python3"
 

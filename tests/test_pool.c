@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "../reduce/pool.h"
+#include "reduce/pool.h"
 
 typedef struct {
     int calls[POOL_MAX_THREADS];

@@ -17,11 +17,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/model.h"
-#include "../engine/optim.h"
-#include "../engine/rng.h"
-#include "../engine/train.h"
-#include "../record/hash.h"
+#include "engine/core/model.h"
+#include "engine/core/optim.h"
+#include "engine/num/rng.h"
+#include "engine/core/train.h"
+#include "record/hash.h"
 
 typedef struct {
     size_t len;

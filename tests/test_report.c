@@ -26,11 +26,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../record/hash.h"
-#include "../record/runlog.h"
-#include "../tools/html.h"
-#include "../tools/runref.h"
-#include "proc_util.h"
+#include "record/hash.h"
+#include "record/runlog.h"
+#include "tools/html.h"
+#include "tools/runref.h"
+#include "tests/proc_util.h"
 
 static char g_bin[PATH_MAX];
 

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/rng.h"
+#include "engine/num/rng.h"
 
 static uint32_t fbits(float x)
 {

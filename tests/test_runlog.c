@@ -30,8 +30,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "../record/hash.h"
-#include "../record/runlog.h"
+#include "record/hash.h"
+#include "record/runlog.h"
 
 static char g_dir[64];
 

@@ -30,7 +30,7 @@
 #include <sqlite3.h>
 #include <xxhash.h>
 
-#include "../include/lockstep.h"
+#include "include/lockstep.h"
 
 
 static const int THREADS[] = { 1, 2, 3, 8 };

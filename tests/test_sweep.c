@@ -34,9 +34,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../engine/sweep.h"
-#include "../include/lockstep.h"
-#include "proc_util.h"
+#include "engine/core/sweep.h"
+#include "include/lockstep.h"
+#include "tests/proc_util.h"
 
 static char g_bin[PATH_MAX];
 

@@ -16,9 +16,9 @@
 
 #include <dirent.h>
 
-#include "../engine/train.h"
-#include "../record/golden.h"
-#include "../record/hash.h"
+#include "engine/core/train.h"
+#include "record/golden.h"
+#include "record/hash.h"
 
 static const int THREADS[] = { 1, 2, 3, 4, 7, 8, 16 };
 static const size_t BATCHES[] = { 1, 2, 5, 20, 64, 100 };

@@ -15,7 +15,7 @@
 #include <math.h>
 #include <time.h>
 
-#include "../reduce/tree.h"
+#include "reduce/tree.h"
 
 #define LEN 5          /* floats per leaf buffer: small, so the exhaustive sweep is quick */
 #define MAX_N 300

@@ -39,10 +39,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../engine/session.h"
-#include "../engine/train.h"
-#include "../include/lockstep.h"
-#include "proc_util.h"
+#include "engine/core/session.h"
+#include "engine/core/train.h"
+#include "include/lockstep.h"
+#include "tests/proc_util.h"
 
 #define PYTHON "/usr/bin/python3"
 #define DEADLINE 300.0

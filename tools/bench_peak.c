@@ -20,8 +20,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "../engine/dense.h"
-#include "tools.h"
+#include "engine/num/dense.h"
+#include "tools/tools.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define PEAK_X86 1

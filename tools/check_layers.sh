@@ -1,60 +1,101 @@
 #!/bin/sh
 # check_layers.sh — `make check-layers`: the folders are layers, and a file
-# may include only headers of its own folder or of a layer strictly below
-# it. Bottom to top:
+# may include only headers of its own layer or of a layer strictly below it
+# (docs/architecture.md). Bottom to top:
 #
-#   include/ (lockstep.h) < base/ < reduce/, record/ < engine/ < tools/
+#   include/ (lockstep.h) < base/ < reduce/, record/
+#     < engine/num/ < engine/data/, engine/graph/ < engine/core/
+#     < engine/models/ < engine/tasks/ < engine/ (builtins.c) < tools/
 #
-# reduce/ (worker pool, canonical tree) and record/ (hashes, SQLite record,
-# checkpoints, golden files) sit side by side and may not include each other:
-# the tree must not learn about the record, nor the record about threads.
-# Only `#include "..."` lines are read; system headers (<...>) are free.
-# A name without a folder ("hash.h", or "buildinfo.h" from -I$(BUILD)) is
-# the file's own folder. One line per offence, then exit 1.
+# Layers that share a rank sit side by side and may not include each other:
+# the tree must not learn about the record, nor the record about threads; a
+# data reader knows no graph algorithm. The model families under
+# engine/models/ form one layer (the logic CA reuses the gate kernels).
+# Includes are root-relative ("engine/core/config.h"); "buildinfo.h" comes
+# from -I$(BUILD) and belongs to the file's own layer.
+#
+# Names, not only includes: the core, the numerics, the readers and the
+# graph algorithms never name a model or a task (a string equal to a
+# registered name), and no model names a task or reads the config's task
+# name; only engine/tasks/ and engine/builtins.c know which task is which.
+# One line per offence, then exit 1.
 # Usage: sh tools/check_layers.sh [ROOT]   (default: the checkout above this script)
 root=${1:-$(dirname "$0")/..}
 cd "$root" || exit 2
 
-# Layer rank of a folder; reduce and record share one.
+# The layer a path belongs to (a folder path, or "" when it is no layer).
+layer() {
+    case $1 in
+    include/*) echo include ;;
+    base/*) echo base ;;
+    reduce/*) echo reduce ;;
+    record/*) echo record ;;
+    engine/num/*) echo engine/num ;;
+    engine/data/*) echo engine/data ;;
+    engine/graph/*) echo engine/graph ;;
+    engine/core/*) echo engine/core ;;
+    engine/models/*) echo engine/models ;;
+    engine/tasks/*) echo engine/tasks ;;
+    engine/*/*) echo "" ;;
+    engine/*) echo engine ;;
+    tools/*) echo tools ;;
+    *) echo "" ;;
+    esac
+}
+
 rank() {
     case $1 in
     include) echo 0 ;;
     base) echo 1 ;;
     reduce | record) echo 2 ;;
-    engine) echo 3 ;;
-    tools) echo 4 ;;
+    engine/num) echo 3 ;;
+    engine/data | engine/graph) echo 4 ;;
+    engine/core) echo 5 ;;
+    engine/models) echo 6 ;;
+    engine/tasks) echo 7 ;;
+    engine) echo 8 ;;
+    tools) echo 9 ;;
     *) echo "" ;;
     esac
 }
 
+sources=$(find include base reduce record engine tools -name '*.[ch]' 2>/dev/null | LC_ALL=C sort)
 fail=0
 n=0
-for f in include/*.[ch] base/*.[ch] reduce/*.[ch] record/*.[ch] engine/*.[ch] tools/*.[ch]; do
-    [ -f "$f" ] || continue
+for f in $sources; do
     n=$((n + 1))
-    dir=${f%%/*}
-    own=$(rank "$dir")
+    own=$(layer "$f")
+    if [ -z "$own" ]; then
+        echo "$f: not in a layer (engine/ holds core, num, data, graph, models, tasks and builtins.c)"
+        fail=1
+        continue
+    fi
+    own_rank=$(rank "$own")
     # "line:target" for every quoted include (spaces allowed around '#').
     out=$(grep -n '^[[:space:]]*#[[:space:]]*include[[:space:]]*"' "$f" |
         sed 's/^\([0-9]*\):[^"]*"\([^"]*\)".*/\1:\2/') || true
     [ -n "$out" ] || continue
     # A here-document, not a pipe, so `fail` is set in this shell.
     while IFS=: read -r line target; do
-        # The folder the include resolves to, from the file's own folder.
+        [ "$target" = buildinfo.h ] && continue
         case $target in
-        ../*/*) to=${target#../}; to=${to%%/*} ;;
-        */*) to="$dir/${target%%/*}" ;;   # a subfolder: not a layer
-        ../*) to=".." ;;
-        *) to=$dir ;;
+        */*) ;;
+        *)
+            echo "$f:$line: includes $target (includes are root-relative: folder/file.h)"
+            fail=1
+            continue
+            ;;
         esac
-        if [ "$to" = "$dir" ]; then continue; fi
-        other=$(rank "$to")
-        if [ -n "$other" ] && [ "$other" -lt "$own" ]; then continue; fi
-        if [ -z "$other" ]; then
-            echo "$f:$line: includes $target (layer $dir may not include $to, which is not a layer)"
-        else
-            echo "$f:$line: includes $target (layer $dir may not include layer $to)"
+        if [ ! -f "$target" ]; then
+            echo "$f:$line: includes $target, which does not exist (includes are root-relative)"
+            fail=1
+            continue
         fi
+        to=$(layer "$target")
+        [ "$to" = "$own" ] && continue
+        other=$(rank "$to")
+        if [ -n "$other" ] && [ "$other" -lt "$own_rank" ]; then continue; fi
+        echo "$f:$line: includes $target (layer $own may not include layer ${to:-outside the layers})"
         fail=1
     done <<EOF_INCLUDES
 $out
@@ -64,7 +105,37 @@ if [ "$n" -eq 0 ]; then
     echo "check-layers: no sources found under $root" >&2
     exit 2
 fi
+
+# The registered names: tasks from engine/tasks/, models from engine/models/.
+names_in() {
+    find "$1" -name '*.c' -exec sed -n 's/^[[:space:]]*\.name[[:space:]]*=[[:space:]]*"\([^"]*\)".*/\1/p' {} + |
+        LC_ALL=C sort -u
+}
+tasks=$(names_in engine/tasks)
+models=$(names_in engine/models)
+# name_check FOLDER WHAT NAMES: a string literal equal to one of NAMES.
+name_check() {
+    for name in $3; do
+        hits=$(find "$1" -name '*.[ch]' -exec grep -n -F "\"$name\"" {} + 2>/dev/null) || true
+        [ -n "$hits" ] || continue
+        echo "$hits" | while IFS= read -r hit; do
+            echo "${hit%%:*}:$(echo "$hit" | cut -d: -f2): names the $2 \"$name\" (layer ${1} may not know which $2 is which)"
+        done
+        fail=1
+    done
+}
+for dir in engine/core engine/num engine/data engine/graph; do
+    name_check "$dir" task "$tasks"
+    name_check "$dir" model "$models"
+done
+name_check engine/models task "$tasks"
+hits=$(grep -rnE '(str|mem)n?cmp\([^;]*(->|\.)task\b' engine/models 2>/dev/null) || true
+if [ -n "$hits" ]; then
+    echo "$hits" | sed 's/$/  (a model compares the task name: a task passes what differs through its settings)/'
+    fail=1
+fi
+
 if [ "$fail" -ne 0 ]; then
     exit 1
 fi
-echo "check-layers: $n files, every include goes to its own folder or a lower layer"
+echo "check-layers: $n files, every include goes to its own layer or a lower one, no model or core file names a task"

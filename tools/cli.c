@@ -1,5 +1,5 @@
 /* cli.c — flag parsing shared by the subcommands. */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../reduce/pool.h"
+#include "reduce/pool.h"
 
 int cli_exit_code(ls_status st)
 {

@@ -37,7 +37,7 @@
  * characters (\n, \t, \r, else \u00XX) and the reader takes exactly those
  * escapes back (and \/, \b, \f, \uXXXX below 0x80), nothing more.
  */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -47,9 +47,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../engine/audit.h"
-#include "../engine/dense.h"
-#include "../record/checkpoint.h"
+#include "engine/core/audit.h"
+#include "engine/num/dense.h"
+#include "record/checkpoint.h"
 #include "buildinfo.h"
 
 #define CERT_MAX_BYTES (1u << 20)

@@ -50,7 +50,7 @@
  * Either way the values are θ's bits unchanged: their XXH3 (param_hash) is
  * the record's, which the summary line prints.
  */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -61,9 +61,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../engine/logic.h"
-#include "../engine/logic_ca.h"
-#include "../engine/rng.h"
+#include "engine/models/logic/logic.h"
+#include "engine/models/logic_ca/logic_ca.h"
+#include "engine/num/rng.h"
 
 /* ---- shared helpers: the run, the output file ------------------------------------------------- */
 

@@ -1,5 +1,5 @@
 /* cmd_golden.c — `lockstep golden check|update`: reference runs pinned as text. */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <errno.h>
 #include <glob.h>
@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../engine/train.h"
-#include "../record/golden.h"
+#include "engine/core/train.h"
+#include "record/golden.h"
 
 static const int CHECK_THREADS[] = { 1, 2, 3, 8 };
 

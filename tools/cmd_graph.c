@@ -2,7 +2,7 @@
  * (engine/cliques.h, engine/ged.h) on graph files (engine/graph.h), their
  * answers on stdout for scripts, timings on stderr (on a terminal, or with
  * --time). Bad input exits 2 with one line naming file, line and field. */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -11,10 +11,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../engine/cliques.h"
-#include "../engine/ged.h"
-#include "../engine/graph.h"
-#include "../reduce/pool.h"
+#include "engine/graph/cliques.h"
+#include "engine/graph/ged.h"
+#include "engine/graph/graph.h"
+#include "reduce/pool.h"
 
 static void graph_usage(FILE *f)
 {

@@ -8,7 +8,7 @@
  * and run it belongs to (record/checkpoint.h), and only a file whose header
  * names this database's identity now, this run and its registered step is
  * deleted; an imported run's files stay their writer's. */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -16,7 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "../record/checkpoint.h"
+#include "record/checkpoint.h"
 
 #define MANAGE_MAX_ARGS 256
 

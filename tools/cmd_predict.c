@@ -22,12 +22,12 @@
  * the feature count is the model instance's) and an output path that is the
  * record.
  */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/npy.h"
+#include "engine/data/npy.h"
 
 #define PREDICT_CHUNK 1024
 

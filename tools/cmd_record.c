@@ -1,8 +1,8 @@
 /* cmd_record.c — `lockstep runs`, `lockstep show`, `lockstep verify`. */
-#include "tools.h"
+#include "tools/tools.h"
 
-#include "compare.h"
-#include "runref.h"
+#include "tools/compare.h"
+#include "tools/runref.h"
 
 #include <errno.h>
 #include <fnmatch.h>

@@ -29,7 +29,7 @@
  * lines, not framed at the outer edge; empty slots of the last row are grey.
  * Frame (row r, column q) starts at pixel (q·(G·K + 1), r·(G·K + 1)).
  */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <errno.h>
 #include <png.h>
@@ -37,8 +37,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../engine/logic_ca.h"
-#include "../engine/rng.h"
+#include "engine/models/logic_ca/logic_ca.h"
+#include "engine/num/rng.h"
 
 #define RENDER_MAX_SIDE 1024
 #define RENDER_MAX_STEPS 10000

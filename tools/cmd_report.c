@@ -22,7 +22,7 @@
  * without bound (evaluations, verdicts, audits) show at most a fixed number,
  * saying so; the page stays well under 2 MB.
  */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -30,9 +30,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "compare.h"
-#include "html.h"
-#include "runref.h"
+#include "tools/compare.h"
+#include "tools/html.h"
+#include "tools/runref.h"
 
 #define REPORT_MAX_RUNS 16
 #define REPORT_MAX_EVAL_ROWS 200      /* evaluation rows shown per run (all are plotted) */

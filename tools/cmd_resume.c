@@ -1,7 +1,7 @@
 /* cmd_resume.c — `lockstep resume`: continue an interrupted run from its
  * newest checkpoint, proving on the way that the recorded steps after the
  * checkpoint are reproduced bit for bit (tools/run.c, run_resume). */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <stdlib.h>
 #include <string.h>

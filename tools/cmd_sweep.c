@@ -11,14 +11,14 @@
  * sweep-<UTC date>-<time>, which is also the sweep id). Everything is checked
  * (flags, names, data) before the first run is recorded.
  */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "../engine/sweep.h"
-#include "../reduce/pool.h"
+#include "engine/core/sweep.h"
+#include "reduce/pool.h"
 
 #define SWEEP_MAX_AXES 16
 #define SWEEP_MAX_RUNS 1024

@@ -1,12 +1,12 @@
 /* cmd_train.c — `lockstep train`, `lockstep equiv` and `lockstep bench`. */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include "../engine/dense.h"
-#include "../engine/train.h"
+#include "engine/num/dense.h"
+#include "engine/core/train.h"
 
 /* Tasks and models from the registry; the flags of the chosen task and model
  * (with their defaults) from their descriptors. */

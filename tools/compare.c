@@ -1,5 +1,5 @@
 /* compare.c — two runs compared bit for bit (compare.h). */
-#include "compare.h"
+#include "tools/compare.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tools.h"
+#include "tools/tools.h"
 
 const ls_step *compare_find_step(const ls_step *rows, size_t n, int64_t step)
 {

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../record/hash.h"
-#include "runref.h"
+#include "record/hash.h"
+#include "tools/runref.h"
 
 typedef struct {
     size_t common;          /* steps both runs have; 0: nothing to compare, so not equal */

@@ -11,7 +11,7 @@
  * file), and by their resolved path when one does not exist yet (a -wal that
  * SQLite has not created, a dangling symbolic link to it).
  */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <errno.h>
 #include <fcntl.h>

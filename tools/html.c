@@ -1,5 +1,5 @@
 /* html.c — escaped text, base64 and SVG line charts (html.h). */
-#include "html.h"
+#include "tools/html.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* lockstep.c — the command line: one binary, subcommands (README.md, a tour of the command line). */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <errno.h>
 #include <fcntl.h>

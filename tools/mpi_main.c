@@ -34,7 +34,7 @@
  */
 #include <mpi.h>
 
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <signal.h>
 #include <stdlib.h>
@@ -42,8 +42,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "../engine/session.h"
-#include "../engine/train.h"
+#include "engine/core/session.h"
+#include "engine/core/train.h"
 
 enum { TAG_RS = 2, TAG_AG = 4 };
 

@@ -2,7 +2,7 @@
  * progress line, and the run_result the subcommands print. Everything a run
  * does (steps, hashes, record, checkpoints, resume, restore) is the
  * library's session (include/lockstep.h, engine/session.c). */
-#include "tools.h"
+#include "tools/tools.h"
 
 #include <errno.h>
 #include <limits.h>

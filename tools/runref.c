@@ -1,5 +1,5 @@
 /* runref.c — "RUN" or "DB:RUN" on the command line (runref.h). */
-#include "runref.h"
+#include "tools/runref.h"
 
 #include <string.h>
 #include <sys/stat.h>

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "../include/lockstep.h"
+#include "include/lockstep.h"
 
 typedef struct {
     char db[4096];        /* the database file */

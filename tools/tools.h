@@ -9,14 +9,14 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "../engine/config.h"
-#include "../engine/dataset.h"
-#include "../engine/model.h"
-#include "../engine/session.h"
-#include "../engine/train.h"
-#include "../include/lockstep.h"
-#include "../record/hash.h"
-#include "../record/runlog.h"
+#include "engine/core/config.h"
+#include "engine/data/dataset.h"
+#include "engine/core/model.h"
+#include "engine/core/session.h"
+#include "engine/core/train.h"
+#include "include/lockstep.h"
+#include "record/hash.h"
+#include "record/runlog.h"
 
 #define LS_ENGINE_VERSION "lockstep " LS_VERSION_STRING
 #define CLI_MAX_THREADS_LIST 32

@@ -33,7 +33,7 @@ FUZZ_PINNED   = $(if $(LS_PINNED),$(LS_PINNED),-std=c11 -D_POSIX_C_SOURCE=200809
 FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_WARN     ?= -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes \
                  -Wmissing-prototypes -Wno-pass-failed
-FUZZ_CFLAGS    = -g -O1 $(FUZZ_PINNED) $(FUZZ_WARN) $(FUZZ_SAN) -pthread -MMD -MP
+FUZZ_CFLAGS    = -g -O1 $(FUZZ_PINNED) $(FUZZ_WARN) $(FUZZ_SAN) -I. -pthread -MMD -MP
 FUZZ_LIBS     := -lsqlite3 -lxxhash -lz -lm -pthread
 
 FUZZ_TARGETS  := idx golden config checkpoint
@@ -43,9 +43,9 @@ FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 # over ten). They are still linked, since the config parser reaches the
 # model registry and the registry every model (and a model its kernels).
 # The arithmetic flags stay the project's.
-FUZZ_PLAIN_SRC ?= engine/dense.c engine/mlp.c engine/logic.c engine/model.c engine/optim.c \
-                  engine/train.c reduce/tree.c
-FUZZ_LIB_SRC  := $(filter-out $(FUZZ_PLAIN_SRC),$(wildcard base/*.c engine/*.c reduce/*.c record/*.c))
+FUZZ_PLAIN_SRC ?= engine/num/dense.c engine/models/mlp/mlp.c engine/models/logic/logic.c engine/core/model.c \
+                  engine/core/optim.c engine/core/train.c reduce/tree.c
+FUZZ_LIB_SRC  := $(filter-out $(FUZZ_PLAIN_SRC),$(LIB_SRC))
 FUZZ_LIB_OBJ  := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_PLAIN_OBJ := $(FUZZ_PLAIN_SRC:%.c=$(FUZZ_BUILD)/plain/%.o)
 FUZZ_LIB      := $(FUZZ_BUILD)/liblockstep-fuzz.a
@@ -70,7 +70,7 @@ $(FUZZ_BUILD)/obj/$(FUZZ_DIR)/fuzz_%.o: $(FUZZ_DIR)/fuzz_%.c
 	@echo "FUZZ-CC $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -c $< -o $@
 
-# The build facts engine/session.c (and tools/) read: this build's compiler
+# The build facts engine/core/session.c (and tools/) read: this build's compiler
 # and flags, written once per fuzz build folder.
 $(FUZZ_BUILD)/buildinfo.h:
 	@mkdir -p $(dir $@)
@@ -78,14 +78,14 @@ $(FUZZ_BUILD)/buildinfo.h:
 	   echo '#define LS_BUILD_CFLAGS "'"$$(echo $(FUZZ_CFLAGS) | tr -d '"\\')"'"'; \
 	   echo '#define LS_BUILD_GIT "'"$$(git rev-parse --short=12 HEAD 2>/dev/null || true)-fuzz"'"'; \
 	 } > $@
-$(FUZZ_BUILD)/obj/engine/session.o $(FUZZ_CLI_OBJ): $(FUZZ_BUILD)/buildinfo.h
-$(FUZZ_BUILD)/obj/engine/session.o $(FUZZ_CLI_OBJ): FUZZ_CFLAGS += -I$(FUZZ_BUILD)
+$(FUZZ_BUILD)/obj/engine/core/session.o $(FUZZ_CLI_OBJ): $(FUZZ_BUILD)/buildinfo.h
+$(FUZZ_BUILD)/obj/engine/core/session.o $(FUZZ_CLI_OBJ): FUZZ_CFLAGS += -I$(FUZZ_BUILD)
 
 # The kernels: plain objects (see FUZZ_PLAIN_SRC).
 $(FUZZ_BUILD)/plain/%.o: %.c
 	@mkdir -p $(dir $@)
 	@echo "FUZZ-CC (plain) $<"
-	@$(FUZZ_CC) -g -O1 $(FUZZ_PINNED) $(FUZZ_WARN) -pthread -MMD -MP -c $< -o $@
+	@$(FUZZ_CC) -g -O1 $(FUZZ_PINNED) $(FUZZ_WARN) -I. -pthread -MMD -MP -c $< -o $@
 
 $(FUZZ_LIB): $(FUZZ_LIB_OBJ) $(FUZZ_PLAIN_OBJ)
 	@rm -f $@

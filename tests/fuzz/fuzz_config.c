@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "fuzz_replay.h"
-#include "../../tools/tools.h"
+#include "tests/fuzz/fuzz_replay.h"
+#include "tools/tools.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

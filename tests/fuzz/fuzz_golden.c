@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-#include "fuzz_replay.h"
+#include "tests/fuzz/fuzz_replay.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

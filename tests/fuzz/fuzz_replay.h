@@ -25,12 +25,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../../engine/config.h"
-#include "../../engine/dataset.h"
-#include "../../include/lockstep.h"
-#include "../../record/checkpoint.h"
-#include "../../record/golden.h"
-#include "../../record/hash.h"
+#include "engine/core/config.h"
+#include "engine/data/dataset.h"
+#include "include/lockstep.h"
+#include "record/checkpoint.h"
+#include "record/golden.h"
+#include "record/hash.h"
 
 #define FR_WHY 600
 #define FR_MAX_ARGS 256

@@ -1,0 +1,92 @@
+/* model.c — model instances from registered descriptors. */
+#include "engine/core/model.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+ls_status model_create(ls_model **out, const ls_config *cfg, const ls_dataset *data, ls_err *err)
+{
+    *out = NULL;
+    const ls_model_desc *d = cfg->model_desc;
+    if (d == NULL)
+        return ls_fail(err, LS_EINVAL, "--model: the config names no model");
+    ls_model *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return ls_fail(err, LS_ENOMEM, "model %s: out of memory", d->name);
+    m->desc = d;
+    m->name = d->name;
+    ls_status st = d->create(&m->self, &m->info, cfg, data, err);
+    if (st != LS_OK) {
+        free(m);
+        return st;
+    }
+    const ls_model_info *i = &m->info;
+    if (i->n_params == 0 || i->leaf_len == 0 || i->leaves == 0 || i->finish_units == 0)
+        st = ls_fail(err, LS_EINVAL, "model %s: declares no parameters, leaves or finish units", d->name);
+    else if (i->phases > 0 && (i->units == 0 || d->phase == NULL))
+        st = ls_fail(err, LS_EINVAL, "model %s: declares %zu phases but no work units or phase function", d->name,
+                     i->phases);
+    else if (i->prepare_parts > 0 && d->prepare_part == NULL)
+        st = ls_fail(err, LS_EINVAL, "model %s: declares %zu prepare parts but no prepare_part function", d->name,
+                     i->prepare_parts);
+    else if (i->prepare_parts == 0 && d->prepare_part != NULL)   /* it would never run */
+        st = ls_fail(err, LS_EINVAL, "model %s: has a prepare_part function but declares no prepare parts", d->name);
+    else if (i->finish_mean && (i->finish_units != i->n_params || i->leaf_len < i->n_params))
+        st = ls_fail(err, LS_EINVAL,
+                     "model %s: declares finish_mean with %zu finish units and leaves of %zu floats for %zu parameters",
+                     d->name, i->finish_units, i->leaf_len, i->n_params);
+    else if (i->finish_span > 0 && i->finish_units > i->leaf_len / i->finish_span)
+        st = ls_fail(err, LS_EINVAL, "model %s: declares finish_span %zu for %zu finish units, past its leaves of %zu floats",
+                     d->name, i->finish_span, i->finish_units, i->leaf_len);
+    else if (i->phase_group > 0 && (i->phases == 0 || i->units % i->phase_group != 0))
+        st = ls_fail(err, LS_EINVAL, "model %s: declares phase_group %zu for %zu phases of %zu units (it must divide them)",
+                     d->name, i->phase_group, i->phases, i->units);
+    else if (i->phase_group > 0 && i->phase_reach >= i->phase_group)
+        st = ls_fail(err, LS_EINVAL, "model %s: declares phase_reach %zu, past its phase_group of %zu units", d->name,
+                     i->phase_reach, i->phase_group);
+    if (st != LS_OK) {
+        model_destroy(m);
+        return st;
+    }
+    *out = m;
+    return LS_OK;
+}
+
+void model_destroy(ls_model *m)
+{
+    if (m == NULL)
+        return;
+    if (m->self != NULL)
+        m->desc->destroy(m->self);
+    free(m);
+}
+
+typedef struct {
+    const ls_model *m;
+    const float *params;
+} prepare_job;
+
+static void prepare_part_unit(void *ctx, size_t part, int worker)
+{
+    (void)worker;   /* a part's result cannot depend on who computes it */
+    const prepare_job *job = ctx;
+    job->m->desc->prepare_part(job->m->self, job->params, part);
+}
+
+ls_status model_prepare(const ls_model *m, const float *params, const ls_batch *b, pool *p, ls_err *err)
+{
+    if (m->desc->prepare != NULL) {
+        ls_status st = m->desc->prepare(m->self, params, b, err);
+        if (st != LS_OK)
+            return st;
+    }
+    const size_t parts = m->desc->prepare_part != NULL ? m->info.prepare_parts : 0;
+    prepare_job job = { m, params };
+    if (p != NULL && parts > 1) {
+        pool_parallel_for(p, parts, prepare_part_unit, &job);
+    } else {
+        for (size_t i = 0; i < parts; i++)
+            prepare_part_unit(&job, i, 0);
+    }
+    return LS_OK;
+}

@@ -1,0 +1,662 @@
+/* optim.c — SGD with momentum and AdamW, element-wise. */
+#include "engine/core/optim.h"
+
+#include "base/simd.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define OPTIM_X86 1
+#include <immintrin.h>
+#else
+#define OPTIM_X86 0
+#endif
+
+#include <math.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { OPT_SGD, OPT_ADAMW };
+
+/* The persistent part, saved in checkpoints as one block: header then moments. */
+typedef struct {
+    int64_t t;          /* steps taken */
+    float beta1_t;      /* β1^t */
+    float beta2_t;      /* β2^t */
+    uint64_t n;         /* elements per moment */
+} optim_header;
+
+struct optim {
+    int kind;
+    float lr, momentum, beta1, beta2, eps, weight_decay, clip;
+    /* Derived once per step from the header, so updates only read them. */
+    float bc1, bc2, decay;
+    size_t n;
+    optim_header *head;   /* points at the start of state */
+    float *m;             /* [n] momentum buffer (SGD) or first moment (AdamW) */
+    float *v;             /* [n] second moment (AdamW only) */
+    size_t state_bytes;
+    unsigned char *state; /* header + m (+ v): one block, inside state_mem */
+    void *state_mem;      /* the allocation; state starts inside it so that m is 64-byte aligned */
+};
+
+ls_status optim_create(optim **out, const ls_config *cfg, size_t n_params, ls_err *err)
+{
+    *out = NULL;
+    optim *o = calloc(1, sizeof *o);
+    if (o == NULL)
+        return ls_fail(err, LS_ENOMEM, "optimiser: out of memory");
+    o->kind = strcmp(cfg->optimizer, "sgd") == 0 ? OPT_SGD : OPT_ADAMW;
+    o->lr = cfg->lr;
+    o->momentum = cfg->momentum;
+    o->beta1 = cfg->beta1;
+    o->beta2 = cfg->beta2;
+    o->eps = cfg->eps;
+    o->weight_decay = cfg->weight_decay;
+    o->clip = cfg->clip;
+    o->n = n_params;
+    size_t moments = o->kind == OPT_ADAMW ? 2 : 1;
+    o->state_bytes = sizeof(optim_header) + moments * n_params * sizeof(float);
+    /* The moments start 64 bytes aligned, so their vectors never straddle
+     * two cache lines (the header before them is 24 bytes). */
+    const size_t lead = (64 - sizeof(optim_header) % 64) % 64;
+    o->state_mem = aligned_alloc(64, (lead + o->state_bytes + 63) / 64 * 64);
+    o->state = o->state_mem != NULL ? (unsigned char *)o->state_mem + lead : NULL;
+    if (o->state == NULL) {
+        size_t bytes = o->state_bytes;
+        free(o);
+        return ls_fail(err, LS_ENOMEM, "optimiser: cannot allocate %zu bytes of state", bytes);
+    }
+    memset(o->state, 0, o->state_bytes);
+    o->head = (optim_header *)(void *)o->state;
+    o->m = (float *)(void *)(o->state + sizeof(optim_header));
+    o->v = o->kind == OPT_ADAMW ? o->m + n_params : NULL;
+    o->head->t = 0;
+    o->head->beta1_t = 1.0f;
+    o->head->beta2_t = 1.0f;
+    o->head->n = n_params;
+    *out = o;
+    return LS_OK;
+}
+
+void optim_destroy(optim *o)
+{
+    if (o == NULL)
+        return;
+    free(o->state_mem);
+    free(o);
+}
+
+void optim_begin_step(optim *o)
+{
+    optim_header *h = o->head;
+    h->t++;
+    h->beta1_t = h->beta1_t * o->beta1;
+    h->beta2_t = h->beta2_t * o->beta2;
+    o->bc1 = 1.0f - h->beta1_t;
+    o->bc2 = 1.0f - h->beta2_t;
+    o->decay = 1.0f - o->lr * o->weight_decay;
+}
+
+/* The element loops take plain pointers and no struct, so the compiler can
+ * vectorise them (θ's out and in may be one array, so those two are not
+ * restrict; `omp simd` vouches that no element depends on another); each
+ * element's arithmetic is the same at any width. A clip of 0 means none and
+ * is passed as +inf, which leaves every element (NaN included) as it is. */
+/* The gradient element: grad[i] / div, computed as grad[i] · scale when
+ * div is a power of two (scale = 1 / div exactly: both operations round the
+ * same real number, so the bits are the same; 1.0f gives grad[i] itself,
+ * never a signalling NaN), else divided. GRAD_SCALED is the first. */
+#define GRAD_SCALED (grad[i] * scale)
+#define GRAD_DIVIDED (grad[i] / div)
+
+#define SGD_LOOP(GRAD)                                                                     \
+    _Pragma("omp simd")   /* po may be p: element i reads p[i] before it writes po[i] */ \
+    for (size_t i = 0; i < n; i++) {                                                       \
+        const float pi = p[i];                                                             \
+        float g = GRAD;                                                                    \
+        g = g > c ? c : g;                                                                 \
+        g = g < -c ? -c : g;                                                               \
+        g = g + wd * pi;                                                                   \
+        u[i] = mu * u[i] + g;                                                              \
+        po[i] = pi - lr * u[i];                                                            \
+    }
+
+LS_SIMD_CLONES
+static void sgd_range(float *po, const float *p, const float *restrict grad, float *restrict u, size_t n,
+                      float lr, float mu, float wd, float c, float div, float scale)
+{
+    if (scale != 0.0f) {
+        SGD_LOOP(GRAD_SCALED)
+    } else {
+        SGD_LOOP(GRAD_DIVIDED)
+    }
+}
+
+/* One AdamW element; GRAD gives the gradient element, MHAT and VHAT m̂ and
+ * v̂ from m[i] and v[i]. */
+#define ADAMW_LOOP(GRAD, MHAT, VHAT)                                  \
+    _Pragma("omp simd")                                               \
+    for (size_t i = 0; i < n; i++) {                                  \
+        float g = GRAD;                                               \
+        g = g > c ? c : g;                                            \
+        g = g < -c ? -c : g;                                          \
+        m[i] = b1 * m[i] + one_b1 * g;                                \
+        v[i] = b2 * v[i] + one_b2 * (g * g);                          \
+        float mhat = MHAT;                                            \
+        float vhat = VHAT;                                            \
+        float q = p[i] * decay;                                       \
+        po[i] = q - lr * (mhat / (sqrtf(vhat) + eps));                \
+    }
+
+/* m̂ = m / bc1 and v̂ = v / bc2. Once β^t is below 2^-25, bc = 1 - β^t is
+ * exactly 1.0f (after about 165 steps for β1 = 0.9, 17,000 for β2 =
+ * 0.999), and x / 1.0f is x itself for every value m and v can hold (they
+ * are results of arithmetic, so never a signalling NaN): the loops without
+ * those divisions give the same bits and spare the divider, which bounds
+ * this loop (three divisions and a square root per element). */
+#define ADAMW_BIAS(GRAD)                          \
+    if (bc1 == 1.0f && bc2 == 1.0f) {             \
+        ADAMW_LOOP(GRAD, m[i], v[i])              \
+    } else if (bc1 == 1.0f) {                     \
+        ADAMW_LOOP(GRAD, m[i], v[i] / bc2)        \
+    } else {                                      \
+        ADAMW_LOOP(GRAD, m[i] / bc1, v[i] / bc2)  \
+    }
+
+/* ---- Tiny values: AdamW's float arithmetic without subnormal operands. ----
+ *
+ * Why. A weight whose gradient is exactly 0 for good (a dead ReLU unit, an
+ * input pixel that is 0 in every image) has its moments decay to the bottom
+ * of the subnormal range and stay there: 0.9·m rounds back to m once m is
+ * at most 4·2^-149, and 0.999·v once v is at most 500·2^-149. Intel cores
+ * take a microcode assist of about 130 cycles for every vector multiply,
+ * divide or square root that reads or makes a subnormal (add, compare and
+ * the conversions between float and binary64 do not), so a long MLP
+ * training spent half its time in this loop (README, Performance).
+ * Flushing them to zero would change the bits, which the contract forbids.
+ *
+ * How. A lane where some operand is tiny (below the TINY_ bounds, and not
+ * 0), and all four finite, is computed in binary64: each float operation
+ * of ADAMW_LOOP done in binary64, in the same order, and rounded to float
+ * by a conversion (ADAMW_BINARY64_VEC). For +, −, ×, ÷ and sqrt of floats, rounding the
+ * binary64 result to float gives the correctly rounded float result
+ * (binary64 has more than 2·24 + 2 bits: double rounding is innocuous),
+ * overflow and underflow included, and a product or sum of two floats is
+ * exact in binary64. Every binary64 intermediate is normal, and the
+ * conversions handle subnormals at full speed (measured on the Xeon:
+ * vcvtpd2ps making subnormals and vcvtps2pd reading them run as fast as on
+ * normal numbers, where a vector multiply that reads one takes 80 times as
+ * long). So the paths give the same bits for every finite input, and which
+ * lanes take which is only a matter of speed. The AVX-512 path (adamw_z)
+ * packs the tiny lanes with vcompressps and computes them 32 at a time; the
+ * AVX2 path (adamw_y), which has no compress, does a vector of 8 holding a
+ * tiny lane whole in binary64 (unless a lane of it holds a NaN or an
+ * infinity: then plain); the scalar path runs the plain loop. Where the
+ * tests ask for every lane in binary64 (optim_set_exact_lanes), the scalar
+ * path runs adamw_binary64, the C form of the same operations, which
+ * compilers may narrow back into float operations (same bits, assists and
+ * all). test_reference.c compares every path and mode with the float
+ * formula, element by element. */
+
+/* A lane is tiny when an operand is below these (and not 0): then an
+ * operation of the formula reads or makes a subnormal, for the usual
+ * hyperparameters; above them the plain operations meet none. Too wide,
+ * they send lanes to binary64 for nothing (at 2^-96 for θ, m, v and 2^-40
+ * for g, AdamW took twice as long in a gol training, whose gates' logits
+ * have small but normal gradients and moments); too narrow, the assists
+ * come back. Only speed depends on them, never bits. */
+#define TINY_THETA 0x1p-120f   /* θ·(1 − lr·wd) */
+#define TINY_M 0x1p-110f       /* β1·m, and lr·m̂/(√v̂ + ε) for lr ≥ 2^-10 and √v̂ + ε ≤ 2^6 */
+#define TINY_V 0x1p-120f       /* β2·v, v̂ and √v̂ */
+#define TINY_G 0x1p-56f        /* of g = grad / div: g·g and (1 − β2)·g·g for 1 − β2 ≥ 2^-14 */
+#define EXACT_LANES 32         /* tiny lanes computed together (adamw_binary64_z) */
+
+static simd_switch simd_choice = SIMD_SWITCH_INIT;
+
+LS_SIMD_CLONES
+static void adamw_range(float *po, const float *p, const float *restrict grad, float *restrict m,
+                        float *restrict v, size_t n, float lr, float b1, float b2, float bc1, float bc2, float eps,
+                        float decay, float c, float div, float scale);
+
+/* The AdamW hyperparameters of a step, as adamw_range's arguments. */
+typedef struct {
+    float lr, b1, b2, bc1, bc2, eps, decay, c, div, scale;
+} adamw_hyper;
+
+/* ADAMW_LOOP's operations, one by one, in binary64, each result rounded to
+ * float by a conversion (F32): the C form of ADAMW_BINARY64_VEC, for the
+ * scalar path when the tests ask for it. The divisions by bc1 and bc2 are
+ * always done: by 1.0 they are exact, as the plain loop's skipping them. */
+#define F32(x) ((double)(float)(x))
+#define ADAMW_BINARY64_LOOP(GRAD)                                                             \
+    _Pragma("omp simd")                                                                       \
+    for (size_t i = 0; i < n; i++) {                                                          \
+        float gf = (float)(GRAD);   /* clipped in float, as the plain loop: compares only */  \
+        gf = gf > c ? c : gf;                                                                 \
+        gf = gf < -c ? -c : gf;                                                               \
+        const double g = gf;                                                                  \
+        const double mi = F32(F32(b1 * (double)m[i]) + F32(one_b1 * g));                     \
+        const double vi = F32(F32(b2 * (double)v[i]) + F32(one_b2 * F32(g * g)));            \
+        const double mhat = F32(mi / bc1), vhat = F32(vi / bc2);                              \
+        const double q = F32((double)p[i] * decay);                                          \
+        const double den = F32(F32(sqrt(vhat)) + eps);                                       \
+        po[i] = (float)(q - F32(lr * F32(mhat / den)));                                      \
+        m[i] = (float)mi;                                                                     \
+        v[i] = (float)vi;                                                                     \
+    }
+
+LS_SIMD_CLONES
+static void adamw_binary64(float *po, const float *p, const float *restrict grad, float *restrict m,
+                           float *restrict v, size_t n, const adamw_hyper *h)
+{
+    const float c = h->c;
+    const double b1 = h->b1, b2 = h->b2, one_b1 = 1.0f - h->b1, one_b2 = 1.0f - h->b2;
+    const double bc1 = h->bc1, bc2 = h->bc2, eps = h->eps, decay = h->decay, lr = h->lr;
+    const double scale = h->scale, div = h->div;
+    if (scale != 0.0) {
+        ADAMW_BINARY64_LOOP((double)grad[i] * scale)
+    } else {
+        ADAMW_BINARY64_LOOP((double)grad[i] / div)
+    }
+}
+
+#if OPTIM_X86
+#define FORCE_INLINE inline __attribute__((always_inline))
+#endif
+
+/* -1: no lane takes the binary64 path, 0: the tiny lanes, 1: every finite
+ * lane (optim_set_exact_lanes). */
+static _Atomic int exact_lanes;
+static atomic_size_t binary64_lanes;   /* optim_binary64_lanes */
+
+#if OPTIM_X86
+/* |x| in (0, bound) as bits: x's magnitude bits minus 1 below bound's minus
+ * 1, unsigned (0 wraps around; NaN and infinities are above any bound). */
+static FORCE_INLINE __attribute__((target("avx512f")))
+__mmask16 tiny_z(__m512 x, uint32_t bound)
+{
+    const __m512i mag = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF));
+    return _mm512_cmplt_epu32_mask(_mm512_sub_epi32(mag, _mm512_set1_epi32(1)), _mm512_set1_epi32((int)(bound - 1)));
+}
+
+static FORCE_INLINE __attribute__((target("avx512f")))
+__mmask16 finite_z(__m512 x)
+{
+    const __m512i mag = _mm512_and_si512(_mm512_castps_si512(x), _mm512_set1_epi32(0x7FFFFFFF));
+    return _mm512_cmplt_epu32_mask(mag, _mm512_set1_epi32(0x7F800000));
+}
+
+/* adamw_binary64's operations on one vector of binary64 lanes: g the
+ * clipped gradient, M, V, P the old m, v and θ; mi, vi and x (θ after the
+ * step, not yet rounded) out. The vector forms below name R (round to
+ * float and back), the operations and the broadcast hyperparameters. */
+#define ADAMW_BINARY64_VEC(g, M, V, P, mi, vi, x)                \
+    do {                                                         \
+        mi = R(ADD(R(MUL(b1, M)), R(MUL(one_b1, g))));           \
+        vi = R(ADD(R(MUL(b2, V)), R(MUL(one_b2, R(MUL(g, g))))));\
+        x = R(ADD(R(SQRT(R(DIV(vi, bc2)))), eps));               \
+        x = R(MUL(lr, R(DIV(R(DIV(mi, bc1)), x))));              \
+        x = SUB(R(MUL(P, decay)), x);                            \
+    } while (0)
+
+/* adamw_binary64 on 32 lanes (four vectors of 8), written out so that no
+ * compiler narrows a binary64 operation between two roundings back into
+ * the float operation it equals (which would meet the subnormals again:
+ * same bits, but the assists come back). */
+static __attribute__((target("avx512f")))
+void adamw_binary64_z(float *po, const float *p, const float *restrict grad, float *restrict m,
+                      float *restrict v, const adamw_hyper *h)
+{
+#define R(x) _mm512_cvtps_pd(_mm512_cvtpd_ps(x))
+#define ADD _mm512_add_pd
+#define SUB _mm512_sub_pd
+#define MUL _mm512_mul_pd
+#define DIV _mm512_div_pd
+#define SQRT _mm512_sqrt_pd
+#define LOAD(a) _mm512_cvtps_pd(_mm256_loadu_ps(a))
+    const __m512d b1 = _mm512_set1_pd(h->b1), b2 = _mm512_set1_pd(h->b2);
+    const __m512d one_b1 = _mm512_set1_pd(1.0f - h->b1), one_b2 = _mm512_set1_pd(1.0f - h->b2);
+    const __m512d bc1 = _mm512_set1_pd(h->bc1), bc2 = _mm512_set1_pd(h->bc2);
+    const __m512d c = _mm512_set1_pd(h->c), nc = _mm512_set1_pd(-h->c);
+    const __m512d eps = _mm512_set1_pd(h->eps), decay = _mm512_set1_pd(h->decay), lr = _mm512_set1_pd(h->lr);
+    const __m512d scale = _mm512_set1_pd(h->scale), div = _mm512_set1_pd(h->div);
+    for (int j = 0; j < 4; j++) {
+        const size_t o = 8 * (size_t)j;
+        __m512d g = h->scale != 0.0f ? R(MUL(LOAD(grad + o), scale)) : R(DIV(LOAD(grad + o), div));
+        g = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(g, c, _CMP_GT_OQ), g, c);    /* g > c ? c : g */
+        g = _mm512_mask_blend_pd(_mm512_cmp_pd_mask(g, nc, _CMP_LT_OQ), g, nc);  /* g < -c ? -c : g */
+        __m512d mi, vi, x;
+        ADAMW_BINARY64_VEC(g, LOAD(m + o), LOAD(v + o), LOAD(p + o), mi, vi, x);
+        _mm256_storeu_ps(m + o, _mm512_cvtpd_ps(mi));
+        _mm256_storeu_ps(v + o, _mm512_cvtpd_ps(vi));
+        _mm256_storeu_ps(po + o, _mm512_cvtpd_ps(x));
+    }
+#undef R
+#undef ADD
+#undef SUB
+#undef MUL
+#undef DIV
+#undef SQRT
+#undef LOAD
+}
+
+/* The bits of |x|, for the integer compares of tiny_z and adamw_y. The
+ * gradient's bound applies to grad itself: TINY_G · div (at most +inf). */
+static uint32_t magnitude_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u & 0x7FFFFFFFu;
+}
+
+/* The tiny lanes of a range wait here, packed, until there are EXACT_LANES
+ * of them; the unused slots hold harmless values (1, 0) for the last call. */
+typedef struct {
+    float p[EXACT_LANES + 16], g[EXACT_LANES + 16], m[EXACT_LANES + 16], v[EXACT_LANES + 16];
+    float out[EXACT_LANES + 16];
+    uint32_t at[EXACT_LANES + 16];
+    size_t n;
+} tiny_lanes;
+
+static __attribute__((target("avx512f")))
+void tiny_flush(tiny_lanes *t, size_t count, float *po, float *restrict m, float *restrict v, const adamw_hyper *h)
+{
+    adamw_binary64_z(t->out, t->p, t->g, t->m, t->v, h);
+    for (size_t j = 0; j < count; j++) {   /* copies of bits, no arithmetic */
+        po[t->at[j]] = t->out[j];
+        m[t->at[j]] = t->m[j];
+        v[t->at[j]] = t->v[j];
+    }
+    /* The rest (fewer than 16) to the front: one vector each, loaded before
+     * it is stored (the arrays have 16 slots past EXACT_LANES), where five
+     * memmove calls of a few floats cost more than the lanes' arithmetic. */
+    float *const rows[4] = { t->p, t->g, t->m, t->v };
+    for (int r = 0; r < 4; r++)
+        _mm512_storeu_ps(rows[r], _mm512_loadu_ps(rows[r] + count));
+    _mm512_storeu_si512(t->at, _mm512_loadu_si512(t->at + count));
+    t->n -= count;
+}
+
+/* ADAMW_LOOP on 16 lanes, the tiny ones set aside for the binary64 path
+ * (tiny_flush, EXACT_LANES at a time): their operands are replaced by 1 and
+ * 0 so the plain operations meet no subnormal, and their plain results are
+ * overwritten by the binary64 ones (a flush comes after the plain stores of
+ * the lanes it holds). mode: as exact_lanes. */
+static __attribute__((target("avx512f")))
+void adamw_z(float *po, const float *p, const float *restrict grad, float *restrict m, float *restrict v, size_t n,
+             const adamw_hyper *h, int mode)
+{
+    const __m512 b1 = _mm512_set1_ps(h->b1), b2 = _mm512_set1_ps(h->b2);
+    const __m512 one_b1 = _mm512_set1_ps(1.0f - h->b1), one_b2 = _mm512_set1_ps(1.0f - h->b2);
+    const __m512 bc1 = _mm512_set1_ps(h->bc1), bc2 = _mm512_set1_ps(h->bc2), c = _mm512_set1_ps(h->c);
+    const __m512 nc = _mm512_set1_ps(-h->c), eps = _mm512_set1_ps(h->eps), decay = _mm512_set1_ps(h->decay);
+    const __m512 lr = _mm512_set1_ps(h->lr), scale = _mm512_set1_ps(h->scale), div = _mm512_set1_ps(h->div);
+    const __m512 one = _mm512_set1_ps(1.0f);
+    const int by_scale = h->scale != 0.0f, div1 = h->bc1 != 1.0f, div2 = h->bc2 != 1.0f;
+    const uint32_t theta_bound = magnitude_bits(TINY_THETA), m_bound = magnitude_bits(TINY_M);
+    const uint32_t v_bound = magnitude_bits(TINY_V), g_bound = magnitude_bits(TINY_G * h->div);
+    tiny_lanes t;
+    t.n = 0;
+    size_t flushed = 0;
+    for (size_t i = 0; i < n; i += 16) {
+        const __mmask16 in = (__mmask16)(n - i >= 16 ? 0xFFFFu : (1u << (n - i)) - 1u);
+        __m512 P = _mm512_maskz_loadu_ps(in, p + i), G = _mm512_maskz_loadu_ps(in, grad + i);
+        __m512 M = _mm512_maskz_loadu_ps(in, m + i), V = _mm512_maskz_loadu_ps(in, v + i);
+        __mmask16 tiny = 0;
+        if (mode >= 0) {
+            const __mmask16 fin = finite_z(P) & finite_z(G) & finite_z(M) & finite_z(V) & in;
+            tiny = mode > 0 ? fin
+                            : (tiny_z(P, theta_bound) | tiny_z(M, m_bound) | tiny_z(V, v_bound) |
+                               tiny_z(G, g_bound)) & fin;
+        }
+        if (tiny) {
+            const __m512i at = _mm512_add_epi32(_mm512_set1_epi32((int)i), _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8,
+                                                                                             9, 10, 11, 12, 13, 14, 15));
+            _mm512_mask_compressstoreu_ps(t.p + t.n, tiny, P);
+            _mm512_mask_compressstoreu_ps(t.g + t.n, tiny, G);
+            _mm512_mask_compressstoreu_ps(t.m + t.n, tiny, M);
+            _mm512_mask_compressstoreu_ps(t.v + t.n, tiny, V);
+            _mm512_mask_compressstoreu_epi32(t.at + t.n, tiny, at);
+            t.n += (size_t)__builtin_popcount(tiny);
+            P = _mm512_mask_mov_ps(P, tiny, one);
+            M = _mm512_mask_mov_ps(M, tiny, one);
+            V = _mm512_mask_mov_ps(V, tiny, one);
+            G = _mm512_mask_mov_ps(G, tiny, _mm512_setzero_ps());
+        }
+        __m512 g = by_scale ? _mm512_mul_ps(G, scale) : _mm512_div_ps(G, div);
+        g = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(g, c, _CMP_GT_OQ), g, c);    /* g > c ? c : g */
+        g = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(g, nc, _CMP_LT_OQ), g, nc);  /* g < -c ? -c : g */
+        M = _mm512_add_ps(_mm512_mul_ps(b1, M), _mm512_mul_ps(one_b1, g));
+        V = _mm512_add_ps(_mm512_mul_ps(b2, V), _mm512_mul_ps(one_b2, _mm512_mul_ps(g, g)));
+        const __m512 mhat = div1 ? _mm512_div_ps(M, bc1) : M, vhat = div2 ? _mm512_div_ps(V, bc2) : V;
+        const __m512 q = _mm512_mul_ps(P, decay);
+        const __m512 out = _mm512_sub_ps(q, _mm512_mul_ps(lr, _mm512_div_ps(mhat, _mm512_add_ps(_mm512_sqrt_ps(vhat), eps))));
+        _mm512_mask_storeu_ps(m + i, in, M);
+        _mm512_mask_storeu_ps(v + i, in, V);
+        _mm512_mask_storeu_ps(po + i, in, out);
+        if (t.n >= EXACT_LANES) {
+            tiny_flush(&t, EXACT_LANES, po, m, v, h);
+            flushed += EXACT_LANES;
+        }
+    }
+    if (t.n > 0) {
+        for (size_t j = t.n; j < EXACT_LANES; j++) {
+            t.p[j] = t.m[j] = t.v[j] = 1.0f;
+            t.g[j] = 0.0f;
+        }
+        flushed += t.n;
+        tiny_flush(&t, t.n, po, m, v, h);
+    }
+    atomic_fetch_add_explicit(&binary64_lanes, flushed, memory_order_relaxed);   /* once a call: no shared line a vector */
+}
+
+/* AVX2 has no compress: a vector of 8 with a tiny lane is done whole in
+ * binary64 (its other lanes get the same bits that way too), as two
+ * vectors of 4; a vector with a NaN or an infinity keeps the plain
+ * operations. The last n % 8 elements go through adamw_range (the plain
+ * loop). */
+static __attribute__((target("avx2")))
+void adamw_y(float *po, const float *p, const float *restrict grad, float *restrict m, float *restrict v, size_t n,
+             const adamw_hyper *h, int mode)
+{
+#define R(x) _mm256_cvtps_pd(_mm256_cvtpd_ps(x))
+#define ADD _mm256_add_pd
+#define SUB _mm256_sub_pd
+#define MUL _mm256_mul_pd
+#define DIV _mm256_div_pd
+#define SQRT _mm256_sqrt_pd
+    const __m256d b1 = _mm256_set1_pd(h->b1), b2 = _mm256_set1_pd(h->b2);
+    const __m256d one_b1 = _mm256_set1_pd(1.0f - h->b1), one_b2 = _mm256_set1_pd(1.0f - h->b2);
+    const __m256d bc1 = _mm256_set1_pd(h->bc1), bc2 = _mm256_set1_pd(h->bc2);
+    const __m256d eps = _mm256_set1_pd(h->eps), decay = _mm256_set1_pd(h->decay), lr = _mm256_set1_pd(h->lr);
+    const __m256d c = _mm256_set1_pd(h->c), nc = _mm256_set1_pd(-h->c);
+    const __m256d scale = _mm256_set1_pd(h->scale), div = _mm256_set1_pd(h->div);
+    const __m256 cf = _mm256_set1_ps(h->c), ncf = _mm256_set1_ps(-h->c), scalef = _mm256_set1_ps(h->scale);
+    const __m256 divf = _mm256_set1_ps(h->div);
+    const __m256 b1f = _mm256_set1_ps(h->b1), b2f = _mm256_set1_ps(h->b2), bc1f = _mm256_set1_ps(h->bc1);
+    const __m256 one_b1f = _mm256_set1_ps(1.0f - h->b1), one_b2f = _mm256_set1_ps(1.0f - h->b2);
+    const __m256 bc2f = _mm256_set1_ps(h->bc2), epsf = _mm256_set1_ps(h->eps), decayf = _mm256_set1_ps(h->decay);
+    const __m256 lrf = _mm256_set1_ps(h->lr);
+    /* the bounds as keys (KEY_Y below) */
+#define BOUND_Y(x) _mm256_set1_epi32((int32_t)((magnitude_bits(x) - 1) ^ 0x80000000u))
+    const __m256i pb = BOUND_Y(TINY_THETA), mb = BOUND_Y(TINY_M), vb = BOUND_Y(TINY_V), gb = BOUND_Y(TINY_G * h->div);
+#undef BOUND_Y
+    const __m256i mag_mask = _mm256_set1_epi32(0x7FFFFFFF), one_i = _mm256_set1_epi32(1);
+    const __m256i flip = _mm256_set1_epi32(INT32_MIN);
+    const __m256i finite_max = _mm256_set1_epi32(0x7F7FFFFF);
+    size_t whole = 0;   /* lanes done in binary64 */
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256 P = _mm256_loadu_ps(p + i), G = _mm256_loadu_ps(grad + i);
+        const __m256 M = _mm256_loadu_ps(m + i), V = _mm256_loadu_ps(v + i);
+        int binary64 = 0;
+        if (mode >= 0) {
+            const __m256i ap = _mm256_and_si256(_mm256_castps_si256(P), mag_mask);
+            const __m256i ag = _mm256_and_si256(_mm256_castps_si256(G), mag_mask);
+            const __m256i am = _mm256_and_si256(_mm256_castps_si256(M), mag_mask);
+            const __m256i av = _mm256_and_si256(_mm256_castps_si256(V), mag_mask);
+            /* a NaN or an infinity: a magnitude of at least 0x7F800000
+             * (magnitudes are below 2^31: signed compares order them) */
+            const __m256i most = _mm256_max_epi32(_mm256_max_epi32(ap, ag), _mm256_max_epi32(am, av));
+            const __m256i special = _mm256_cmpgt_epi32(most, finite_max);
+            /* tiny: magnitude − 1 with the sign bit flipped, so that a signed
+             * compare orders them as unsigned and 0 (→ all ones) is above
+             * every bound */
+#define KEY_Y(A) _mm256_xor_si256(_mm256_sub_epi32(A, one_i), flip)
+            const __m256i tiny = _mm256_or_si256(
+                _mm256_or_si256(_mm256_cmpgt_epi32(pb, KEY_Y(ap)), _mm256_cmpgt_epi32(mb, KEY_Y(am))),
+                _mm256_or_si256(_mm256_cmpgt_epi32(vb, KEY_Y(av)), _mm256_cmpgt_epi32(gb, KEY_Y(ag))));
+#undef KEY_Y
+            binary64 = _mm256_testz_si256(special, special) && (mode > 0 || !_mm256_testz_si256(tiny, tiny));
+        }
+        if (binary64) {
+            for (int k = 0; k < 2; k++) {
+#define HALF(X) _mm256_cvtps_pd(k ? _mm256_extractf128_ps(X, 1) : _mm256_castps256_ps128(X))
+                __m256d g = h->scale != 0.0f ? R(MUL(HALF(G), scale)) : R(DIV(HALF(G), div));
+                g = _mm256_blendv_pd(g, c, _mm256_cmp_pd(g, c, _CMP_GT_OQ));    /* g > c ? c : g */
+                g = _mm256_blendv_pd(g, nc, _mm256_cmp_pd(g, nc, _CMP_LT_OQ));  /* g < -c ? -c : g */
+                __m256d mi, vi, x;
+                ADAMW_BINARY64_VEC(g, HALF(M), HALF(V), HALF(P), mi, vi, x);
+#undef HALF
+                _mm_storeu_ps(m + i + 4 * (size_t)k, _mm256_cvtpd_ps(mi));
+                _mm_storeu_ps(v + i + 4 * (size_t)k, _mm256_cvtpd_ps(vi));
+                _mm_storeu_ps(po + i + 4 * (size_t)k, _mm256_cvtpd_ps(x));
+            }
+            whole += 8;
+            continue;
+        }
+        __m256 g = h->scale != 0.0f ? _mm256_mul_ps(G, scalef) : _mm256_div_ps(G, divf);
+        g = _mm256_blendv_ps(g, cf, _mm256_cmp_ps(g, cf, _CMP_GT_OQ));    /* g > c ? c : g */
+        g = _mm256_blendv_ps(g, ncf, _mm256_cmp_ps(g, ncf, _CMP_LT_OQ));  /* g < -c ? -c : g */
+        const __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1f, M), _mm256_mul_ps(one_b1f, g));
+        const __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2f, V), _mm256_mul_ps(one_b2f, _mm256_mul_ps(g, g)));
+        const __m256 mhat = h->bc1 != 1.0f ? _mm256_div_ps(mi, bc1f) : mi;
+        const __m256 vhat = h->bc2 != 1.0f ? _mm256_div_ps(vi, bc2f) : vi;
+        const __m256 den = _mm256_add_ps(_mm256_sqrt_ps(vhat), epsf);
+        _mm256_storeu_ps(m + i, mi);
+        _mm256_storeu_ps(v + i, vi);
+        _mm256_storeu_ps(po + i, _mm256_sub_ps(_mm256_mul_ps(P, decayf), _mm256_mul_ps(lrf, _mm256_div_ps(mhat, den))));
+    }
+#undef R
+#undef ADD
+#undef SUB
+#undef MUL
+#undef DIV
+#undef SQRT
+    atomic_fetch_add_explicit(&binary64_lanes, whole, memory_order_relaxed);
+    if (i < n)
+        adamw_range(po + i, p + i, grad + i, m + i, v + i, n - i, h->lr, h->b1, h->b2, h->bc1, h->bc2, h->eps,
+                    h->decay, h->c, h->div, h->scale);
+}
+#endif
+
+LS_SIMD_CLONES
+static void adamw_range(float *po, const float *p, const float *restrict grad, float *restrict m,
+                        float *restrict v, size_t n, float lr, float b1, float b2, float bc1, float bc2, float eps,
+                        float decay, float c, float div, float scale)
+{
+    const float one_b1 = 1.0f - b1, one_b2 = 1.0f - b2;
+    if (scale != 0.0f) {
+        ADAMW_BIAS(GRAD_SCALED)
+    } else {
+        ADAMW_BIAS(GRAD_DIVIDED)
+    }
+}
+
+/* The SIMD paths send the tiny lanes to binary64 (adamw_z, adamw_y); the
+ * scalar path runs the plain loop, or, with every lane asked for (tests),
+ * adamw_binary64 on each finite one. */
+static void adamw(float *po, const float *p, const float *restrict grad, float *restrict m, float *restrict v,
+                  size_t n, const adamw_hyper *h)
+{
+    const int mode = atomic_load_explicit(&exact_lanes, memory_order_relaxed);
+#if OPTIM_X86
+    const int path = simd_path(&simd_choice);
+    if (path == SIMD_PATH_AVX512) {
+        for (size_t k = 0; k < n; k += (size_t)1 << 30)   /* the lanes' indices are 32-bit */
+            adamw_z(po + k, p + k, grad + k, m + k, v + k, n - k < (size_t)1 << 30 ? n - k : (size_t)1 << 30, h,
+                    mode);
+        return;
+    }
+    if (path == SIMD_PATH_AVX2) {
+        adamw_y(po, p, grad, m, v, n, h, mode);
+        return;
+    }
+#endif
+    if (mode > 0) {
+        for (size_t i = 0; i < n; i++) {
+            const int special = !isfinite(p[i]) || !isfinite(grad[i]) || !isfinite(m[i]) || !isfinite(v[i]);
+            if (special)
+                adamw_range(po + i, p + i, grad + i, m + i, v + i, 1, h->lr, h->b1, h->b2, h->bc1, h->bc2, h->eps,
+                            h->decay, h->c, h->div, h->scale);
+            else
+                adamw_binary64(po + i, p + i, grad + i, m + i, v + i, 1, h);
+            atomic_fetch_add_explicit(&binary64_lanes, !special, memory_order_relaxed);
+        }
+        return;
+    }
+    adamw_range(po, p, grad, m, v, n, h->lr, h->b1, h->b2, h->bc1, h->bc2, h->eps, h->decay, h->c, h->div, h->scale);
+}
+
+int optim_set_simd(int enabled)
+{
+    return simd_set(&simd_choice, enabled);
+}
+
+const char *optim_simd_name(void)
+{
+    return simd_path_name(simd_path(&simd_choice));
+}
+
+size_t optim_binary64_lanes(void)
+{
+    return atomic_load(&binary64_lanes);
+}
+
+int optim_set_exact_lanes(int mode)
+{
+    return atomic_exchange(&exact_lanes, mode < 0 ? -1 : mode > 0 ? 1 : 0);
+}
+
+/* 1 / div when that is exact and x · (1 / div) rounds as x / div for every
+ * x: div a power of two whose reciprocal is a normal float; else 0. */
+static float exact_reciprocal(float div)
+{
+    int e;
+    if (!(div > 0.0f) || isinf(div) || frexpf(div, &e) != 0.5f)
+        return 0.0f;
+    const float r = 1.0f / div;
+    return isnormal(r) ? r : 0.0f;
+}
+
+void optim_update(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
+                  size_t hi)
+{
+    if (hi <= lo)
+        return;
+    float c = o->clip > 0.0f ? o->clip : INFINITY;
+    const float scale = exact_reciprocal(grad_div);
+    if (o->kind == OPT_SGD)
+        sgd_range(out + lo, in + lo, grad + lo, o->m + lo, hi - lo, o->lr, o->momentum, o->weight_decay, c, grad_div,
+                  scale);
+    else
+    {
+        const adamw_hyper h = { o->lr, o->beta1, o->beta2, o->bc1, o->bc2, o->eps, o->decay, c, grad_div, scale };
+        adamw(out + lo, in + lo, grad + lo, o->m + lo, o->v + lo, hi - lo, &h);
+    }
+}
+
+size_t optim_state_bytes(const optim *o)
+{
+    return o->state_bytes;
+}
+
+void *optim_state_ptr(optim *o)
+{
+    return o->state;
+}
+
+int64_t optim_step(const optim *o)
+{
+    return o->head->t;
+}

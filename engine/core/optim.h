@@ -1,0 +1,60 @@
+/* optim.h — element-wise optimisers: SGD with momentum, AdamW.
+ *
+ * Every update is element-wise, so any split of the parameter vector over
+ * threads gives the same bits. Bias correction uses the running products
+ * β1^t and β2^t kept in the state (one float multiply per step), never pow().
+ * An optional element-wise clip (optax `clip`) bounds each gradient element
+ * before the update. The state (moments and products) is what a checkpoint
+ * saves; optim_state_bytes/optim_state_ptr expose it as one block.
+ *
+ *   SGD:   g' = g + wd·θ;  u = μ·u + g';  θ = θ − lr·u
+ *   AdamW: θ = θ·(1 − lr·wd);  m = β1·m + (1−β1)·g;  v = β2·v + (1−β2)·(g·g);
+ *          θ = θ − lr·((m / (1−β1^t)) / (sqrt(v / (1−β2^t)) + ε))
+ */
+#ifndef LS_OPTIM_H
+#define LS_OPTIM_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine/core/config.h"
+#include "include/lockstep.h"
+
+typedef struct optim optim;
+
+ls_status optim_create(optim **out, const ls_config *cfg, size_t n_params, ls_err *err);
+void optim_destroy(optim *o);   /* accepts NULL */
+
+/* Once per step, before any optim_update of that step: advances t and the β products. */
+void optim_begin_step(optim *o);
+/* θ's elements [lo, hi) after the step, from θ before it (in) and the
+ * gradient, into out: out == in updates in place; otherwise out and in do
+ * not overlap. Gradient element i is grad[i] / grad_div, one float division
+ * (bit for bit; 1.0f: grad[i] itself), so a model's mean over the batch
+ * (finish dividing the tree sum by (float)B) can be folded in here.
+ * Callable on disjoint ranges in parallel. */
+void optim_update(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
+                  size_t hi);
+
+/* For tests: AdamW's lanes with tiny operands take a binary64 path that
+ * gives the plain float loop's bits without subnormal arithmetic (optim.c).
+ * -1: no lane takes it, 1: every lane whose operands are finite, 0: the
+ * default, the lanes with a tiny operand on the SIMD paths (AVX2: whole
+ * vectors of 8 holding one) and none on the scalar path. Returns the
+ * previous mode. */
+int optim_set_exact_lanes(int mode);
+/* Lanes the binary64 path has computed since the program started (tests:
+ * that the default mode does send the tiny lanes there). */
+size_t optim_binary64_lanes(void);
+/* AdamW's SIMD switch (base/simd.h): 0 the scalar path, 1 the best the CPU
+ * has, 2 at most AVX2; returns the previous setting. Same bits on each. */
+int optim_set_simd(int enabled);
+/* "avx512", "avx2" or "scalar": the path AdamW takes now. */
+const char *optim_simd_name(void);
+
+/* The whole state as one block of bytes (for checkpoints and their hash). */
+size_t optim_state_bytes(const optim *o);
+void *optim_state_ptr(optim *o);
+int64_t optim_step(const optim *o);
+
+#endif

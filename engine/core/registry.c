@@ -1,0 +1,115 @@
+/* registry.c — the registry of models and tasks: the built-in ones (listed
+ * in engine/builtins.c) and the ones added at run time. Registration takes
+ * a mutex, so two threads registering at once cannot corrupt the table; lookups read entries that never change
+ * once published (the count is published after the entry). */
+#include "engine/core/registry.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "engine/core/config.h"
+
+/* The built-in models and tasks are listed in engine/builtins.c, the one
+ * file that names them all: the core finds them only through these tables. */
+#define MAX_EXTRA 64
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static const ls_model_desc *extra_models[MAX_EXTRA];
+static const ls_task_desc *extra_tasks[MAX_EXTRA];
+static atomic_size_t n_extra_models, n_extra_tasks;
+
+const ls_model_desc *ls_model_at(size_t i)
+{
+    if (i < registry_n_builtin_models)
+        return registry_builtin_models[i];
+    i -= registry_n_builtin_models;
+    return i < atomic_load(&n_extra_models) ? extra_models[i] : NULL;
+}
+
+const ls_task_desc *ls_task_at(size_t i)
+{
+    if (i < registry_n_builtin_tasks)
+        return registry_builtin_tasks[i];
+    i -= registry_n_builtin_tasks;
+    return i < atomic_load(&n_extra_tasks) ? extra_tasks[i] : NULL;
+}
+
+const ls_model_desc *ls_model_find(const char *name)
+{
+    for (size_t i = 0; name != NULL && ls_model_at(i) != NULL; i++)
+        if (strcmp(ls_model_at(i)->name, name) == 0)
+            return ls_model_at(i);
+    return NULL;
+}
+
+const ls_task_desc *ls_task_find(const char *name)
+{
+    for (size_t i = 0; name != NULL && ls_task_at(i) != NULL; i++)
+        if (strcmp(ls_task_at(i)->name, name) == 0)
+            return ls_task_at(i);
+    return NULL;
+}
+
+static ls_status check_name(const char *what, const char *name, ls_err *err)
+{
+    size_t n = name != NULL ? strlen(name) : 0;
+    if (n == 0 || n > 15 || strspn(name, "abcdefghijklmnopqrstuvwxyz0123456789-") != n)
+        return ls_fail(err, LS_EINVAL, "%s name '%s' is not 1 to 15 of [a-z0-9-]", what, name ? name : "(null)");
+    return LS_OK;
+}
+
+ls_status ls_register_model(const ls_model_desc *d, ls_err *err)
+{
+    if (d == NULL)
+        return ls_fail(err, LS_EINVAL, "ls_register_model: no descriptor");
+    ls_status st = check_name("model", d->name, err);
+    if (st != LS_OK)
+        return st;
+    if (d->create == NULL || d->destroy == NULL || d->init == NULL || d->leaf == NULL || d->finish == NULL)
+        return ls_fail(err, LS_EINVAL, "model %s: create, destroy, init, leaf and finish are required", d->name);
+    if ((st = config_check_keys(d->name, d->keys, d->n_keys, err)) != LS_OK)
+        return st;
+    pthread_mutex_lock(&lock);
+    if (ls_model_find(d->name) != NULL)
+        st = ls_fail(err, LS_EEXIST, "model %s is already registered", d->name);
+    else if (atomic_load(&n_extra_models) == MAX_EXTRA)
+        st = ls_fail(err, LS_EINVAL, "model %s: the registry holds at most %d added models", d->name, MAX_EXTRA);
+    else {
+        extra_models[atomic_load(&n_extra_models)] = d;
+        atomic_fetch_add(&n_extra_models, 1);
+    }
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+ls_status ls_register_task(const ls_task_desc *d, ls_err *err)
+{
+    if (d == NULL)
+        return ls_fail(err, LS_EINVAL, "ls_register_task: no descriptor");
+    ls_status st = check_name("task", d->name, err);
+    if (st != LS_OK)
+        return st;
+    if (d->models == NULL || d->models[0] == '\0')
+        return ls_fail(err, LS_EINVAL, "task %s: names no model that trains it", d->name);
+    if (d->load == NULL)
+        return ls_fail(err, LS_EINVAL, "task %s: load is required (it may return no data)", d->name);
+    if ((d->switch_key == NULL) != (d->switch_settings == NULL))
+        return ls_fail(err, LS_EINVAL, "task %s: switch_key and switch_settings go together", d->name);
+    if ((st = config_check_keys(d->name, d->keys, d->n_keys, err)) != LS_OK)
+        return st;
+    if (d->n_sources > LS_MAX_SOURCES)
+        return ls_fail(err, LS_EINVAL, "task %s: %zu sources (at most %d)", d->name, d->n_sources, LS_MAX_SOURCES);
+    if ((st = config_check_keys(d->name, d->sources, d->n_sources, err)) != LS_OK)
+        return st;
+    pthread_mutex_lock(&lock);
+    if (ls_task_find(d->name) != NULL)
+        st = ls_fail(err, LS_EEXIST, "task %s is already registered", d->name);
+    else if (atomic_load(&n_extra_tasks) == MAX_EXTRA)
+        st = ls_fail(err, LS_EINVAL, "task %s: the registry holds at most %d added tasks", d->name, MAX_EXTRA);
+    else {
+        extra_tasks[atomic_load(&n_extra_tasks)] = d;
+        atomic_fetch_add(&n_extra_tasks, 1);
+    }
+    pthread_mutex_unlock(&lock);
+    return st;
+}

@@ -1,0 +1,178 @@
+/* task_arrays.c — the `arrays` task: your own data from NumPy .npy files
+ * (engine/npy.h), as numpy.save writes them.
+ *
+ * Sources (where the data are; recorded with the run, not in its config):
+ * train_x, train_y (required), test_x, test_y (both or neither). Features:
+ * float32, float64 or uint8, shape [N, ...] (each sample flattened, C
+ * order); float64 is rounded once to binary32; uint8 reads as v/255, as
+ * Fashion-MNIST's pixels do. Labels: any integer dtype, shape [N], each in
+ * 0..255; the class count is the largest label + 1 over both splits. The
+ * data's identity (data_hash) = XXH3_64bits of the files' XXH3_64bits
+ * (8 bytes LE each, in the order train_x, train_y, test_x, test_y), so a
+ * changed file is a different config and a reopened run notices it.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "engine/data/dataset.h"
+#include "engine/data/npy.h"
+
+enum { SRC_TRAIN_X, SRC_TRAIN_Y, SRC_TEST_X, SRC_TEST_Y, N_SRC };
+
+typedef struct {
+    uint8_t *buf;
+    size_t len;
+    uint64_t hash;
+    npy_array a;
+    const char *path;
+} npy_file;
+
+static ls_status load_one(npy_file *f, const char *path, ls_err *err)
+{
+    f->path = path;
+    ls_status st = npy_read_file(path, &f->buf, &f->len, &f->hash, err);
+    if (st == LS_OK)
+        st = npy_parse(f->buf, f->len, &f->a, path, err);
+    return st == LS_EIO || st == LS_ENOMEM ? st : st == LS_OK ? LS_OK : LS_EFORMAT;
+}
+
+/* Checks a split's pair; *n and *dim from the features. */
+static ls_status check_pair(const npy_file *x, const npy_file *y, size_t *n, size_t *dim, ls_err *err)
+{
+    const npy_array *a = &x->a, *b = &y->a;
+    if (!((a->kind == 'f') || (a->kind == 'u' && a->size == 1)))
+        return ls_fail(err, LS_EFORMAT, "%s: features are %c%zu; arrays takes float32, float64 or uint8", x->path,
+                       a->kind, a->size);
+    if (a->ndim < 1 || a->shape[0] == 0)
+        return ls_fail(err, LS_EFORMAT, "%s: shape: needs [N, ...] with N >= 1 samples", x->path);
+    size_t d = 1;
+    for (size_t i = 1; i < a->ndim; i++)
+        d *= a->shape[i];
+    if (d == 0)
+        return ls_fail(err, LS_EFORMAT, "%s: shape: a sample has no features", x->path);
+    if (b->kind != 'i' && b->kind != 'u')
+        return ls_fail(err, LS_EFORMAT, "%s: labels are %s; arrays takes an integer dtype", y->path,
+                       b->kind == 'f' ? "floats" : "booleans");
+    if (b->ndim != 1)
+        return ls_fail(err, LS_EFORMAT, "%s: shape: labels must be [N], one per sample (this has %zu dimensions)",
+                       y->path, b->ndim);
+    if (b->shape[0] != a->shape[0])
+        return ls_fail(err, LS_EFORMAT, "%s: shape: %zu labels for the %zu samples of %s", y->path, b->shape[0],
+                       a->shape[0], x->path);
+    for (size_t i = 0; i < b->count; i++) {
+        int64_t v = npy_int(b, i);
+        if (v < 0 || v > 255)
+            return ls_fail(err, LS_EFORMAT, "%s: label %zu is %lld; labels must be 0..255", y->path, i, (long long)v);
+    }
+    *n = a->shape[0];
+    *dim = d;
+    return LS_OK;
+}
+
+static ls_status arrays_load(const ls_config *cfg, ls_dataset **out, ls_err *err)
+{
+    *out = NULL;
+    static const char *const keys[N_SRC] = { "train_x", "train_y", "test_x", "test_y" };
+    const char *path[N_SRC];
+    for (int i = 0; i < N_SRC; i++)
+        path[i] = ls_config_source(cfg, keys[i]);
+    if (!path[SRC_TRAIN_X][0] || !path[SRC_TRAIN_Y][0])
+        return ls_fail(err, LS_EINVAL, "task arrays: needs --train-x FILE.npy and --train-y FILE.npy");
+    if (!path[SRC_TEST_X][0] != !path[SRC_TEST_Y][0])
+        return ls_fail(err, LS_EINVAL, "task arrays: --test-x and --test-y go together");
+    const int n_files = path[SRC_TEST_X][0] ? N_SRC : 2;
+    npy_file f[N_SRC];
+    memset(f, 0, sizeof f);
+    ls_status st = LS_OK;
+    for (int i = 0; i < n_files && st == LS_OK; i++)
+        st = load_one(&f[i], path[i], err);
+    size_t n_tr = 0, n_te = 0, dim = 0, dim_te = 0;
+    if (st == LS_OK)
+        st = check_pair(&f[SRC_TRAIN_X], &f[SRC_TRAIN_Y], &n_tr, &dim, err);
+    if (st == LS_OK && n_files == N_SRC) {
+        st = check_pair(&f[SRC_TEST_X], &f[SRC_TEST_Y], &n_te, &dim_te, err);
+        if (st == LS_OK && dim_te != dim)
+            st = ls_fail(err, LS_EFORMAT, "%s: shape: %zu features a sample, the training data has %zu", path[SRC_TEST_X],
+                         dim_te, dim);
+        if (st == LS_OK && (f[SRC_TEST_X].a.kind == 'u') != (f[SRC_TRAIN_X].a.kind == 'u'))
+            st = ls_fail(err, LS_EFORMAT, "%s: features are %s but the training features are %s", path[SRC_TEST_X],
+                         f[SRC_TEST_X].a.kind == 'u' ? "uint8" : "floats",
+                         f[SRC_TRAIN_X].a.kind == 'u' ? "uint8" : "floats");
+    }
+    if (st == LS_OK && n_tr > UINT32_MAX)
+        st = ls_fail(err, LS_EFORMAT, "%s: %zu samples; at most %u", path[SRC_TRAIN_X], n_tr, UINT32_MAX);
+    ls_dataset *d = NULL;
+    if (st == LS_OK) {
+        const int bytes = f[SRC_TRAIN_X].a.kind == 'u';
+        const size_t feat = bytes ? 1 : sizeof(float), total = n_tr + n_te;
+        d = calloc(1, sizeof *d);
+        uint8_t *mem = d != NULL && dim <= SIZE_MAX / feat / total ? malloc(total * dim * feat + total) : NULL;
+        if (mem == NULL) {
+            free(d);
+            d = NULL;
+            st = ls_fail(err, LS_ENOMEM, "task arrays: out of memory for %zu samples of %zu features", total, dim);
+        } else {
+            uint8_t *x = mem, *y = mem + total * dim * feat;
+            size_t n_classes = 0;
+            for (int split = 0; split < 2; split++) {
+                const size_t n = split ? n_te : n_tr, first = split ? n_tr : 0;
+                if (n == 0)
+                    continue;
+                const npy_array *xa = &f[split ? SRC_TEST_X : SRC_TRAIN_X].a, *ya = &f[split ? SRC_TEST_Y : SRC_TRAIN_Y].a;
+                for (size_t i = 0; i < n * dim; i++) {
+                    if (bytes)
+                        x[first * dim + i] = xa->data[i];
+                    else
+                        ((float *)(void *)x)[first * dim + i] = npy_float(xa, i);
+                }
+                for (size_t i = 0; i < n; i++) {
+                    y[first + i] = (uint8_t)npy_int(ya, i);
+                    if ((size_t)y[first + i] + 1 > n_classes)
+                        n_classes = (size_t)y[first + i] + 1;
+                }
+            }
+            snprintf(d->name, sizeof d->name, "%s", "arrays");
+            d->n_classes = n_classes < 2 ? 2 : n_classes;
+            const float *xf = bytes ? NULL : (const float *)(void *)x;
+            d->train = (ls_split){ .n = n_tr, .dim = dim, .x8 = bytes ? x : NULL, .xf = xf, .y = y };
+            d->test = (ls_split){ .n = n_te, .dim = dim, .x8 = bytes ? x + n_tr * dim : NULL,
+                                  .xf = bytes ? NULL : xf + n_tr * dim, .y = y + n_tr };
+            d->mem = mem;
+            uint8_t hb[8 * N_SRC];
+            for (int i = 0; i < n_files; i++)
+                for (int k = 0; k < 8; k++)
+                    hb[8 * i + k] = (uint8_t)(f[i].hash >> (8 * k));
+            d->hash = XXH3_64bits(hb, 8 * (size_t)n_files);
+        }
+    }
+    for (int i = 0; i < N_SRC; i++)
+        free(f[i].buf);
+    if (st == LS_OK)
+        *out = d;
+    return st;
+}
+
+static const ls_key arrays_sources[] = {
+    { "test_x", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "test features, a .npy file (with --test-y)", 0 },
+    { "test_y", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "test labels, a .npy file of integers", 0 },
+    { "train_x", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "training features, a .npy file: float32, float64 or uint8", 0 },
+    { "train_y", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "training labels, a .npy file of integers 0..255", 0 },
+};
+
+static const ls_task_defaults arrays_defaults[] = {
+    { "*", "batch=64\nleaf=16\n" },
+    { NULL, NULL },
+};
+
+const ls_task_desc arrays_task = {
+    .name = "arrays",
+    .summary = "your data from NumPy .npy files (--train-x X.npy --train-y Y.npy [--test-x --test-y])",
+    .models = "mlp linear logic",
+    .default_steps = 200,
+    .defaults = arrays_defaults,
+    .sources = arrays_sources,
+    .n_sources = sizeof arrays_sources / sizeof arrays_sources[0],
+    .load = arrays_load,
+};
