@@ -1,4 +1,4 @@
-/* test_gnn.c — the message-passing network (engine/gnn.h, model gnn):
+/* test_gnn.c — the message-passing network (engine/models/gnn/gnn.h, model gnn):
  *   - the pull aggregation equals a brute-force sum over a dense adjacency
  *     matrix in double (inputs exact in binary32, so equal bit for bit);
  *   - leaf gradients against central differences of an independent

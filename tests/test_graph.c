@@ -1,4 +1,4 @@
-/* test_graph.c — CSR graphs and their readers (engine/graph.h): the CSR
+/* test_graph.c — CSR graphs and their readers (engine/graph/graph.h): the CSR
  * invariants on every graph read here (rows sorted, no repeats, no self
  * loops, undirected rows symmetric, a directed graph's in-rows the transpose
  * of its out-rows), sizes against independent counts (the published sizes of
