@@ -55,6 +55,17 @@ void proc_append(char **buf, size_t *len, size_t *cap, const char *src, size_t n
     (*buf)[*len] = '\0';
 }
 
+const char *proc_need_file(const char *path, const char *alt, const char *package)
+{
+    if (access(path, R_OK) == 0)
+        return path;
+    if (alt != NULL && access(alt, R_OK) == 0)
+        return alt;
+    fail_msg("%s%s%s: cannot be read (%s): install the Debian package %s (make deps)", path,
+             alt != NULL ? " or " : "", alt != NULL ? alt : "", strerror(errno), package);
+    return NULL;
+}
+
 char *proc_read_file(const char *path, size_t *len, int must)
 {
     FILE *f = fopen(path, "rb");

@@ -39,6 +39,13 @@ char *proc_read_file(const char *path, size_t *len, int must);
  * below is given mode 0755 first (a test may have made one read-only). */
 int proc_rm_tree(const char *dir, int chmod_dirs);
 
+/* A data file a test cannot do without, installed by a Debian package (the
+ * networkx Graph Atlas and WormNet of python3-networkx): the first of `path`
+ * and `alt` (alt may be NULL) that can be read. When neither can, the case
+ * fails naming both paths and `package`: a missing package is a machine to
+ * fix (make deps), not a check to skip, so it can never pass unnoticed. */
+const char *proc_need_file(const char *path, const char *alt, const char *package);
+
 /* A fresh temporary directory per test case (cmocka setup/teardown). */
 typedef struct {
     char dir[128];

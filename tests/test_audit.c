@@ -1,5 +1,5 @@
 /* test_audit.c — end-to-end tests of `lockstep audit` and `lockstep reproduce`
- * (tools/cmd_audit.c, LS_REOPEN_AUDIT in engine/session.c).
+ * (tools/cmd_audit.c, LS_REOPEN_AUDIT in engine/core/session.c).
  *
  * Each case runs the real binary (LOCKSTEP_BIN, else build/lockstep) in a
  * fresh temporary directory on a small teacher run with checkpoints, then

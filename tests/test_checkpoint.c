@@ -1,5 +1,5 @@
 /* test_checkpoint.c — checkpoint files (record/checkpoint.h) and resuming a
- * trainer from one (engine/train.h).
+ * trainer from one (engine/core/train.h).
  *
  * The format is checked against an image assembled here field by field with
  * libxxhash's own XXH3_64bits (the independent path), not against the

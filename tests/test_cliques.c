@@ -1,5 +1,5 @@
-/* test_cliques.c — k-clique counts and listings (engine/cliques.h) against
- * independent answers: the published counts of graphs.md (karate, Les
+/* test_cliques.c — k-clique counts and listings (engine/graph/cliques.h) against
+ * independent answers: the published counts of docs/graphs.md (karate, Les
  * Misérables, WormNet k = 3 and 4), and on every graph of the Graph Atlas a
  * brute-force check of every node subset written here. Listings: every
  * listed clique is a clique, sorted, none twice, the set equal to the brute
@@ -22,6 +22,10 @@
 #include "engine/graph/cliques.h"
 #include "engine/graph/graph.h"
 #include "reduce/pool.h"
+#include "tests/proc_util.h"
+
+/* Where python3-networkx puts WormNet without its version in the path. */
+#define WORMNET_ALT "/usr/share/doc/python3-networkx/examples/algorithms/WormNet.v3.benchmark.txt"
 
 static const int thread_counts[4] = {1, 2, 3, 8};
 static pool *pools[4];
@@ -119,14 +123,11 @@ static void brute_counts(const graph *g, uint64_t *by_size /* [n+1] */)
 static void test_atlas_brute_force(void **state)
 {
     (void)state;
-    if (access(GRAPH_ATLAS_PATH, R_OK) != 0) {
-        printf("cliques: %s missing (Debian package python3-networkx): Atlas checks skipped\n", GRAPH_ATLAS_PATH);
-        skip();
-    }
+    const char *atlas = proc_need_file(GRAPH_ATLAS_PATH, NULL, "python3-networkx");
     ls_err err = {{0}};
     graph **gs;
     int32_t n;
-    assert_int_equal(graph_load_atlas(&gs, &n, GRAPH_ATLAS_PATH, &err), LS_OK);
+    assert_int_equal(graph_load_atlas(&gs, &n, atlas, &err), LS_OK);
     assert_int_equal(n, 1253);
     uint64_t want[8];
     for (int32_t i = 0; i < n; i++) {
@@ -300,17 +301,13 @@ static void test_listing_threads(void **state)
 static void test_wormnet(void **state)
 {
     (void)state;
-    if (access(GRAPH_WORMNET_PATH, R_OK) != 0) {
-        printf("cliques: %s missing (Debian package python3-networkx): WormNet oracles skipped\n",
-               GRAPH_WORMNET_PATH);
-        skip();
-    }
+    const char *wormnet = proc_need_file(GRAPH_WORMNET_PATH, WORMNET_ALT, "python3-networkx");
     ls_err err = {{0}};
     graph *g;
-    assert_int_equal(graph_load_edgelist(&g, GRAPH_WORMNET_PATH, &err), LS_OK);
+    assert_int_equal(graph_load_edgelist(&g, wormnet, &err), LS_OK);
     int32_t degeneracy;
     assert_int_equal(cliques_degeneracy(g, NULL, NULL, &degeneracy, &err), LS_OK);
-    assert_int_equal(degeneracy, 125);   /* graphs.md */
+    assert_int_equal(degeneracy, 125);   /* docs/graphs.md */
     expect_count(g, 3, 2015875);
     expect_count(g, 4, 44724424);
     /* The portable popcount gives the same integers. */

@@ -1,4 +1,4 @@
-/* test_dmath.c — engine/dmath.c: accuracy against libm, special values,
+/* test_dmath.c — engine/num/dmath.c: accuracy against libm, special values,
  * frozen output bits, and the floating-point environment check.
  *
  * libm is the reference here (only in tests): double functions are compared

@@ -1,4 +1,4 @@
-/* test_gnn.c — the message-passing network (engine/gnn.h, model gnn):
+/* test_gnn.c — the message-passing network (engine/models/gnn/gnn.h, model gnn):
  *   - the pull aggregation equals a brute-force sum over a dense adjacency
  *     matrix in double (inputs exact in binary32, so equal bit for bit);
  *   - leaf gradients against central differences of an independent
@@ -457,7 +457,7 @@ static void test_wl_atlas(void **state)
 {
     (void)state;
     if (!have_atlas())
-        skip();
+        fail_msg("%s cannot be read: install the Debian package python3-networkx (make deps)", GRAPH_ATLAS_PATH);
     static const char *const label[2] = { "4-clique", "triangle" };
     static const size_t mixed_want[2] = { 4, 12 };
     for (int li = 0; li < 2; li++) {
@@ -604,7 +604,7 @@ static void test_graph_edit_ged(void **state)
 {
     (void)state;
     if (!have_atlas())
-        skip();
+        fail_msg("%s cannot be read: install the Debian package python3-networkx (make deps)", GRAPH_ATLAS_PATH);
     ls_config *cfg = NULL;
     ls_err err = { { 0 } };
     assert_int_equal(ls_config_create(&cfg, "graph-edit", "gnn", &err), LS_OK);
@@ -713,7 +713,7 @@ static void test_atlas_threads(void **state)
 {
     (void)state;
     if (!have_atlas())
-        skip();
+        fail_msg("%s cannot be read: install the Debian package python3-networkx (make deps)", GRAPH_ATLAS_PATH);
     static const char *const sets[] = { "batch", "37", "leaf", "3", NULL };
     threads_equal("atlas", sets, 6);
 }
@@ -722,7 +722,7 @@ static void test_graph_edit_threads(void **state)
 {
     (void)state;
     if (!have_atlas())
-        skip();
+        fail_msg("%s cannot be read: install the Debian package python3-networkx (make deps)", GRAPH_ATLAS_PATH);
     static const char *const sets[] = { "batch", "19", "leaf", "2", NULL };
     threads_equal("graph-edit", sets, 6);
 }

@@ -1,4 +1,4 @@
-/* test_linear.c — the `linear` model (engine/model_linear.c): its leaf
+/* test_linear.c — the `linear` model (engine/models/linear/model_linear.c): its leaf
  * gradient against a double-precision softmax regression written here from
  * the formula (libm exp and log), the leaf modes bit for bit, and training
  * at 1, 2, 3 and 8 threads to one trajectory. */

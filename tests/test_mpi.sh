@@ -1,6 +1,6 @@
 #!/bin/sh
 # test_mpi.sh — one run over R MPI processes is the one-thread run, bit for
-# bit (tools/mpi_main.c, DESIGN.md §8):
+# bit (tools/mpi_main.c):
 #   - the trajectory hash of `mpirun -np R build/lockstep-mpi train` for
 #     R = 1, 2, 3, 4 ranks × 1 and 2 threads per rank equals that of
 #     `lockstep train --threads 1`, for the MLP on Fashion-MNIST (30 steps,

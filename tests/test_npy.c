@@ -1,4 +1,4 @@
-/* test_npy.c — the .npy reader (engine/npy.h) against files written by
+/* test_npy.c — the .npy reader (engine/data/npy.h) against files written by
  * numpy itself (Debian's python3-numpy, /usr/bin/python3): every supported
  * dtype in both byte orders and format versions 1.0, 2.0 and 3.0, each value
  * compared bit for bit with the one numpy prints; and hand-made malformed

@@ -227,7 +227,7 @@ static void test_ca(void **state)
 
 /* AdamW against its formula written out here with real divisions, for
  * 20,000 steps: past step 165 bc1 = 1 - β1^t is exactly 1.0f and past
- * 17,000 bc2 too, where engine/optim.c skips those divisions (x / 1.0f is
+ * 17,000 bc2 too, where engine/core/optim.c skips those divisions (x / 1.0f is
  * x for every value m and v can hold). 67 elements (a vector tail),
  * gradients with subnormals, zeros and infinities (clipped) now and then,
  * one element NaN from step 1000, weight decay and a clip. NaNs compare equal whatever their payload (which

@@ -1,4 +1,4 @@
-/* test_rng.c — engine/rng.c: the frozen outputs of the addressed generator
+/* test_rng.c — engine/num/rng.c: the frozen outputs of the addressed generator
  * (known answers from an independent Python reimplementation), and sanity
  * checks of ranges, permutations and the shape of the distributions.
  *

@@ -1,4 +1,4 @@
-/* test_sweep.c — many runs in one process (engine/sweep.h, `lockstep sweep`):
+/* test_sweep.c — many runs in one process (engine/core/sweep.h, `lockstep sweep`):
  * every run of a sweep has, bit for bit, the trajectory of the same config
  * trained alone with one thread.
  *
