@@ -33,6 +33,7 @@
 #include <xxhash.h>
 
 #include "engine/core/train.h"
+#include "engine/tasks/teacher.h"
 #include "record/checkpoint.h"
 #include "record/hash.h"
 
@@ -660,7 +661,7 @@ static void test_resume_trainer(void **state)
 {
     (void)state;
     ls_dataset *d;
-    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    assert_int_equal(teacher_make(&d, NULL), LS_OK);
     ls_config cfg;
     /* AdamW (β products in the state), default batch. */
     assert_int_equal(config_defaults(&cfg, "teacher", NULL, NULL), LS_OK);

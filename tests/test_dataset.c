@@ -22,7 +22,10 @@
 #include <zlib.h>
 
 #include "engine/data/dataset.h"
+#include "engine/data/idx.h"
 #include "engine/num/rng.h"
+#include "engine/tasks/fashion_mnist.h"
+#include "engine/tasks/teacher.h"
 
 static const char *const FILES[4] = {
     "train-images-idx3-ubyte.gz",
@@ -202,7 +205,7 @@ static void expect_fail(const tmpset *t, int file, ls_status st, const char *wor
 {
     ls_dataset *d = (ls_dataset *)1;
     ls_err err = {{0}};
-    ls_status got = dataset_load_fashion(&d, t->dir, &err);
+    ls_status got = fashion_mnist_load(&d, t->dir, &err);
     if (got != st || strstr(err.msg, t->path[file]) == NULL || strstr(err.msg, words) == NULL)
         fail_msg("status %d, message '%s'; expected status %d naming %s and '%s'", (int)got, err.msg, (int)st,
                  t->path[file], words);
@@ -216,10 +219,10 @@ static void test_fashion_real(void **state)
     (void)state;
     char paths[4][128];
     for (int i = 0; i < 4; i++)
-        snprintf(paths[i], sizeof paths[i], "%s/%s", DATASET_FASHION_DIR, FILES[i]);
+        snprintf(paths[i], sizeof paths[i], "%s/%s", FASHION_MNIST_DIR, FILES[i]);
     ls_dataset *d = NULL;
     ls_err err = {{0}};
-    ls_status st = dataset_load_fashion(&d, DATASET_FASHION_DIR, &err);
+    ls_status st = fashion_mnist_load(&d, FASHION_MNIST_DIR, &err);
     if (st != LS_OK)
         fail_msg("%s (is the dataset-fashion-mnist package installed?)", err.msg);
     assert_string_equal(d->name, "fashion-mnist");
@@ -281,7 +284,7 @@ static void test_fashion_real(void **state)
 
     assert_int_equal(d->hash, expected_hash(paths));
     ls_dataset *d2 = NULL;
-    assert_int_equal(dataset_load_fashion(&d2, DATASET_FASHION_DIR, &err), LS_OK);
+    assert_int_equal(fashion_mnist_load(&d2, FASHION_MNIST_DIR, &err), LS_OK);
     assert_int_equal(d2->hash, d->hash);
     dataset_destroy(d2);
     dataset_destroy(d);
@@ -297,7 +300,7 @@ static void test_fashion_small_ok(void **state)
     tmpset_create(&t);
     ls_dataset *d = NULL;
     ls_err err = {{0}};
-    assert_int_equal(dataset_load_fashion(&d, t.dir, &err), LS_OK);
+    assert_int_equal(fashion_mnist_load(&d, t.dir, &err), LS_OK);
     assert_int_equal(d->train.n, SMALL_TRAIN);
     assert_int_equal(d->test.n, SMALL_TEST);
     for (size_t i = 0; i < SMALL_TRAIN * 784; i++)
@@ -328,7 +331,7 @@ static void test_fashion_small_ok(void **state)
     memcpy(both, a, la);
     memcpy(both + la, b, lb);
     write_file(t.path[1], both, la + lb);
-    assert_int_equal(dataset_load_fashion(&d, t.dir, &err), LS_OK);
+    assert_int_equal(fashion_mnist_load(&d, t.dir, &err), LS_OK);
     assert_int_equal(d->train.y[3], 9);
     assert_int_not_equal(d->hash, h);
     dataset_destroy(d);
@@ -434,7 +437,7 @@ static void test_fashion_bad_inputs(void **state)
         ls_err err = {{0}};
         char want[256];
         snprintf(want, sizeof want, "%s: label 11 at index 5 is out of range (0..9)", t.path[1]);
-        assert_int_equal(dataset_load_fashion(&d, t.dir, &err), LS_EFORMAT);
+        assert_int_equal(fashion_mnist_load(&d, t.dir, &err), LS_EFORMAT);
         assert_string_equal(err.msg, want);
         assert_null(d);
     }
@@ -484,7 +487,7 @@ static void test_fashion_bad_inputs(void **state)
     {
         ls_dataset *d = NULL;
         ls_err err = {{0}};
-        assert_int_equal(dataset_load_fashion(&d, "/nonexistent/dir", &err), LS_EIO);
+        assert_int_equal(fashion_mnist_load(&d, "/nonexistent/dir", &err), LS_EIO);
         assert_non_null(strstr(err.msg, "/nonexistent/dir/train-images-idx3-ubyte.gz: No such file"));
     }
 }
@@ -552,33 +555,33 @@ static void test_teacher(void **state)
     (void)state;
     ls_dataset *a = NULL, *b = NULL;
     ls_err err = {{0}};
-    assert_int_equal(dataset_make_teacher(&a, &err), LS_OK);
-    assert_int_equal(dataset_make_teacher(&b, &err), LS_OK);
+    assert_int_equal(teacher_make(&a, &err), LS_OK);
+    assert_int_equal(teacher_make(&b, &err), LS_OK);
     assert_string_equal(a->name, "teacher");
-    assert_int_equal(a->n_classes, DATASET_TEACHER_CLASSES);
+    assert_int_equal(a->n_classes, TEACHER_CLASSES);
     const ls_split *sa[2] = {&a->train, &a->test}, *sb[2] = {&b->train, &b->test};
-    const size_t n[2] = {DATASET_TEACHER_TRAIN, DATASET_TEACHER_TEST};
+    const size_t n[2] = {TEACHER_TRAIN, TEACHER_TEST};
     for (int s = 0; s < 2; s++) {
         assert_int_equal(sa[s]->n, n[s]);
-        assert_int_equal(sa[s]->dim, DATASET_TEACHER_DIM);
+        assert_int_equal(sa[s]->dim, TEACHER_DIM);
         assert_null(sa[s]->x8);
         assert_non_null(sa[s]->xf);
         /* identical bytes on a second make */
-        assert_memory_equal(sa[s]->xf, sb[s]->xf, n[s] * DATASET_TEACHER_DIM * sizeof(float));
+        assert_memory_equal(sa[s]->xf, sb[s]->xf, n[s] * TEACHER_DIM * sizeof(float));
         assert_memory_equal(sa[s]->y, sb[s]->y, n[s]);
         /* inputs are the addressed uniforms */
         for (size_t i = 0; i < n[s]; i++)
-            for (size_t k = 0; k < DATASET_TEACHER_DIM; k++) {
-                float want = rng_uniformf(DATASET_TEACHER_SEED, RNG_DATA, (uint64_t)s, i, k);
-                assert_memory_equal(&sa[s]->xf[i * DATASET_TEACHER_DIM + k], &want, sizeof want);
+            for (size_t k = 0; k < TEACHER_DIM; k++) {
+                float want = rng_uniformf(TEACHER_SEED, RNG_DATA, (uint64_t)s, i, k);
+                assert_memory_equal(&sa[s]->xf[i * TEACHER_DIM + k], &want, sizeof want);
             }
         /* every class has at least 10% of the samples */
-        size_t count[DATASET_TEACHER_CLASSES] = {0};
+        size_t count[TEACHER_CLASSES] = {0};
         for (size_t i = 0; i < n[s]; i++) {
-            assert_true(sa[s]->y[i] < DATASET_TEACHER_CLASSES);
+            assert_true(sa[s]->y[i] < TEACHER_CLASSES);
             count[sa[s]->y[i]]++;
         }
-        for (size_t k = 0; k < DATASET_TEACHER_CLASSES; k++)
+        for (size_t k = 0; k < TEACHER_CLASSES; k++)
             if (count[k] * 10 < n[s])
                 fail_msg("split %d class %zu has %zu of %zu samples", s, k, count[k], n[s]);
     }
@@ -588,7 +591,7 @@ static void test_teacher(void **state)
      * little-endian (checked), so the arrays are their own LE bytes */
     const uint32_t one = 1;
     assert_int_equal(*(const uint8_t *)&one, 1);
-    size_t xb[2] = {n[0] * DATASET_TEACHER_DIM * 4, n[1] * DATASET_TEACHER_DIM * 4};
+    size_t xb[2] = {n[0] * TEACHER_DIM * 4, n[1] * TEACHER_DIM * 4};
     size_t total = xb[0] + n[0] + xb[1] + n[1];
     uint8_t *cat = malloc(total), *p = cat;
     assert_non_null(cat);
@@ -653,7 +656,7 @@ static void test_public_dataset(void **state)
     (void)state;
     ls_dataset *t;
     ls_err err = { { 0 } };
-    assert_int_equal(dataset_make_teacher(&t, &err), LS_OK);
+    assert_int_equal(teacher_make(&t, &err), LS_OK);
     const size_t dim = t->train.dim, ntr = t->train.n, nte = t->test.n;
     ls_dataset *d = (ls_dataset *)1;
     assert_int_equal(ls_dataset_create(&d, "copy", t->n_classes, dim, ntr, nte, &err), LS_OK);

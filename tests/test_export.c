@@ -44,6 +44,7 @@
 #include "engine/models/logic_ca/logic_ca.h"
 #include "engine/num/rng.h"
 #include "engine/core/train.h"
+#include "engine/tasks/teacher.h"
 #include "record/hash.h"
 #include "record/runlog.h"
 #include "tests/proc_util.h"
@@ -731,7 +732,7 @@ static void test_export_logic(void **state)
     assert_int_equal(export_and_build("lt", "lt_split", "300", 0), active);
     ls_dataset *data;
     ls_err err = { "" };
-    assert_int_equal(dataset_make_teacher(&data, &err), LS_OK);
+    assert_int_equal(teacher_make(&data, &err), LS_OK);
     const ls_split *s = &data->test;
     float *x = malloc(s->n * s->dim * sizeof(float));
     uint32_t *ids = malloc(s->n * sizeof(uint32_t));

@@ -16,6 +16,7 @@
 #include "engine/data/dataset.h"
 #include "engine/core/model.h"
 #include "engine/core/train.h"
+#include "engine/tasks/teacher.h"
 #include "record/hash.h"
 
 typedef struct {
@@ -29,7 +30,7 @@ typedef struct {
 static void make(fixture *f, const char *batch, const char *leaf)
 {
     ls_err err;
-    assert_int_equal(dataset_make_teacher(&f->data, &err), LS_OK);
+    assert_int_equal(teacher_make(&f->data, &err), LS_OK);
     assert_int_equal(config_defaults(&f->cfg, "teacher", "linear", &err), LS_OK);
     assert_int_equal(config_set(&f->cfg, "batch", batch, 0, &err), LS_OK);
     assert_int_equal(config_set(&f->cfg, "leaf", leaf, 0, &err), LS_OK);
@@ -144,7 +145,7 @@ static void test_threads(void **state)
     static const int threads[] = { 1, 2, 3, 8 };
     uint64_t first = 0;
     ls_dataset *d;
-    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    assert_int_equal(teacher_make(&d, NULL), LS_OK);
     for (size_t i = 0; i < 4; i++) {
         ls_config cfg;
         ls_err err;
@@ -183,7 +184,7 @@ static void test_tensors_and_scores(void **state)
     (void)state;
     static const char *models[] = { "linear", "mlp" };
     ls_dataset *d;
-    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    assert_int_equal(teacher_make(&d, NULL), LS_OK);
     for (size_t mi = 0; mi < 2; mi++) {
         ls_config cfg;
         ls_err err;

@@ -20,6 +20,7 @@
 #include "engine/models/logic/logic_net.h"
 #include "engine/core/model.h"
 #include "engine/num/rng.h"
+#include "engine/tasks/teacher.h"
 
 static uint64_t rng_state = 0x13198a2e03707344ULL;
 
@@ -565,7 +566,7 @@ static void test_eval_teacher(void **state)
     (void)state;
     ls_dataset *d;
     ls_err err;
-    assert_int_equal(dataset_make_teacher(&d, &err), LS_OK);
+    assert_int_equal(teacher_make(&d, &err), LS_OK);
     ls_config cfg;
     assert_int_equal(config_defaults(&cfg, "teacher", "logic", &err), LS_OK);
     check_eval(d, &cfg, d->train.dim);
@@ -581,7 +582,7 @@ static void test_descent_lowers_loss(void **state)
     (void)state;
     ls_dataset *d;
     ls_err err;
-    assert_int_equal(dataset_make_teacher(&d, &err), LS_OK);
+    assert_int_equal(teacher_make(&d, &err), LS_OK);
     ls_config cfg;
     assert_int_equal(config_defaults(&cfg, "teacher", "logic", &err), LS_OK);
     inst in;

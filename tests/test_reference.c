@@ -21,6 +21,7 @@
 #include "engine/core/optim.h"
 #include "engine/num/rng.h"
 #include "engine/core/train.h"
+#include "engine/tasks/teacher.h"
 #include "record/hash.h"
 
 typedef struct {
@@ -178,7 +179,7 @@ static void test_teacher(void **state)
 {
     (void)state;
     ls_dataset *d;
-    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    assert_int_equal(teacher_make(&d, NULL), LS_OK);
     compare_with_engine("teacher", NULL, d, SET("batch", "20", "leaf", "4", "optimizer", "adamw"), 6);
     compare_with_engine("teacher", NULL, d, SET("batch", "37", "leaf", "1", "optimizer", "sgd"), 6);
     compare_with_engine("teacher", NULL, d, SET("batch", "5", "leaf", "8", "optimizer", "adamw"), 6);
@@ -647,7 +648,7 @@ static void test_mlp_finish_is_division(void **state)
 {
     (void)state;
     ls_dataset *d;
-    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    assert_int_equal(teacher_make(&d, NULL), LS_OK);
     ls_config cfg;
     ls_err err = { { 0 } };
     assert_int_equal(config_defaults(&cfg, "teacher", "mlp", &err), LS_OK);

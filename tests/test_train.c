@@ -17,6 +17,7 @@
 #include <dirent.h>
 
 #include "engine/core/train.h"
+#include "engine/tasks/teacher.h"
 #include "record/golden.h"
 #include "record/hash.h"
 
@@ -109,7 +110,7 @@ static void test_teacher_matrix(void **state)
 {
     (void)state;
     ls_dataset *d;
-    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    assert_int_equal(teacher_make(&d, NULL), LS_OK);
     matrix("teacher", d, "32", 4);
     dataset_destroy(d);
 }
@@ -127,7 +128,7 @@ static void test_logic_threads(void **state)
 {
     (void)state;
     ls_dataset *d;
-    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    assert_int_equal(teacher_make(&d, NULL), LS_OK);
     const char *shapes[][3] = { { "32", "4", "64x3" }, { "37", "5", "48,32,16" }, { "5", "1", "64x2" } };
     int checked = 0;
     for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
@@ -199,7 +200,7 @@ static void test_unordered_differs(void **state)
 {
     (void)state;
     ls_dataset *d;
-    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    assert_int_equal(teacher_make(&d, NULL), LS_OK);
     ls_config cfg;
     assert_int_equal(config_defaults(&cfg, "teacher", NULL, NULL), LS_OK);
     assert_int_equal(config_set(&cfg, "batch", "64", 0, NULL), LS_OK);
@@ -234,7 +235,7 @@ static void test_config_changes_trajectory(void **state)
 {
     (void)state;
     ls_dataset *d;
-    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    assert_int_equal(teacher_make(&d, NULL), LS_OK);
     ls_config base;
     assert_int_equal(config_defaults(&base, "teacher", NULL, NULL), LS_OK);
     uint64_t ref = run(base, 2, 3, d).traj;
@@ -254,7 +255,7 @@ static void test_optimisers(void **state)
 {
     (void)state;
     ls_dataset *d;
-    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    assert_int_equal(teacher_make(&d, NULL), LS_OK);
     const char *opts[][2] = { { "optimizer", "sgd" }, { "clip", "0.01" }, { "weight_decay", "0.1" } };
     for (size_t i = 0; i < sizeof opts / sizeof opts[0]; i++) {
         ls_config c;
@@ -271,7 +272,7 @@ static void test_divergence(void **state)
 {
     (void)state;
     ls_dataset *d;
-    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    assert_int_equal(teacher_make(&d, NULL), LS_OK);
     ls_config c;
     assert_int_equal(config_defaults(&c, "teacher", NULL, NULL), LS_OK);
     assert_int_equal(config_set(&c, "optimizer", "sgd", 0, NULL), LS_OK);
@@ -312,7 +313,7 @@ static void test_param_hash_parts(void **state)
 {
     (void)state;
     ls_dataset *d;
-    assert_int_equal(dataset_make_teacher(&d, NULL), LS_OK);
+    assert_int_equal(teacher_make(&d, NULL), LS_OK);
     const int threads[] = { 1, 2, 3, 8 };
     for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
         ls_config c;

@@ -1,9 +1,9 @@
-/* fuzz_idx.c — libFuzzer target for the IDX loader (engine/dataset.h).
+/* fuzz_idx.c — libFuzzer target for the IDX loader (engine/data/idx.h).
  *
  * Every input goes through idx_parse as an image file, as a label file and
  * with the magic it claims (fuzz_replay.h, fr_idx). An input that starts with
  * the gzip magic 1f 8b is also written to a scratch file and read back through
- * idx_read_gz, because the gunzip step is static in dataset.c and only
+ * idx_read_gz, because the gunzip step is static in idx.c and only
  * reachable through a path; what it inflates to goes through fr_idx too.
  * Build and run: make fuzz (tests/fuzz/fuzz.mk).
  */

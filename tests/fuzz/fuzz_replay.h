@@ -27,6 +27,7 @@
 
 #include "engine/core/config.h"
 #include "engine/data/dataset.h"
+#include "engine/data/idx.h"
 #include "include/lockstep.h"
 #include "record/checkpoint.h"
 #include "record/golden.h"
