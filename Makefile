@@ -212,7 +212,7 @@ $(BUILD)/tests/test_report: $(BUILD)/obj/tests/test_report.o $(REPORT_TOOL_OBJ) 
 	@echo "LD $@"
 	@$(CC) $(OPT) $(CFLAGS) $(LDFLAGS) -o $@ $< $(REPORT_TOOL_OBJ) $(TEST_COMMON_OBJ) $(LIB) -lcmocka $(LIBS)
 
-# A shell test becomes an executable that runs tests/T.sh with this build's
+# A shell test becomes an executable that runs tests/<name>.sh with this build's
 # settings, so that the make it calls (make install) rebuilds nothing and
 # what it compiles carries the same sanitizers as the library.
 shq = '$(subst ','\'',$(1))'

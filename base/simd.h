@@ -6,7 +6,7 @@
  * element is computed on its own (x[i] = f(a[i], b[i])): IEEE arithmetic is
  * exact per element, so every version gives the same bits. A sum across
  * elements must not use it: its order would change with the vector width.
- * Kernels that do sum (engine/dense.c) have hand-written SIMD paths with
+ * Kernels that do sum (engine/num/dense.c) have hand-written SIMD paths with
  * scalar twins instead. The loops also carry `#pragma omp simd` (the build
  * has -fopenmp-simd, no OpenMP runtime): gcc's -O2 cost model would
  * otherwise leave them scalar. It allows no reassociation either.
@@ -47,7 +47,7 @@ const char *simd_path_name(int path);       /* "avx512", "avx2", "scalar" */
  * vbroadcastss. On Zen 4 a vbroadcastss zmm competes with the multiplies and
  * adds for the FP pipes: a dense 4 x 4 tile with one broadcast per row ran
  * at about 82% of the mul+add peak, with the folded form at 99% (a
- * stand-alone copy of engine/dense.c's loop on the MLP's shapes). Compilers
+ * stand-alone copy of engine/num/dense.c's loop on the MLP's shapes). Compilers
  * do not reliably fold the broadcast when the intrinsics are used, so the
  * instruction is written out (AT&T syntax, the compilers' default). For
  * functions built with target("avx512f").

@@ -28,7 +28,7 @@
  * Version 1 (frozen, still read, never written) is the same without the
  * owner: a 48-byte header, the parameters at offset 48. A version-1 file
  * does not say whose it is, so nothing can prove it belongs to a database;
- * engine/session.c loads one only when the database registered its state
+ * engine/core/session.c loads one only when the database registered its state
  * hash, and never deletes one.
  *
  * Why an owner in the file: a checkpoint directory may be shared by several

@@ -32,7 +32,7 @@ typedef struct {
 double hash_bits_to_double(uint64_t bits);
 
 /* param_hash in parts, so the threads that update θ can hash it where they
- * wrote it (engine/train.c). XXH3 over a long input adds a contribution of
+ * wrote it (engine/core/train.c). XXH3 over a long input adds a contribution of
  * each 64-byte stripe to eight 64-bit accumulators (sums modulo 2^64, so in
  * any order and on any number of threads) and scrambles them after each block
  * of HASH_PART_FLOATS floats (a few cycles: done in the join). So:

@@ -6,7 +6,7 @@
  * that file (checked against its registration and the record's parameter
  * hash at a) and recomputes steps a+1..b, comparing each with the record and
  * the checkpoint files of each step with the recomputed state (an audit
- * session, engine/session.c). The first segment starts from θ_0, the last
+ * session, engine/core/session.c). The first segment starts from θ_0, the last
  * ends at the last recorded step; a run without checkpoints is one segment
  * from step 0. The segments are the work units of a pool (reduce/pool.h):
  * part p on worker p mod W, each replay single-threaded, or with what is

@@ -1,4 +1,4 @@
-/* sweep.h — many runs trained at once in one process (DESIGN.md §8): a seed
+/* sweep.h — many runs trained at once in one process (docs/runs.md): a seed
  * sweep, a learning-rate grid, an ensemble, models of different kinds side
  * by side.
  *

@@ -1,5 +1,5 @@
 /* cliques.h — counting and listing the k-cliques of an undirected graph,
- * exact and the same at any thread count (DESIGN.md §10).
+ * exact and the same at any thread count (docs/graphs.md).
  *
  * The algorithm is kClist (Danisch, Balalau, Sozio, WWW 2018): nodes are
  * ordered by degeneracy (repeatedly remove a node of least remaining degree,

@@ -1,6 +1,6 @@
 /* ged.h — graph edit distance: a lower bound, the exact distance for small
  * graphs, and the bipartite upper bound, with integer costs so the results
- * are exact and the same at any thread count (DESIGN.md §10).
+ * are exact and the same at any thread count (docs/graphs.md).
  *
  * An edit path turns graph a into graph b by deleting, inserting and
  * relabelling nodes and deleting and inserting edges; deleting a node

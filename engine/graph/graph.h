@@ -8,7 +8,7 @@
  * sorted by id with no repeats and no self loops. An undirected graph stores
  * each edge in both directions, and in_off/in_adj are the same arrays as
  * out_off/out_adj. Every order here is a function of the set of edges alone
- * (DESIGN.md §10): nothing depends on the order of the input lines.
+ * (docs/graphs.md): nothing depends on the order of the input lines.
  *
  * Files (docs/formats.md):
  *   - an edge list: one edge `a b [weight]` a line, `#` starts a comment,

@@ -114,7 +114,7 @@ void dense_backward_weights_scalar(float *dw, float *dbias, const float *in, con
     backward_weights_ld_scalar(dw, N, dbias, in, K, dout, N, B, K, N, accumulate);
 }
 
-/* ---- Run-time choice of the path (engine/simd.c). ---- */
+/* ---- Run-time choice of the path (base/simd.c). ---- */
 
 enum { PATH_SCALAR = SIMD_PATH_SCALAR, PATH_AVX2 = SIMD_PATH_AVX2, PATH_AVX512 = SIMD_PATH_AVX512 };
 

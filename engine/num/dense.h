@@ -3,8 +3,8 @@
  * Matrices are row-major. Every output element is one sequential sum whose
  * order is written below; each term is a fused multiply-add, fmaf(x, y, s):
  * the exact product added to s and rounded once, on every path. (The build
- * pins -ffp-contract=off, so the compiler fuses nothing on its own; DESIGN.md
- * §2.3 allows FMA through an explicit fmaf on every build alike, and libm's
+ * pins -ffp-contract=off, so the compiler fuses nothing on its own; docs/contract.md
+ * ("Arithmetic order") allows FMA through an explicit fmaf on every build alike, and libm's
  * fmaf is correctly rounded where the CPU has no FMA.) The SIMD paths (chosen
  * at run time) and the scalar twins perform the identical operations in the
  * identical order, and tests compare them bit for bit (apart from which

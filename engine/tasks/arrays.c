@@ -1,5 +1,5 @@
 /* task_arrays.c — the `arrays` task: your own data from NumPy .npy files
- * (engine/npy.h), as numpy.save writes them.
+ * (engine/data/npy.h), as numpy.save writes them.
  *
  * Sources (where the data are; recorded with the run, not in its config):
  * train_x, train_y (required), test_x, test_y (both or neither). Features:

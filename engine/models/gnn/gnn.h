@@ -6,7 +6,7 @@
  *     r_v  = relu(W1_lᵀ z_v + b1_l),  h'_v = relu(W2_lᵀ r_v + b2_l)
  * except that the last layer's h'_v has no relu (W2_Lᵀ r_v + b2_L): the head
  * reads it directly, so a unit the relu would cut still passes gradient.
- * The messages are pulled (DESIGN.md §10): node v's row z_v is written by
+ * The messages are pulled (docs/graphs.md): node v's row z_v is written by
  * whoever computes v and sums its in-neighbours in CSR order (sources
  * ascending); the backward pass pulls again, over the out-CSR (the
  * transpose), so no row is ever scatter-added to and nothing is atomic.
@@ -62,7 +62,7 @@ enum { GNN_KIND_GRAPH = 1, GNN_KIND_NODE = 2, GNN_KIND_EDIT = 3 };
 
 /* A graph as the kernels see it: in-edges by destination (sources ascending)
  * and out-edges by source (destinations ascending). The same shape as
- * engine/graph.h's CSR, so one of those can be viewed directly. */
+ * engine/graph/graph.h's CSR, so one of those can be viewed directly. */
 typedef struct {
     int32_t n;
     const int64_t *in_off;    /* [n+1] */

@@ -1,5 +1,5 @@
 /* model_gnn.c — the `gnn` model: a GIN-style message-passing network
- * (engine/gnn.h) over graph rows (the row layouts are in gnn.h). Keys:
+ * (engine/models/gnn/gnn.h) over graph rows (the row layouts are in gnn.h). Keys:
  * hidden (width H), layers, gin_eps (ε), leaf (samples per leaf).
  *
  * What a sample is depends on the data's kind (the first feature of a row):
@@ -33,7 +33,7 @@
  * train_acc. EDIT: node_acc, graph_acc (every node right), and mean_ged:
  * each test graph with the nodes the model deletes removed, against the
  * target (the graph with the nodes the rule deletes removed), exact unit-cost
- * graph edit distance with node labels (engine/ged.h), averaged; and
+ * graph edit distance with node labels (engine/graph/ged.h), averaged; and
  * mean_ged_unedited, the same for the graphs left as they are (the distance
  * the edits have to close). Each example's distances are integers summed in
  * example order. (One thread: ls_model_desc.metrics is handed no pool.)
@@ -570,7 +570,7 @@ static ls_status gm_create(void **self, ls_model_info *info, const ls_config *cf
 {
     *self = NULL;
     if (data == NULL || data->train.xf == NULL || data->train.n == 0 || data->train.dim < GNN_HEADER)
-        return ls_fail(err, LS_EINVAL, "model gnn needs graph rows (engine/gnn.h); task %s has none", cfg->task);
+        return ls_fail(err, LS_EINVAL, "model gnn needs graph rows (engine/models/gnn/gnn.h); task %s has none", cfg->task);
     const float *r0 = data->train.xf;
     gnn_inst *m = calloc(1, sizeof *m);
     if (m == NULL)
