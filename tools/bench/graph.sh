@@ -47,9 +47,11 @@ for k in 3 4 5 6; do
         r=$((r + 1))
     done
     bench_stats <"$tmp/rows" >"$tmp/stats"
-    med() { awk -F'\t' -v k="$1" '$1 == k { printf "%.3f\n", $2 }' "$tmp/stats"; }
+    med() { awk -F'\t' -v k="$1" '$1 == k { print $2 }' "$tmp/stats"; }
+    s3() { printf '%.3f' "$1"; }
     w1=$(med wall1) wn=$(med walln) c1=$(med cpu1) cn=$(med cpun)
-    bench_row $k "$count" "$w1" "$wn" "$(bench_ratio "$w1" "$wn" %.2f)" "$c1" "$cn" "$(bench_ratio "$c1" "$cn" %.2f)"
+    bench_row $k "$count" "$(s3 "$w1")" "$(s3 "$wn")" "$(bench_ratio "$w1" "$wn" %.2f)" \
+        "$(s3 "$c1")" "$(s3 "$cn")" "$(bench_ratio "$c1" "$cn" %.2f)"
 done
 
 # Atlas pairs: 7-node graphs (G209..G1252) in a fixed pseudo-random pairing.
@@ -68,11 +70,11 @@ while [ $r -lt "$REPS" ]; do
     seconds graph ged --pairs "$tmp/pairs" --threads "$cores" >>"$tmp/pn"
     r=$((r + 1))
 done
-m1=$(bench_median %.3f <"$tmp/p1")
-mn=$(bench_median %.3f <"$tmp/pn")
+m1=$(bench_median <"$tmp/p1")
+mn=$(bench_median <"$tmp/pn")
 bench_row threads seconds "pairs/s" speedup
-bench_row 1 "$m1" "$(bench_ratio "$n_pairs" "$m1" %.0f)" 1.00
-bench_row "$cores" "$mn" "$(bench_ratio "$n_pairs" "$mn" %.0f)" "$(bench_ratio "$m1" "$mn" %.2f)"
+bench_row 1 "$(printf '%.3f' "$m1")" "$(bench_ratio "$n_pairs" "$m1" %.0f)" 1.00
+bench_row "$cores" "$(printf '%.3f' "$mn")" "$(bench_ratio "$n_pairs" "$mn" %.0f)" "$(bench_ratio "$m1" "$mn" %.2f)"
 "$BIN" graph ged --pairs "$tmp/pairs" --threads 1 >"$tmp/r1"
 "$BIN" graph ged --pairs "$tmp/pairs" --threads "$cores" >"$tmp/rn"
 if cmp -s "$tmp/r1" "$tmp/rn"; then echo "graph: results at 1 and $cores threads identical"; else echo "graph: results differ!"; exit 1; fi
