@@ -24,7 +24,7 @@ THREADS=${THREADS:-$(nproc)}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 TIMEFORMAT='%U %S'   # bash's time: user and system seconds
-cpu() { awk '{ print $1 + $2 }' "$tmp/cpu"; }
+cpu() { bench_sum $(cat "$tmp/cpu"); }   # user + system
 : >"$tmp/train.t"
 : >"$tmp/audit.t"
 : >"$tmp/train.c"

@@ -49,7 +49,7 @@ step_row() {
             exit 1
         fi
         # the pair's steps per unit of time against one alone's: t1/pa + t1/pb
-        pair=$(echo "$t1 $pa $pb" | awk '{ print $1 / $2 + $1 / $3 }')
+        pair=$(bench_sum "$(bench_ratio "$t1" "$pa")" "$(bench_ratio "$t1" "$pb")")
         cat >>"$tmp/rows" <<ROWS
 t1 $(bench_ratio "$t1" 1000)
 t2 $(bench_ratio "$t2" 1000)
@@ -58,17 +58,17 @@ share $(bench_ratio "$(bench_ratio "$t1" "$t2")" "$pair")
 ROWS
         r=$((r + 1))
     done
-    bench_stats <"$tmp/rows" >"$tmp/stats"
-    m2=$(awk -F'\t' '$1 == "t2" { print $2 }' "$tmp/stats")
-    goal=
+    m2=$(bench_median_of "$tmp/rows" t2)
+    line= goal=-
     case $label in
-    checkerboard) goal=$(awk -v b="$m2" 'BEGIN { print (b <= 12 ? "met" : "NOT met") " (<= 12 ms)" }') ;;
-    async) goal=$(awk -v b="$m2" -v base="$BASE_ASYNC_MS" 'BEGIN {
-        printf "%s (<= %.2f ms, half of %s)\n", b <= base / 2 ? "met" : "NOT met", base / 2, base }') ;;
+    checkerboard) line=12 ;;
+    async) line=$(bench_ratio "$BASE_ASYNC_MS" 2 %.2f) ;;
     esac
-    case $goal in NOT*) fail=1 ;; esac
-    cell() { awk -F'\t' -v k="$1" -v f="$2" -v s="${3:-1}" '$1 == k { printf f " [" f ".." f "]\n", s * $2, s * $3, s * $4 }' "$tmp/stats"; }
-    bench_row "$label" "$(cell t1 %.2f)" "$(cell t2 %.2f)" "${goal:--}" "$(cell pair %.2f)" "$(cell share %.0f 100)"
+    if [ -n "$line" ]; then
+        if bench_le "$m2" "$line"; then goal="met (<= $line ms)"; else goal="NOT met (<= $line ms)"; fail=1; fi
+    fi
+    cell() { bench_spread_of "$tmp/rows" "$@"; }   # KEY FMT [SCALE]
+    bench_row "$label" "$(cell t1 %.2f)" "$(cell t2 %.2f)" "$goal" "$(cell pair %.2f)" "$(cell share %.0f 100)"
 }
 
 fail=0
@@ -86,9 +86,7 @@ while [ "$r" -le "$GOL_REPS" ]; do
     bench_since "$start" >>"$tmp/gol.s"
     r=$((r + 1))
 done
-m=$(bench_median <"$tmp/gol.s")
-goal=$(awk -v m="$m" 'BEGIN { print (m <= 1 ? "met" : "NOT met") " (<= 1 s)" }')
-case $goal in NOT*) fail=1 ;; esac
+if bench_le "$(bench_median <"$tmp/gol.s")" 1; then goal="met (<= 1 s)"; else goal="NOT met (<= 1 s)"; fail=1; fi
 echo
 bench_row "gol training, s" "3000 steps at 2 threads, evaluations and record" goal
 bench_row gol "$(bench_spread <"$tmp/gol.s")" "$goal"

@@ -60,7 +60,7 @@ ROWS
     bench_pair "$tmp/pa" "$tmp/pb" one_alone
     pa=$(cat "$tmp/pa") pb=$(cat "$tmp/pb")
     need "the pair" "$pa"; need "the pair" "$pb"
-    pair=$(echo "$pa $pb" | awk '{ print $1 + $2 }')
+    pair=$(bench_sum "$pa" "$pb")
     cat >>"$tmp/rows" <<ROWS
 pair.sps $pair
 pair.x1 $(bench_ratio "$pair" "$a1" %.4f)
@@ -68,11 +68,7 @@ pair.share $(bench_ratio "$a2" "$pair" %.4f)
 ROWS
     rep=$((rep + 1))
 done
-bench_stats <"$tmp/rows" >"$tmp/stats"
-# cell KEY FMT [SCALE]: "median [min..max]" of KEY's repetitions, times SCALE
-cell() {
-    awk -F'\t' -v k="$1" -v f="$2" -v s="${3:-1}" '$1 == k { printf f " [" f ".." f "]\n", s * $2, s * $3, s * $4 }' "$tmp/stats"
-}
+cell() { bench_spread_of "$tmp/rows" "$@"; }   # KEY FMT [SCALE]
 bench_row optimiser threads "samples/s" "MLP GFLOP/s" "peak GFLOP/s" "fraction of peak %" "speedup vs 1"
 for opt in adamw sgd; do
     for t in 1 2; do

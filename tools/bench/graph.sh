@@ -46,8 +46,7 @@ for k in 3 4 5 6; do
         wall_cpu graph cliques "$WORMNET" -k $k --count --threads "$cores" | awk '{ print "walln", $1; print "cpun", $2 }' >>"$tmp/rows"
         r=$((r + 1))
     done
-    bench_stats <"$tmp/rows" >"$tmp/stats"
-    med() { awk -F'\t' -v k="$1" '$1 == k { print $2 }' "$tmp/stats"; }
+    med() { bench_median_of "$tmp/rows" "$1"; }
     s3() { printf '%.3f' "$1"; }
     w1=$(med wall1) wn=$(med walln) c1=$(med cpu1) cn=$(med cpun)
     bench_row $k "$count" "$(s3 "$w1")" "$(s3 "$wn")" "$(bench_ratio "$w1" "$wn" %.2f)" \

@@ -18,9 +18,18 @@ bench_median() { awk -v mode=median -v fmt="${1:-}" -f "$BENCH_AWK"; }
 bench_rel() { awk -v mode=rel -f "$BENCH_AWK"; }
 # bench_stats          "KEY VALUE" lines -> KEY, median, min, max, count per key (TSV)
 bench_stats() { awk -v mode=tsv -f "$BENCH_AWK"; }
+# A file of "KEY VALUE" lines, one list per key (a script's repetitions):
+# bench_spread_of FILE KEY [FMT [SCALE]]   KEY's "median [min..max]", times SCALE
+bench_spread_of() { awk -v mode=spread -v key="$2" -v fmt="${3:-%.2f}" -v scale="${4:-1}" -f "$BENCH_AWK" "$1"; }
+# bench_median_of FILE KEY [FMT]           KEY's median
+bench_median_of() { awk -v mode=median -v key="$2" -v fmt="${3:-}" -f "$BENCH_AWK" "$1"; }
 
 # bench_ratio A B [FMT]   A / B (default %.10g), "-" when B is 0
 bench_ratio() { echo "$1 $2" | awk -v mode=ratio -v fmt="${3:-}" -f "$BENCH_AWK"; }
+# bench_sum FIGURE...      their sum
+bench_sum() { echo "$*" | awk -v mode=sum -f "$BENCH_AWK"; }
+# bench_le A B             true when A <= B (a goal: a time under its line)
+bench_le() { echo "$1 $2" | awk -v mode=le -f "$BENCH_AWK"; }
 
 # bench_now; bench_since START   wall seconds since START (a bench_now)
 bench_now() { date +%s.%N; }

@@ -49,14 +49,12 @@ for cfg in "--batch 128 --leaf 32" "--batch 37 --leaf 3"; do
         echo
         echo "pool: MLP $cfg, $label"
         bench_row threads "samples/s" spread ratio goal
-        base=$(awk -v t="$cores" '$1 == t { print $2 }' "$tmp/rows" | bench_median %.0f)
+        base=$(bench_median_of "$tmp/rows" "$cores" %.0f)
         for t in $threads; do
             awk -v t="$t" '$1 == t { print $2 }' "$tmp/rows" >"$tmp/one"
-            m=$(bench_median %.0f <"$tmp/one")
+            m=$(bench_median_of "$tmp/rows" "$t" %.0f)
             ratio=$(bench_ratio "$m" "$base" %.2f)
-            ok=$(awk -v r="$ratio" 'BEGIN { print (r != "-" && r >= 0.90 ? "met" : "NOT met") }')
-            [ "$t" = "$cores" ] && ok="(base)"
-            [ "$ok" = "NOT met" ] && fail=1
+            if [ "$t" = "$cores" ]; then ok="(base)"; elif bench_le 0.90 "$ratio"; then ok=met; else ok="NOT met"; fail=1; fi
             bench_row "$t" "$m" "$(bench_rel <"$tmp/one")" "$ratio" "$ok"
         done
     done
