@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 
+sys.dont_write_bytecode = True   # no __pycache__ beside the scripts
 from stats import median, row, spread
 
 DATA_DIR = os.environ.get("LOCKSTEP_DATA_DIR") or "/usr/share/datasets/fashion-mnist"

@@ -17,6 +17,7 @@ import time
 
 import networkx as nx
 
+sys.dont_write_bytecode = True   # no __pycache__ beside the scripts
 from stats import row
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
