@@ -316,7 +316,7 @@ demo: deps
 
 bench: deps
 	@$(MAKE) --no-print-directory $(BIN)
-	@sh tools/bench.sh $(BIN)
+	@sh tools/bench/all.sh $(BIN)
 
 # PyTorch + OpenBLAS on the same MLP, interleaved with lockstep's own runs.
 bench-peer: deps
@@ -329,8 +329,8 @@ bench-peer: deps
 	  export DEBIAN_FRONTEND=noninteractive; \
 	  apt-get update -q && apt-get install -y -q --no-install-recommends $$missing; \
 	fi
-	@/usr/bin/python3 tools/bench_peer.py $(BIN)
-	@/usr/bin/python3 tools/bench_peer_graph.py $(BIN)
+	@/usr/bin/python3 tools/bench/peer.py $(BIN)
+	@/usr/bin/python3 tools/bench/peer_graph.py $(BIN)
 
 golden-check: $(BIN)
 	$(BIN) golden check

@@ -1,5 +1,6 @@
 #!/bin/sh
-# bench_sweep.sh — `lockstep sweep` against the same runs one after another:
+# sweep.sh — `lockstep sweep` against the same runs one after another (part
+# of `make bench`):
 # 8 seeds of one config as one sweep on THREADS threads (default 2); the same
 # 8 runs one after another in one process, each alone on THREADS threads
 # (`sweep --one-by-one`: the data loaded once, the same record); and the same
@@ -13,24 +14,14 @@
 # see the same noise. Every run's trajectory is checked equal across the
 # three.
 #
-# usage: tools/bench_sweep.sh [build/lockstep]     (REPS=5 THREADS=2 to change)
+#   sh tools/bench/sweep.sh [build/lockstep]     REPS=3 THREADS=2
 set -e
+. "$(dirname "$0")/lib.sh"
 BIN=${1:-build/lockstep}
 REPS=${REPS:-3}
 THREADS=${THREADS:-2}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-
-now() { date +%s.%N; }
-
-# median and spread of the numbers on stdin: "median (min..max)"
-stats() {
-    sort -g | awk '{ v[NR] = $1 } END { m = NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2;
-                     printf "%.2f s (%.2f..%.2f)", m, v[1], v[NR] }'
-}
-median() {
-    sort -g | awk '{ v[NR] = $1 } END { print NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
-}
 
 # trajectory hash of run NAME in database DB
 traj() {
@@ -49,44 +40,42 @@ bench() {
     while [ "$r" -lt "$REPS" ]; do
         r=$((r + 1))
         rm -rf "$tmp"/*.db "$tmp"/*.db-* "$tmp"/*.ckpt
-        t0=$(now)
+        t=$(bench_now)
         "$BIN" sweep --seeds 1-8 --steps "$steps" "$@" --threads "$THREADS" --db "$tmp/sweep.db" --name s \
             --no-progress >/dev/null
-        t1=$(now)
+        bench_since "$t" >>"$tmp/sweep.t"
+        t=$(bench_now)
         "$BIN" sweep --one-by-one --seeds 1-8 --steps "$steps" "$@" --threads "$THREADS" --db "$tmp/obo.db" \
             --name s --no-progress >/dev/null
-        t2=$(now)
+        bench_since "$t" >>"$tmp/obo.t"
+        t=$(bench_now)
         for seed in 1 2 3 4 5 6 7 8; do
             "$BIN" train --seed "$seed" --steps "$steps" "$@" --threads "$THREADS" --db "$tmp/seq.db" \
                 --name "s-seed$seed" --no-progress >/dev/null
         done
-        t3=$(now)
-        awk "BEGIN { print $t1 - $t0 }" >>"$tmp/sweep.t"
-        awk "BEGIN { print $t2 - $t1 }" >>"$tmp/obo.t"
-        awk "BEGIN { print $t3 - $t2 }" >>"$tmp/seq.t"
+        bench_since "$t" >>"$tmp/seq.t"
         # The sweep's runs are the runs trained alone, bit for bit.
         for seed in 1 2 3 4 5 6 7 8; do
             x=$(traj "$tmp/sweep.db" "s-seed$seed")
             y=$(traj "$tmp/obo.db" "s-seed$seed")
             z=$(traj "$tmp/seq.db" "s-seed$seed")
             if [ -z "$x" ] || [ "$x" != "$y" ] || [ "$x" != "$z" ]; then
-                echo "bench_sweep: $label seed $seed: trajectories differ: sweep $x, one by one $y, train $z" >&2
+                echo "sweep: $label seed $seed: trajectories differ: sweep $x, one by one $y, train $z" >&2
                 exit 1
             fi
         done
     done
-    ms=$(median <"$tmp/sweep.t")
-    echo "$label"
-    printf "  sweep                       %s\n" "$(stats <"$tmp/sweep.t")"
-    printf "  one by one, same process    %s   sweep speedup %.2fx\n" "$(stats <"$tmp/obo.t")" \
-        "$(awk "BEGIN { print $(median <"$tmp/obo.t") / $ms }")"
-    printf "  8 train processes           %s   sweep speedup %.2fx\n" "$(stats <"$tmp/seq.t")" \
-        "$(awk "BEGIN { print $(median <"$tmp/seq.t") / $ms }")"
+    ms=$(bench_median <"$tmp/sweep.t")
+    bench_row "$label" "$(bench_spread <"$tmp/sweep.t")" \
+        "$(bench_spread <"$tmp/obo.t")" "$(bench_ratio "$(bench_median <"$tmp/obo.t")" "$ms" %.2f)" \
+        "$(bench_spread <"$tmp/seq.t")" "$(bench_ratio "$(bench_median <"$tmp/seq.t")" "$ms" %.2f)"
 }
 
-echo "sweep vs one after another: 8 seeds, $THREADS threads, $REPS reps; machine: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%Y-%m-%d)"
+bench_machine sweep
+echo "sweep: against the same runs one after another: 8 seeds, $THREADS threads, $REPS repetitions; wall seconds"
+bench_row "8 seeds of" sweep "one by one, same process" "sweep speedup" "8 train processes" "sweep speedup"
 bench "teacher mlp, batch 32, 1000 steps" 1000 --task teacher
 bench "fashion-mnist mlp, batch 16, 100 steps" 100 --task fashion-mnist --batch 16
 bench "fashion-mnist mlp, batch 128, 25 steps" 25 --task fashion-mnist --batch 128
-echo "(every run's trajectory checked equal across the three; wall time of the whole command: data loading,"
-echo " evaluation and record included; one by one loads the data once, as the sweep does)"
+echo "sweep: every run's trajectory checked equal across the three; wall time of the whole command: data loading,"
+echo "sweep: evaluation and record included; one by one loads the data once, as the sweep does"

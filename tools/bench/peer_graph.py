@@ -1,12 +1,13 @@
 #!/usr/bin/python3
-"""bench_peer_graph.py — lockstep's graph operations side by side with
+"""peer_graph.py — lockstep's graph operations side by side with
 networkx (Debian's python3-networkx) on the same inputs: k-clique counts
 (networkx.enumerate_all_cliques, filtered by size, stopped past k) and graph
 edit distance (networkx.graph_edit_distance, which needs scipy). Each row
 gives both answers, which must agree, and both times (wall, one thread for
-networkx; lockstep at the thread count given). For `make bench-peer`.
+networkx; lockstep at the thread count given), as TSV rows (stats.py).
+For `make bench-peer`.
 
-usage: tools/bench_peer_graph.py [BIN] [--threads N] [--budget SECONDS]
+usage: tools/bench/peer_graph.py [BIN] [--threads N] [--budget SECONDS]
 """
 import argparse
 import os
@@ -16,7 +17,10 @@ import time
 
 import networkx as nx
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.dont_write_bytecode = True   # no __pycache__ beside the scripts
+from stats import row
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 WORMNET = "/usr/share/doc/networkx-2.8.8/examples/algorithms/WormNet.v3.benchmark.txt"
 ATLAS = "/usr/lib/python3/dist-packages/networkx/generators/atlas.dat.gz"
 
@@ -59,7 +63,7 @@ def main():
     ap.add_argument("--budget", type=float, default=60.0, help="seconds networkx may take per row")
     a = ap.parse_args()
     print(f"graph peer: networkx {nx.__version__} (one thread) vs lockstep ({a.threads} threads); wall seconds")
-    print(f"{'graph':10} {'k':>2} {'lockstep count':>16} {'networkx count':>16} {'lockstep s':>11} {'networkx s':>11}")
+    row("graph", "k", "lockstep count", "networkx count", "lockstep s", "networkx s")
     rows = [("karate", os.path.join(ROOT, "data/graphs/karate.edgelist"), range(3, 7)),
             ("lesmis", os.path.join(ROOT, "data/graphs/lesmis.edgelist"), range(3, 11)),
             ("WormNet", WORMNET, range(3, 5))]
@@ -78,7 +82,7 @@ def main():
             if n_nx is not None and n_nx != n_ls:
                 bad += 1
                 shown += " DIFFERS"
-            print(f"{name:10} {k:>2} {n_ls:>16} {shown:>16} {t_ls:>11.3f} {t_nx:>11.3f}")
+            row(name, k, n_ls, shown, f"{t_ls:.3f}", f"{t_nx:.3f}")
     # Graph edit distance on Atlas pairs of 7 nodes.
     try:
         import scipy  # noqa: F401  (networkx's graph_edit_distance needs it)

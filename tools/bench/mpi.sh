@@ -1,5 +1,5 @@
 #!/bin/sh
-# bench_mpi.sh — `make bench`, the MPI part: one run over R = 1..4 ranks
+# mpi.sh — the MPI part of `make bench`: one run over R = 1..4 ranks
 # (build/lockstep-mpi, tools/mpi_main.c) of the MLP on Fashion-MNIST
 # (784-256-256-10, batch 128, leaf 16: 8 leaves), one thread per rank.
 # For each R: the step time (rank 0's wall time over the training steps,
@@ -8,8 +8,10 @@
 # the bytes each rank sends per step (largest and mean over the ranks) and
 # what a ring allreduce of the same buffer sends, 2(R−1)/R·N floats. The
 # trajectory hash is checked equal at every R. Skipped when mpirun is
-# missing. Usage: sh tools/bench_mpi.sh [build/lockstep]
+# missing.
+#   sh tools/bench/mpi.sh [build/lockstep]     REPS=5 STEPS=100
 set -e
+. "$(dirname "$0")/lib.sh"
 BIN=${1:-build/lockstep}
 BUILD_DIR=$(dirname "$BIN")
 MPI=$BUILD_DIR/lockstep-mpi
@@ -25,8 +27,8 @@ export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 FLAGS="--task fashion-mnist --batch 128 --leaf 16 --steps $STEPS --threads 1"
-echo "mpi: $STEPS steps of the MLP on Fashion-MNIST, batch 128, leaf 16 (8 leaves), 1 thread per rank;"
-echo "     $(nproc) cores, load average $(cut -d' ' -f1-3 /proc/loadavg) (other jobs run on this machine)"
+bench_machine mpi
+echo "mpi: $STEPS steps of the MLP on Fashion-MNIST, batch 128, leaf 16 (8 leaves), 1 thread per rank; $REPS repetitions"
 rep=1
 while [ $rep -le "$REPS" ]; do
     for r in 1 2 3 4; do
@@ -40,17 +42,14 @@ while [ $rep -le "$REPS" ]; do
     rep=$((rep + 1))
 done
 n_traj=$(cut -d' ' -f2 "$tmp/rows" | sort -u | wc -l)
-printf "%-6s %-12s %-17s %-15s %-15s %-13s\n" ranks "ms/step" "range" "sent max B" "sent mean B" "ring B"
+bench_row ranks "ms/step" "sent max B" "sent mean B" "ring B"
 for r in 1 2 3 4; do
-    grep "^$r " "$tmp/rows" | sort -t' ' -k3 -g | awk -v r="$r" '
-        { t[NR] = $3; mx = $4; mean = $5; ring = $6 }
-        END {
-            m = NR % 2 ? t[(NR + 1) / 2] : (t[NR / 2] + t[NR / 2 + 1]) / 2
-            printf "%-6d %-12.2f %-17s %-15d %-15d %-13d\n", r, m, sprintf("%.2f-%.2f", t[1], t[NR]), mx, mean, ring
-        }'
+    # the byte counts are exact, the same in every repetition
+    set -- $(grep "^$r " "$tmp/rows" | head -n1)
+    bench_row "$r" "$(grep "^$r " "$tmp/rows" | cut -d' ' -f3 | bench_spread)" "$4" "$5" "$6"
 done
 if [ "$n_traj" -eq 1 ]; then
-    echo "trajectory $(head -n1 "$tmp/rows" | cut -d' ' -f2) at every rank count"
+    echo "mpi: trajectory $(head -n1 "$tmp/rows" | cut -d' ' -f2) at every rank count"
 else
     echo "mpi: TRAJECTORIES DIFFER across rank counts" >&2
     exit 1

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""bench_peer.py — `make bench-peer`: lockstep's MLP against PyTorch on the
+"""peer.py — `make bench-peer`: lockstep's MLP against PyTorch on the
 same work, side by side.
 
 The same network (784-256-256-10, ReLU, softmax cross-entropy), the same
@@ -10,9 +10,10 @@ with OPENBLAS_NUM_THREADS=T and torch.set_num_threads(T) (set before its first
 operation), so one thread means one core. Repetitions interleave: for each
 repetition and thread count, PyTorch then lockstep, so a shared machine's
 slow spells hit both. Prints medians, the spread (min..max) and the ratio
-lockstep / PyTorch (median of the per-repetition ratios).
+lockstep / PyTorch (median of the per-repetition ratios), as TSV rows; the
+statistics are stats.py's.
 
-    /usr/bin/python3 tools/bench_peer.py [build/lockstep] [--reps 7] [--steps 200]
+    /usr/bin/python3 tools/bench/peer.py [build/lockstep] [--reps 7] [--steps 200]
 
 Not part of `make test`: it needs python3-torch and libopenblas0-pthread
 (the Makefile's bench-peer target installs them).
@@ -21,10 +22,12 @@ import argparse
 import gzip
 import os
 import platform
-import statistics
 import subprocess
 import sys
 import time
+
+sys.dont_write_bytecode = True   # no __pycache__ beside the scripts
+from stats import median, row, spread
 
 DATA_DIR = os.environ.get("LOCKSTEP_DATA_DIR") or "/usr/share/datasets/fashion-mnist"
 LR = 0.001
@@ -144,10 +147,6 @@ def run_lockstep(binary, threads, steps):
     raise RuntimeError("no figure in lockstep bench output:\n" + out)
 
 
-def spread(v):
-    return f"{statistics.median(v):.0f} [{min(v):.0f}..{max(v):.0f}]"
-
-
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("binary", nargs="?", default="build/lockstep")
@@ -191,18 +190,15 @@ def main():
             print(f"\rrepetition {rep + 1}/{a.reps}", end="", file=sys.stderr, flush=True)
     if sys.stderr.isatty():
         print(file=sys.stderr)
-    print(f"{'threads':<8} {'lockstep samples/s':<26} {'PyTorch samples/s':<26} {'lockstep/PyTorch':<22}")
+    row("threads", "lockstep samples/s", "PyTorch samples/s", "lockstep / PyTorch")
     for t in threads:
-        r = ratio[t]
-        print(f"{t:<8} {spread(ls[t]):<26} {spread(pt[t]):<26} "
-              f"{statistics.median(r):.2f} [{min(r):.2f}..{max(r):.2f}]")
+        row(t, spread(ls[t]), spread(pt[t]), spread(ratio[t], "%.2f"))
     if 1 in threads:
         for t in threads:
             if t != 1:
-                print(f"speedup at {t} threads over 1 (median of repetitions): lockstep "
-                      f"{statistics.median([x / y for x, y in zip(ls[t], ls[1])]):.2f}, PyTorch "
-                      f"{statistics.median([x / y for x, y in zip(pt[t], pt[1])]):.2f}")
-
+                print(f"peer: speedup at {t} threads over 1 (median of repetitions): lockstep "
+                      f"{median([x / y for x, y in zip(ls[t], ls[1])]):.2f}, PyTorch "
+                      f"{median([x / y for x, y in zip(pt[t], pt[1])]):.2f}")
 
 if __name__ == "__main__":
     main()
