@@ -266,3 +266,18 @@ void cli_shortest_double(FILE *f, double v)
     }
     fputs(buf, f);
 }
+
+/* Printable ASCII for comments: no control characters, no comment ends. */
+void cli_comment_safe(char *dst, size_t cap, const char *src)
+{
+    size_t j = 0;
+    for (size_t i = 0; src[i] != '\0' && j + 1 < cap; i++) {
+        char ch = src[i];
+        if (ch < 32 || ch > 126)
+            ch = '?';
+        if (ch == '/' && j > 0 && dst[j - 1] == '*')
+            ch = '|';
+        dst[j++] = ch;
+    }
+    dst[j] = '\0';
+}

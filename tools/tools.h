@@ -11,6 +11,7 @@
 
 #include "engine/core/config.h"
 #include "engine/data/dataset.h"
+#include "engine/data/npy.h"
 #include "engine/core/model.h"
 #include "engine/core/session.h"
 #include "engine/core/train.h"
@@ -180,13 +181,15 @@ ls_status cli_out_open(cli_out *o, const char *label, const char *path, const ch
                        ls_err *err);
 ls_status cli_out_commit(cli_out *o, ls_err *err);
 void cli_out_abort(cli_out *o);   /* removes the temporary file; no-op after commit */
-/* The header of a NumPy .npy file as numpy.save writes it: format 1.0, the
- * dict {'descr': DESCR, 'fortran_order': False, 'shape': (...), } padded
- * with spaces and a final '\n' so the data start at a multiple of 64 bytes.
- * descr e.g. "<f4", "<i8"; shape[ndim] (ndim 1 writes "(n,)"). */
-void cli_npy_header(FILE *f, const char *descr, const size_t *shape, size_t ndim);
-/* n floats as binary32 little-endian, their bits unchanged. */
-void cli_write_f32le(FILE *f, const float *x, size_t n);
+/* The .npy writer (engine/data/npy.h) under the names the commands use. */
+static inline void cli_npy_header(FILE *f, const char *descr, const size_t *shape, size_t ndim)
+{
+    npy_write_header(f, descr, shape, ndim);
+}
+static inline void cli_write_f32le(FILE *f, const float *x, size_t n)
+{
+    npy_write_f32le(f, x, n);
+}
 /* src as printable ASCII safe inside a C or '#' comment (no "* /", no newline). */
 void cli_comment_safe(char *dst, size_t cap, const char *src);
 
