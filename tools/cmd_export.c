@@ -22,45 +22,10 @@
 #include <string.h>
 
 #include "engine/models/logic/circuit.h"
+#include "tools/commands.h"
 #include "tools/export_circuit.h"
 #include "tools/export_weights.h"
 
-static void export_usage(void)
-{
-    puts("usage: lockstep export RUN --circuit [--netlist] [-o FILE] [--split N] [--db FILE] [--threads N]\n"
-         "                      [--no-progress]\n"
-         "       lockstep export RUN --weights FILE.safetensors|FILE.npy [--db FILE] [--threads N]\n"
-         "                      [--no-progress]\n"
-         "Writes the hard circuit of a logic-ca or logic run, or the parameters of any run, at its\n"
-         "last recorded step. The run is restored first: its newest checkpoint is loaded and every\n"
-         "recorded step after it is recomputed and checked against the record (loss bits, parameter\n"
-         "and trajectory hash).\n"
-         "  --weights FILE   the parameters, through a temporary file and a rename: FILE.safetensors\n"
-         "                   holds the model's named tensors (W1, b1, ...; \"params\" for a model\n"
-         "                   without names) as F32 with the run, step, config and parameter hash in\n"
-         "                   __metadata__; FILE.npy holds them as one flat float32 array [n_params].\n"
-         "                   The values are the parameters' bits: their hash is the record's.\n"
-         "  --circuit        export the circuit (argmax op of every gate; dead gates are left out)\n"
-         "  (default)        one self-contained C file, 64 cells (logic-ca) or 64 samples (logic)\n"
-         "                   per 64-bit word: lockstep_step / lockstep_grid_step (logic-ca),\n"
-         "                   lockstep_binarize / lockstep_eval / lockstep_classify (logic); built\n"
-         "                   with -DLOCKSTEP_CIRCUIT_MAIN it is a program that prints its throughput\n"
-         "  --netlist        a text netlist instead: one line per active gate, gID = OP(X, Y),\n"
-         "                   then the outputs, out[i] = gID\n"
-         "  --split N        C functions of at most N gates (default 4096): a larger circuit is split\n"
-         "                   into parts that work on a value array, which compilers build in seconds\n"
-         "  -o FILE          write FILE (through a temporary file and a rename); default stdout\n"
-         "  --db FILE        SQLite record (default runs.db)\n"
-         "  --threads N      worker threads for the recomputation (default: online CPUs)\n"
-         "  --no-progress    no progress line while recomputing\n"
-         "The summary line (active gates, where it was written) goes to stdout with -o, else stderr.\n"
-         "exit status: 0 written, 1 a recomputed step differs from the record (the step is named),\n"
-         "2 bad usage, unknown run, a run whose model has no hard circuit (mlp), an unwritable FILE\n"
-         "or one that is the record,\n"
-         "130 interrupted");
-}
-
-/* Takes the flags cli_parse does not know out of argv. */
 typedef struct {
     int circuit, netlist, split_given;
     const char *out;
@@ -68,57 +33,25 @@ typedef struct {
     size_t split;
 } export_flags_t;
 
-static ls_status export_flags(int argc, char **argv, char **rest, int *n_rest, export_flags_t *ef, ls_err *err)
+static ls_status export_flag(void *ctx, const flag_spec *f, const char *v, ls_err *err)
 {
-    *n_rest = 0;
-    memset(ef, 0, sizeof *ef);
-    ef->split = EXPORT_SPLIT_DEFAULT;
-    for (int i = 0; i < argc; i++) {
-        const char **out = &ef->out;
-        if (strcmp(argv[i], "--") == 0) {
-            /* The end of the flags: the rest (a run named "-x") goes to
-             * cli_parse with the "--", which treats it as positional. */
-            for (; i < argc; i++) {
-                if (*n_rest >= 64)
-                    return ls_fail(err, LS_EINVAL, "too many arguments");
-                rest[(*n_rest)++] = argv[i];
-            }
-            break;
-        }
-        if (strcmp(argv[i], "--circuit") == 0) {
-            ef->circuit = 1;
-        } else if (strcmp(argv[i], "--netlist") == 0) {
-            ef->netlist = 1;
-        } else if (strcmp(argv[i], "--weights") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0')
-                return ls_fail(err, LS_EINVAL, "--weights: needs a file name (FILE.safetensors or FILE.npy)");
-            ef->weights = argv[++i];
-        } else if (strncmp(argv[i], "--weights=", 10) == 0) {
-            if (argv[i][10] == '\0')
-                return ls_fail(err, LS_EINVAL, "--weights: needs a file name (FILE.safetensors or FILE.npy)");
-            ef->weights = argv[i] + 10;
-        } else if (strcmp(argv[i], "--split") == 0 || strncmp(argv[i], "--split=", 8) == 0) {
-            ef->split_given = 1;
-            const char *v = argv[i][7] == '=' ? argv[i] + 8 : i + 1 < argc ? argv[++i] : "";
-            char *end;
-            errno = 0;
-            unsigned long long n = strtoull(v, &end, 10);
-            if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < 1 || n > (1u << 30))
-                return ls_fail(err, LS_EINVAL, "--split: '%s' is not a gate count (1..%u)", v, 1u << 30);
-            ef->split = (size_t)n;
-        } else if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0')
-                return ls_fail(err, LS_EINVAL, "%s: needs a file name", argv[i]);
-            *out = argv[++i];
-        } else if (strncmp(argv[i], "--output=", 9) == 0) {
-            if (argv[i][9] == '\0')
-                return ls_fail(err, LS_EINVAL, "--output: needs a file name");
-            *out = argv[i] + 9;
-        } else if (*n_rest < 64) {
-            rest[(*n_rest)++] = argv[i];
-        } else {
-            return ls_fail(err, LS_EINVAL, "too many arguments");
-        }
+    export_flags_t *ef = ctx;
+    if (strcmp(f->name, "--circuit") == 0) {
+        ef->circuit = 1;
+    } else if (strcmp(f->name, "--netlist") == 0) {
+        ef->netlist = 1;
+    } else if (strcmp(f->name, "--weights") == 0) {
+        ef->weights = v;
+    } else if (strcmp(f->name, "-o") == 0) {
+        ef->out = v;
+    } else if (strcmp(f->name, "--split") == 0) {
+        ef->split_given = 1;
+        char *end;
+        errno = 0;
+        unsigned long long n = strtoull(v, &end, 10);
+        if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < 1 || n > (1u << 30))
+            return ls_fail(err, LS_EINVAL, "--split: '%s' is not a gate count (1..%u)", v, 1u << 30);
+        ef->split = (size_t)n;
     }
     return LS_OK;
 }
@@ -127,16 +60,15 @@ int cmd_export(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    char *rest[64];
-    int n_rest = 0;
     export_flags_t ef;
-    ls_status st = export_flags(argc, argv, rest, &n_rest, &ef, &err);
+    memset(&ef, 0, sizeof ef);
+    ef.split = EXPORT_SPLIT_DEFAULT;
+    ls_status st = cli_parse_cmd("export", argc, argv, CLI_DB | CLI_THREADS | CLI_PROGRESS, 1, export_flag, &ef, &a,
+                                 &err);
     const int circuit = ef.circuit, netlist = ef.netlist;
     const char *out_path = ef.out;
-    if (st == LS_OK)
-        st = cli_parse(n_rest, rest, CLI_DB | CLI_THREADS | CLI_PROGRESS, 1, &a, &err);
     if (st == LS_OK && a.help) {
-        export_usage();
+        command_usage(command_find("export"), stdout);
         return EXIT_OK;
     }
     if (st == LS_OK && a.n_positional != 1)

@@ -103,15 +103,15 @@ static const flag_spec RENDER_FLAGS[] = {
 
 static const flag_spec RUNS_FLAGS[] = {
     DB_FLAG,
-    { "--status", NULL, "S", "only runs of status S (running, done, interrupted, diverged, failed)", NULL },
-    { "--task", NULL, "T", "only runs of task T", NULL },
-    { "--name", NULL, "GLOB", "only runs whose name matches the shell pattern GLOB (quote it: 'lr-*')", NULL },
-    { "--last", NULL, "N", "only the N newest of those", NULL },
+    { "--status", NULL, "S", "only runs of status S (running, done, interrupted, diverged, failed)", "a value" },
+    { "--task", NULL, "T", "only runs of task T", "a value" },
+    { "--name", NULL, "GLOB", "only runs whose name matches the shell pattern GLOB (quote it: 'lr-*')", "a value" },
+    { "--last", NULL, "N", "only the N newest of those", "a value" },
     { "--json", NULL, NULL, "a JSON array of objects", NULL },
     { "--csv", NULL, NULL, "a header line, then one line a run (columns: id name status model task\n"
       "steps threads trajectory config_hash started ended host; docs/formats.md)", NULL },
     { "--sweep", NULL, "ID", "instead: the runs of sweep ID (lockstep sweep) with final loss and\n"
-      "evaluation, best first (highest evaluation, else lowest final loss)", NULL },
+      "evaluation, best first (highest evaluation, else lowest final loss)", "a value" },
 };
 
 static const flag_spec SHOW_FLAGS[] = {

@@ -18,6 +18,7 @@
 #include "include/lockstep.h"
 #include "record/hash.h"
 #include "record/runlog.h"
+#include "tools/flags.h"
 
 #define LS_ENGINE_VERSION "lockstep " LS_VERSION_STRING
 #define CLI_MAX_THREADS_LIST 32
@@ -29,6 +30,7 @@ enum { EXIT_OK = 0, EXIT_DIFFER = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
 typedef struct {
     ls_config cfg;
     int64_t steps;                       /* 0: the task's default */
+    int steps_given;                     /* --steps was on the command line */
     int threads[CLI_MAX_THREADS_LIST];   /* one entry for train */
     int n_threads;
     const char *db;
@@ -40,6 +42,7 @@ typedef struct {
     const char *checkpoint_dir;          /* NULL: <db>.ckpt (resume: the run's own) */
     int64_t keep_checkpoints;            /* 0: LS_KEEP_CHECKPOINTS (resume: the run's own); -1: all */
     int help;
+    int n_flags;                         /* flags read (--help aside) */
     const char *positional[4];
     int n_positional;
 } cli_args;
@@ -57,7 +60,17 @@ enum {
     CLI_PROGRESS = 256   /* --no-progress (without the rest of CLI_TRAIN) */
 };
 
+/* The flags of the accept bits, through the one flag parser (tools/flags.h):
+ * --help sets a->help, at most max_positional arguments. */
 ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, cli_args *a, ls_err *err);
+/* The flags command cmd lists in the command table (tools/commands.h): those
+ * of cli_args that the accept bits take are read into *a, CLI_CONFIG takes
+ * the config keys too, and every other listed flag goes to own(ctx, spec,
+ * value) (value NULL for a switch). max_positional < 0: every argument goes
+ * to own(ctx, NULL, argument). */
+typedef ls_status (*cli_own_fn)(void *ctx, const flag_spec *f, const char *value, ls_err *err);
+ls_status cli_parse_cmd(const char *cmd, int argc, char **argv, unsigned accept, int max_positional,
+                        cli_own_fn own, void *ctx, cli_args *a, ls_err *err);
 int cli_exit_code(ls_status st);
 /* Print "lockstep CMD: message" on stderr (one line). */
 void cli_error(const char *cmd, const ls_err *err, ls_status st);
