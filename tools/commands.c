@@ -183,7 +183,7 @@ static const flag_spec SWEEP_FLAGS[] = {
 };
 
 static const flag_spec CLIQUES_FLAGS[] = {
-    { "-k", NULL, "K", "clique size, 1..64", NULL },
+    { "-k", "--k", "K", "clique size, 1..64", NULL },
     { "--count", NULL, NULL, "print the number of k-cliques alone (the default)", NULL },
     { "--list", NULL, NULL, "print each clique on a line, its nodes sorted by id (names for an\n"
       "edge list of names), cliques in root order: the same bytes at any\n"
