@@ -65,8 +65,7 @@ t_every_command() {
     [ "$n" -ge 19 ] || { say "lockstep --help lists $n commands"; return 1; }
 }
 
-# The synopsis lists each form once: runs and show were listed twice when
-# the page was written by hand.
+# The synopsis lists each form once, and runs and show each in one line.
 t_synopsis_once() {
     sed -n '/^\.SH SYNOPSIS/,/^\.SH /p' "$ROOT/doc/lockstep.1" | grep '^\\fBlockstep ' | sort | uniq -d >"$T/dup"
     [ ! -s "$T/dup" ] || { say "doc/lockstep.1 SYNOPSIS repeats:"; cat "$T/dup" >&2; return 1; }

@@ -83,6 +83,16 @@ static unsigned common_accept(const char *name)
     return 0;
 }
 
+/* Whether cli_args flag name takes a value (a command whose table entry
+ * leaves it out still reads it by these rules). */
+static int common_takes_value(const char *name)
+{
+    for (size_t k = 0; k < N_COMMON; k++)
+        if (strcmp(COMMON[k].spec.name, name) == 0)
+            return COMMON[k].spec.arg != NULL;
+    return 0;
+}
+
 /* One cli_args flag with its value (NULL for a switch). */
 static ls_status set_common(cli_args *a, const char *name, const char *v, unsigned accept, ls_err *err)
 {
@@ -229,10 +239,12 @@ ls_status cli_parse_cmd(const char *cmd, int argc, char **argv, unsigned accept,
         const char *name = k >= 0 ? use[k].name : it.name;
         const unsigned takes = common_accept(name);
         a->n_flags++;
+        if ((takes & accept) && k < 0 && common_takes_value(name) && (st = flags_take_value(&it, &v, err)) != LS_OK)
+            return st;
         if (takes & accept) {
             if ((st = set_common(a, name, v, accept, err)) != LS_OK)
                 return st;
-        } else if ((accept & CLI_CONFIG) && config_has_key(&a->cfg, name + 2) &&
+        } else if ((accept & CLI_CONFIG) && name[1] == '-' && config_has_key(&a->cfg, name + 2) &&
                    !config_key_is_internal(name + 2)) {
             /* A switch alone ("--async", "--periodic") means on; "--periodic=0" turns it off. */
             if (k < 0 && config_key_is_switch(&a->cfg, name + 2) && it.eq == NULL)
@@ -247,7 +259,7 @@ ls_status cli_parse_cmd(const char *cmd, int argc, char **argv, unsigned accept,
         } else {
             /* config_set says whose setting it is when another model or
              * task has it; else the nearest flag this command takes. */
-            if ((accept & CLI_CONFIG) && !config_key_is_internal(name + 2) &&
+            if ((accept & CLI_CONFIG) && name[1] == '-' && !config_key_is_internal(name + 2) &&
                 config_set(&a->cfg, name + 2, "", 1, err) != LS_OK && strstr(err->msg, "(a setting of") != NULL)
                 return LS_EINVAL;
             static key_names keys;   /* large; the process parses one command line */

@@ -52,7 +52,8 @@ int cmd_train(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse_cmd("train", argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT, 0, NULL, NULL, &a, &err);
+    ls_status st =
+        cli_parse_cmd("train", argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT, 0, NULL, NULL, &a, &err);
     if (st == LS_OK && a.checkpoint_dir != NULL && a.checkpoint_every == 0)
         st = ls_fail(&err, LS_EINVAL, "--checkpoint-dir: needs --checkpoint-every K");
     if (st == LS_OK && a.keep_checkpoints != 0 && a.checkpoint_every == 0)
@@ -104,7 +105,8 @@ int cmd_equiv(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse_cmd("equiv", argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_THREAD_LIST, 0, NULL, NULL, &a, &err);
+    ls_status st = cli_parse_cmd("equiv", argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_THREAD_LIST, 0, NULL, NULL,
+                                 &a, &err);
     if (st != LS_OK) {
         cli_error("equiv", &err, st);
         return EXIT_USAGE;
