@@ -137,8 +137,9 @@ static const flag_spec AUDIT_FLAGS[] = {
     THREADS("worker threads for the re-execution (default: online CPUs)"),
     { "--record-only", NULL, NULL, "re-execute nothing: check the trajectory hash chain of the step rows,\n"
       "that they have no gap, the config hash and the checkpoint files (milliseconds)", NULL },
-    { "--certificate", NULL, "FILE.json", "write a JSON certificate of the audit (see lockstep reproduce)",
-      "a file name" },
+    { "--certificate", NULL, "FILE.json", "write a JSON certificate of the audit (see lockstep reproduce): the\n"
+      "canonical config text, data_hash, sources, step count, trajectory and parameter\n"
+      "hash at the last step, lockstep version and build, verdict and time", "a file name" },
 };
 
 static const flag_spec REPRODUCE_FLAGS[] = {
