@@ -3,6 +3,7 @@
  * (commands.h). */
 #include "tools/commands.h"
 
+#include <ctype.h>
 #include <string.h>
 
 #include "record/golden.h"
@@ -754,7 +755,13 @@ static void md_blocks(FILE *f, const doc_block *b, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         switch (b[i].kind) {
-        case 'S': fprintf(f, "## %c%s\n\n", b[i].a[0], b[i].a + 1); break;
+        case 'S':
+            /* "EXIT STATUS" as "Exit status": man page titles are capitals. */
+            fputs("## ", f);
+            for (const char *p = b[i].a; *p; p++)
+                fputc(p == b[i].a ? *p : (char)tolower((unsigned char)*p), f);
+            fputs("\n\n", f);
+            break;
         case 'P':
             md_text(f, b[i].a, 0);
             fputs("\n\n", f);
