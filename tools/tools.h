@@ -238,7 +238,7 @@ ls_status render_default_png(trainer *t, const char *desc, FILE *f, size_t *widt
 /* The hard circuit of a restored logic or logic-ca run's trainer as
  * `lockstep export --circuit` flattens it: gates, the active ones (read by
  * an output) and of those the wires, inverters and constants, and the
- * active gates by op (tools/cmd_export.c). */
+ * active gates by op (tools/export_circuit.c). */
 typedef struct {
     size_t inputs, outputs, gates, active, trivial;
     size_t by_op[16];

@@ -67,7 +67,7 @@ static void circuit_prune(circuit_flat *f)
     }
 }
 
-/* The logic-ca circuit unrolled over channels (header comment). */
+/* The logic-ca circuit unrolled over channels (circuit.h). */
 ls_status circuit_from_ca(circuit_flat *f, const logic_ca_hard *h, ls_err *err)
 {
     const size_t C = h->channels, np = h->n_perception, K = h->kernels, S = h->width[np - 1];
