@@ -82,7 +82,7 @@ PEER_PKGS := python3-torch libopenblas0-pthread python3-scipy
 
 .PHONY: all deps build test demo bench bench-peer golden-check golden-update help clean mpi \
         check-builds check-asan check-tsan check-layers install uninstall examples
-.PHONY: check-report
+.PHONY: check-report docs-cli
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(LIB) $(SO) $(SO_LINKS) $(TEST_BIN) $(TEST_SH_BIN)
@@ -96,6 +96,7 @@ help:
 	@echo "make mpi           build $(BUILD)/lockstep-mpi (Open MPI: mpirun -np R $(BUILD)/lockstep-mpi train ...)"
 	@echo "make bench-peer    installs python3-torch (+ scipy): the MLP in PyTorch at 1 and 2 threads, cliques and GED in networkx (not in test)"
 	@echo "make golden-check  re-run every golden file at several thread counts"
+	@echo "make docs-cli      doc/lockstep.1 and docs/cli.md from the command table (tools/commands.c)"
 	@echo "make check-layers  every #include \"...\" goes to its own folder or a lower layer"
 	@echo "make check-builds  gcc -O0/-O2/-O3 -march=native, clang -O2/-O3 -march=native, SIMD off: golden files identical"
 	@echo "make check-asan    the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer"
@@ -248,6 +249,13 @@ test: deps
 
 check-layers:
 	@sh tools/check_layers.sh
+
+# The manual page and the CLI reference are generated from the command table
+# (tools/commands.c); tests/test_cli_docs.sh fails when they are out of date.
+docs-cli: $(BIN)
+	@$(BIN) help --man >doc/lockstep.1.tmp && mv doc/lockstep.1.tmp doc/lockstep.1
+	@$(BIN) help --markdown >docs/cli.md.tmp && mv docs/cli.md.tmp docs/cli.md
+	@echo "docs-cli: wrote doc/lockstep.1 and docs/cli.md"
 
 # A report of real runs in a real browser (tools/check_report.sh); the
 # screenshot is kept as $(BUILD)/check-report/report.png (docs/report.png is

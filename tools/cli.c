@@ -1,13 +1,16 @@
-/* cli.c — flag parsing shared by the subcommands. */
+/* cli.c — the subcommands' flags read into cli_args through the one flag
+ * parser (flags.h) and the command table (commands.h), and the small text
+ * helpers the commands share. */
 #include "tools/tools.h"
 
-#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "reduce/pool.h"
+#include "tools/commands.h"
+#include "tools/flags.h"
 
 int cli_exit_code(ls_status st)
 {
@@ -25,19 +28,6 @@ void cli_error(const char *cmd, const ls_err *err, ls_status st)
     fprintf(stderr, "lockstep %s: %s\n", cmd, err->msg[0] ? err->msg : ls_strerror(st));
 }
 
-static ls_status parse_int(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out, ls_err *err)
-{
-    errno = 0;
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || errno != 0)
-        return ls_fail(err, LS_EINVAL, "%s: '%s' is not an integer", flag, v);
-    if (x < lo || x > hi)
-        return ls_fail(err, LS_EINVAL, "%s: %lld is out of range (%lld..%lld)", flag, x, (long long)lo, (long long)hi);
-    *out = x;
-    return LS_OK;
-}
-
 static ls_status parse_threads(const char *v, int list, cli_args *a, ls_err *err)
 {
     a->n_threads = 0;
@@ -50,7 +40,7 @@ static ls_status parse_threads(const char *v, int list, cli_args *a, ls_err *err
         memcpy(num, p, w);
         num[w] = '\0';
         int64_t n;
-        ls_status st = parse_int("--threads", num, 1, POOL_MAX_THREADS, &n, err);
+        ls_status st = flags_int("--threads", num, 1, POOL_MAX_THREADS, &n, err);
         if (st != LS_OK)
             return st;
         if (a->n_threads == CLI_MAX_THREADS_LIST)
@@ -63,19 +53,121 @@ static ls_status parse_threads(const char *v, int list, cli_args *a, ls_err *err
     return LS_OK;
 }
 
-/* Value of the flag at argv[*i]: "--k=v" or "--k v". */
-static const char *flag_value(int argc, char **argv, int *i, const char *eq, ls_err *err, ls_status *st)
+/* The flags cli_args holds, with the accept bits that take each. A command
+ * in the table lists those it takes (with its own help); a caller outside
+ * it (cli_parse) gets these specs for its accept bits. */
+static const struct {
+    flag_spec spec;
+    unsigned accept;
+} COMMON[] = {
+    { { "--db", NULL, "FILE", "SQLite record (default runs.db)", "a file name" }, CLI_DB },
+    { { "--threads", NULL, "N", "worker threads (default: online CPUs)", NULL },
+      CLI_TRAIN | CLI_THREAD_LIST | CLI_THREADS },
+    { { "--steps", NULL, "N", "steps", NULL }, CLI_TRAIN | CLI_STEPS_FLAG },
+    { { "--eval-every", NULL, "K", "evaluation interval", NULL }, CLI_TRAIN },
+    { { "--name", NULL, "NAME", "a unique name for the run", NULL }, CLI_TRAIN },
+    { { "--no-progress", NULL, NULL, "no progress line", NULL }, CLI_TRAIN | CLI_PROGRESS },
+    { { "--checkpoint-every", NULL, "K", "checkpoint interval", NULL }, CLI_CKPT },
+    { { "--checkpoint-dir", NULL, "DIR", "checkpoint directory", "a directory name" }, CLI_CKPT },
+    { { "--keep-checkpoints", NULL, "N|all", "checkpoints kept", NULL }, CLI_CKPT },
+    { { "--reps", NULL, "R", "repetitions", NULL }, CLI_REPS },
+};
+#define N_COMMON (sizeof COMMON / sizeof COMMON[0])
+
+/* The accept bits that take flag name (0: not a cli_args flag). */
+static unsigned common_accept(const char *name)
 {
-    if (eq != NULL)
-        return eq + 1;
-    if (*i + 1 >= argc) {
-        *st = ls_fail(err, LS_EINVAL, "%s: needs a value", argv[*i]);
-        return NULL;
-    }
-    return argv[++*i];
+    for (size_t k = 0; k < N_COMMON; k++)
+        if (strcmp(COMMON[k].spec.name, name) == 0)
+            return COMMON[k].accept;
+    return 0;
 }
 
-ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, cli_args *a, ls_err *err)
+/* Whether cli_args flag name takes a value (a command whose table entry
+ * leaves it out still reads it by these rules). */
+static int common_takes_value(const char *name)
+{
+    for (size_t k = 0; k < N_COMMON; k++)
+        if (strcmp(COMMON[k].spec.name, name) == 0)
+            return COMMON[k].spec.arg != NULL;
+    return 0;
+}
+
+/* One cli_args flag with its value (NULL for a switch). */
+static ls_status set_common(cli_args *a, const char *name, const char *v, unsigned accept, ls_err *err)
+{
+    ls_status st;
+    int64_t n;
+    if (strcmp(name, "--db") == 0) {
+        a->db = v;
+    } else if (strcmp(name, "--threads") == 0) {
+        return parse_threads(v, (accept & CLI_THREAD_LIST) != 0, a, err);
+    } else if (strcmp(name, "--steps") == 0) {
+        if ((st = flags_int("--steps", v, 0, INT64_C(1) << 40, &a->steps, err)) != LS_OK)
+            return st;
+        if (a->steps == 0)
+            return ls_fail(err, LS_EINVAL, "--steps: must be at least 1");
+        a->steps_given = 1;
+    } else if (strcmp(name, "--eval-every") == 0) {
+        return flags_int("--eval-every", v, 0, INT64_C(1) << 40, &a->eval_every, err);
+    } else if (strcmp(name, "--name") == 0) {
+        if (*v == '\0' || strlen(v) > 100)
+            return ls_fail(err, LS_EINVAL, "--name: must be 1 to 100 characters");
+        if (strspn(v, "0123456789") == strlen(v))
+            return ls_fail(err, LS_EINVAL, "--name: '%s' is all digits, which would read as a run id", v);
+        a->name = v;
+    } else if (strcmp(name, "--no-progress") == 0) {
+        a->progress = 0;
+    } else if (strcmp(name, "--checkpoint-every") == 0) {
+        return flags_int("--checkpoint-every", v, 1, INT64_C(1) << 40, &a->checkpoint_every, err);
+    } else if (strcmp(name, "--checkpoint-dir") == 0) {
+        a->checkpoint_dir = v;
+    } else if (strcmp(name, "--keep-checkpoints") == 0) {
+        if (strcmp(v, "all") == 0)
+            a->keep_checkpoints = -1;
+        else if (flags_int("--keep-checkpoints", v, 1, INT64_C(1) << 40, &a->keep_checkpoints, err) != LS_OK)
+            return ls_fail(err, LS_EINVAL, "--keep-checkpoints: '%.40s' is not a count >= 1 or 'all'", v);
+    } else if (strcmp(name, "--reps") == 0) {
+        if ((st = flags_int("--reps", v, 1, CLI_MAX_REPS, &n, err)) != LS_OK)
+            return st;
+        a->reps = (int)n;
+    }
+    return LS_OK;
+}
+
+/* The config keys of the chosen task and model, as suggestions for a
+ * mistyped flag: the key names of the canonical text, '_' as '-'. */
+typedef struct {
+    char text[CONFIG_TEXT_MAX];
+    const char *names[3 * CONFIG_MAX_KEYS + 16];
+    size_t n;
+} key_names;
+
+static const char *key_name_at(void *ctx, size_t i)
+{
+    const key_names *k = ctx;
+    return i < k->n ? k->names[i] : NULL;
+}
+
+static void key_names_fill(key_names *k, const ls_config *cfg)
+{
+    k->n = 0;
+    config_text(cfg, k->text, sizeof k->text);
+    for (char *line = strtok(k->text, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        char *eq = strchr(line, '=');
+        if (eq == NULL || k->n == sizeof k->names / sizeof k->names[0])
+            continue;
+        *eq = '\0';
+        for (char *p = line; *p; p++)
+            if (*p == '_')
+                *p = '-';
+        if (!config_key_is_internal(line))
+            k->names[k->n++] = line;
+    }
+}
+
+ls_status cli_parse_cmd(const char *cmd, int argc, char **argv, unsigned accept, int max_positional,
+                        cli_own_fn own, void *ctx, cli_args *a, ls_err *err)
 {
     memset(a, 0, sizeof *a);
     a->db = "runs.db";
@@ -85,133 +177,98 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
     a->threads[0] = pool_online_cpus();
     ls_status st = LS_OK;
 
-    /* First pass: --task and --model choose the defaults the other flags
-     * override, and so does --async (the asynchronous checkerboard has its
-     * own grid, rollout length and batch). */
-    const char *task = "fashion-mnist", *model = NULL;
-    int async = 0;
-    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++) {
-        const char *s = argv[i];
-        if (strncmp(s, "--task", 6) == 0 && (s[6] == '\0' || s[6] == '='))
-            task = s[6] == '=' ? s + 7 : (i + 1 < argc ? argv[i + 1] : "");
-        else if (strncmp(s, "--model", 7) == 0 && (s[7] == '\0' || s[7] == '='))
-            model = s[7] == '=' ? s + 8 : (i + 1 < argc ? argv[i + 1] : "");
-        else if (strcmp(s, "--async") == 0 || strcmp(s, "--async=1") == 0)
-            async = 1;
+    /* The flags: the command's from the table, or those of the accept bits. */
+    flag_spec specs[N_COMMON];
+    const flag_spec *use = specs;
+    size_t n_specs = 0;
+    const command *c = cmd != NULL ? command_find(cmd) : NULL;
+    if (c != NULL) {
+        use = c->flags;
+        n_specs = c->n_flags;
+    } else {
+        for (size_t k = 0; k < N_COMMON; k++)
+            if (COMMON[k].accept & accept)
+                specs[n_specs++] = COMMON[k].spec;
     }
+
+    /* First, --task and --model choose the defaults the other flags
+     * override, and so does --async (the asynchronous checkerboard has its
+     * own grid, rollout length and batch). Which flags take a value depends
+     * on the config they choose, so this look ahead reads tokens. */
     if (accept & CLI_CONFIG) {
+        const char *task = "fashion-mnist", *model = NULL;
+        int async = 0;
+        for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++) {
+            const char *s = argv[i];
+            if (strncmp(s, "--task", 6) == 0 && (s[6] == '\0' || s[6] == '='))
+                task = s[6] == '=' ? s + 7 : (i + 1 < argc ? argv[i + 1] : "");
+            else if (strncmp(s, "--model", 7) == 0 && (s[7] == '\0' || s[7] == '='))
+                model = s[7] == '=' ? s + 8 : (i + 1 < argc ? argv[i + 1] : "");
+            else if (strcmp(s, "--async") == 0 || strcmp(s, "--async=1") == 0)
+                async = 1;
+        }
         if ((st = config_defaults(&a->cfg, task, model, err)) != LS_OK)
             return st;
         if (async && (st = config_set(&a->cfg, "async", "1", 1, err)) != LS_OK)
             return st;
     }
 
-    int only_positional = 0;   /* after "--": a name like "-odd" is a name */
-    for (int i = 0; i < argc; i++) {
-        char *s = argv[i];
-        if (!only_positional && strcmp(s, "--") == 0) {
-            only_positional = 1;
-            continue;
-        }
-        if (only_positional) {
-            if (a->n_positional >= max_positional)
-                return ls_fail(err, LS_EINVAL, "'%s': unexpected argument", s);
-            a->positional[a->n_positional++] = s;
-            continue;
-        }
-        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+    flags_iter it;
+    flags_init(&it, argc, argv, use, n_specs);
+    it.open = (accept & CLI_CONFIG) != 0;
+    const char *v;
+    int k;
+    while ((k = flags_next(&it, &v, err, &st)) != FLAGS_END) {
+        if (k == FLAGS_ERROR)
+            return st;
+        if (k == FLAGS_HELP) {
             a->help = 1;
             continue;
         }
-        if (strncmp(s, "--", 2) != 0 || s[2] == '\0') {
-            if (s[0] == '-' && s[1] != '\0')
-                return ls_fail(err, LS_EINVAL, "%s: unknown flag", s);
-            if (a->n_positional >= max_positional)
-                return ls_fail(err, LS_EINVAL, "'%s': unexpected argument", s);
-            a->positional[a->n_positional++] = s;
+        if (k == FLAGS_ARG) {
+            if (own != NULL && max_positional < 0) {
+                if ((st = own(ctx, NULL, v, err)) != LS_OK)
+                    return st;
+            } else if (a->n_positional >= max_positional || a->n_positional >= 4) {
+                return ls_fail(err, LS_EINVAL, "'%s': unexpected argument", v);
+            } else {
+                a->positional[a->n_positional++] = v;
+            }
             continue;
         }
-        char name[64];
-        const char *eq = strchr(s, '=');
-        size_t nl = eq ? (size_t)(eq - s) : strlen(s);
-        if (nl >= sizeof name)
-            return ls_fail(err, LS_EINVAL, "%.40s...: unknown flag", s);
-        memcpy(name, s, nl);
-        name[nl] = '\0';
-        const char *v;
-        int64_t n;
-        if (strcmp(name, "--db") == 0 && (accept & CLI_DB)) {
-            if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
+        const char *name = k >= 0 ? use[k].name : it.name;
+        const unsigned takes = common_accept(name);
+        a->n_flags++;
+        if ((takes & accept) && k < 0 && common_takes_value(name) && (st = flags_take_value(&it, &v, err)) != LS_OK)
+            return st;
+        if (takes & accept) {
+            if ((st = set_common(a, name, v, accept, err)) != LS_OK)
                 return st;
-            if (*v == '\0')
-                return ls_fail(err, LS_EINVAL, "--db: needs a file name");
-            a->db = v;
-        } else if (strcmp(name, "--threads") == 0 && (accept & (CLI_TRAIN | CLI_THREAD_LIST | CLI_THREADS))) {
-            if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
-                return st;
-            if ((st = parse_threads(v, (accept & CLI_THREAD_LIST) != 0, a, err)) != LS_OK)
-                return st;
-        } else if (strcmp(name, "--steps") == 0 && (accept & (CLI_TRAIN | CLI_STEPS_FLAG))) {
-            if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
-                return st;
-            if ((st = parse_int("--steps", v, 0, INT64_C(1) << 40, &a->steps, err)) != LS_OK)
-                return st;
-            if (a->steps == 0)
-                return ls_fail(err, LS_EINVAL, "--steps: must be at least 1");
-        } else if (strcmp(name, "--eval-every") == 0 && (accept & CLI_TRAIN)) {
-            if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
-                return st;
-            if ((st = parse_int("--eval-every", v, 0, INT64_C(1) << 40, &a->eval_every, err)) != LS_OK)
-                return st;
-        } else if (strcmp(name, "--name") == 0 && (accept & CLI_TRAIN)) {
-            if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
-                return st;
-            if (*v == '\0' || strlen(v) > 100)
-                return ls_fail(err, LS_EINVAL, "--name: must be 1 to 100 characters");
-            if (strspn(v, "0123456789") == strlen(v))
-                return ls_fail(err, LS_EINVAL, "--name: '%s' is all digits, which would read as a run id", v);
-            a->name = v;
-        } else if (strcmp(name, "--no-progress") == 0 && (accept & (CLI_TRAIN | CLI_PROGRESS))) {
-            a->progress = 0;
-        } else if (strcmp(name, "--checkpoint-every") == 0 && (accept & CLI_CKPT)) {
-            if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
-                return st;
-            if ((st = parse_int("--checkpoint-every", v, 1, INT64_C(1) << 40, &a->checkpoint_every, err)) != LS_OK)
-                return st;
-        } else if (strcmp(name, "--checkpoint-dir") == 0 && (accept & CLI_CKPT)) {
-            if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
-                return st;
-            if (*v == '\0')
-                return ls_fail(err, LS_EINVAL, "--checkpoint-dir: needs a directory name");
-            a->checkpoint_dir = v;
-        } else if (strcmp(name, "--keep-checkpoints") == 0 && (accept & CLI_CKPT)) {
-            if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
-                return st;
-            if (strcmp(v, "all") == 0)
-                a->keep_checkpoints = -1;
-            else if ((st = parse_int("--keep-checkpoints", v, 1, INT64_C(1) << 40, &a->keep_checkpoints, err)) !=
-                     LS_OK)
-                return ls_fail(err, LS_EINVAL, "--keep-checkpoints: '%.40s' is not a count >= 1 or 'all'", v);
-        } else if (strcmp(name, "--reps") == 0 && (accept & CLI_REPS)) {
-            if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
-                return st;
-            if ((st = parse_int("--reps", v, 1, CLI_MAX_REPS, &n, err)) != LS_OK)
-                return st;
-            a->reps = (int)n;
-        } else if ((accept & CLI_CONFIG) && config_has_key(&a->cfg, name + 2) &&
+        } else if ((accept & CLI_CONFIG) && name[1] == '-' && config_has_key(&a->cfg, name + 2) &&
                    !config_key_is_internal(name + 2)) {
             /* A switch alone ("--async", "--periodic") means on; "--periodic=0" turns it off. */
-            if (config_key_is_switch(&a->cfg, name + 2) && eq == NULL)
+            if (k < 0 && config_key_is_switch(&a->cfg, name + 2) && it.eq == NULL)
                 v = "1";
-            else if ((v = flag_value(argc, argv, &i, eq, err, &st)) == NULL)
+            else if (k < 0 && (st = flags_take_value(&it, &v, err)) != LS_OK)
                 return st;
             if ((st = config_set(&a->cfg, name + 2, v, 1, err)) != LS_OK)
                 return st;
-        } else if ((accept & CLI_CONFIG) && !config_key_is_internal(name + 2)) {
-            /* config_set says whose setting it is when another model or task has it. */
-            return config_set(&a->cfg, name + 2, "", 1, err);
+        } else if (k >= 0 && own != NULL) {
+            if ((st = own(ctx, &use[k], v, err)) != LS_OK)
+                return st;
         } else {
-            return ls_fail(err, LS_EINVAL, "%s: unknown flag", name);
+            /* config_set says whose setting it is when another model or
+             * task has it; else the nearest flag this command takes. */
+            if ((accept & CLI_CONFIG) && name[1] == '-' && !config_key_is_internal(name + 2) &&
+                config_set(&a->cfg, name + 2, "", 1, err) != LS_OK && strstr(err->msg, "(a setting of") != NULL)
+                return LS_EINVAL;
+            static key_names keys;   /* large; the process parses one command line */
+            if (accept & CLI_CONFIG) {
+                key_names_fill(&keys, &a->cfg);
+                it.more_names = key_name_at;
+                it.ctx = &keys;
+            }
+            return flags_unknown(&it, name, err);
         }
     }
     if (accept & CLI_CONFIG) {
@@ -223,11 +280,11 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
          * export find the data again from any directory: as absolute paths
          * when they name existing files (others are left for the task to
          * name in its error). */
-        for (size_t k = 0; a->cfg.task_desc != NULL && k < a->cfg.task_desc->n_sources; k++) {
+        for (size_t j = 0; a->cfg.task_desc != NULL && j < a->cfg.task_desc->n_sources; j++) {
             char abs[PATH_MAX];
-            const char *v = a->cfg.src[k];
-            if (v[0] != '\0' && v[0] != '/' && realpath(v, abs) != NULL && strlen(abs) < sizeof a->cfg.src[k])
-                memcpy(a->cfg.src[k], abs, strlen(abs) + 1);
+            const char *src = a->cfg.src[j];
+            if (src[0] != '\0' && src[0] != '/' && realpath(src, abs) != NULL && strlen(abs) < sizeof a->cfg.src[j])
+                memcpy(a->cfg.src[j], abs, strlen(abs) + 1);
         }
     }
     if (!isatty(STDERR_FILENO))
@@ -235,6 +292,10 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
     return LS_OK;
 }
 
+ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, cli_args *a, ls_err *err)
+{
+    return cli_parse_cmd(NULL, argc, argv, accept, max_positional, NULL, NULL, a, err);
+}
 
 void cli_json_str(FILE *f, const char *s)
 {
@@ -265,4 +326,19 @@ void cli_shortest_double(FILE *f, double v)
             break;
     }
     fputs(buf, f);
+}
+
+/* Printable ASCII for comments: no control characters, no comment ends. */
+void cli_comment_safe(char *dst, size_t cap, const char *src)
+{
+    size_t j = 0;
+    for (size_t i = 0; src[i] != '\0' && j + 1 < cap; i++) {
+        char ch = src[i];
+        if (ch < 32 || ch > 126)
+            ch = '?';
+        if (ch == '/' && j > 0 && dst[j - 1] == '*')
+            ch = '|';
+        dst[j++] = ch;
+    }
+    dst[j] = '\0';
 }

@@ -38,6 +38,7 @@
  * escapes back (and \/, \b, \f, \uXXXX below 0x80), nothing more.
  */
 #include "tools/tools.h"
+#include "tools/commands.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -318,54 +319,30 @@ static void cert_write(FILE *f, const runlog_run *run, uint64_t data_hash, const
 
 /* ---- audit ---------------------------------------------------------------------- */
 
-static void audit_usage(void)
+typedef struct {
+    int record_only;
+    const char *cert;
+} audit_flags;
+
+static ls_status audit_flag(void *ctx, const flag_spec *f, const char *value, ls_err *err)
 {
-    puts("usage: lockstep audit RUN [--db FILE] [--threads N] [--record-only] [--certificate FILE.json]\n"
-         "Proves what a recorded run did. Re-executes it and checks every recorded step's loss bits,\n"
-         "parameter hash and trajectory hash, the config hash against the config text, the data against the\n"
-         "config's data_hash, and every registered checkpoint file against the recomputed state. The steps\n"
-         "between two registered checkpoints are replayed concurrently, each segment from its checkpoint\n"
-         "(train --keep-checkpoints all keeps every one); the first bad step named is the one a replay from\n"
-         "step 0 would name. The verdict is stored in the record (table audits) and shown by `show`.\n"
-         "  --db FILE            SQLite record (default runs.db)\n"
-         "  --threads N          worker threads for the re-execution (default: online CPUs)\n"
-         "  --record-only        re-execute nothing: check the trajectory hash chain of the step rows, that\n"
-         "                       they have no gap, the config hash and the checkpoint files (milliseconds)\n"
-         "  --certificate FILE   write a JSON certificate of the audit (see lockstep reproduce)\n"
-         "exit status: 0 proved, 1 a difference (the first bad step and both values named), 2 bad usage\n"
-         "or input, 130 interrupted");
+    audit_flags *af = ctx;
+    (void)err;
+    if (strcmp(f->name, "--record-only") == 0)
+        af->record_only = 1;
+    else
+        af->cert = value;   /* --certificate */
+    return LS_OK;
 }
 
 int cmd_audit(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    int record_only = 0;
-    const char *cert = NULL;
-    char *args[64];
-    int n_args = 0, ended = 0;
-    ls_status st = LS_OK;
-    for (int i = 0; i < argc && st == LS_OK; i++) {
-        ended |= strcmp(argv[i], "--") == 0;
-        if (!ended && strcmp(argv[i], "--record-only") == 0) {
-            record_only = 1;
-        } else if (!ended && strcmp(argv[i], "--certificate") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0')
-                st = ls_fail(&err, LS_EINVAL, "--certificate: needs a file name");
-            else
-                cert = argv[++i];
-        } else if (!ended && strncmp(argv[i], "--certificate=", 14) == 0) {
-            cert = argv[i] + 14;
-            if (cert[0] == '\0')
-                st = ls_fail(&err, LS_EINVAL, "--certificate: needs a file name");
-        } else if (n_args == 64) {
-            st = ls_fail(&err, LS_EINVAL, "too many arguments");
-        } else {
-            args[n_args++] = argv[i];
-        }
-    }
-    if (st == LS_OK)
-        st = cli_parse(n_args, args, CLI_DB | CLI_THREADS, 1, &a, &err);
+    audit_flags af = { 0, NULL };
+    ls_status st = cli_parse_cmd("audit", argc, argv, CLI_DB | CLI_THREADS, 1, audit_flag, &af, &a, &err);
+    const int record_only = af.record_only;
+    const char *cert = af.cert;
     if (st == LS_OK && !a.help && a.n_positional != 1)
         st = ls_fail(&err, LS_EINVAL, "needs one RUN (an id or a name)");
     if (st != LS_OK) {
@@ -373,7 +350,7 @@ int cmd_audit(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (a.help) {
-        audit_usage();
+        command_usage(command_find("audit"), stdout);
         return EXIT_OK;
     }
     runlog *db;
@@ -656,21 +633,11 @@ static ls_status parse_hex64(const char *path, const char *field, const char *s,
     return LS_OK;
 }
 
-static void reproduce_usage(void)
-{
-    puts("usage: lockstep reproduce CERT.json [--threads N]\n"
-         "Checks a certificate written by `lockstep audit --certificate` without any database: trains the\n"
-         "certificate's config (on the data its sources name, checked against its data_hash) for its step\n"
-         "count and compares the trajectory hash.\n"
-         "exit status: 0 reproduced, 1 differs (both trajectory hashes named, or the data differ),\n"
-         "2 bad usage or a malformed certificate (the field named), 130 interrupted");
-}
-
 int cmd_reproduce(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse(argc, argv, CLI_THREADS, 1, &a, &err);
+    ls_status st = cli_parse_cmd("reproduce", argc, argv, CLI_THREADS, 1, NULL, NULL, &a, &err);
     if (st == LS_OK && !a.help && a.n_positional != 1)
         st = ls_fail(&err, LS_EINVAL, "needs one certificate file");
     if (st != LS_OK) {
@@ -678,7 +645,7 @@ int cmd_reproduce(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (a.help) {
-        reproduce_usage();
+        command_usage(command_find("reproduce"), stdout);
         return EXIT_OK;
     }
     const char *path = a.positional[0];

@@ -1,5 +1,6 @@
 /* cmd_golden.c — `lockstep golden check|update`: reference runs pinned as text. */
 #include "tools/tools.h"
+#include "tools/commands.h"
 
 #include <errno.h>
 #include <glob.h>
@@ -12,22 +13,6 @@
 #include "record/golden.h"
 
 static const int CHECK_THREADS[] = { 1, 2, 3, 8 };
-
-static void golden_usage(void)
-{
-    printf("usage: lockstep golden check [FILE...]\n"
-           "       lockstep golden update [FILE...]\n"
-           "       lockstep golden update FILE --steps N [train flags]   (create FILE from flags)\n"
-           "check re-runs each golden file's config at 1, 2, 3 and 8 threads and compares every step\n"
-           "(loss bits, parameter hash, trajectory hash). Default files: golden/*.golden.\n"
-           "update rewrites files from their own config (refused when CI is set); every change to a\n"
-           "golden file needs a line in golden/CHANGES saying what changed and why.\n"
-           "A golden file pins seconds of training: at most %d steps (--steps 1..%d). Every file is\n"
-           "read and checked before any is run or written; update never writes over a database, a\n"
-           "checkpoint or anything that is not a golden file. \"--\" ends the flags.\n"
-           "exit status: 0 all match, 1 a file differs, 2 a file is missing or unparseable,\n"
-           "130 interrupted\n", GOLDEN_MAX_STEPS, GOLDEN_MAX_STEPS);
-}
 
 /* Line number (1-based) of step row i in a golden file with this config. */
 static size_t row_line(const char *config_text, size_t i)
@@ -247,14 +232,33 @@ static int update_files(golden_job *jobs, int n)
     return rc;
 }
 
+typedef struct {
+    int update;
+    char **files;
+    int n_files;
+} golden_args;
+
+/* The file names (everything not a flag, and all after "--"); --steps only
+ * with update. */
+static ls_status golden_arg(void *ctx, const flag_spec *f, const char *v, ls_err *err)
+{
+    golden_args *g = ctx;
+    if (f != NULL)
+        return ls_fail(err, LS_EINVAL, "%s: only with update FILE (golden update FILE --steps N [train flags])",
+                       f->name);
+    g->files[g->n_files++] = (char *)(uintptr_t)v;
+    return LS_OK;
+}
+
 int cmd_golden(int argc, char **argv)
 {
     if (argc < 1) {
         fputs("lockstep golden: missing check or update (see lockstep golden --help)\n", stderr);
         return EXIT_USAGE;
     }
+    const command *me = command_find("golden");
     if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
-        golden_usage();
+        command_usage(me, stdout);
         return EXIT_OK;
     }
     int update = strcmp(argv[0], "update") == 0;
@@ -264,29 +268,35 @@ int cmd_golden(int argc, char **argv)
     }
     argc--;
     argv++;
-    /* Flags end at "--": what follows is a file name, whatever it looks like. */
-    int n_flags_part = 0;
-    while (n_flags_part < argc && strcmp(argv[n_flags_part], "--") != 0)
-        n_flags_part++;
-    for (int i = 0; i < n_flags_part; i++)
-        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
-            golden_usage();
-            return EXIT_OK;
-        }
+    /* update takes train flags (creating FILE from them); check none. */
+    cli_args a;
+    ls_err err = { "" };
+    golden_args ga = { update, calloc((size_t)argc + 1, sizeof(char *)), 0 };
+    if (ga.files == NULL) {
+        fputs("lockstep golden: out of memory\n", stderr);
+        return EXIT_USAGE;
+    }
+    ls_status st = cli_parse_cmd("golden", argc, argv, update ? CLI_CONFIG | CLI_STEPS_FLAG : 0, -1, golden_arg, &ga,
+                                 &a, &err);
+    if (st == LS_OK && a.help) {
+        command_usage(me, stdout);
+        free(ga.files);
+        return EXIT_OK;
+    }
+    if (st != LS_OK) {
+        cli_error("golden", &err, st);
+        free(ga.files);
+        return EXIT_USAGE;
+    }
     const char *ci = getenv("CI");
     if (update && ci != NULL && *ci != '\0') {
         fprintf(stderr, "lockstep golden: update refuses to run when CI is set\n");
+        free(ga.files);
         return EXIT_USAGE;
     }
     run_install_signals();
-    int has_flags = 0;
-    for (int i = 0; i < n_flags_part; i++)
-        has_flags |= argv[i][0] == '-' && argv[i][1] != '\0';
-    if (update && has_flags) {
-        cli_args a;
-        ls_err err = { "" };
-        ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_STEPS_FLAG, 1, &a, &err);
-        if (st == LS_OK && a.n_positional != 1)
+    if (update && a.n_flags > 0) {
+        if (ga.n_files != 1)
             st = ls_fail(&err, LS_EINVAL, "update with flags needs exactly one FILE");
         /* Bounded here, where the value is read: a golden file is checked at
          * four thread counts by every `make test`. */
@@ -295,40 +305,24 @@ int cmd_golden(int argc, char **argv)
                          "training", (long long)a.steps, GOLDEN_MAX_STEPS);
         if (st != LS_OK) {
             cli_error("golden", &err, st);
+            free(ga.files);
             return EXIT_USAGE;
         }
-        if (!writable_golden(a.positional[0]))
-            return EXIT_USAGE;
-        ls_step *rows = NULL;
-        char text[CONFIG_TEXT_MAX];
-        int rc = train_golden(a.positional[0], &a.cfg, a.steps, &rows, text);
-        if (rc == EXIT_OK)
-            rc = save_golden(a.positional[0], text, rows, a.steps);
-        free(rows);
+        int rc = EXIT_USAGE;
+        if (writable_golden(ga.files[0])) {
+            ls_step *rows = NULL;
+            char text[CONFIG_TEXT_MAX];
+            rc = train_golden(ga.files[0], &a.cfg, a.steps, &rows, text);
+            if (rc == EXIT_OK)
+                rc = save_golden(ga.files[0], text, rows, a.steps);
+            free(rows);
+        }
+        free(ga.files);
         return rc;
     }
-    for (int i = 0; i < n_flags_part; i++)
-        if (argv[i][0] == '-' && argv[i][1] != '\0') {
-            fprintf(stderr, "lockstep golden: %s: unknown flag\n", argv[i]);
-            return EXIT_USAGE;
-        }
-    /* The file names: everything but the "--". */
-    char **files = argv;
-    int n_files = argc;
+    char **files = ga.files, **named = ga.files;
+    int n_files = ga.n_files;
     glob_t gl = { 0 };
-    char **named = NULL;
-    if (n_flags_part < argc) {
-        named = calloc((size_t)argc, sizeof *named);
-        if (named == NULL) {
-            fputs("lockstep golden: out of memory\n", stderr);
-            return EXIT_USAGE;
-        }
-        n_files = 0;
-        for (int i = 0; i < argc; i++)
-            if (i != n_flags_part)
-                named[n_files++] = argv[i];
-        files = named;
-    }
     if (n_files == 0) {
         const char *root = getenv("LOCKSTEP_ROOT");
         char pattern[4096];

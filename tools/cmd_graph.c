@@ -3,6 +3,7 @@
  * answers on stdout for scripts, timings on stderr (on a terminal, or with
  * --time). Bad input exits 2 with one line naming file, line and field. */
 #include "tools/tools.h"
+#include "tools/commands.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -15,57 +16,6 @@
 #include "engine/graph/ged.h"
 #include "engine/graph/graph.h"
 #include "reduce/pool.h"
-
-static void graph_usage(FILE *f)
-{
-    fputs("usage: lockstep graph cliques FILE -k K [--count | --list [--max N]] [--threads N] [--time]\n"
-          "       lockstep graph ged FILE_A FILE_B [--node-cap N] [--costs C] [--threads N] [--time]\n"
-          "       lockstep graph ged --pairs FILE [--node-cap N] [--costs C] [--threads N] [--time]\n"
-          "\n"
-          "Exact graph operations whose answers do not depend on the thread count.\n"
-          "A graph FILE is an edge list ('a b [weight]' a line) or the graph text format\n"
-          "(GRAPH / NODES / LABELS / DIRECTED / 'a b'; gzip is read, so the networkx Graph\n"
-          "Atlas atlas.dat.gz is one); FILE:I names the I-th graph (from 0) of a file of\n"
-          "several (docs/formats.md). See `lockstep graph cliques --help`, `... ged --help`.\n",
-          f);
-}
-
-static void cliques_usage(FILE *f)
-{
-    fputs("usage: lockstep graph cliques FILE -k K [--count | --list [--max N]] [--threads N] [--time]\n"
-          "\n"
-          "The k-cliques of an undirected graph (kClist: degeneracy order, ties by node id).\n"
-          "  -k K         clique size, 1..64\n"
-          "  --count      print the number of k-cliques alone (the default)\n"
-          "  --list       print each clique on a line, its nodes sorted by id (names for an\n"
-          "               edge list of names), cliques in root order: the same bytes at any\n"
-          "               thread count\n"
-          "  --max N      with --list: at most N cliques (0: all)\n"
-          "  --threads N  worker threads (default: the online CPUs)\n"
-          "  --time       the time taken, on stderr (always on a terminal)\n",
-          f);
-}
-
-static void ged_usage(FILE *f)
-{
-    fputs("usage: lockstep graph ged FILE_A FILE_B [--node-cap N] [--costs C] [--threads N] [--time]\n"
-          "       lockstep graph ged --pairs FILE [...]\n"
-          "\n"
-          "Graph edit distance: prints 'lower L exact E upper U' per pair ('exact E' left out\n"
-          "when a graph has more than --node-cap nodes). lower: the larger of a bipartite\n"
-          "lower bound and the size bound; upper: Riesen & Bunke's bipartite bound; exact:\n"
-          "depth-first branch and bound.\n"
-          "  --pairs FILE  one pair a line, 'FILE_A FILE_B' (# comments); one output line a\n"
-          "                pair, in input order, the same bytes at any thread count\n"
-          "  --node-cap N  the exact search only when both graphs have at most N nodes\n"
-          "                (default 10; 0..64)\n"
-          "  --costs C     integer costs, unit by default: 5 numbers\n"
-          "                node-sub,node-del,node-ins,edge-del,edge-ins, or named ones:\n"
-          "                node-sub=2,edge-del=3 (the rest stay 1)\n"
-          "  --threads N   worker threads: pairs are the work units (default: the online CPUs)\n"
-          "  --time        pairs per second, on stderr (always on a terminal)\n",
-          f);
-}
 
 static double now_seconds(void)
 {
@@ -103,6 +53,22 @@ static int parse_count(const char *cmd, const char *flag, const char *v, long lo
     return EXIT_OK;
 }
 
+/* The next flag of operation op ("graph cliques") through the one flag
+ * parser: 0 with its name in *name (NULL for an argument, in *value),
+ * FLAGS_ERROR after printing the error, or FLAGS_END / FLAGS_HELP. */
+static int next_flag(flags_iter *it, const char *op, const char **name, const char **value)
+{
+    ls_err err = { "" };
+    ls_status st = LS_OK;
+    int k = flags_next(it, value, &err, &st);
+    *name = k >= 0 ? it->specs[k].name : NULL;
+    if (k == FLAGS_ERROR) {
+        cli_error(op, &err, st);
+        return FLAGS_ERROR;
+    }
+    return k == FLAGS_END || k == FLAGS_HELP ? k : 0;
+}
+
 static ls_status make_pool(pool **p, long long threads, ls_err *err)
 {
     *p = NULL;
@@ -137,20 +103,29 @@ static int cmd_cliques(int argc, char **argv)
     const char *file = NULL;
     long long k = -1, threads = 0, max = 0;
     int list = 0, count = 0, timing = isatty(STDERR_FILENO), max_set = 0, rc;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            cliques_usage(stdout);
+    const command *me = command_find("graph cliques");
+    flags_iter it;
+    flags_init(&it, argc, argv, me->flags, me->n_flags);
+    const char *a, *v;
+    int r;
+    while ((r = next_flag(&it, "graph cliques", &a, &v)) != FLAGS_END) {
+        if (r == FLAGS_HELP) {
+            command_usage(me, stdout);
             return EXIT_OK;
-        } else if (strcmp(a, "-k") == 0 || strcmp(a, "--k") == 0) {
-            if ((rc = parse_count("cliques", "-k", i + 1 < argc ? argv[++i] : NULL, 1, CLIQUES_MAX_K, &k)) != 0)
+        } else if (r == FLAGS_ERROR) {
+            return EXIT_USAGE;
+        } else if (a == NULL) {
+            if (file != NULL)
+                return bad("cliques", "'%s': one graph FILE only (see --help)", v);
+            file = v;
+        } else if (strcmp(a, "-k") == 0) {
+            if ((rc = parse_count("cliques", "-k", v, 1, CLIQUES_MAX_K, &k)) != 0)
                 return rc;
         } else if (strcmp(a, "--threads") == 0) {
-            if ((rc = parse_count("cliques", "--threads", i + 1 < argc ? argv[++i] : NULL, 1, POOL_MAX_THREADS,
-                                  &threads)) != 0)
+            if ((rc = parse_count("cliques", "--threads", v, 1, POOL_MAX_THREADS, &threads)) != 0)
                 return rc;
         } else if (strcmp(a, "--max") == 0) {
-            if ((rc = parse_count("cliques", "--max", i + 1 < argc ? argv[++i] : NULL, 0, INT64_MAX, &max)) != 0)
+            if ((rc = parse_count("cliques", "--max", v, 0, INT64_MAX, &max)) != 0)
                 return rc;
             max_set = 1;
         } else if (strcmp(a, "--count") == 0) {
@@ -159,14 +134,6 @@ static int cmd_cliques(int argc, char **argv)
             list = 1;
         } else if (strcmp(a, "--time") == 0) {
             timing = 1;
-        } else if (strcmp(a, "--") == 0 && i + 1 < argc && file == NULL) {
-            file = argv[++i];
-        } else if (a[0] == '-' && a[1] != 0) {
-            return bad("cliques", "%s: unknown flag (see lockstep graph cliques --help)", a);
-        } else if (file == NULL) {
-            file = a;
-        } else {
-            return bad("cliques", "'%s': one graph FILE only (see --help)", a);
         }
     }
     if (file == NULL)
@@ -362,39 +329,33 @@ static int cmd_ged(int argc, char **argv)
     const char *files[2] = {NULL, NULL}, *pairs = NULL, *costs = NULL;
     int n_files = 0, timing = isatty(STDERR_FILENO), rc;
     long long node_cap = GED_DEFAULT_NODE_CAP, threads = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-            ged_usage(stdout);
+    const command *me = command_find("graph ged");
+    flags_iter it;
+    flags_init(&it, argc, argv, me->flags, me->n_flags);
+    const char *a, *v;
+    int r;
+    while ((r = next_flag(&it, "graph ged", &a, &v)) != FLAGS_END) {
+        if (r == FLAGS_HELP) {
+            command_usage(me, stdout);
             return EXIT_OK;
+        } else if (r == FLAGS_ERROR) {
+            return EXIT_USAGE;
+        } else if (a == NULL) {
+            if (n_files == 2)
+                return bad("ged", "'%s': two graph files only (see --help)", v);
+            files[n_files++] = v;
         } else if (strcmp(a, "--node-cap") == 0) {
-            if ((rc = parse_count("ged", "--node-cap", i + 1 < argc ? argv[++i] : NULL, 0, 64, &node_cap)) != 0)
+            if ((rc = parse_count("ged", "--node-cap", v, 0, 64, &node_cap)) != 0)
                 return rc;
         } else if (strcmp(a, "--threads") == 0) {
-            if ((rc = parse_count("ged", "--threads", i + 1 < argc ? argv[++i] : NULL, 1, POOL_MAX_THREADS,
-                                  &threads)) != 0)
+            if ((rc = parse_count("ged", "--threads", v, 1, POOL_MAX_THREADS, &threads)) != 0)
                 return rc;
         } else if (strcmp(a, "--pairs") == 0) {
-            if (i + 1 >= argc)
-                return bad("ged", "--pairs: needs a FILE");
-            pairs = argv[++i];
+            pairs = v;
         } else if (strcmp(a, "--costs") == 0) {
-            if (i + 1 >= argc)
-                return bad("ged", "--costs: needs a value");
-            costs = argv[++i];
+            costs = v;
         } else if (strcmp(a, "--time") == 0) {
             timing = 1;
-        } else if (a[0] == '-' && a[1] != 0 && strcmp(a, "--") != 0) {
-            return bad("ged", "%s: unknown flag (see lockstep graph ged --help)", a);
-        } else {
-            if (strcmp(a, "--") == 0) {
-                if (i + 1 >= argc)
-                    break;
-                a = argv[++i];
-            }
-            if (n_files == 2)
-                return bad("ged", "'%s': two graph files only (see --help)", a);
-            files[n_files++] = a;
         }
     }
     if (pairs != NULL && n_files > 0)
@@ -471,7 +432,7 @@ int cmd_graph(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
-        graph_usage(stdout);
+        command_usage(command_find("graph"), stdout);
         return EXIT_OK;
     }
     if (strcmp(argv[0], "cliques") == 0)

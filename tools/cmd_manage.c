@@ -9,6 +9,7 @@
  * names this database's identity now, this run and its registered step is
  * deleted; an imported run's files stay their writer's. */
 #include "tools/tools.h"
+#include "tools/commands.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -20,37 +21,32 @@
 
 #define MANAGE_MAX_ARGS 256
 
-/* Flags --db FILE and --help, "--" ending them; the rest positional. */
-static ls_status manage_parse(int argc, char **argv, const char **db, int *help, const char **pos, int *n_pos,
-                              ls_err *err)
+typedef struct {
+    const char **pos;
+    int n_pos;
+} manage_args;
+
+static ls_status manage_arg(void *ctx, const flag_spec *f, const char *v, ls_err *err)
 {
-    int ended = 0;
-    *db = "runs.db";
-    *help = 0;
-    *n_pos = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *s = argv[i];
-        if (!ended && strcmp(s, "--") == 0) {
-            ended = 1;
-        } else if (!ended && (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0)) {
-            *help = 1;
-        } else if (!ended && strcmp(s, "--db") == 0) {
-            if (i + 1 >= argc || argv[i + 1][0] == '\0')
-                return ls_fail(err, LS_EINVAL, "--db: needs a file name");
-            *db = argv[++i];
-        } else if (!ended && strncmp(s, "--db=", 5) == 0) {
-            if (s[5] == '\0')
-                return ls_fail(err, LS_EINVAL, "--db: needs a file name");
-            *db = s + 5;
-        } else if (!ended && s[0] == '-' && s[1] != '\0') {
-            return ls_fail(err, LS_EINVAL, "%.60s: unknown flag", s);
-        } else if (*n_pos == MANAGE_MAX_ARGS) {
-            return ls_fail(err, LS_EINVAL, "more than %d arguments", MANAGE_MAX_ARGS);
-        } else {
-            pos[(*n_pos)++] = s;
-        }
-    }
+    manage_args *m = ctx;
+    (void)f;   /* no flags of their own: only arguments come here */
+    if (m->n_pos == MANAGE_MAX_ARGS)
+        return ls_fail(err, LS_EINVAL, "more than %d arguments", MANAGE_MAX_ARGS);
+    m->pos[m->n_pos++] = v;
     return LS_OK;
+}
+
+/* --db FILE and --help through the command's table entry; the rest positional. */
+static ls_status manage_parse(const char *cmd, int argc, char **argv, const char **db, int *help, const char **pos,
+                              int *n_pos, ls_err *err)
+{
+    cli_args a;
+    manage_args m = { pos, 0 };
+    ls_status st = cli_parse_cmd(cmd, argc, argv, CLI_DB, -1, manage_arg, &m, &a, err);
+    *db = a.db;
+    *help = a.help;
+    *n_pos = m.n_pos;
+    return st;
 }
 
 int cmd_import(int argc, char **argv)
@@ -58,7 +54,7 @@ int cmd_import(int argc, char **argv)
     const char *db_path, *pos[MANAGE_MAX_ARGS];
     int help, n_pos;
     ls_err err = { "" };
-    ls_status st = manage_parse(argc, argv, &db_path, &help, pos, &n_pos, &err);
+    ls_status st = manage_parse("import", argc, argv, &db_path, &help, pos, &n_pos, &err);
     if (st == LS_OK && !help && n_pos < 1)
         st = ls_fail(&err, LS_EINVAL, "needs the database to import from (OTHER.db)");
     if (st != LS_OK) {
@@ -66,14 +62,7 @@ int cmd_import(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (help) {
-        puts("usage: lockstep import OTHER.db [RUN...] [--db FILE]\n"
-             "Copies runs (default: all) of OTHER.db into the database (--db, default runs.db, created when\n"
-             "missing) with their steps, evaluations, checkpoint registrations, sources, processes, audits and\n"
-             "the verdicts between them, keeping config hashes and trajectories: `verify` then compares them\n"
-             "with the runs here. The checkpoint files stay where they are and stay OTHER.db's (never deleted\n"
-             "from here). A run name the database has already is refused and nothing is copied.\n"
-             "Prints one line per run: its id in OTHER.db and its id here.\n"
-             "exit status: 0 copied, 2 bad usage or input (a name clash, a run or file that does not exist)");
+        command_usage(command_find("import"), stdout);
         return EXIT_OK;
     }
     const char *src_path = pos[0];
@@ -146,7 +135,7 @@ int cmd_rm(int argc, char **argv)
     const char *db_path, *pos[MANAGE_MAX_ARGS];
     int help, n_pos;
     ls_err err = { "" };
-    ls_status st = manage_parse(argc, argv, &db_path, &help, pos, &n_pos, &err);
+    ls_status st = manage_parse("rm", argc, argv, &db_path, &help, pos, &n_pos, &err);
     if (st == LS_OK && !help && n_pos != 1)
         st = ls_fail(&err, LS_EINVAL, "needs one RUN (an id or a name)");
     if (st != LS_OK) {
@@ -154,11 +143,7 @@ int cmd_rm(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (help) {
-        puts("usage: lockstep rm RUN [--db FILE]\n"
-             "Deletes a run: its rows (steps, evaluations, checkpoints, sources, processes, audits, the verdicts\n"
-             "naming it) and the checkpoint files this database wrote for it. A file this database did not\n"
-             "write (an imported run's, another database's, an older file naming nobody) is kept, and said.\n"
-             "exit status: 0 deleted, 2 bad usage or input (no such run, a run still running)");
+        command_usage(command_find("rm"), stdout);
         return EXIT_OK;
     }
     runlog *db;
@@ -222,7 +207,7 @@ int cmd_rename(int argc, char **argv)
     const char *db_path, *pos[MANAGE_MAX_ARGS];
     int help, n_pos;
     ls_err err = { "" };
-    ls_status st = manage_parse(argc, argv, &db_path, &help, pos, &n_pos, &err);
+    ls_status st = manage_parse("rename", argc, argv, &db_path, &help, pos, &n_pos, &err);
     if (st == LS_OK && !help && n_pos != 2)
         st = ls_fail(&err, LS_EINVAL, "needs RUN (an id or a name) and its NEW name");
     if (st != LS_OK) {
@@ -230,10 +215,7 @@ int cmd_rename(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (help) {
-        puts("usage: lockstep rename RUN NEW [--db FILE]\n"
-             "Gives run RUN the name NEW (printable, not starting with '-', not all digits, at most 100\n"
-             "characters). A name another run has is refused.\n"
-             "exit status: 0 renamed, 2 bad usage or input (no such run, a bad or taken name)");
+        command_usage(command_find("rename"), stdout);
         return EXIT_OK;
     }
     runlog *db;

@@ -1,5 +1,6 @@
 /* cmd_record.c — `lockstep runs`, `lockstep show`, `lockstep verify`. */
 #include "tools/tools.h"
+#include "tools/commands.h"
 
 #include "tools/compare.h"
 #include "tools/runref.h"
@@ -64,103 +65,67 @@ static void csv_num(FILE *f, double v)
         cli_shortest_double(f, v);
 }
 
-/* A flag of the form --name VALUE or --name=VALUE at argv[*i]; NULL when
- * argv[*i] is not that flag. A missing value sets *bad. */
-static const char *take_flag(int argc, char **argv, int *i, const char *name, int *bad)
-{
-    const size_t n = strlen(name);
-    if (strncmp(argv[*i], name, n) != 0)
-        return NULL;
-    if (argv[*i][n] == '=')
-        return argv[*i][n + 1] ? argv[*i] + n + 1 : (*bad = 1, NULL);
-    if (argv[*i][n] != '\0')
-        return NULL;
-    if (*i + 1 >= argc || argv[*i + 1][0] == '\0') {
-        *bad = 1;
-        return NULL;
-    }
-    return argv[++*i];
-}
+typedef struct {
+    const char *want_status, *want_task, *want_name, *sweep_id;
+    int64_t last;
+    int json, csv, steps;
+} list_flags;
 
-static void runs_usage(void)
+/* The flags of runs and show (show's --steps is a switch, not a count). */
+static ls_status list_flag(void *ctx, const flag_spec *f, const char *v, ls_err *err)
 {
-    puts("usage: lockstep runs [--db FILE] [--status S] [--task T] [--name GLOB] [--last N] [--json | --csv]\n"
-         "Lists the runs in the database, oldest first.\n"
-         "  --status S   only runs of status S (running, done, interrupted, diverged, failed)\n"
-         "  --task T     only runs of task T\n"
-         "  --name GLOB  only runs whose name matches the shell pattern GLOB (quote it: 'lr-*')\n"
-         "  --last N     only the N newest of those\n"
-         "  --json       a JSON array of objects; --csv: a header line, then one line a run\n"
-         "               (columns: id name status model task steps threads trajectory config_hash started\n"
-         "               ended host; docs/formats.md)\n"
-         "  --sweep ID   instead: the runs of sweep ID (lockstep sweep) with final loss and evaluation,\n"
-         "               best first (highest evaluation, else lowest final loss)");
+    list_flags *lf = ctx;
+    if (strcmp(f->name, "--json") == 0) {
+        lf->json = 1;
+    } else if (strcmp(f->name, "--csv") == 0) {
+        lf->csv = 1;
+    } else if (strcmp(f->name, "--steps") == 0) {
+        lf->steps = 1;
+    } else if (strcmp(f->name, "--status") == 0) {
+        static const char *const ok[] = { "running", "done", "interrupted", "diverged", "failed" };
+        int known = 0;
+        for (size_t k = 0; k < 5; k++)
+            known |= strcmp(v, ok[k]) == 0;
+        if (!known)
+            return ls_fail(err, LS_EINVAL, "--status: '%.40s' is not running, done, interrupted, diverged or "
+                           "failed", v);
+        lf->want_status = v;
+    } else if (strcmp(f->name, "--sweep") == 0) {
+        lf->sweep_id = v;   /* one sweep's runs (cmd_sweep.c) */
+    } else if (strcmp(f->name, "--task") == 0) {
+        lf->want_task = v;
+    } else if (strcmp(f->name, "--name") == 0) {
+        lf->want_name = v;
+    } else if (strcmp(f->name, "--last") == 0) {
+        char *end;
+        errno = 0;
+        long long x = strtoll(v, &end, 10);
+        if (*end != '\0' || errno != 0 || x < 1)
+            return ls_fail(err, LS_EINVAL, "--last: '%.40s' is not a count >= 1", v);
+        lf->last = x;
+    }
+    return LS_OK;
 }
 
 int cmd_runs(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    const char *want_status = NULL, *want_task = NULL, *want_name = NULL, *sweep_id = NULL;
-    int64_t last = 0;
-    int json = 0, csv = 0, bad = 0;
-    char *args[64];
-    int n_args = 0, ended = 0;
-    ls_status st = LS_OK;
-    for (int i = 0; i < argc && st == LS_OK; i++) {
-        const char *v;
-        const char *flag = argv[i];
-        ended |= strcmp(argv[i], "--") == 0;
-        if (ended && n_args < 64) {
-            args[n_args++] = argv[i];
-        } else if (ended) {
-            st = ls_fail(&err, LS_EINVAL, "too many arguments");
-        } else if (strcmp(argv[i], "--json") == 0) {
-            json = 1;
-        } else if (strcmp(argv[i], "--csv") == 0) {
-            csv = 1;
-        } else if ((v = take_flag(argc, argv, &i, "--status", &bad)) != NULL) {
-            static const char *const ok[] = { "running", "done", "interrupted", "diverged", "failed" };
-            int known = 0;
-            for (size_t k = 0; k < 5; k++)
-                known |= strcmp(v, ok[k]) == 0;
-            if (!known)
-                st = ls_fail(&err, LS_EINVAL, "--status: '%.40s' is not running, done, interrupted, diverged or "
-                             "failed", v);
-            want_status = v;
-        } else if ((v = take_flag(argc, argv, &i, "--sweep", &bad)) != NULL) {
-            sweep_id = v;   /* one sweep's runs (cmd_sweep.c) */
-        } else if ((v = take_flag(argc, argv, &i, "--task", &bad)) != NULL) {
-            want_task = v;
-        } else if ((v = take_flag(argc, argv, &i, "--name", &bad)) != NULL) {
-            want_name = v;
-        } else if ((v = take_flag(argc, argv, &i, "--last", &bad)) != NULL) {
-            char *end;
-            errno = 0;
-            long long x = strtoll(v, &end, 10);
-            if (*end != '\0' || errno != 0 || x < 1)
-                st = ls_fail(&err, LS_EINVAL, "--last: '%.40s' is not a count >= 1", v);
-            last = x;
-        } else if (bad) {
-            st = ls_fail(&err, LS_EINVAL, "%.20s: needs a value", flag);
-        } else if (n_args == 64) {
-            st = ls_fail(&err, LS_EINVAL, "too many arguments");
-        } else {
-            args[n_args++] = argv[i];
-        }
-        if (st == LS_OK && bad)
-            st = ls_fail(&err, LS_EINVAL, "%.20s: needs a value", flag);
-    }
+    list_flags lf;
+    memset(&lf, 0, sizeof lf);
+    ls_status st = cli_parse_cmd("runs", argc, argv, CLI_DB, 0, list_flag, &lf, &a, &err);
+    const char *want_status = lf.want_status, *want_task = lf.want_task, *want_name = lf.want_name;
+    const char *sweep_id = lf.sweep_id;
+    const int64_t last = lf.last;
+    const int json = lf.json, csv = lf.csv;
     if (st == LS_OK && json && csv)
         st = ls_fail(&err, LS_EINVAL, "--json and --csv: one output format at a time");
-    if (st == LS_OK)
-        st = cli_parse(n_args, args, CLI_DB, 0, &a, &err);
     if (st != LS_OK) {
         cli_error("runs", &err, st);
         return EXIT_USAGE;
     }
     if (a.help) {
-        runs_usage();
+        command_usage(command_find("runs"), stdout);
         return EXIT_OK;
     }
     runlog *db;
@@ -425,26 +390,10 @@ int cmd_show(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    int show_steps = 0, json = 0, csv = 0;
-    /* --steps is a switch here, not a count. */
-    char *args[64];
-    int n_args = 0, ended = 0;
-    ls_status st = LS_OK;
-    for (int i = 0; i < argc && st == LS_OK; i++) {
-        ended |= strcmp(argv[i], "--") == 0;   /* after "--", "--steps" is a run's name */
-        if (!ended && strcmp(argv[i], "--steps") == 0)
-            show_steps = 1;
-        else if (!ended && strcmp(argv[i], "--json") == 0)
-            json = 1;
-        else if (!ended && strcmp(argv[i], "--csv") == 0)
-            csv = 1;
-        else if (n_args == 64)
-            st = ls_fail(&err, LS_EINVAL, "too many arguments");
-        else
-            args[n_args++] = argv[i];
-    }
-    if (st == LS_OK)
-        st = cli_parse(n_args, args, CLI_DB, 1, &a, &err);
+    list_flags lf;
+    memset(&lf, 0, sizeof lf);
+    ls_status st = cli_parse_cmd("show", argc, argv, CLI_DB, 1, list_flag, &lf, &a, &err);
+    const int show_steps = lf.steps, json = lf.json, csv = lf.csv;
     if (st == LS_OK && !a.help && a.n_positional != 1)
         st = ls_fail(&err, LS_EINVAL, "needs one RUN (an id or a name)");
     if (st == LS_OK && json && csv)
@@ -456,11 +405,7 @@ int cmd_show(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (a.help) {
-        puts("usage: lockstep show RUN [--db FILE] [--steps] [--json | --steps --csv]\n"
-             "Config, environment, summary, evaluations and audits of a run; --steps adds the step table.\n"
-             "  --json          the same as one JSON object (with --steps: and \"step_rows\")\n"
-             "  --steps --csv   the step table alone as CSV: step,loss,loss_bits,param_hash,trajectory,seconds\n"
-             "Column and key names: docs/formats.md; they are kept stable.");
+        command_usage(command_find("show"), stdout);
         return EXIT_OK;
     }
     runlog *db;
@@ -681,7 +626,7 @@ int cmd_verify(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse(argc, argv, CLI_DB, 2, &a, &err);
+    ls_status st = cli_parse_cmd("verify", argc, argv, CLI_DB, 2, NULL, NULL, &a, &err);
     if (st == LS_OK && !a.help && a.n_positional != 2)
         st = ls_fail(&err, LS_EINVAL, "needs two runs: lockstep verify RUN_A RUN_B");
     if (st != LS_OK) {
@@ -689,14 +634,7 @@ int cmd_verify(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (a.help) {
-        puts("usage: lockstep verify RUN_A RUN_B [--db FILE]\n"
-             "Compares the runs bit for bit: parameter hashes from step 0 and loss bits from step 1, over\n"
-             "the steps both have. exit status: 0 equal, 1 differ (naming the first step and the two\n"
-             "losses), 2 bad usage or unknown run.\n"
-             "A run is an id or a name in --db, or DB:RUN, a run in another database (runs recorded on two\n"
-             "machines, compared without merging): an argument is DB:RUN when the text before one of its\n"
-             "':' names an existing file (the longest such text), else a run in --db. Runs in two\n"
-             "different files are only read: no verdict is stored (in one file, it is, as usual).");
+        command_usage(command_find("verify"), stdout);
         return EXIT_OK;
     }
     runref ra, rb;

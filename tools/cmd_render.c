@@ -30,6 +30,7 @@
  * Frame (row r, column q) starts at pixel (q·(G·K + 1), r·(G·K + 1)).
  */
 #include "tools/tools.h"
+#include "tools/commands.h"
 
 #include <errno.h>
 #include <png.h>
@@ -57,30 +58,6 @@ typedef struct {
     uint8_t *frame0;          /* [frames][side²]: channel 0 of every frame */
 } render_plan;
 
-static void render_usage(void)
-{
-    puts("usage: lockstep render RUN -o FILE.png [--grid N] [--steps N] [--seed S] [--scale K] [--cols N]\n"
-         "                      [--db FILE] [--threads N] [--no-progress]\n"
-         "Draws a logic-ca run's hard circuit rolling out from a start state: every frame, the start\n"
-         "state first, in a grid of frames (frame t at row t / cols, column t % cols), K x K pixels\n"
-         "per cell, channel 0 black (1) on white (0), frames separated by 1-pixel grey lines. The run\n"
-         "is restored to its last recorded step first (newest checkpoint, then every later recorded\n"
-         "step recomputed and checked against the record).\n"
-         "  -o FILE.png      the PNG to write (8-bit grey; through a temporary file and a rename)\n"
-         "  --grid N         grid side (gol: 32; checkerboard: the run's grid)\n"
-         "  --steps N        CA steps (gol: 32; checkerboard: the run's ca_steps, 80 on --grid 64)\n"
-         "  --seed S         start state: random cells from the addressed RNG (RNG_EVAL, seed S);\n"
-         "                   gol without --seed starts from four gliders; checkerboard's default\n"
-         "                   seed 0 gives the start states of its hard_acc / hard_acc_64 figures\n"
-         "  --scale K        pixels per cell side (default: frames of about 96 pixels)\n"
-         "  --cols N         frames per row (default: about square)\n"
-         "  --db FILE        SQLite record (default runs.db)\n"
-         "  --threads N      worker threads for the recomputation (default: online CPUs)\n"
-         "  --no-progress    no progress line while recomputing\n"
-         "exit status: 0 written, 1 a recomputed step differs from the record, 2 bad usage, unknown\n"
-         "run, a run that is not logic-ca, an unwritable FILE, 130 interrupted");
-}
-
 static ls_status parse_size(const char *flag, const char *v, uint64_t lo, uint64_t hi, uint64_t *out, ls_err *err)
 {
     if (v == NULL || *v == '\0')
@@ -102,8 +79,8 @@ typedef struct {
     int has_seed;
 } render_flags;
 
-/* Takes render's own flags out of argv, the rest for cli_parse. */
-static ls_status render_flags_parse(int argc, char **argv, char **rest, int *n_rest, render_flags *rf, ls_err *err)
+/* render's own flags; the numbers are checked against the run's config later. */
+static ls_status render_flag(void *ctx, const flag_spec *f, const char *v, ls_err *err)
 {
     static const struct { const char *name; uint64_t lo, hi; size_t off; } NUM[] = {
         { "--grid", 1, RENDER_MAX_SIDE, offsetof(render_flags, grid) },
@@ -112,48 +89,21 @@ static ls_status render_flags_parse(int argc, char **argv, char **rest, int *n_r
         { "--scale", 1, RENDER_MAX_SCALE, offsetof(render_flags, scale) },
         { "--cols", 1, RENDER_MAX_STEPS + 1, offsetof(render_flags, cols) },
     };
-    memset(rf, 0, sizeof *rf);
-    rf->steps = UINT64_MAX;   /* "not given": 0 steps is a valid request */
-    *n_rest = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *s = argv[i], *eq = strchr(s, '=');
-        const size_t nl = eq != NULL ? (size_t)(eq - s) : strlen(s);
-        if (strcmp(s, "--") == 0) {
-            /* The end of the flags: the rest (a run named "-x") goes to
-             * cli_parse with the "--", which treats it as positional. */
-            for (; i < argc; i++) {
-                if (*n_rest >= 64)
-                    return ls_fail(err, LS_EINVAL, "too many arguments");
-                rest[(*n_rest)++] = argv[i];
-            }
-            break;
-        }
-        if (strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0 || strncmp(s, "--output=", 9) == 0) {
-            const char *v = strncmp(s, "--output=", 9) == 0 ? s + 9 : i + 1 < argc ? argv[++i] : NULL;
-            if (v == NULL || *v == '\0')
-                return ls_fail(err, LS_EINVAL, "-o: needs a file name");
-            rf->out = v;
+    render_flags *rf = ctx;
+    if (strcmp(f->name, "-o") == 0) {
+        rf->out = v;
+        return LS_OK;
+    }
+    for (size_t k = 0; k < sizeof NUM / sizeof NUM[0]; k++) {
+        if (strcmp(f->name, NUM[k].name) != 0)
             continue;
-        }
-        int matched = 0;
-        for (size_t k = 0; k < sizeof NUM / sizeof NUM[0] && !matched; k++) {
-            if (strlen(NUM[k].name) != nl || strncmp(s, NUM[k].name, nl) != 0)
-                continue;
-            matched = 1;
-            const char *v = eq != NULL ? eq + 1 : i + 1 < argc ? argv[++i] : NULL;
-            uint64_t x = 0;
-            ls_status st = parse_size(NUM[k].name, v, NUM[k].lo, NUM[k].hi, &x, err);
-            if (st != LS_OK)
-                return st;
-            *(uint64_t *)(void *)((char *)rf + NUM[k].off) = x;
-            if (strcmp(NUM[k].name, "--seed") == 0)
-                rf->has_seed = 1;
-        }
-        if (matched)
-            continue;
-        if (*n_rest >= 64)
-            return ls_fail(err, LS_EINVAL, "too many arguments");
-        rest[(*n_rest)++] = argv[i];
+        uint64_t x = 0;
+        ls_status st = parse_size(NUM[k].name, v, NUM[k].lo, NUM[k].hi, &x, err);
+        if (st != LS_OK)
+            return st;
+        *(uint64_t *)(void *)((char *)rf + NUM[k].off) = x;
+        if (strcmp(NUM[k].name, "--seed") == 0)
+            rf->has_seed = 1;
     }
     return LS_OK;
 }
@@ -348,14 +298,13 @@ int cmd_render(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    char *rest[64];
-    int n_rest = 0;
     render_flags rf;
-    ls_status st = render_flags_parse(argc, argv, rest, &n_rest, &rf, &err);
-    if (st == LS_OK)
-        st = cli_parse(n_rest, rest, CLI_DB | CLI_THREADS | CLI_PROGRESS, 1, &a, &err);
+    memset(&rf, 0, sizeof rf);
+    rf.steps = UINT64_MAX;   /* "not given": 0 steps is a valid request */
+    ls_status st = cli_parse_cmd("render", argc, argv, CLI_DB | CLI_THREADS | CLI_PROGRESS, 1, render_flag, &rf, &a,
+                                 &err);
     if (st == LS_OK && a.help) {
-        render_usage();
+        command_usage(command_find("render"), stdout);
         return EXIT_OK;
     }
     if (st == LS_OK && a.n_positional != 1)

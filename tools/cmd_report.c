@@ -23,6 +23,7 @@
  * saying so; the page stays well under 2 MB.
  */
 #include "tools/tools.h"
+#include "tools/commands.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -71,27 +72,6 @@ typedef struct {
     char path[4096];
     runlog *db;
 } report_db;
-
-static void report_usage(void)
-{
-    puts("usage: lockstep report RUN [RUN...] -o FILE.html [--db FILE] [--threads N] [--no-progress]\n"
-         "Writes one self-contained HTML page (inline CSS and SVG, no script, nothing fetched) about the\n"
-         "runs: an overview; for two or more runs the verify verdict of each against the first and its\n"
-         "first diverging step, the config and environment fields that differ, the losses overlaid (log\n"
-         "scale when they span a factor 20) with the divergence marked, and every evaluation figure over\n"
-         "steps; then each run's summary, config, environment, evaluations, and the verdicts and audits\n"
-         "recorded about it; logic runs: the circuit's gate counts, logic-ca runs: their rollout picture\n"
-         "(these restore the run: its newest checkpoint, later steps recomputed and checked).\n"
-         "Long runs are drawn with the least and greatest loss of each pixel column, so spikes show.\n"
-         "  RUN              an id or a name in --db, or DB:RUN, a run in another database: an\n"
-         "                   argument is DB:RUN when the text before one of its ':' names an existing\n"
-         "                   file (the longest such text), else a run in --db\n"
-         "  -o FILE.html     the page to write (through a temporary file and a rename); - for stdout\n"
-         "  --db FILE        SQLite record (default runs.db)\n"
-         "  --threads N      worker threads to restore logic runs (default: online CPUs)\n"
-         "  --no-progress    no progress line while restoring\n"
-         "exit status: 0 written, 2 bad usage, unknown run or database, an unwritable FILE");
-}
 
 /* ---- reading --------------------------------------------------------------------------------- */
 
@@ -769,49 +749,37 @@ static ls_status write_page(FILE *f, report_run *r, size_t n, ls_err *err)
 
 /* ---- the command ---------------------------------------------------------------------------------- */
 
+typedef struct {
+    const char *out_path, *runs[REPORT_MAX_RUNS];
+    int n_runs;
+} report_args;
+
+/* -o, and the runs (every argument). */
+static ls_status report_arg(void *ctx, const flag_spec *f, const char *v, ls_err *err)
+{
+    report_args *ra = ctx;
+    if (f != NULL) {
+        ra->out_path = v;
+        return LS_OK;
+    }
+    if (ra->n_runs == REPORT_MAX_RUNS)
+        return ls_fail(err, LS_EINVAL, "at most %d runs", REPORT_MAX_RUNS);
+    ra->runs[ra->n_runs++] = v;
+    return LS_OK;
+}
+
 int cmd_report(int argc, char **argv)
 {
     ls_err err = { "" };
-    ls_status st = LS_OK;
-    const char *out_path = NULL, *runs[REPORT_MAX_RUNS];
-    char *rest[64];
-    int n_rest = 0, n_runs = 0;
-    for (int i = 0; i < argc && st == LS_OK; i++) {
-        const char *s = argv[i];
-        if (strcmp(s, "--") == 0) {
-            for (i++; i < argc && st == LS_OK; i++)
-                if (n_runs == REPORT_MAX_RUNS)
-                    st = ls_fail(&err, LS_EINVAL, "at most %d runs", REPORT_MAX_RUNS);
-                else
-                    runs[n_runs++] = argv[i];
-            break;
-        }
-        if (strcmp(s, "-o") == 0 || strcmp(s, "--output") == 0 || strncmp(s, "--output=", 9) == 0) {
-            const char *v = strncmp(s, "--output=", 9) == 0 ? s + 9 : i + 1 < argc ? argv[++i] : NULL;
-            if (v == NULL || *v == '\0')
-                st = ls_fail(&err, LS_EINVAL, "-o: needs a file name");
-            out_path = v;
-        } else if (s[0] == '-' && s[1] != '\0') {
-            /* cli_parse's flags, with the value of --db and --threads. */
-            const int valued = strcmp(s, "--db") == 0 || strcmp(s, "--threads") == 0;
-            if (n_rest + 2 > 64)
-                st = ls_fail(&err, LS_EINVAL, "too many arguments");
-            else {
-                rest[n_rest++] = argv[i];
-                if (valued && i + 1 < argc)
-                    rest[n_rest++] = argv[++i];
-            }
-        } else if (n_runs == REPORT_MAX_RUNS) {
-            st = ls_fail(&err, LS_EINVAL, "at most %d runs", REPORT_MAX_RUNS);
-        } else {
-            runs[n_runs++] = s;
-        }
-    }
     cli_args a;
-    if (st == LS_OK)
-        st = cli_parse(n_rest, rest, CLI_DB | CLI_THREADS | CLI_PROGRESS, 0, &a, &err);
+    report_args ra;
+    memset(&ra, 0, sizeof ra);
+    ls_status st = cli_parse_cmd("report", argc, argv, CLI_DB | CLI_THREADS | CLI_PROGRESS, -1, report_arg, &ra, &a,
+                                 &err);
+    const char *out_path = ra.out_path, *const *runs = ra.runs;
+    const int n_runs = ra.n_runs;
     if (st == LS_OK && a.help) {
-        report_usage();
+        command_usage(command_find("report"), stdout);
         return EXIT_OK;
     }
     if (st == LS_OK && n_runs == 0)

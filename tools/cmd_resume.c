@@ -2,41 +2,18 @@
  * newest checkpoint, proving on the way that the recorded steps after the
  * checkpoint are reproduced bit for bit (tools/run.c, run_resume). */
 #include "tools/tools.h"
+#include "tools/commands.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static void resume_usage(void)
-{
-    puts("usage: lockstep resume RUN [--db FILE] [--threads N] [--steps N] [--checkpoint-every K]\n"
-         "                      [--checkpoint-dir DIR] [--keep-checkpoints N|all] [--no-progress]\n"
-         "Continues a run (an id or a name) that was interrupted, killed or failed: rebuilds the trainer\n"
-         "from the recorded config, loads the run's newest checkpoint (none: starts from step 0), recomputes\n"
-         "every step recorded after it and checks its loss bits, parameter hash and trajectory hash against\n"
-         "the record, then trains and records the remaining steps and marks the run done. The result is\n"
-         "bit-identical to an uninterrupted run, at any thread count.\n"
-         "  --db FILE        SQLite record (default runs.db)\n"
-         "  --threads N      worker threads (default: online CPUs); may differ from the first process's\n"
-         "  --steps N        the run's target step count (default: the one it was started with); a done\n"
-         "                   run is continued when N is beyond its last step\n"
-         "  --checkpoint-every K, --checkpoint-dir DIR\n"
-         "                   replace the run's checkpoint interval and directory from now on\n"
-         "  --keep-checkpoints N|all\n"
-         "                   replace how many of the newest checkpoints the run keeps\n"
-         "  --no-progress    no progress line\n"
-         "exit status: 0 done (or nothing to do: the run is done), 1 a recomputed step differs from the\n"
-         "record (the step is named) or training diverged, 2 bad usage, unknown run, a run still running\n"
-         "in another process, or an unusable checkpoint (the file and the problem are named),\n"
-         "130 interrupted");
-}
-
 int cmd_resume(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse(argc, argv, CLI_DB | CLI_STEPS_FLAG | CLI_THREADS | CLI_CKPT | CLI_PROGRESS, 1, &a,
-                             &err);
+    ls_status st = cli_parse_cmd("resume", argc, argv, CLI_DB | CLI_STEPS_FLAG | CLI_THREADS | CLI_CKPT | CLI_PROGRESS,
+                                 1, NULL, NULL, &a, &err);
     if (st == LS_OK && !a.help && a.n_positional != 1)
         st = ls_fail(&err, LS_EINVAL, "needs one RUN (an id or a name)");
     if (st != LS_OK) {
@@ -44,7 +21,7 @@ int cmd_resume(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (a.help) {
-        resume_usage();
+        command_usage(command_find("resume"), stdout);
         return EXIT_OK;
     }
     /* Resuming never creates a database: a mistyped path is an error. */

@@ -12,6 +12,7 @@
  * (flags, names, data) before the first run is recorded.
  */
 #include "tools/tools.h"
+#include "tools/commands.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,39 +33,12 @@ typedef struct {
     size_t n;
 } sweep_axis;
 
-static void sweep_usage(void)
-{
-    puts("usage: lockstep sweep --seeds 1-8 [--lr 0.01,0.05] [any train flag as a list] [train flags]\n"
-         "                      [--threads N] [--db FILE] [--name PREFIX] [--eval-every K] [--no-progress]\n"
-         "                      [--checkpoint-every K [--checkpoint-dir DIR]]\n"
-         "Trains every combination of the listed values at once in one process, sharing --threads\n"
-         "workers: the work units are (run, leaf block) and (run, part), so small runs fill the cores\n"
-         "together. Each run is recorded as its own run, named PREFIX-seed3-lr0.05, with the sweep's\n"
-         "id (PREFIX) in its settings; its trajectory is bit for bit that of the same config trained\n"
-         "alone (lockstep train, any --threads).\n"
-         "  --seeds LIST     seeds, e.g. 1-8 or 1,3,5 or 1-4,10 (or --seed as a list)\n"
-         "  --FLAG A,B,...   any train flag (--lr, --batch, --model, --task, --steps, ...) as a list;\n"
-         "                   a flag whose value is a list itself takes A/B: --hidden 32/64,64\n"
-         "  --threads N      workers shared by all runs (default: online CPUs); never changes the bits\n"
-         "  --db FILE        SQLite record (default runs.db)\n"
-         "  --name PREFIX    the sweep's id and the runs' name prefix (default sweep-<date>-<time>)\n"
-         "  --eval-every K   record each run's evaluation every K steps (always at the end)\n"
-         "  --checkpoint-every K, --checkpoint-dir DIR   as for train; `lockstep resume RUN` per run\n"
-         "  --one-by-one     the benchmark's baseline: the same runs, recorded the same way, each trained\n"
-         "                   alone on --threads threads, one after another\n"
-         "Prints one line per run (name, id, status, steps, final loss, evaluation, trajectory).\n"
-         "`lockstep runs --sweep PREFIX` lists the sweep's runs, best first.\n"
-         "Ctrl-C marks every unfinished run interrupted; each resumes with `lockstep resume RUN`.\n"
-         "exit status: 0 all done, 1 a run diverged, 2 bad usage or input (or a run failed),\n"
-         "130 interrupted");
-}
-
 /* The type of key (as a flag name, '-' for '_') in any registered model or
  * task, or -1: a mixed sweep's flags may belong to some of its models only. */
 static int key_type_any(const char *flag)
 {
     char key[64];
-    snprintf(key, sizeof key, "%s", flag);
+    snprintf(key, sizeof key, "%.63s", flag);
     for (char *p = key; *p; p++)
         if (*p == '-')
             *p = '_';
@@ -146,7 +120,7 @@ static ls_status parse_seeds(const char *v, sweep_axis *ax, ls_err *err)
 static ls_status parse_axis(const char *flag, const char *value, char sep, sweep_axis *ax, ls_err *err)
 {
     snprintf(ax->flag, sizeof ax->flag, "%s", flag);
-    snprintf(ax->label, sizeof ax->label, "%s", flag + 2);
+    snprintf(ax->label, sizeof ax->label, "%.*s", (int)sizeof ax->label - 1, flag + 2);
     if ((ax->text = strdup(value)) == NULL)
         return ls_fail(err, LS_ENOMEM, "%s: out of memory", flag);
     ax->n = 0;
@@ -207,52 +181,44 @@ static ls_status push_base(sweep_cmd *c, char *arg, ls_err *err)
     return LS_OK;
 }
 
-/* Sorts argv into axes (flags given lists) and the flags every run shares. */
+/* Sorts argv into axes (flags given lists) and the flags every run shares,
+ * through the one flag parser: the sweep's own flags from the command
+ * table, any other --flag (a train flag) with a value unless it is a
+ * switch. What is not an axis goes to cli_parse per run, token for token. */
 static ls_status sweep_parse(int argc, char **argv, sweep_cmd *c, ls_err *err)
 {
     memset(c, 0, sizeof *c);
+    const command *me = command_find("sweep");
+    flags_iter it;
+    flags_init(&it, argc, argv, me->flags, me->n_flags);
+    it.open = 1;
     ls_status st = LS_OK;
-    for (int i = 0; i < argc && st == LS_OK; i++) {
-        char *s = argv[i];
-        if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0) {
+    const char *v;
+    int k;
+    while (st == LS_OK) {
+        const int first = it.i;
+        if ((k = flags_next(&it, &v, err, &st)) == FLAGS_END || k == FLAGS_ERROR)
+            break;
+        const char *flag = k >= 0 ? me->flags[k].name : it.name;
+        int type = k == FLAGS_OTHER ? key_type_any(flag + 2) : -1;
+        if (k == FLAGS_HELP) {
             c->help = 1;
             continue;
         }
-        if (strcmp(s, "--one-by-one") == 0) {
+        if (k == FLAGS_OTHER && !(type == LS_KEY_SWITCH && it.eq == NULL) &&
+            (st = flags_take_value(&it, &v, err)) != LS_OK)
+            break;
+        if (k >= 0 && strcmp(flag, "--one-by-one") == 0) {
             c->one_by_one = 1;
-            continue;
-        }
-        if (strncmp(s, "--", 2) != 0 || s[2] == '\0') {
-            st = push_base(c, s, err);   /* cli_parse names it */
-            continue;
-        }
-        char flag[64];
-        const char *eq = strchr(s, '=');
-        size_t nl = eq ? (size_t)(eq - s) : strlen(s);
-        if (nl >= sizeof flag)
-            return ls_fail(err, LS_EINVAL, "%.40s...: unknown flag", s);
-        memcpy(flag, s, nl);
-        flag[nl] = '\0';
-        int type = key_type_any(flag + 2);
-        int takes_value = strcmp(flag, "--no-progress") != 0 && type != LS_KEY_SWITCH;
-        if (!takes_value && eq == NULL) {
-            st = push_base(c, s, err);
-            continue;
-        }
-        const char *v = eq ? eq + 1 : i + 1 < argc ? argv[i + 1] : NULL;
-        if (v == NULL)
-            return ls_fail(err, LS_EINVAL, "%s: needs a value", flag);
-        if (strcmp(flag, "--seeds") == 0) {
+        } else if (k >= 0 && strcmp(flag, "--seeds") == 0) {
             sweep_axis *ax;
             if ((st = add_axis(c, &ax, "--seed", err)) == LS_OK)
                 st = parse_seeds(v, ax, err);
-        } else if (strcmp(flag, "--name") == 0) {
-            if (*v == '\0')
-                return ls_fail(err, LS_EINVAL, "--name: needs a prefix");
+        } else if (k >= 0 && strcmp(flag, "--name") == 0) {
             c->prefix = v;
         } else {
             /* Flags of the sweep as a whole are never lists. */
-            int whole = strcmp(flag, "--threads") == 0 || strcmp(flag, "--db") == 0 ||
+            int whole = v == NULL || strcmp(flag, "--threads") == 0 || strcmp(flag, "--db") == 0 ||
                         strcmp(flag, "--checkpoint-dir") == 0;
             char sep = type == LS_KEY_LIST ? '/' : ',';
             if (!whole && strchr(v, sep) != NULL) {
@@ -260,12 +226,10 @@ static ls_status sweep_parse(int argc, char **argv, sweep_cmd *c, ls_err *err)
                 if ((st = add_axis(c, &ax, flag, err)) == LS_OK)
                     st = parse_axis(flag, v, sep, ax, err);
             } else {
-                if ((st = push_base(c, s, err)) == LS_OK && eq == NULL)
-                    st = push_base(c, argv[i + 1], err);
+                for (int i = first; i < it.i && st == LS_OK; i++)
+                    st = push_base(c, argv[i], err);   /* cli_parse names what is wrong */
             }
         }
-        if (eq == NULL)
-            i++;
     }
     return st;
 }
@@ -419,7 +383,7 @@ int cmd_sweep(int argc, char **argv)
         if (st != LS_OK)
             cli_error("sweep", &err, st);
         else
-            sweep_usage();
+            command_usage(command_find("sweep"), stdout);
         sweep_cmd_free(&c);
         return st != LS_OK ? EXIT_USAGE : EXIT_OK;
     }

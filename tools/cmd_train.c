@@ -1,5 +1,6 @@
 /* cmd_train.c — `lockstep train`, `lockstep equiv` and `lockstep bench`. */
 #include "tools/tools.h"
+#include "tools/commands.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -32,29 +33,8 @@ static void print_config_help(const ls_config *cfg)
 
 static void train_usage(const ls_config *cfg)
 {
-    puts("usage: lockstep train [--task T] [--model M] [--steps N] [--batch B] [--leaf L] [--seed S]\n"
-         "                      [--threads N] [--db FILE] [--name NAME] [--eval-every K] [--no-progress]\n"
-         "                      [--checkpoint-every K [--checkpoint-dir DIR] [--keep-checkpoints N|all]]\n"
-         "                      [model/optimiser flags]\n"
-         "Trains one run and records every step (loss, parameter hash, trajectory hash) in the database.\n"
-         "  --steps N        steps to train (default: the task's, listed below)\n"
-         "  --threads N      worker threads (default: online CPUs); never changes the bits\n"
-         "  --db FILE        SQLite record (default runs.db)\n"
-         "  --name NAME      a unique name for the run (default run-<id>)\n"
-         "  --eval-every K   record the evaluation every K steps (always at the end)\n"
-         "  --no-progress    no progress line (none is shown when stderr is not a terminal)\n"
-         "  --checkpoint-every K\n"
-         "                   write a checkpoint (parameters, optimiser state, step) every K steps and\n"
-         "                   register it in the database; the last 2 of the run are kept. An interrupted\n"
-         "                   run continues from its newest one with `lockstep resume RUN`\n"
-         "  --checkpoint-dir DIR\n"
-         "                   where checkpoints go (default: <db>.ckpt/, created when missing);\n"
-         "                   files are named <database id>-run-<id>-step-<t>.ckpt\n"
-         "  --keep-checkpoints N|all\n"
-         "                   keep the newest N checkpoints (default 2), or all: `lockstep audit` replays\n"
-         "                   the steps between kept checkpoints concurrently");
+    command_usage(command_find("train"), stdout);
     print_config_help(cfg);
-    puts("exit status: 0 done, 1 diverged, 2 bad usage or input, 130 interrupted");
 }
 
 static void print_result(const char *what, const run_result *r, const ls_config *cfg)
@@ -72,7 +52,8 @@ int cmd_train(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT, 0, &a, &err);
+    ls_status st =
+        cli_parse_cmd("train", argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT, 0, NULL, NULL, &a, &err);
     if (st == LS_OK && a.checkpoint_dir != NULL && a.checkpoint_every == 0)
         st = ls_fail(&err, LS_EINVAL, "--checkpoint-dir: needs --checkpoint-every K");
     if (st == LS_OK && a.keep_checkpoints != 0 && a.checkpoint_every == 0)
@@ -120,25 +101,18 @@ int cmd_train(int argc, char **argv)
 
 /* --- equiv ------------------------------------------------------------- */
 
-static void equiv_usage(void)
-{
-    puts("usage: lockstep equiv --threads 1,2,4,8 [train flags]\n"
-         "Trains one config at each thread count, records each run, and verifies every run\n"
-         "against the first, bit for bit at every step. The verdict is stored in the database.\n"
-         "exit status: 0 all identical, 1 some run differs, 2 bad usage or input");
-}
-
 int cmd_equiv(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_THREAD_LIST, 0, &a, &err);
+    ls_status st = cli_parse_cmd("equiv", argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_THREAD_LIST, 0, NULL, NULL,
+                                 &a, &err);
     if (st != LS_OK) {
         cli_error("equiv", &err, st);
         return EXIT_USAGE;
     }
     if (a.help) {
-        equiv_usage();
+        command_usage(command_find("equiv"), stdout);
         return EXIT_OK;
     }
     /* Every input is checked before the first run is recorded: each thread
@@ -241,23 +215,6 @@ int cmd_equiv(int argc, char **argv)
 
 /* --- bench ------------------------------------------------------------- */
 
-static void bench_usage(void)
-{
-    puts("usage: lockstep bench [train flags] --threads 1,2 [--steps N] [--reps R]\n"
-         "Throughput (samples/s, median of R repetitions: R 1..64, default 3) per thread count with\n"
-         "the canonical tree, and the same with --reduce unordered (same leaf kernel, same leaf\n"
-         "size), the speedup over one thread, the cost of the tree against unordered, GFLOP/s of the\n"
-         "MLP, and the time spent hashing and recording a step in SQLite. Then, per thread count,\n"
-         "where a step's time goes (us per step, medians; rows start with 'parts'): the model's\n"
-         "prepare, its phases, the leaves with the tree's blocks, the finish, the update (these two\n"
-         "with the tree's last pass; the update with the hash's share), the hash and the record.\n"
-         "Nothing is recorded in runs.db.\n"
-         "For the logic CA (gol, checkerboard) there is no unordered foil: the step time and the\n"
-         "speedup are the figures; it holds its leaves, so its whole tree runs in the finish.\n"
-         "With --peak [--threads T]: the FP32 peak of T cores for the kernels' arithmetic (see\n"
-         "lockstep bench --peak --help).");
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -270,26 +227,34 @@ static double median(double *v, int n)
     return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
+/* bench's own flag: --peak hands the whole command line to bench_peak. */
+static ls_status bench_flag(void *ctx, const flag_spec *f, const char *value, ls_err *err)
+{
+    (void)f;
+    (void)value;
+    (void)err;
+    *(int *)ctx = 1;
+    return LS_OK;
+}
+
 int cmd_bench(int argc, char **argv)
 {
-    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
-        if (strcmp(argv[i], "--peak") == 0)
-            return bench_peak(argc, argv);   /* the core's FP32 peak (bench_peak.c) */
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_STEPS_FLAG | CLI_THREAD_LIST | CLI_REPS, 0, &a, &err);
+    int peak = 0;
+    ls_status st = cli_parse_cmd("bench", argc, argv, CLI_CONFIG | CLI_STEPS_FLAG | CLI_THREAD_LIST | CLI_REPS, 0,
+                                 bench_flag, &peak, &a, &err);
+    if (peak)
+        return bench_peak(argc, argv);   /* the core's FP32 peak (bench_peak.c), flags and help its own */
     if (st != LS_OK) {
         cli_error("bench", &err, st);
         return EXIT_USAGE;
     }
     if (a.help) {
-        bench_usage();
+        command_usage(command_find("bench"), stdout);
         return EXIT_OK;
     }
-    int explicit_steps = 0;
-    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
-        explicit_steps |= strcmp(argv[i], "--steps") == 0 || strncmp(argv[i], "--steps=", 8) == 0;
-    if (!explicit_steps)
+    if (!a.steps_given)
         a.steps = 60;
     ls_dataset *data = NULL;
     if ((st = trainer_load_data(&a.cfg, &data, &err)) != LS_OK) {

@@ -4,7 +4,9 @@
  * file (a FIFO would block the open forever, a directory or device reads as
  * nonsense), and, after a run failed, what the record really holds (the
  * engine's own count includes steps still buffered when the disk filled up,
- * which the record never got).
+ * which the record never got); and the output file itself, written through
+ * a temporary file and a rename so a failed command leaves no partial file
+ * (cli_out_open, cli_out_commit, cli_out_abort).
  *
  * Paths are compared as files, not as names: by device and inode when both
  * exist (hard links, symbolic links, "./x" and "dir/../x" are all the same
@@ -298,4 +300,97 @@ void cli_run_fate(const char *db_path, int64_t run_id, char *buf, size_t cap)
                  (long long)run.n_steps, status);
     runlog_run_free(&run);
     runlog_close(db);
+}
+
+ls_status cli_out_open(cli_out *o, const char *label, const char *path, const char *db_path, runlog *db,
+                       ls_err *err)
+{
+    memset(o, 0, sizeof *o);
+    if (path == NULL || strcmp(path, "-") == 0) {
+        o->f = stdout;
+        o->to_stdout = 1;
+        return LS_OK;
+    }
+    ls_status st = cli_guard_output(label, path, db_path, db, err);
+    if (st != LS_OK)
+        return st;
+    struct stat sb, lsb;
+    const int exists = stat(path, &sb) == 0;
+    if (exists && S_ISDIR(sb.st_mode))
+        return ls_fail(err, LS_EIO, "%s %s: is a directory", label, path);
+    /* A device or a pipe is written in place: renaming a file over it would
+     * replace it (think of /dev/null). So is a dangling symbolic link: the
+     * write creates the file it names, as the user asked. */
+    const int link = lstat(path, &lsb) == 0 && S_ISLNK(lsb.st_mode);
+    if ((exists && !S_ISREG(sb.st_mode)) || (link && !exists)) {
+        if ((o->f = fopen(path, "wb")) == NULL)
+            return ls_fail(err, LS_EIO, "%s %s: cannot write: %s", label, path, strerror(errno));
+        o->in_place = 1;
+        snprintf(o->path, sizeof o->path, "%s", path);
+        return LS_OK;
+    }
+    /* A symbolic link keeps pointing where it did: the temporary file and
+     * the rename go to the file it points to, so a failed command never
+     * leaves a truncated file behind the link either. */
+    const char *target = path;
+    char *resolved = NULL;
+    if (link) {
+        if ((resolved = realpath(path, NULL)) == NULL)
+            return ls_fail(err, LS_EIO, "%s %s: cannot resolve the symbolic link: %s", label, path, strerror(errno));
+        target = resolved;
+    }
+    int w = snprintf(o->path, sizeof o->path, "%s", target);
+    int wt = snprintf(o->tmp, sizeof o->tmp, "%s.tmp-XXXXXX", target);
+    free(resolved);
+    if (w < 0 || (size_t)w >= sizeof o->path || wt < 0 || (size_t)wt >= sizeof o->tmp)
+        return ls_fail(err, LS_EINVAL, "%s %.60s...: the path is too long", label, path);
+    int fd = mkstemp(o->tmp);
+    if (fd < 0)
+        return ls_fail(err, LS_EIO, "%s %s: cannot write: %s", label, path, strerror(errno));
+    /* mkstemp makes the file 0600; give it what a plain fopen would. */
+    mode_t mask = umask(0);
+    umask(mask);
+    if (fchmod(fd, 0666 & ~mask) != 0 || (o->f = fdopen(fd, "wb")) == NULL) {
+        int e = errno;
+        close(fd);
+        unlink(o->tmp);
+        return ls_fail(err, LS_EIO, "%s %s: cannot write: %s", label, path, strerror(e));
+    }
+    return LS_OK;
+}
+
+ls_status cli_out_commit(cli_out *o, ls_err *err)
+{
+    if (o->f == NULL)
+        return LS_OK;
+    if (o->to_stdout) {
+        o->f = NULL;
+        if (fflush(stdout) != 0 || ferror(stdout))
+            return ls_fail(err, LS_EIO, "stdout: write failed: %s", strerror(errno));
+        return LS_OK;
+    }
+    int bad = fflush(o->f) != 0 || ferror(o->f);
+    int e = errno;
+    bad |= fclose(o->f) != 0;
+    o->f = NULL;
+    if (o->in_place)
+        return bad ? ls_fail(err, LS_EIO, "%s: write failed: %s", o->path, strerror(e)) : LS_OK;
+    if (!bad && rename(o->tmp, o->path) == 0)
+        return LS_OK;
+    if (!bad)
+        e = errno;
+    unlink(o->tmp);
+    return ls_fail(err, LS_EIO, "%s: write failed: %s", o->path, strerror(e));
+}
+
+void cli_out_abort(cli_out *o)
+{
+    if (o->f == NULL || o->to_stdout) {
+        o->f = NULL;
+        return;
+    }
+    fclose(o->f);
+    o->f = NULL;
+    if (!o->in_place)
+        unlink(o->tmp);
 }

@@ -1,5 +1,6 @@
 /* run.c — the command line's side of a run: the SIGINT/SIGTERM flag, the
- * progress line, and the run_result the subcommands print. Everything a run
+ * progress line, the run_result the subcommands print, and finding a
+ * recorded run for the commands that read one (cli_open_run). Everything a run
  * does (steps, hashes, record, checkpoints, resume, restore) is the
  * library's session (include/lockstep.h, engine/session.c). */
 #include "tools/tools.h"
@@ -216,4 +217,28 @@ ls_status run_restore(const char *db_path, int64_t run_id, int threads, int prog
     if (st == LS_OK)
         ls_session_state_get(*out, info);
     return st;
+}
+
+int cli_open_run(const char *cmd, const char *db_path, const char *id_or_name, runlog **db, runlog_run *run)
+{
+    ls_err err = { "" };
+    *db = NULL;
+    /* Readers never create a database: a mistyped path is an error. */
+    if (access(db_path, F_OK) != 0) {
+        fprintf(stderr, "lockstep %s: %s: no such database\n", cmd, db_path);
+        return EXIT_USAGE;
+    }
+    ls_status st = cli_open_db(db_path, db, &err);
+    int64_t id = -1;
+    if (st == LS_OK)
+        st = runlog_find(*db, id_or_name, &id, &err);
+    if (st == LS_OK)
+        st = runlog_get_run(*db, id, run, &err);
+    if (st != LS_OK) {
+        cli_error(cmd, &err, st);
+        runlog_close(*db);
+        *db = NULL;
+        return EXIT_USAGE;
+    }
+    return EXIT_OK;
 }

@@ -11,12 +11,14 @@
 
 #include "engine/core/config.h"
 #include "engine/data/dataset.h"
+#include "engine/data/npy.h"
 #include "engine/core/model.h"
 #include "engine/core/session.h"
 #include "engine/core/train.h"
 #include "include/lockstep.h"
 #include "record/hash.h"
 #include "record/runlog.h"
+#include "tools/flags.h"
 
 #define LS_ENGINE_VERSION "lockstep " LS_VERSION_STRING
 #define CLI_MAX_THREADS_LIST 32
@@ -28,6 +30,7 @@ enum { EXIT_OK = 0, EXIT_DIFFER = 1, EXIT_USAGE = 2, EXIT_INTERRUPTED = 130 };
 typedef struct {
     ls_config cfg;
     int64_t steps;                       /* 0: the task's default */
+    int steps_given;                     /* --steps was on the command line */
     int threads[CLI_MAX_THREADS_LIST];   /* one entry for train */
     int n_threads;
     const char *db;
@@ -39,6 +42,7 @@ typedef struct {
     const char *checkpoint_dir;          /* NULL: <db>.ckpt (resume: the run's own) */
     int64_t keep_checkpoints;            /* 0: LS_KEEP_CHECKPOINTS (resume: the run's own); -1: all */
     int help;
+    int n_flags;                         /* flags read (--help aside) */
     const char *positional[4];
     int n_positional;
 } cli_args;
@@ -56,7 +60,17 @@ enum {
     CLI_PROGRESS = 256   /* --no-progress (without the rest of CLI_TRAIN) */
 };
 
+/* The flags of the accept bits, through the one flag parser (tools/flags.h):
+ * --help sets a->help, at most max_positional arguments. */
 ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, cli_args *a, ls_err *err);
+/* The flags command cmd lists in the command table (tools/commands.h): those
+ * of cli_args that the accept bits take are read into *a, CLI_CONFIG takes
+ * the config keys too, and every other listed flag goes to own(ctx, spec,
+ * value) (value NULL for a switch). max_positional < 0: every argument goes
+ * to own(ctx, NULL, argument). */
+typedef ls_status (*cli_own_fn)(void *ctx, const flag_spec *f, const char *value, ls_err *err);
+ls_status cli_parse_cmd(const char *cmd, int argc, char **argv, unsigned accept, int max_positional,
+                        cli_own_fn own, void *ctx, cli_args *a, ls_err *err);
 int cli_exit_code(ls_status st);
 /* Print "lockstep CMD: message" on stderr (one line). */
 void cli_error(const char *cmd, const ls_err *err, ls_status st);
@@ -180,13 +194,15 @@ ls_status cli_out_open(cli_out *o, const char *label, const char *path, const ch
                        ls_err *err);
 ls_status cli_out_commit(cli_out *o, ls_err *err);
 void cli_out_abort(cli_out *o);   /* removes the temporary file; no-op after commit */
-/* The header of a NumPy .npy file as numpy.save writes it: format 1.0, the
- * dict {'descr': DESCR, 'fortran_order': False, 'shape': (...), } padded
- * with spaces and a final '\n' so the data start at a multiple of 64 bytes.
- * descr e.g. "<f4", "<i8"; shape[ndim] (ndim 1 writes "(n,)"). */
-void cli_npy_header(FILE *f, const char *descr, const size_t *shape, size_t ndim);
-/* n floats as binary32 little-endian, their bits unchanged. */
-void cli_write_f32le(FILE *f, const float *x, size_t n);
+/* The .npy writer (engine/data/npy.h) under the names the commands use. */
+static inline void cli_npy_header(FILE *f, const char *descr, const size_t *shape, size_t ndim)
+{
+    npy_write_header(f, descr, shape, ndim);
+}
+static inline void cli_write_f32le(FILE *f, const float *x, size_t n)
+{
+    npy_write_f32le(f, x, n);
+}
 /* src as printable ASCII safe inside a C or '#' comment (no "* /", no newline). */
 void cli_comment_safe(char *dst, size_t cap, const char *src);
 
@@ -222,7 +238,7 @@ ls_status render_default_png(trainer *t, const char *desc, FILE *f, size_t *widt
 /* The hard circuit of a restored logic or logic-ca run's trainer as
  * `lockstep export --circuit` flattens it: gates, the active ones (read by
  * an output) and of those the wires, inverters and constants, and the
- * active gates by op (tools/cmd_export.c). */
+ * active gates by op (tools/export_circuit.c). */
 typedef struct {
     size_t inputs, outputs, gates, active, trivial;
     size_t by_op[16];

@@ -263,3 +263,50 @@ int64_t npy_int(const npy_array *a, size_t i)
         return INT64_MAX;
     return (int64_t)v;
 }
+
+/* ---- writing --------------------------------------------------------------------------------- */
+
+void npy_write_f32le(FILE *f, const float *x, size_t n)
+{
+    unsigned char buf[4096];
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        for (int k = 0; k < 4; k++)
+            buf[at++] = (unsigned char)(u >> (8 * k));
+        if (at == sizeof buf) {
+            fwrite(buf, 1, at, f);
+            at = 0;
+        }
+    }
+    if (at > 0)
+        fwrite(buf, 1, at, f);
+}
+
+void npy_write_header(FILE *f, const char *descr, const size_t *shape, size_t ndim)
+{
+    char dict[512], dims[400];
+    size_t at = 0;
+    dims[0] = '\0';
+    for (size_t i = 0; i < ndim && at < sizeof dims; i++) {
+        int w = snprintf(dims + at, sizeof dims - at, "%s%zu", i ? ", " : "", shape[i]);
+        if (w < 0)
+            break;
+        at += (size_t)w;
+    }
+    int len = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (%s%s), }", descr, dims,
+                       ndim == 1 ? "," : "");
+    const size_t hl = len > 0 ? (size_t)len : 0;
+    /* numpy.lib.format: spaces, then '\n', so that the magic (6), the
+     * version (2), the length (2) and the header end on a multiple of 64;
+     * like numpy, a full 64 spaces when it would end there already. */
+    const size_t pad = 64 - (10 + hl + 1) % 64, total = hl + pad + 1;
+    const unsigned char pre[10] = { 0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, (unsigned char)(total & 0xff),
+                                    (unsigned char)(total >> 8) };
+    fwrite(pre, 1, sizeof pre, f);
+    fwrite(dict, 1, hl, f);
+    for (size_t i = 0; i < pad; i++)
+        fputc(' ', f);
+    fputc('\n', f);
+}

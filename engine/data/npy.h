@@ -1,4 +1,5 @@
-/* npy.h — NumPy .npy files: the reader behind the `arrays` task.
+/* npy.h — NumPy .npy files: the reader behind the `arrays` task, and the
+ * writer of the files the command line writes.
  *
  * The format (numpy.lib.format): the magic "\x93NUMPY", a major and minor
  * version byte (1.0, 2.0 or 3.0), the header length (uint16 LE for 1.0,
@@ -20,6 +21,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "include/lockstep.h"
 
@@ -48,5 +50,15 @@ float npy_float(const npy_array *a, size_t i);
 /* Element i of an integer or bool array as int64 (u8 beyond INT64_MAX
  * saturates; callers check the range they need). */
 int64_t npy_int(const npy_array *a, size_t i);
+
+/* The writer, for the files the command line hands back (predictions,
+ * weights): the header of a format 1.0 file as numpy.save writes it, the
+ * dict {'descr': DESCR, 'fortran_order': False, 'shape': (...), } padded
+ * with spaces and a final '\n' so the data start at a multiple of 64 bytes.
+ * descr e.g. "<f4", "<i8"; shape[ndim] (ndim 1 writes "(n,)"). Write errors
+ * are left on f's error flag for the caller's final flush to report. */
+void npy_write_header(FILE *f, const char *descr, const size_t *shape, size_t ndim);
+/* n floats as binary32 little-endian, their bits unchanged. */
+void npy_write_f32le(FILE *f, const float *x, size_t n);
 
 #endif
