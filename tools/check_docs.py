@@ -12,7 +12,8 @@
                an append-only history log that is not read.
   dates        README.md and docs/*.md hold no date (YYYY-MM-DD) and no clock
                time (HH:MM, optionally UTC), except in the rows of a markdown
-               table whose header has a column named like "measured on".
+               table whose header has a column named like "measured on", or in
+               a table row whose first cell says "measured on".
   transcripts  every ```console block of README.md and docs/*.md is run and
                its output compared (the convention is below).
 
@@ -266,10 +267,13 @@ def check_dates(root, files):
         in_table = False
         for ln, line in enumerate(lines, 1):
             if line.lstrip().startswith("|"):
+                cells = line.strip().strip("|").split("|")
                 if not in_table:
                     in_table = True
-                    allowed = any(re.search(r"measured\s+on", cell, re.I) for cell in line.split("|"))
-                if allowed:
+                    allowed = any(re.search(r"measured\s+on", cell, re.I) for cell in cells)
+                # A table may instead close with a row whose first cell says
+                # "measured on": that row's cells are the table's date cells.
+                if allowed or re.match(r"\s*measured\s+on\b", cells[0], re.I):
                     continue
             else:
                 in_table = False
@@ -278,7 +282,7 @@ def check_dates(root, files):
                 m = rx.search(line)
                 if m:
                     print("%s:%d: holds %s, %s (dates and times belong in a table with a "
-                          "\"measured on\" column)" % (rel, ln, what, m.group(0).strip()))
+                          "\"measured on\" column or row)" % (rel, ln, what, m.group(0).strip()))
                     bad += 1
     return bad
 
