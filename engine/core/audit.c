@@ -41,7 +41,7 @@ static void audit_segment_run(void *ctx, size_t part, int worker)
     audit_segment *g = &j->seg[part];
     ls_session *s = part == 0 ? j->first : NULL;
     if (s == NULL) {
-        ls_session_opts o = { .threads = g->threads, .data = j->data };
+        ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = g->threads, .data = j->data };
         g->st = session_reopen_segment(&s, j->db, j->run_id, g->from, g->to, &o, &g->err);
         if (g->st != LS_OK) {
             g->bad_step = g->from;
