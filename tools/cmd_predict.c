@@ -4,8 +4,8 @@
  * The run is restored to its last recorded step (run_restore: newest
  * checkpoint, then every later recorded step recomputed and checked against
  * the record), so the scores are provably those of the recorded parameters.
- * X.npy is read as the arrays task reads features (engine/npy.h,
- * engine/task_arrays.c): float32 as is, float64 rounded once to binary32,
+ * X.npy is read as the arrays task reads features (engine/data/npy.h,
+ * engine/tasks/arrays.c): float32 as is, float64 rounded once to binary32,
  * uint8 as v/255.0f (as Fashion-MNIST's pixels); shape [N, ...], each sample
  * flattened in C order to the features the session's model takes
  * (ls_session_predict_shape). The scores come from ls_session_predict, in
