@@ -136,6 +136,7 @@ typedef struct {
     double sps[CLI_MAX_THREADS_LIST];
     size_t rows;
     int header;
+    double printed;   /* the run's train_seconds at the last progress line */
 } equiv_watch;
 
 static void equiv_header(equiv_watch *w)
@@ -166,14 +167,18 @@ static void equiv_row(void *ctx, const ls_equiv_run *r)
     fflush(stdout);
 }
 
-/* The progress line of the run under way (stderr, on a terminal). */
+/* The progress line of the run under way (stderr, on a terminal), five
+ * times a second of training at most. */
 static void equiv_progress(void *ctx, const ls_session_state *st, int replay)
 {
     equiv_watch *w = ctx;
     (void)replay;
     equiv_header(w);
-    if (!w->progress || (st->step % 16 != 0 && st->step != st->target))
+    if (st->step == 1 || st->train_seconds < w->printed)
+        w->printed = 0;   /* a new run */
+    if (!w->progress || st->train_seconds - w->printed < 0.2)
         return;
+    w->printed = st->train_seconds;
     double sps = st->train_seconds > 0 ? (double)st->step * (double)w->batch / st->train_seconds : 0;
     fprintf(stderr, "\r%d threads: step %lld/%lld  loss %.5f  %.0f samples/s   ", st->threads, (long long)st->step,
             (long long)st->target, st->loss, sps);
