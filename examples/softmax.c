@@ -5,7 +5,7 @@
  *   model "softmax": softmax regression, logits z = W x + b, cross-entropy
  *                    loss; its own config key `leaf` (samples per leaf).
  *   task  "blobs":   points around `classes` centres in `dim` dimensions,
- *                    generated here from an integer hash; its own keys
+ *                    generated here from addressed random numbers; its own keys
  *                    `classes` and `dim`.
  *
  * Build against an installed lockstep (examples/README.md):
