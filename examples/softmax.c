@@ -5,7 +5,7 @@
  *   model "softmax": softmax regression, logits z = W x + b, cross-entropy
  *                    loss; its own config key `leaf` (samples per leaf).
  *   task  "blobs":   points around `classes` centres in `dim` dimensions,
- *                    generated here from an integer hash; its own keys
+ *                    generated here from addressed random numbers; its own keys
  *                    `classes` and `dim`.
  *
  * Build against an installed lockstep (examples/README.md):
@@ -18,16 +18,19 @@
  *
  * What keeps the contract here, and must in any model:
  *   - every result is a function of the parameters, the batch and addressed
- *     random numbers (a hash of (seed, index)), never of a thread or a clock;
+ *     random numbers (ls_rng_*: a hash of (seed, purpose, index)), never of
+ *     a thread or a clock;
  *   - every sum has an order fixed in this code: a leaf visits its samples in
  *     slot order, a dot product its features in index order, the softmax its
  *     classes in index order;
- *   - exp and log are this file's own, made of + - * / and bit operations,
- *     because libm's differ between versions and machines in the last bit;
+ *   - exp and log are the library's (ls_exp, ls_log), made of + - * / and
+ *     bit operations, because libm's differ between versions and machines
+ *     in the last bit;
  *   - it is compiled without floating-point contraction (-ffp-contract=off;
  *     -std=c11 implies it for gcc, not for clang) and without fast-math.
  * The engine does the rest: which thread runs which leaf does not matter,
- * since it sums the leaves with its fixed tree.
+ * since it sums the leaves with its fixed tree; ls_equiv trains the runs and
+ * compares them.
  */
 #include <lockstep.h>
 
@@ -35,84 +38,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-/* ---- arithmetic of our own ------------------------------------------------ */
-
-/* splitmix64's finaliser: a bijection of 64-bit integers that scatters. */
-static uint64_t mix64(uint64_t z)
-{
-    z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-    z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-    return z ^ (z >> 31);
-}
-
-/* The addressed random number `index` of stream `seed`. */
-static uint64_t hash2(uint64_t seed, uint64_t index)
-{
-    return mix64(seed ^ mix64(index + UINT64_C(0x9e3779b97f4a7c15)));
-}
-
-/* A uniform float in [0, 1): the top 24 bits, exactly representable. */
-static float unit_float(uint64_t h)
-{
-    return (float)(h >> 40) / 16777216.0f;
-}
-
-static double bits_to_double(uint64_t u)
-{
-    double d;
-    memcpy(&d, &u, sizeof d);
-    return d;
-}
-
-static uint64_t double_to_bits(double d)
-{
-    uint64_t u;
-    memcpy(&u, &d, sizeof u);
-    return u;
-}
-
-/* ln 2 as a sum of two doubles: the high part has trailing zero bits so that
- * k · LN2_HI is exact for the k used here. */
-#define LN2_HI 6.93147180369123816490e-01
-#define LN2_LO 1.90821492927058770002e-10
-#define LOG2E 1.44269504088896338700e+00
-
-/* e^x for x <= 0 (a logit minus the largest): x = k ln2 + r with |r| <=
- * ln2/2, e^r by its Taylor series to degree 13 (error below 1e-17), times
- * 2^k built from the exponent bits. Below -700 the result is taken as 0. */
-static double own_exp(double x)
-{
-    if (x < -700.0)
-        return 0.0;
-    double kf = x * LOG2E;
-    int64_t k = (int64_t)(kf < 0 ? kf - 0.5 : kf + 0.5);
-    double r = (x - (double)k * LN2_HI) - (double)k * LN2_LO;
-    double p = 1.0;
-    for (int n = 13; n >= 1; n--)
-        p = 1.0 + r * p / (double)n;
-    return p * bits_to_double((uint64_t)(k + 1023) << 52);   /* k >= -1010: a normal 2^k */
-}
-
-/* ln x for a normal x > 0 (here x >= 1: a sum of exps whose largest is 1):
- * x = 2^e · m with m in [√½, √2), ln m = 2 atanh(s), s = (m−1)/(m+1),
- * |s| < 0.172, by its series to s^23 (error below 1e-18). */
-static double own_log(double x)
-{
-    uint64_t u = double_to_bits(x);
-    int64_t e = (int64_t)((u >> 52) & 0x7ff) - 1023;
-    double m = bits_to_double((u & UINT64_C(0x000fffffffffffff)) | UINT64_C(0x3ff0000000000000));
-    if (m > 1.41421356237309504880) {
-        m = m * 0.5;
-        e += 1;
-    }
-    double s = (m - 1.0) / (m + 1.0);
-    double s2 = s * s;
-    double q = 1.0 / 23.0;
-    for (int n = 10; n >= 0; n--)
-        q = 1.0 / (double)(2 * n + 1) + s2 * q;
-    return (double)e * LN2_HI + ((double)e * LN2_LO + 2.0 * s * q);
-}
 
 /* ---- the model: softmax regression ---------------------------------------- */
 
@@ -184,13 +109,14 @@ static void softmax_destroy(void *self)
     free(self);
 }
 
-/* W uniform in [-0.1, 0.1) from the addressed hash of (seed, index); b = 0. */
+/* W uniform in [-0.1, 0.1) from the addressed numbers of tensor 0, element
+ * i, as the built-in models draw theirs; b = 0. */
 static void softmax_init(const void *self, float *params, uint64_t seed)
 {
     const softmax *m = self;
     size_t nw = m->classes * m->dim;
     for (size_t i = 0; i < nw; i++)
-        params[i] = (unit_float(hash2(seed, i)) - 0.5f) * 0.2f;
+        params[i] = (ls_rng_uniformf(seed, LS_RNG_INIT, 0, i, 0) - 0.5f) * 0.2f;
     for (size_t i = nw; i < m->n_params; i++)
         params[i] = 0.0f;
 }
@@ -233,11 +159,11 @@ static double softmax_leaf(const void *self, const float *params, const ls_batch
             zmax = s.z[k] > zmax ? s.z[k] : zmax;
         double sum = 0.0;
         for (size_t k = 0; k < m->classes; k++) {
-            s.e[k] = own_exp((double)s.z[k] - (double)zmax);
+            s.e[k] = ls_exp((double)s.z[k] - (double)zmax);
             sum += s.e[k];
         }
         /* −ln p_y = ln Σ e^(z_k − zmax) − (z_y − zmax) */
-        loss += own_log(sum) - ((double)s.z[y] - (double)zmax);
+        loss += ls_log(sum) - ((double)s.z[y] - (double)zmax);
         for (size_t k = 0; k < m->classes; k++) {
             float dz = (float)(s.e[k] / sum - (k == y ? 1.0 : 0.0));
             float *gw = g + k * m->dim;
@@ -284,6 +210,7 @@ static size_t softmax_eval(const void *self, const float *params, const ls_datas
 }
 
 static const ls_model_desc SOFTMAX = {
+    .size = sizeof(ls_model_desc),
     .name = "softmax",
     .summary = "softmax regression (example: examples/softmax.c)",
     .keys = SOFTMAX_KEYS,
@@ -312,20 +239,21 @@ static const ls_key BLOBS_KEYS[] = {
     { .name = "dim", .type = LS_KEY_INT, .def = "8", .lo = 1, .hi = 64, .help = "features per sample" },
 };
 
-/* Centre c of class k: uniform in [-1, 1)^dim. Sample i: class from the
- * hash, features c + noise, noise the sum of two uniforms minus 1 (a
- * triangle on (-1, 1)), so the blobs overlap. Addresses: centres 0..,
- * samples from 2^32 on. */
+/* Centre c of class k: uniform in [-1, 1)^dim. Sample i: its class drawn
+ * below `classes`, features c + noise, noise the sum of two uniforms minus 1
+ * (a triangle on (-1, 1)), so the blobs overlap. Addresses (purpose
+ * LS_RNG_DATA, then a, b, c): centres (0, k, j), classes (1, i, 0), noise
+ * (2, i, j) and (3, i, j). */
 static void blobs_fill(float *x, uint8_t *y, size_t n, size_t first, size_t classes, size_t dim)
 {
     for (size_t i = 0; i < n; i++) {
-        uint64_t a = (UINT64_C(1) << 32) + (uint64_t)(first + i) * (dim + 1);
-        size_t k = (size_t)(hash2(BLOBS_STREAM, a) % classes);
+        uint64_t id = (uint64_t)(first + i);
+        size_t k = (size_t)ls_rng_below(BLOBS_STREAM, LS_RNG_DATA, 1, id, 0, classes);
         y[i] = (uint8_t)k;
         for (size_t j = 0; j < dim; j++) {
-            float c = unit_float(hash2(BLOBS_STREAM, (uint64_t)(k * dim + j))) * 2.0f - 1.0f;
-            uint64_t h = hash2(BLOBS_STREAM, a + 1 + j);
-            float noise = unit_float(h) + unit_float(mix64(h)) - 1.0f;
+            float c = ls_rng_uniformf(BLOBS_STREAM, LS_RNG_DATA, 0, k, j) * 2.0f - 1.0f;
+            float noise = ls_rng_uniformf(BLOBS_STREAM, LS_RNG_DATA, 2, id, j) +
+                          ls_rng_uniformf(BLOBS_STREAM, LS_RNG_DATA, 3, id, j) - 1.0f;
             x[i * dim + j] = c + noise;
         }
     }
@@ -357,6 +285,7 @@ static const ls_task_defaults BLOBS_DEFAULTS[] = {
 };
 
 static const ls_task_desc BLOBS = {
+    .size = sizeof(ls_task_desc),
     .name = "blobs",
     .summary = "points around random centres (example: examples/softmax.c)",
     .models = "softmax",
@@ -382,50 +311,22 @@ static int fail(const char *what, ls_status st, const ls_err *err)
     return st == LS_EDIVERGED ? 1 : 2;
 }
 
-/* Train run `name` at `threads` to STEPS, evaluate it, close it. */
-static int train_one(const ls_config *cfg, const char *db, const char *name, int threads, ls_session_state *state)
+/* ls_equiv calls this as each run ends: its line. The session's config hash,
+ * not ls_config_hash(cfg): the session's config also holds the data's
+ * identity (data_hash), known once loaded. */
+static void print_run(void *ctx, const ls_equiv_run *r)
 {
-    ls_err err = { "" };
-    ls_session_opts opts;
-    memset(&opts, 0, sizeof opts);
-    opts.threads = threads;
-    opts.db = db;
-    opts.name = name;
-    opts.steps = STEPS;
-    ls_session *s;
-    ls_status st = ls_session_open(&s, cfg, &opts, &err);
-    if (st != LS_OK)
-        return fail(name, st, &err);
-    ls_session_state_get(s, state);
-    while (state->step < state->target) {
-        if ((st = ls_session_step(s, NULL, &err)) != LS_OK)
-            break;
-        ls_session_state_get(s, state);
-    }
-    ls_metric metrics[LS_MAX_METRICS];
-    size_t n_metrics = 0;
-    if (st == LS_OK)
-        st = ls_session_evaluate(s, metrics, &n_metrics, &err);
-    ls_session_state_get(s, state);
-    if (st != LS_OK) {
-        int rc = fail(name, st, &err);
-        ls_err ignored = { "" };
-        ls_session_close(s, st, &ignored);
-        return rc;
-    }
-    if ((st = ls_session_close(s, LS_OK, &err)) != LS_OK)
-        return fail(name, st, &err);
-
+    (void)ctx;
+    if (r->status != LS_OK)
+        return;
     double acc = -1.0;
-    for (size_t i = 0; i < n_metrics; i++)
-        if (strcmp(metrics[i].name, "test_acc") == 0)
-            acc = metrics[i].value;
-    /* The session's config hash, not ls_config_hash(cfg): the session's
-     * config also holds the data's identity (data_hash), known once loaded. */
+    for (size_t i = 0; i < r->n_metrics; i++)
+        if (strcmp(r->metrics[i].name, "test_acc") == 0)
+            acc = r->metrics[i].value;
     printf("threads %d  run %" PRId64 "  config %016" PRIx64 "  loss %.17g  trajectory %016" PRIx64
            "  test_acc %.4f\n",
-           threads, state->run_id, state->config_hash, state->loss, state->traj_hash, acc);
-    return 0;
+           r->threads, r->run_id, r->config_hash, r->loss, r->traj_hash, acc);
+    fflush(stdout);
 }
 
 int main(int argc, char **argv)
@@ -454,33 +355,32 @@ int main(int argc, char **argv)
         return fail("config", st, &err);
     printf("task blobs, model softmax, %" PRId64 " steps, lockstep %s\n", (int64_t)STEPS, ls_version());
 
-    ls_session_state state[N_RUNS];
-    char names[N_RUNS][32];
-    for (size_t i = 0; i < N_RUNS; i++) {
-        snprintf(names[i], sizeof names[i], "example-t%d", THREADS[i]);
-        int rc = train_one(cfg, db, names[i], THREADS[i], &state[i]);
-        if (rc != 0) {
-            ls_config_destroy(cfg);
-            return rc;
-        }
-    }
+    /* Runs example-t1, -t2, -t3, -t8, recorded in db, each verified against
+     * the first from the record. */
+    ls_equiv_opts eo = {
+        .size = sizeof(ls_equiv_opts),
+        .threads = THREADS,
+        .n_threads = N_RUNS,
+        .session = { .size = sizeof(ls_session_opts), .db = db, .name = "example", .steps = STEPS },
+        .on_run = print_run,
+    };
+    static ls_equiv_result res;   /* static: a few kB, kept off the stack */
+    st = ls_equiv(cfg, &eo, &res, &err);
     ls_config_destroy(cfg);
+    if (st != LS_OK)
+        return fail("equiv", st, &err);
 
-    int differ = 0;
-    for (size_t i = 1; i < N_RUNS; i++) {
-        ls_verdict v;
-        if ((st = ls_verify(db, names[0], names[i], &v, &err)) != LS_OK)
-            return fail("verify", st, &err);
-        int same_traj = state[i].traj_hash == state[0].traj_hash;
-        if (v.equal && v.same_config && same_traj && v.steps == STEPS + 1)
-            printf("verify %s %s: bit-identical over steps 0..%" PRId64 "\n", names[0], names[i], v.steps - 1);
-        else {
-            printf("verify %s %s: DIFFER (equal %d over %" PRId64 " steps, first difference at step %" PRId64
-                   ", same config %d, trajectories %016" PRIx64 " / %016" PRIx64 ")\n",
-                   names[0], names[i], v.equal, v.steps, v.first_diff, v.same_config, state[0].traj_hash,
-                   state[i].traj_hash);
-            differ = 1;
-        }
+    for (size_t i = 1; i < res.n_runs; i++) {
+        const ls_equiv_run *r = &res.runs[i];
+        const ls_verdict *v = &r->verdict;
+        if (r->same)
+            printf("verify example-t%d example-t%d: bit-identical over steps 0..%" PRId64 "\n", THREADS[0],
+                   r->threads, v->steps - 1);
+        else
+            printf("verify example-t%d example-t%d: DIFFER (equal %d over %" PRId64 " steps, first difference at "
+                   "step %" PRId64 ", same config %d, trajectories %016" PRIx64 " / %016" PRIx64 ")\n",
+                   THREADS[0], r->threads, v->equal, v->steps, v->first_diff, v->same_config, res.runs[0].traj_hash,
+                   r->traj_hash);
     }
-    return differ;
+    return res.equal ? 0 : 1;
 }

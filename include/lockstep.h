@@ -1,7 +1,8 @@
 /* lockstep.h — the public API of lockstep: training whose bits do not depend
  * on the thread count, recorded step by step in SQLite.
  *
- * One header, two libraries (liblockstep.a, liblockstep.so.0). It gives:
+ * One header, two libraries (liblockstep.a, liblockstep.so.1: the soname
+ * carries LS_VERSION_MAJOR). It gives:
  *   - status codes (fixed numbers) and one-line error texts the caller owns;
  *   - the config: typed keys declared by the engine, the model and the task,
  *     and its canonical text (one key=value a line, keys sorted);
@@ -9,7 +10,13 @@
  *     optimiser and (optionally) its record — opened new, or reopened from
  *     the record to resume it or to restore it to its last recorded step;
  *   - the model and task descriptors the built-in models and tasks use, and
- *     ls_register_model / ls_register_task to add one's own.
+ *     ls_register_model / ls_register_task to add one's own;
+ *   - what a model written outside the library needs to keep the contract:
+ *     the engine's addressed random numbers (ls_rng_*) and its exp and log
+ *     (ls_exp, ls_log, ...), whose bits are the same on every build;
+ *   - a session's model applied to samples (ls_session_predict), θ as named
+ *     tensors (ls_session_tensor), and ls_equiv, one config trained at
+ *     several thread counts and compared bit for bit.
  *
  * The contract. For a config C the parameters after step t are a function of
  * C alone: not of the thread count, the schedule, a resume, the compiler, the
@@ -32,10 +39,20 @@
  *   - the record's schema version (LS_RECORD_SCHEMA, SQLite user_version);
  *   - the golden file format (LS_GOLDEN_FORMAT, "# lockstep golden v1");
  *   - the numbers of ls_status.
- * May still change before 1.0: every other declaration here. Functions may
- * be added in any release; a struct layout or a signature changes only with
- * a new LS_VERSION_MINOR, and until 1.0 the soname stays liblockstep.so.0,
- * so a program is rebuilt against each new minor version.
+ * Versions. Everything else here may change, but only as follows: a new
+ * LS_VERSION_MAJOR whenever a public struct's layout or a function's
+ * signature changes (an ABI break: the soname liblockstep.so.MAJOR follows
+ * it, so a program built against another major version does not load this
+ * library), a new LS_VERSION_MINOR when functions or constants are added, a
+ * new LS_VERSION_PATCH for fixes. Major version 1 added the size field:
+ * every descriptor and option struct (ls_model_desc, ls_task_desc,
+ * ls_session_opts, ls_equiv_opts) opens with
+ *     size_t size;   = sizeof(the struct) as the caller compiled it
+ * which registration, ls_session_open / ls_session_reopen and ls_equiv
+ * check: 0, or a size this library does not know, is LS_EINVAL naming the
+ * struct and both sizes (a descriptor or options built for another layout is
+ * refused, not misread). A later version that appends fields at the end of
+ * such a struct keeps accepting the sizes it knows from earlier ones.
  *
  * Threads: a session is driven by one thread at a time; several sessions may
  * live in one process. Register models and tasks before opening sessions.
@@ -51,17 +68,17 @@
 extern "C" {
 #endif
 
-#define LS_VERSION_MAJOR 0
-#define LS_VERSION_MINOR 7
+#define LS_VERSION_MAJOR 1
+#define LS_VERSION_MINOR 0
 #define LS_VERSION_PATCH 0
-#define LS_VERSION_STRING "0.7.0"
+#define LS_VERSION_STRING "1.0.0"
 
 #define LS_HASH_FORMAT 1
 #define LS_CONFIG_FORMAT 1
 #define LS_RECORD_SCHEMA 1
 #define LS_GOLDEN_FORMAT 1
 
-/* "0.3.0": the version of the library actually linked. */
+/* "1.0.0": the version of the library actually linked. */
 const char *ls_version(void);
 
 /* ---- status ------------------------------------------------------------- */
@@ -203,6 +220,77 @@ void ls_dataset_destroy(ls_dataset *d);   /* accepts NULL */
 /* x[i][.] = features of sample ids[i] as floats; y[i] its label (y may be NULL). */
 void ls_dataset_gather(const ls_split *s, const uint32_t *ids, size_t count, float *x, uint8_t *y);
 
+/* ---- arithmetic for models: random numbers, exp and log ------------------- */
+
+/* The engine's own addressed random numbers and transcendental functions,
+ * for models and tasks written outside the library: a model's result must be
+ * a function of the parameters, the batch and addressed random numbers, and
+ * libm's exp and log differ in the last bit between versions and machines.
+ * These are the very functions the built-in models call (same code, same
+ * bits); their results are the same on every build, compiler, optimisation
+ * level and thread count, and are frozen: known-answer tests pin them, and
+ * a changed bit would change every golden file. Pure functions of their
+ * arguments, safe on any thread.
+ *
+ * An addressed random number is a function of (seed, purpose, a, b, c)
+ * alone, so no generator state exists to share between threads or to carry
+ * across steps. With mix(z) = SplitMix64's finaliser
+ *     z ^= z >> 30; z *= 0xbf58476d1ce4e5b9; z ^= z >> 27;
+ *     z *= 0x94d049bb133111eb; z ^= z >> 31
+ * and all arithmetic modulo 2^64:
+ *     h0 = mix(seed ^ 0x6a09e667f3bcc909)
+ *     h1 = mix(h0 + (purpose + 1) * 0x9e3779b97f4a7c15)
+ *     h2 = mix(h1 + (a + 1) * 0xbb67ae8584caa73b)
+ *     h3 = mix(h2 + (b + 1) * 0x3c6ef372fe94f82b)
+ *     ls_rng_u64 = mix(h3 + (c + 1) * 0xa54ff53a5f1d36f1)
+ * purpose says what the number is for, so two uses never share numbers: the
+ * engine's own purposes are below LS_RNG_USER (a model's initial weights use
+ * LS_RNG_INIT with a = the tensor, b = the element, as the built-in models
+ * do); a model's or task's other draws take LS_RNG_USER + k. */
+enum {
+    LS_RNG_INIT = 1,          /* initial parameters: a = tensor index, b = element index */
+    LS_RNG_DATA = 4,          /* synthetic inputs of a task */
+    LS_RNG_EVAL = 8,          /* evaluation inputs */
+    LS_RNG_USER = 0x10000     /* and above: never used by the engine */
+};
+uint64_t ls_rng_u64(uint64_t seed, uint32_t purpose, uint64_t a, uint64_t b, uint64_t c);
+/* (float)(ls_rng_u64 >> 40) · 2^-24: uniform in [0, 1), 24 bits, every value exact. */
+float ls_rng_uniformf(uint64_t seed, uint32_t purpose, uint64_t a, uint64_t b, uint64_t c);
+/* (double)(ls_rng_u64 >> 11) · 2^-53: uniform in [0, 1), 53 bits. */
+double ls_rng_uniform(uint64_t seed, uint32_t purpose, uint64_t a, uint64_t b, uint64_t c);
+/* A standard normal: Box-Muller's cosine branch in binary64, rounded once,
+ * (float)(sqrt(2 · (0 − ls_log(1 − u1))) · cos(2π u2)) with the engine's
+ * cosine, u1 and u2 the 53-bit uniforms of the address with purpose + 2^32
+ * and purpose + 2^33 (64-bit purposes no ls_rng_u64 call can reach). */
+float ls_rng_normalf(uint64_t seed, uint32_t purpose, uint64_t a, uint64_t b, uint64_t c);
+/* An integer in [0, bound): the high 64 bits of ls_rng_u64 · bound (a
+ * 128-bit product; no rejection, so the bias is below bound / 2^64). */
+uint64_t ls_rng_below(uint64_t seed, uint32_t purpose, uint64_t a, uint64_t b, uint64_t c, uint64_t bound);
+/* perm = a permutation of 0..n−1 by Fisher-Yates from the top: for k = n−1
+ * down to 1, swap perm[k] and perm[ls_rng_below(seed, purpose, a, k, 0, k + 1)]. */
+void ls_rng_permutation(uint32_t *perm, size_t n, uint64_t seed, uint32_t purpose, uint64_t a);
+
+/* e^x in binary64, below 0.8 ulp: +inf above 709.8, 0 below −745.2, NaN
+ * for NaN. x = k·ln2 + r with k = x·log2(e) rounded half away from zero, ln2
+ * split in two parts so that k·ln2_hi is exact, e^r − 1 − r by its Taylor
+ * polynomial to degree 13 (Horner, coefficients 1/n! rounded once), the sum
+ * 1 + r formed exactly, and the result scaled by 2^k through the exponent
+ * bits. Only + − * / and bit operations, in an order fixed in the code. */
+double ls_exp(double x);
+/* ln x in binary64, below 0.8 ulp: −inf at 0, NaN below 0 and for NaN, +inf
+ * at +inf. x = m·2^e with m in [√½, √2), s = (m − 1)/(m + 1), ln m = 2
+ * atanh s by its series to s^23, e·ln2 added in two parts. */
+double ls_log(double x);
+/* (float) of ls_exp((double)x) and ls_log((double)x): one rounding. */
+float ls_expf(float x);
+float ls_logf(float x);
+/* 1/(1 + ls_exp(−x)) for x >= 0, e/(1 + e) with e = ls_exp(x) otherwise, in
+ * binary64, rounded once to binary32. */
+float ls_sigmoidf(float x);
+/* tanh in binary64, rounded once: (e − 1)/(e + 1) with e = ls_exp(2|x|),
+ * |x| − |x|³/3 for |x| < 2^−12, 1 for |x| > 22, the sign restored last. */
+float ls_tanhf(float x);
+
 /* ---- models -------------------------------------------------------------- */
 
 /* Leaf modes: write the leaf's statistics into buf, or add them to buf
@@ -284,6 +372,7 @@ typedef struct {
  * Every function that can run in parallel (phase, leaf, finish, eval) must
  * write only its own outputs and keep its sums in a fixed order. */
 typedef struct ls_model_desc {
+    size_t size;              /* sizeof(ls_model_desc) as the caller compiled it */
     const char *name;         /* [a-z0-9-], at most 15 characters */
     const char *summary;      /* one line for --help */
     const char *tasks;        /* space-separated tasks it trains besides those whose
@@ -356,6 +445,7 @@ typedef struct {
 } ls_task_defaults;
 
 typedef struct ls_task_desc {
+    size_t size;              /* sizeof(ls_task_desc) as the caller compiled it */
     const char *name;         /* [a-z0-9-], at most 15 characters */
     const char *summary;      /* one line for --help */
     const char *models;       /* space-separated models that train it, the default first
@@ -378,7 +468,8 @@ typedef struct ls_task_desc {
 } ls_task_desc;
 
 /* Add a model or task defined outside the library (descriptors must outlive
- * every use). A name already taken, a bad key table or a missing function:
+ * every use). A size field that is not this library's sizeof of the struct
+ * (0 included), a name already taken, a bad key table or a missing function:
  * LS_EINVAL / LS_EEXIST naming it. Not thread-safe with sessions opening. */
 ls_status ls_register_model(const ls_model_desc *d, ls_err *err);
 ls_status ls_register_task(const ls_task_desc *d, ls_err *err);
@@ -395,6 +486,7 @@ typedef struct ls_session ls_session;
 typedef struct ls_session_state ls_session_state;
 
 typedef struct {
+    size_t size;                /* sizeof(ls_session_opts) as the caller compiled it */
     int threads;                /* workers; 0: online CPUs. Never changes the bits */
     const char *db;             /* SQLite record; NULL: nothing recorded */
     const char *name;           /* unique run name; NULL: "run-<id>" */
@@ -450,7 +542,8 @@ struct ls_session_state {
 
 /* A new run of cfg (copied): validates it, checks the floating-point
  * environment, loads the data, builds everything, initialises θ_0 and, with
- * a database, records the run and step 0. */
+ * a database, records the run and step 0. opts: NULL for every default, else
+ * with its size field set (see Versions above). */
 ls_status ls_session_open(ls_session **out, const ls_config *cfg, const ls_session_opts *opts, ls_err *err);
 
 /* Reopen recorded run `run` (an id or a name) of database `db`. The newest
@@ -505,6 +598,42 @@ const ls_config *ls_session_config(const ls_session *s);
  * with more than one thread a step writes θ into another buffer. */
 const float *ls_session_params(const ls_session *s, size_t *n);
 
+/* Features a sample takes and scores it gives (ls_model_info.inputs and
+ * .outputs of the session's model instance). LS_EINVAL naming the model when
+ * it gives no scores (no ls_model_desc.scores), or when the session holds no
+ * model (reopened to resume a run that was done already). */
+ls_status ls_session_predict_shape(ls_session *s, size_t *inputs, size_t *outputs, ls_err *err);
+/* The scores of count samples x [count][inputs] into out [count][outputs],
+ * from θ after the last step: the model's prepare for an evaluation (no
+ * batch) and its prepare parts, then its scores over all count samples, all
+ * on the calling thread, with one scratch block of scratch_bytes the library
+ * allocates. The session's thread count does not enter, and a sample's
+ * scores are a function of θ and its features alone: not of count, the
+ * other samples or the thread count, so predicting in chunks gives the same
+ * bits. count 0 writes nothing. The predicted class is the highest score,
+ * the lowest index on ties (as the model's evaluation counts). LS_EINVAL as
+ * ls_session_predict_shape, LS_ENOMEM. Between steps only: a step may change
+ * what prepare left in the model's instance, and prepares again itself. */
+ls_status ls_session_predict(ls_session *s, const float *x, size_t count, float *out, ls_err *err);
+
+/* θ's named tensors (ls_model_info.tensors; a model that declares none has
+ * one, "params", of shape [n_params]). */
+typedef struct {
+    const char *name;           /* "W1", "b1", ...; owned by the session's model */
+    size_t ndim;
+    size_t shape[4];            /* [ndim] used */
+    size_t offset;              /* its first float in θ */
+    size_t count;               /* floats: the product of shape */
+    const float *data;          /* θ now + offset: valid as ls_session_params' pointer, until
+                                   the next step or close */
+} ls_tensor_view;
+/* How many tensors θ has (0 when the session holds no model). */
+size_t ls_session_tensor_count(ls_session *s);
+/* Tensor i (in θ's order) into *out; LS_ENOTFOUND past the end. */
+ls_status ls_session_tensor(ls_session *s, size_t i, ls_tensor_view *out, ls_err *err);
+/* The tensor called name into *out; LS_ENOTFOUND naming it when θ has none. */
+ls_status ls_session_tensor_find(ls_session *s, const char *name, ls_tensor_view *out, ls_err *err);
+
 /* ---- the record ---------------------------------------------------------- */
 
 /* Two recorded runs compared bit for bit: parameter hashes from step 0,
@@ -518,6 +647,64 @@ typedef struct {
 } ls_verdict;
 /* LS_ENOTFOUND naming a run or database that does not exist. */
 ls_status ls_verify(const char *db, const char *run_a, const char *run_b, ls_verdict *out, ls_err *err);
+
+/* ---- equivalence: one config at several thread counts -------------------- */
+
+#define LS_EQUIV_MAX 32
+
+/* One run of ls_equiv, as it ended. */
+typedef struct {
+    int threads;
+    ls_status status;           /* LS_OK: trained to its target and evaluated */
+    int64_t run_id;             /* -1 when not recorded */
+    int64_t steps;              /* steps applied */
+    double loss;                /* of the last step */
+    uint64_t config_hash, param_hash, traj_hash;
+    double train_seconds;       /* inside the engine's steps (ls_session_state) */
+    ls_metric metrics[LS_MAX_METRICS];   /* the evaluation after the last step */
+    size_t n_metrics;
+    int same;                   /* 1: bit-identical to the first run (the first run: 1) */
+    ls_verdict verdict;         /* with a database, ls_verify of the first run and this one
+                                   (the first run: zeroed) */
+} ls_equiv_run;
+
+typedef struct {
+    int equal;                  /* 1: every run is bit-identical to the first */
+    size_t n_runs;              /* runs trained, in the order of opts->threads; fewer than asked
+                                   when one failed (runs[n_runs - 1] is the one) or stop was set */
+    ls_equiv_run runs[LS_EQUIV_MAX];
+} ls_equiv_result;
+
+typedef struct {
+    size_t size;                /* sizeof(ls_equiv_opts) as the caller compiled it */
+    const int *threads;         /* [n_threads] thread counts, each once, the first the reference */
+    size_t n_threads;           /* 1..LS_EQUIV_MAX */
+    /* Every run's options (session.size set as for ls_session_open): threads
+     * is each count in turn; with a database and a name, run i is named
+     * "<name>-t<threads[i]>"; data NULL: the task's data, loaded once and
+     * shared by the runs; eval_every as ls_session_train's. */
+    ls_session_opts session;
+    const volatile int *stop;   /* nonzero: stop between steps with LS_EINTR; may be NULL */
+    /* Called after each run ends (failed ones included), for a table row;
+     * may be NULL. */
+    void (*on_run)(void *ctx, const ls_equiv_run *run);
+    void *ctx;
+} ls_equiv_opts;
+
+/* The equivalence check: cfg trained at each thread count in turn (opened,
+ * trained to its target with ls_session_train, evaluated after the last
+ * step, closed), and every run compared with the first. A run is the same
+ * when its config hash, step count and trajectory hash equal the first run's
+ * (the trajectory hash chains every step's parameter hash and loss bits), and,
+ * with a database, ls_verify finds the two identical at every step 0..steps.
+ * Everything is checked before the first run is trained, so a refused call
+ * records nothing: the sizes, the thread counts (LS_EINVAL naming one given
+ * twice), the data (loaded first, so that a refused call creates no
+ * database), and with a database and a name, that no run name is taken
+ * (LS_EEXIST naming it). A run that fails ends the call with its status
+ * (LS_EDIVERGED, LS_EINTR, ...) and err; the runs before it are in *out.
+ * Differing runs are not an error: LS_OK with out->equal 0. */
+ls_status ls_equiv(const ls_config *cfg, const ls_equiv_opts *opts, ls_equiv_result *out, ls_err *err);
 
 #ifdef __cplusplus
 }

@@ -91,7 +91,8 @@ static uint64_t last_param_hash;
  * and test_acc in *acc (-1: none). */
 static uint64_t train(const ls_config *cfg, int threads, const char *name, double *acc)
 {
-    ls_session_opts o = { .threads = threads, .db = name ? db : NULL, .name = name, .steps = 30 };
+    ls_session_opts o = { .size = sizeof(ls_session_opts),
+                          .threads = threads, .db = name ? db : NULL, .name = name, .steps = 30 };
     ls_session *s;
     ls_err err;
     ls_status st = ls_session_open(&s, cfg, &o, &err);
@@ -158,7 +159,7 @@ static void test_reopen_and_changed_data(void **state)
     (void)state;
     ls_session *s;
     ls_err err;
-    ls_session_opts o = { .threads = 2 };
+    ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = 2 };
     /* The run reopens from the sources it recorded: no paths given. */
     assert_int_equal(ls_session_reopen(&s, db, "a-t1", LS_REOPEN_RESTORE, &o, &err), LS_OK);
     ls_session_state ss;
@@ -176,7 +177,7 @@ static void refused(const char *x, const char *y, const char *file, const char *
     ls_config *cfg = arrays(x, y, NULL, NULL);
     ls_session *s;
     ls_err err = { { 0 } };
-    ls_session_opts o = { .threads = 1 };
+    ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = 1 };
     ls_status st = ls_session_open(&s, cfg, &o, &err);
     assert_true(st == LS_EFORMAT || st == LS_EIO);
     if (strstr(err.msg, file) == NULL || strstr(err.msg, what) == NULL)

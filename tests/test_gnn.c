@@ -608,7 +608,7 @@ static void test_graph_edit_ged(void **state)
     ls_config *cfg = NULL;
     ls_err err = { { 0 } };
     assert_int_equal(ls_config_create(&cfg, "graph-edit", "gnn", &err), LS_OK);
-    ls_session_opts o = { 0 };
+    ls_session_opts o = { .size = sizeof(ls_session_opts) };
     o.threads = 2;
     ls_session *s = NULL;
     if (ls_session_open(&s, cfg, &o, &err) != LS_OK)
@@ -659,7 +659,7 @@ static uint64_t run_task(const char *task, const char *const *sets, int threads,
     for (size_t i = 0; sets != NULL && sets[i] != NULL; i += 2)
         if (ls_config_set(cfg, sets[i], sets[i + 1], &err) != LS_OK)
             fail_msg("%s: %s", task, err.msg);
-    ls_session_opts o = { 0 };
+    ls_session_opts o = { .size = sizeof(ls_session_opts) };
     o.threads = threads;
     o.data = data;
     ls_session *s = NULL;

@@ -63,7 +63,8 @@ static ls_config *teacher_config(void)
 static void train(const ls_config *cfg, int threads, const char *name, int64_t steps, int64_t ckpt_every,
                   ls_session_state *out, float **params, size_t *n)
 {
-    ls_session_opts o = { .threads = threads, .db = name ? db : NULL, .name = name, .steps = steps,
+    ls_session_opts o = { .size = sizeof(ls_session_opts),
+                          .threads = threads, .db = name ? db : NULL, .name = name, .steps = steps,
                           .checkpoint_every = ckpt_every };
     ls_session *s;
     ls_err err;
@@ -120,7 +121,7 @@ static void test_step_parts(void **state)
             ls_config *cfg;
             assert_int_equal(ls_config_create(&cfg, tasks[k], NULL, &err), LS_OK);
             ls_session *s;
-            const ls_session_opts o = { .threads = threads };
+            const ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = threads };
             assert_int_equal(ls_session_open(&s, cfg, &o, &err), LS_OK);
             for (int i = 0; i < 20; i++)
                 assert_int_equal(ls_session_step(s, NULL, &err), LS_OK);
@@ -189,7 +190,8 @@ static void resume_case(int64_t ckpt_every, int first_threads, int resume_thread
     char name[64];
     snprintf(name, sizeof name, "int-c%lld-t%d-r%d-s%lld", (long long)ckpt_every, first_threads, resume_threads,
              (long long)stop_at);
-    ls_session_opts o = { .threads = first_threads, .db = db, .name = name, .steps = STEPS,
+    ls_session_opts o = { .size = sizeof(ls_session_opts),
+                          .threads = first_threads, .db = db, .name = name, .steps = STEPS,
                           .checkpoint_every = ckpt_every };
     ls_session *s;
     ls_err err;
@@ -200,7 +202,7 @@ static void resume_case(int64_t ckpt_every, int first_threads, int resume_thread
         assert_int_equal(ls_session_step(s, NULL, &err), LS_OK);
     assert_int_equal(ls_session_close(s, LS_EINTR, &err), LS_OK);
 
-    ls_session_opts r = { .threads = resume_threads };
+    ls_session_opts r = { .size = sizeof(ls_session_opts), .threads = resume_threads };
     if ((st = ls_session_reopen(&s, db, name, LS_REOPEN_RESUME, &r, &err)) != LS_OK)
         fail_err("reopen", st, &err);
     ls_session_state mid;
@@ -226,7 +228,7 @@ static void resume_case(int64_t ckpt_every, int first_threads, int resume_thread
     assert_int_equal(v.steps, STEPS + 1);
 
     /* Restore: the session holds the run's last parameters, proved. */
-    ls_session_opts ro = { .threads = first_threads };
+    ls_session_opts ro = { .size = sizeof(ls_session_opts), .threads = first_threads };
     if ((st = ls_session_reopen(&s, db, name, LS_REOPEN_RESTORE, &ro, &err)) != LS_OK)
         fail_err("restore", st, &err);
     ls_session_state_get(s, &end);
@@ -277,7 +279,7 @@ static void test_restore_finds_an_edited_row(void **state)
     sqlite3_close(h);
     ls_session *s;
     ls_err err;
-    ls_session_opts o = { .threads = 3 };
+    ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = 3 };
     assert_int_equal(ls_session_reopen(&s, db, "t2", LS_REOPEN_RESTORE, &o, &err), LS_EMISMATCH);
     assert_non_null(strstr(err.msg, "step 9"));
     assert_null(s);
@@ -304,7 +306,7 @@ static void test_bad_input(void **state)
     assert_int_equal(ls_config_set(cfg, "grid", "4", &err), LS_EINVAL);   /* a key of logic-ca */
     assert_non_null(strstr(err.msg, "logic-ca"));
     /* A name already used is refused before anything is recorded. */
-    ls_session_opts o = { .threads = 1, .db = db, .name = "ref", .steps = 3 };
+    ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = 1, .db = db, .name = "ref", .steps = 3 };
     assert_int_equal(ls_session_open(&s, cfg, &o, &err), LS_EEXIST);
     ls_config_destroy(cfg);
 }
@@ -418,7 +420,7 @@ static void same_training_at(const char *a, const char *b, const char *task, con
     for (size_t ti = 0; ti < n_counts; ti++) {
         const int threads = thread_counts[ti];
         ls_session *ss[2];
-        const ls_session_opts o = { .threads = threads };
+        const ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = threads };
         /* b gets a's settings (the task's defaults for a, which it may not
          * have for b): a's text with the model renamed. */
         ls_config *cfg;
@@ -490,7 +492,7 @@ static void open_refused(const char *model, const char *needle)
     ls_config *cfg;
     assert_int_equal(ls_config_create(&cfg, "teacher", model, &err), LS_OK);
     ls_session *s = NULL;
-    const ls_session_opts opts = { .threads = 1 };
+    const ls_session_opts opts = { .size = sizeof(ls_session_opts), .threads = 1 };
     assert_int_equal(ls_session_open(&s, cfg, &opts, &err), LS_EINVAL);
     assert_null(s);
     assert_non_null(strstr(err.msg, needle));
@@ -622,7 +624,7 @@ static void test_registry(void **state)
         ls_config *cfg;
         assert_int_equal(ls_config_create(&cfg, "checkerboard", refused[k][0], &err), LS_OK);
         ls_session *s = NULL;
-        const ls_session_opts opts = { .threads = 1 };
+        const ls_session_opts opts = { .size = sizeof(ls_session_opts), .threads = 1 };
         assert_int_equal(ls_session_open(&s, cfg, &opts, &err), LS_EINVAL);
         assert_null(s);
         assert_non_null(strstr(err.msg, refused[k][1]));
@@ -773,7 +775,8 @@ static void forget_kept(void)
 static void start_run(const char *dbpath, const char *ckdir, const char *name, int64_t every, int64_t stop_at)
 {
     ls_config *cfg = teacher_config();
-    ls_session_opts o = { .threads = 2, .db = dbpath, .name = name, .steps = STEPS, .checkpoint_every = every,
+    ls_session_opts o = { .size = sizeof(ls_session_opts),
+                          .threads = 2, .db = dbpath, .name = name, .steps = STEPS, .checkpoint_every = every,
                           .checkpoint_dir = ckdir };
     ls_session *s;
     ls_err err;
@@ -797,7 +800,7 @@ static void finish_run(const char *dbpath, const char *name, int64_t from, const
     ls_status st;
     ls_session_state mid, end;
     for (int how = LS_REOPEN_RESTORE; how >= LS_REOPEN_RESUME; how--) {
-        ls_session_opts r = { .threads = 3 };
+        ls_session_opts r = { .size = sizeof(ls_session_opts), .threads = 3 };
         if ((st = ls_session_reopen(&s, dbpath, name, how, &r, &err)) != LS_OK)
             fail_err(how == LS_REOPEN_RESUME ? "resume" : "restore", st, &err);
         ls_session_state_get(s, &mid);
@@ -882,7 +885,7 @@ static void test_shared_checkpoint_dir(void **state)
     /* b's run again from its last checkpoint, beyond: prunes again. */
     ls_session *s;
     ls_err err;
-    ls_session_opts r = { .threads = 1, .steps = STEPS + 8 };
+    ls_session_opts r = { .size = sizeof(ls_session_opts), .threads = 1, .steps = STEPS + 8 };
     assert_int_equal(ls_session_reopen(&s, b, "x", LS_REOPEN_RESUME, &r, &err), LS_OK);
     assert_int_equal(ls_session_train(s, 0, 0, NULL, NULL, NULL, &err), LS_OK);
     assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
@@ -1101,17 +1104,19 @@ static void test_schedule_processes_final_checkpoint(void **state)
     ls_config *cfg = teacher_config();
     ls_err err;
     ls_session *s;
-    ls_session_opts full = { .threads = 1, .db = db, .name = "sched-full", .steps = 40, .eval_every = 10 };
+    ls_session_opts full = { .size = sizeof(ls_session_opts),
+                             .threads = 1, .db = db, .name = "sched-full", .steps = 40, .eval_every = 10 };
     assert_int_equal(ls_session_open(&s, cfg, &full, &err), LS_OK);
     assert_int_equal(ls_session_train(s, 0, 0, NULL, NULL, NULL, &err), LS_OK);
     assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
 
-    ls_session_opts cut = { .threads = 2, .db = db, .name = "sched-cut", .steps = 40, .eval_every = 10,
+    ls_session_opts cut = { .size = sizeof(ls_session_opts),
+                            .threads = 2, .db = db, .name = "sched-cut", .steps = 40, .eval_every = 10,
                             .checkpoint_every = 10, .progress = stop_at_25 };
     assert_int_equal(ls_session_open(&s, cfg, &cut, &err), LS_OK);
     assert_int_equal(ls_session_train(s, 0, 0, &stop_flag, NULL, NULL, &err), LS_EINTR);
     assert_int_equal(ls_session_close(s, LS_EINTR, &err), LS_OK);
-    ls_session_opts again = { .threads = 3 };   /* no eval_every: the run's own */
+    ls_session_opts again = { .size = sizeof(ls_session_opts), .threads = 3 };   /* no eval_every: the run's own */
     assert_int_equal(ls_session_reopen(&s, db, "sched-cut", LS_REOPEN_RESUME, &again, &err), LS_OK);
     assert_int_equal(ls_session_train(s, 0, 0, NULL, NULL, NULL, &err), LS_OK);
     assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
@@ -1141,7 +1146,7 @@ static void test_schedule_processes_final_checkpoint(void **state)
     /* Both runs ended with a checkpoint of step 40: restoring replays nothing. */
     const char *names[] = { "sched-full", "sched-cut" };
     for (int i = 0; i < 2; i++) {
-        ls_session_opts ro = { .threads = 2 };
+        ls_session_opts ro = { .size = sizeof(ls_session_opts), .threads = 2 };
         assert_int_equal(ls_session_reopen(&s, db, names[i], LS_REOPEN_RESTORE, &ro, &err), LS_OK);
         ls_session_state ss;
         ls_session_state_get(s, &ss);

@@ -278,7 +278,7 @@ static void test_library_stop_and_resume(void **state)
     ls_err err = { "" };
     for (int i = 0; i < N; i++) {
         cfg[i] = lib_config(model[i], batch[i], seed[i]);
-        ls_session_opts o = { .threads = 1, .steps = LIB_STEPS };
+        ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = 1, .steps = LIB_STEPS };
         ls_session *s;
         assert_int_equal(ls_session_open(&s, cfg[i], &o, &err), LS_OK);
         assert_int_equal(ls_session_train(s, 0, 0, NULL, NULL, NULL, &err), LS_OK);
@@ -294,7 +294,8 @@ static void test_library_stop_and_resume(void **state)
     char names[N][32];
     for (int i = 0; i < N; i++) {
         snprintf(names[i], sizeof names[i], "lib-%d", i);
-        ls_session_opts o = { .threads = 1, .db = db, .name = names[i], .steps = LIB_STEPS, .checkpoint_every = 6 };
+        ls_session_opts o = { .size = sizeof(ls_session_opts),
+                              .threads = 1, .db = db, .name = names[i], .steps = LIB_STEPS, .checkpoint_every = 6 };
         ls_status st = ls_session_open(&s[i], cfg[i], &o, &err);
         if (st != LS_OK)
             fail_msg("ls_session_open: %s", err.msg);
@@ -321,7 +322,7 @@ static void test_library_stop_and_resume(void **state)
 
     /* Runs 0 and 1 resume alone at 2 threads; runs 2 and 3 in a new sweep of the reopened sessions. */
     for (int i = 0; i < 2; i++) {
-        ls_session_opts o = { .threads = 2 };
+        ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = 2 };
         ls_session *r;
         assert_int_equal(ls_session_reopen(&r, db, names[i], LS_REOPEN_RESUME, &o, &err), LS_OK);
         assert_int_equal(ls_session_train(r, 0, 0, NULL, NULL, NULL, &err), LS_OK);
@@ -330,7 +331,7 @@ static void test_library_stop_and_resume(void **state)
     assert_int_equal(sweep_create(&sw, 2, &err), LS_OK);
     ls_session *r2[2];
     for (int i = 2; i < N; i++) {
-        ls_session_opts o = { .threads = 1 };
+        ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = 1 };
         assert_int_equal(ls_session_reopen(&r2[i - 2], db, names[i], LS_REOPEN_RESUME, &o, &err), LS_OK);
         assert_int_equal(sweep_add(sw, r2[i - 2], 0, &err), LS_OK);
     }

@@ -236,6 +236,7 @@ static ls_session *restore(const char *name)
     need_runs();
     ls_session_opts o;
     memset(&o, 0, sizeof o);
+    o.size = sizeof o;
     o.threads = 1;
     ls_session *s = NULL;
     ls_err err = { "" };

@@ -715,7 +715,7 @@ int cmd_reproduce(int argc, char **argv)
         return EXIT_USAGE;
     }
     run_install_signals();
-    ls_session_opts o = { .threads = a.threads[0], .db = NULL, .steps = c.steps };
+    ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = a.threads[0], .db = NULL, .steps = c.steps };
     ls_session *s;
     int rc = EXIT_OK;
     if ((st = ls_session_open(&s, &cfg, &o, &err)) != LS_OK) {

@@ -4,14 +4,15 @@
  * The run is restored to its last recorded step (run_restore: newest
  * checkpoint, then every later recorded step recomputed and checked against
  * the record), so the scores are provably those of the recorded parameters.
- * X.npy is read as the arrays task reads features (engine/npy.h,
- * engine/task_arrays.c): float32 as is, float64 rounded once to binary32,
+ * X.npy is read as the arrays task reads features (engine/data/npy.h,
+ * engine/tasks/arrays.c): float32 as is, float64 rounded once to binary32,
  * uint8 as v/255.0f (as Fashion-MNIST's pixels); shape [N, ...], each sample
- * flattened in C order to the model's ls_model_info.inputs features. The
- * model's scores function (ls_model_desc.scores) runs on one thread, in
- * chunks of PREDICT_CHUNK samples with one scratch block of
- * info.scratch_bytes (64-byte aligned); a sample's scores do not depend on
- * the chunking. Y.npy is float32 [N, outputs], or with --labels int64 [N]:
+ * flattened in C order to the features the session's model takes
+ * (ls_session_predict_shape). The scores come from ls_session_predict, in
+ * chunks of PREDICT_CHUNK samples (it runs on one thread; a sample's scores
+ * do not depend on the chunking or the thread count), and the summary names
+ * θ's size from its tensors (ls_session_tensor): the public API alone, as
+ * any program would. Y.npy is float32 [N, outputs], or with --labels int64 [N]:
  * the index of the highest score, the lowest on ties (as the model's own
  * evaluation counts a right answer, so predicting the test split with
  * --labels reproduces the recorded test_acc exactly). Both are written as
@@ -130,26 +131,19 @@ static ls_status check_input(const char *path, const npy_array *x, ls_err *err)
     return LS_OK;
 }
 
-/* Scores (or labels) of every sample of x into out.f. */
-static ls_status predict_write(FILE *f, const ls_model *m, const float *params, const npy_array *x, size_t n,
+/* Scores (or labels) of every sample of x into out.f: in features a
+ * sample, outs scores. */
+static ls_status predict_write(FILE *f, ls_session *session, size_t in, size_t outs, const npy_array *x, size_t n,
                                int labels, ls_err *err)
 {
-    const ls_model_info *mi = &m->info;
-    const size_t in = mi->inputs, outs = mi->outputs;
     const size_t chunk = n < PREDICT_CHUNK ? (n > 0 ? n : 1) : PREDICT_CHUNK;
-    const size_t sbytes = (mi->scratch_bytes + 63) / 64 * 64;
     if (in > SIZE_MAX / sizeof(float) / chunk || outs > SIZE_MAX / sizeof(float) / chunk)
         return ls_fail(err, LS_ENOMEM, "out of memory for %zu samples of %zu features", chunk, in);
     float *xb = malloc(chunk * in * sizeof *xb), *sc = malloc(chunk * outs * sizeof *sc);
-    void *scratch = aligned_alloc(64, sbytes > 0 ? sbytes : 64);
     unsigned char *lb = malloc(chunk * 8);
     ls_status st = LS_OK;
-    if (xb == NULL || sc == NULL || scratch == NULL || lb == NULL)
+    if (xb == NULL || sc == NULL || lb == NULL)
         st = ls_fail(err, LS_ENOMEM, "out of memory for %zu samples of %zu features", chunk, in);
-    /* The state an evaluation needs (prepare with no batch), as the engine
-     * prepares before its own evaluation. */
-    if (st == LS_OK)
-        st = model_prepare(m, params, NULL, NULL, err);
     const int bytes = x->kind == 'u';
     const size_t shape[2] = { n, outs };
     if (st == LS_OK)
@@ -164,7 +158,8 @@ static ls_status predict_write(FILE *f, const ls_model *m, const float *params, 
             const size_t k = first * in + i;
             xb[i] = bytes ? (float)x->data[k] / 255.0f : npy_float(x, k);
         }
-        m->desc->scores(m->self, params, xb, c, sc, scratch);
+        if ((st = ls_session_predict(session, xb, c, sc, err)) != LS_OK)
+            break;
         if (!labels) {
             cli_write_f32le(f, sc, c * outs);
             continue;
@@ -181,7 +176,6 @@ static ls_status predict_write(FILE *f, const ls_model *m, const float *params, 
         fwrite(lb, 1, 8 * c, f);
     }
     free(lb);
-    free(scratch);
     free(sc);
     free(xb);
     return st;
@@ -250,16 +244,13 @@ int cmd_predict(int argc, char **argv)
     ls_session_state info;
     st = run_restore(a.db, run.id, a.threads[0], a.progress, &session, &info, &err);
     int bad_input = st != LS_OK && st != LS_EMISMATCH && st != LS_EINTR;
-    trainer *t = session != NULL ? session_trainer(session) : NULL;
-    if (st == LS_OK && t == NULL)
-        st = ls_fail(&err, LS_EMISMATCH, "run %lld: the restored session has no trainer", (long long)run.id);
     if (st == LS_OK && run_interrupted)
         st = ls_fail(&err, LS_EINTR, "interrupted; nothing written");
-    const ls_model *m = t != NULL ? trainer_model(t) : NULL;
-    size_t n = 0;
+    size_t n = 0, inputs = 0, outputs = 0;
     if (st == LS_OK) {
         bad_input = 1;
-        if (m->desc->scores == NULL || m->info.inputs == 0 || m->info.outputs == 0) {
+        ls_err why;
+        if (ls_session_predict_shape(session, &inputs, &outputs, &why) != LS_OK) {
             st = ls_fail(&err, LS_EINVAL, "run %lld '%s' (model %s, task %s): the model gives no scores to "
                          "predict with (mlp and linear do)", (long long)run.id, run.name, run.model, run.task);
         } else {
@@ -268,14 +259,14 @@ int cmd_predict(int argc, char **argv)
                 per *= x.shape[i];
             n = x.shape[0];
             char sh[256];
-            if (per != m->info.inputs)
+            if (per != inputs)
                 st = ls_fail(&err, LS_EFORMAT, "%s: shape %s is %zu features a sample; run %lld '%s' (model %s) "
                              "takes %zu", pf.input, shape_text(&x, sh, sizeof sh), per, (long long)run.id, run.name,
-                             run.model, m->info.inputs);
+                             run.model, inputs);
         }
         if (st == LS_OK) {
             bad_input = 0;
-            st = predict_write(out.f, m, trainer_params(t), &x, n, pf.labels, &err);
+            st = predict_write(out.f, session, inputs, outputs, &x, n, pf.labels, &err);
         }
         if (st == LS_OK) {
             st = cli_out_commit(&out, &err);
@@ -293,11 +284,16 @@ int cmd_predict(int argc, char **argv)
         if (pf.labels)
             snprintf(what, sizeof what, "int64 labels [%zu]", n);
         else
-            snprintf(what, sizeof what, "float32 scores [%zu, %zu]", n, m->info.outputs);
+            snprintf(what, sizeof what, "float32 scores [%zu, %zu]", n, outputs);
+        /* θ's size, as its named tensors add up. */
+        size_t n_tensors = ls_session_tensor_count(session), floats = 0;
+        ls_tensor_view tv;
+        for (size_t i = 0; i < n_tensors && ls_session_tensor(session, i, &tv, NULL) == LS_OK; i++)
+            floats += tv.count;
         fprintf(say, "predict: run %lld '%s' at step %lld (recomputed %lld recorded steps from step %lld: "
-                "identical), %zu samples of %s, wrote %s: %s\n", (long long)run.id, run.name, (long long)info.step,
-                (long long)info.replayed, (long long)info.resumed_from, n, pf.input,
-                out.to_stdout ? "stdout" : pf.out, what);
+                "identical; %zu parameters in %zu tensors), %zu samples of %s, wrote %s: %s\n", (long long)run.id,
+                run.name, (long long)info.step, (long long)info.replayed, (long long)info.resumed_from, floats,
+                n_tensors, n, pf.input, out.to_stdout ? "stdout" : pf.out, what);
     }
     ls_session_close(session, LS_OK, NULL);
     free(buf);

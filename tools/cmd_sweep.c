@@ -340,7 +340,8 @@ static ls_status sweep_one_by_one(sweep_member *m, size_t n_runs, runlog *db, co
         const cli_args *a = &m[k].a;
         if (run_interrupted)
             return ls_fail(err, LS_EINTR, "interrupted before run %s", m[k].name);
-        ls_session_opts so = { .threads = a->threads[0], .db = a->db, .name = m[k].name, .steps = a->steps,
+        ls_session_opts so = { .size = sizeof(ls_session_opts),
+                               .threads = a->threads[0], .db = a->db, .name = m[k].name, .steps = a->steps,
                                .checkpoint_every = a->checkpoint_every, .checkpoint_dir = a->checkpoint_dir,
                                .data = m[k].data, .eval_every = a->eval_every };
         ls_session *s;
@@ -484,7 +485,8 @@ int cmd_sweep(int argc, char **argv)
             /* One thread of its own: the session's pool then runs only its
              * finish, optimiser and evaluation, inline on the sweep's worker
              * that takes them; the sweep's pool does the rest. */
-            ls_session_opts so = { .threads = 1, .db = db_path, .name = m[k].name, .steps = a->steps,
+            ls_session_opts so = { .size = sizeof(ls_session_opts),
+                                   .threads = 1, .db = db_path, .name = m[k].name, .steps = a->steps,
                                    .checkpoint_every = a->checkpoint_every, .checkpoint_dir = a->checkpoint_dir,
                                    .data = m[k].data, .eval_every = a->eval_every };
             if ((st = ls_session_open(&m[k].s, &a->cfg, &so, &err)) == LS_OK) {

@@ -101,12 +101,71 @@ int cmd_train(int argc, char **argv)
 
 /* --- equiv ------------------------------------------------------------- */
 
+/* The table of runs, a row printed as ls_equiv finishes each; its header
+ * once the first run is under way, so a refused command prints nothing. */
+typedef struct {
+    int progress;
+    size_t batch;
+    double sps[CLI_MAX_THREADS_LIST];
+    size_t rows;
+    int header;
+    double printed;   /* the run's train_seconds at the last progress line */
+} equiv_watch;
+
+static void equiv_header(equiv_watch *w)
+{
+    if (w->header)
+        return;
+    w->header = 1;
+    printf("%-8s %-8s %-10s %-12s %-20s %-18s\n", "threads", "run", "status", "samples/s", "evaluation", "trajectory");
+    fflush(stdout);
+}
+
+static void equiv_row(void *ctx, const ls_equiv_run *r)
+{
+    equiv_watch *w = ctx;
+    equiv_header(w);
+    if (w->progress)
+        fputs("\r\033[K", stderr);
+    if (r->status != LS_OK)
+        return;
+    double sps = r->train_seconds > 0 ? (double)r->steps * (double)w->batch / r->train_seconds : 0;
+    if (w->rows < CLI_MAX_THREADS_LIST)
+        w->sps[w->rows++] = sps;
+    char figure[64] = "-";
+    if (r->n_metrics > 0)
+        snprintf(figure, sizeof figure, "%s %.4f", r->metrics[0].name, r->metrics[0].value);
+    printf("%-8d %-8lld %-10s %-12.0f %-20s %016llx\n", r->threads, (long long)r->run_id, "done", sps, figure,
+           (unsigned long long)r->traj_hash);
+    fflush(stdout);
+}
+
+/* The progress line of the run under way (stderr, on a terminal), five
+ * times a second of training at most. */
+static void equiv_progress(void *ctx, const ls_session_state *st, int replay)
+{
+    equiv_watch *w = ctx;
+    (void)replay;
+    equiv_header(w);
+    if (st->step == 1 || st->train_seconds < w->printed)
+        w->printed = 0;   /* a new run */
+    if (!w->progress || st->train_seconds - w->printed < 0.2)
+        return;
+    w->printed = st->train_seconds;
+    double sps = st->train_seconds > 0 ? (double)st->step * (double)w->batch / st->train_seconds : 0;
+    fprintf(stderr, "\r%d threads: step %lld/%lld  loss %.5f  %.0f samples/s   ", st->threads, (long long)st->step,
+            (long long)st->target, st->loss, sps);
+    fflush(stderr);
+}
+
 int cmd_equiv(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
     ls_status st = cli_parse_cmd("equiv", argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_THREAD_LIST, 0, NULL, NULL,
                                  &a, &err);
+    if (st == LS_OK && !a.help)
+        st = cli_check_regular("--db", a.db, &err);
     if (st != LS_OK) {
         cli_error("equiv", &err, st);
         return EXIT_USAGE;
@@ -115,100 +174,59 @@ int cmd_equiv(int argc, char **argv)
         command_usage(command_find("equiv"), stdout);
         return EXIT_OK;
     }
-    /* Every input is checked before the first run is recorded: each thread
-     * count once (a repeat would train the same run twice, and with --name
-     * give two runs one name), the names free, the data readable. */
-    for (int i = 0; i < a.n_threads && st == LS_OK; i++)
-        for (int j = 0; j < i && st == LS_OK; j++)
-            if (a.threads[i] == a.threads[j])
-                st = ls_fail(&err, LS_EINVAL, "--threads: %d appears twice; each thread count is trained once",
-                             a.threads[i]);
+    /* The loop is the library's (ls_equiv): it checks every input before
+     * the first run is recorded (each thread count once, the data readable,
+     * the run names free), trains each run, and compares it with the first. */
+    run_install_signals();
+    equiv_watch w = { .progress = a.progress, .batch = a.cfg.batch };
+    ls_equiv_opts eo = {
+        .size = sizeof(ls_equiv_opts),
+        .threads = a.threads,
+        .n_threads = (size_t)a.n_threads,
+        .session = { .size = sizeof(ls_session_opts), .db = a.db, .name = a.name, .steps = a.steps,
+                     .eval_every = a.eval_every, .progress = equiv_progress, .progress_ctx = &w },
+        .stop = &run_interrupted,
+        .on_run = equiv_row,
+        .ctx = &w,
+    };
+    static ls_equiv_result res;   /* static: kept off the stack */
+    st = ls_equiv(&a.cfg, &eo, &res, &err);
     if (st != LS_OK) {
-        cli_error("equiv", &err, st);
-        return EXIT_USAGE;
+        const ls_equiv_run *last = res.n_runs > 0 ? &res.runs[res.n_runs - 1] : NULL;
+        if (last != NULL && last->run_id >= 0) {
+            char fate[512];
+            cli_run_fate(a.db, last->run_id, fate, sizeof fate);
+            fprintf(stderr, "lockstep equiv: %s (%s)\n", err.msg[0] ? err.msg : ls_strerror(st), fate);
+        } else {
+            cli_error("equiv", &err, st);
+        }
+        return cli_exit_code(st);
     }
-    /* The data before the database, so that a refused command does not
-     * leave a new empty database behind. */
-    ls_dataset *data = NULL;
-    if ((st = cli_check_regular("--db", a.db, &err)) != LS_OK ||
-        (st = trainer_load_data(&a.cfg, &data, &err)) != LS_OK) {
-        cli_error("equiv", &err, st);
-        return EXIT_USAGE;
-    }
+    /* The verdicts, stored in the record as `lockstep verify` stores its own. */
     runlog *db;
     if ((st = cli_open_db(a.db, &db, &err)) != LS_OK) {
         cli_error("equiv", &err, st);
-        dataset_destroy(data);
         return EXIT_USAGE;
     }
-    /* Refuse a clash before anything is trained, so a refused command records nothing. */
-    for (int i = 0; a.name != NULL && i < a.n_threads; i++) {
-        char name[160];
-        int64_t existing;
-        snprintf(name, sizeof name, "%s-t%d", a.name, a.threads[i]);
-        if (runlog_find(db, name, &existing, NULL) == LS_OK) {
-            fprintf(stderr, "lockstep equiv: run name '%s' is already used in %s\n", name, a.db);
-            dataset_destroy(data);
-            runlog_close(db);
-            return EXIT_USAGE;
-        }
-    }
-    run_install_signals();
-    int64_t ids[CLI_MAX_THREADS_LIST];
-    uint64_t traj[CLI_MAX_THREADS_LIST];
+    int differ = !res.equal;
+    for (size_t i = 1; i < res.n_runs; i++)
+        differ |= verify_runs(db, res.runs[0].run_id, res.runs[i].run_id, "equiv", 1) != 0;
     int rc = EXIT_OK;
-    double sps[CLI_MAX_THREADS_LIST];
-    printf("%-8s %-8s %-10s %-12s %-20s %-18s\n", "threads", "run", "status", "samples/s", "evaluation", "trajectory");
-    for (int i = 0; i < a.n_threads; i++) {
-        char name[160];
-        if (a.name != NULL)
-            snprintf(name, sizeof name, "%s-t%d", a.name, a.threads[i]);
-        run_opts o = { .cfg = a.cfg, .threads = a.threads[i], .steps = a.steps, .eval_every = a.eval_every,
-                       .progress = a.progress, .eval_at_end = 1, .name = a.name ? name : NULL, .db_path = a.db,
-                       .data = data };
-        run_result r;
-        st = run_train(&o, &r, &err);
-        if (st != LS_OK) {
-            if (r.run_id >= 0) {
-                char fate[512];
-                cli_run_fate(a.db, r.run_id, fate, sizeof fate);
-                fprintf(stderr, "lockstep equiv: %s (%s)\n", err.msg[0] ? err.msg : ls_strerror(st), fate);
-            } else {
-                cli_error("equiv", &err, st);
-            }
-            rc = cli_exit_code(st);
-            break;
-        }
-        ids[i] = r.run_id;
-        traj[i] = r.traj_hash;
-        sps[i] = r.samples_per_second;
-        char figure[64] = "-";
-        if (r.n_metrics > 0)
-            snprintf(figure, sizeof figure, "%s %.4f", r.metrics[0].name, r.metrics[0].value);
-        printf("%-8d %-8lld %-10s %-12.0f %-20s %016llx\n", a.threads[i], (long long)r.run_id, r.status,
-               r.samples_per_second, figure, (unsigned long long)r.traj_hash);
-        fflush(stdout);
+    if (differ) {
+        for (size_t i = 1; i < res.n_runs; i++)
+            verify_runs(db, res.runs[0].run_id, res.runs[i].run_id, "equiv-detail", 0);
+        printf("equiv: NOT identical across threads");
+        rc = EXIT_DIFFER;
+    } else {
+        printf("equiv: bit-identical at threads");
     }
-    if (rc == EXIT_OK) {
-        int differ = 0;
-        for (int i = 1; i < a.n_threads; i++)
-            differ |= verify_runs(db, ids[0], ids[i], "equiv", 1);
-        if (differ) {
-            for (int i = 1; i < a.n_threads; i++)
-                verify_runs(db, ids[0], ids[i], "equiv-detail", 0);
-            printf("equiv: NOT identical across threads");
-            rc = EXIT_DIFFER;
-        } else {
-            printf("equiv: bit-identical at threads");
-        }
-        for (int i = 0; i < a.n_threads; i++)
-            printf("%s%d", i ? "," : " ", a.threads[i]);
-        printf(" over %lld steps; trajectory %016llx\n", (long long)a.steps, (unsigned long long)traj[0]);
-        for (int i = 1; i < a.n_threads; i++)
-            printf("equiv: %d threads ran %.2fx the speed of %d\n", a.threads[i], sps[0] > 0 ? sps[i] / sps[0] : 0,
-                   a.threads[0]);
-    }
-    dataset_destroy(data);
+    for (int i = 0; i < a.n_threads; i++)
+        printf("%s%d", i ? "," : " ", a.threads[i]);
+    printf(" over %lld steps; trajectory %016llx\n", (long long)res.runs[0].steps,
+           (unsigned long long)res.runs[0].traj_hash);
+    for (size_t i = 1; i < w.rows; i++)
+        printf("equiv: %d threads ran %.2fx the speed of %d\n", a.threads[i], w.sps[0] > 0 ? w.sps[i] / w.sps[0] : 0,
+               a.threads[0]);
     runlog_close(db);
     return rc;
 }

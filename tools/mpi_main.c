@@ -295,7 +295,8 @@ static ls_session *rank0_open(mpi_ctx *c, int resume, int argc, char **argv, mpi
     int threads = a->threads[0] > 0 ? a->threads[0] : pool_online_cpus() / c->ranks;
     if (threads < 1)
         threads = 1;
-    ls_session_opts so = { .threads = threads, .db = a->db, .name = a->name, .steps = a->steps,
+    ls_session_opts so = { .size = sizeof(ls_session_opts),
+                           .threads = threads, .db = a->db, .name = a->name, .steps = a->steps,
                            .checkpoint_every = a->checkpoint_every, .checkpoint_dir = a->checkpoint_dir,
                            .eval_every = a->eval_every };
     ls_session *s = NULL;

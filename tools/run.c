@@ -103,6 +103,7 @@ const char *run_format_metrics(const run_result *r, char *buf, size_t len)
 static ls_session_opts session_opts(const run_opts *o, run_watch *w)
 {
     ls_session_opts so = {
+        .size = sizeof(ls_session_opts),
         .threads = o->threads, .db = o->db_path, .name = o->name, .steps = o->steps,
         .checkpoint_every = o->checkpoint_every, .checkpoint_dir = o->checkpoint_dir, .data = o->data, .eval_every = o->eval_every,
         .no_final_checkpoint = o->no_final_checkpoint, .keep_checkpoints = o->keep_checkpoints,

@@ -41,7 +41,7 @@ static void audit_segment_run(void *ctx, size_t part, int worker)
     audit_segment *g = &j->seg[part];
     ls_session *s = part == 0 ? j->first : NULL;
     if (s == NULL) {
-        ls_session_opts o = { .threads = g->threads, .data = j->data };
+        ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = g->threads, .data = j->data };
         g->st = session_reopen_segment(&s, j->db, j->run_id, g->from, g->to, &o, &g->err);
         if (g->st != LS_OK) {
             g->bad_step = g->from;
@@ -145,7 +145,7 @@ ls_status audit_replay(const char *db, int64_t run_id, int threads, const volati
     /* Segment 0 first, here: it checks what every segment shares (the
      * config, the data, step 0) once, and its data serve the others. */
     audit_job job = { db, run_id, seg, NULL, NULL, stop, ck, n_ck };
-    ls_session_opts o0 = { .threads = seg[0].threads };
+    ls_session_opts o0 = { .size = sizeof(ls_session_opts), .threads = seg[0].threads };
     st = session_reopen_segment(&job.first, db, run_id, 0, seg[0].to, &o0, &seg[0].err);
     if (st == LS_EMISMATCH) {
         if (strncmp(seg[0].err.msg, "data_hash:", 10) == 0 && sources[0])

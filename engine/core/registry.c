@@ -1,5 +1,6 @@
 /* registry.c — the registry of models and tasks: the built-in ones (listed
- * in engine/builtins.c) and the ones added at run time. Registration takes
+ * in engine/builtins.c) and the ones added at run time, whose size field is
+ * checked before any other (engine/core/api_size.h). Registration takes
  * a mutex, so two threads registering at once cannot corrupt the table; lookups read entries that never change
  * once published (the count is published after the entry). */
 #include "engine/core/registry.h"
@@ -8,6 +9,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "engine/core/api_size.h"
 #include "engine/core/config.h"
 
 /* The built-in models and tasks are listed in engine/builtins.c, the one
@@ -62,8 +64,11 @@ ls_status ls_register_model(const ls_model_desc *d, ls_err *err)
 {
     if (d == NULL)
         return ls_fail(err, LS_EINVAL, "ls_register_model: no descriptor");
-    ls_status st = check_name("model", d->name, err);
+    /* The size first: with another layout, every other field is misread. */
+    ls_status st = api_size_check("ls_model_desc", NULL, d->size, sizeof *d, err);
     if (st != LS_OK)
+        return st;
+    if ((st = check_name("model", d->name, err)) != LS_OK)
         return st;
     if (d->create == NULL || d->destroy == NULL || d->init == NULL || d->leaf == NULL || d->finish == NULL)
         return ls_fail(err, LS_EINVAL, "model %s: create, destroy, init, leaf and finish are required", d->name);
@@ -86,8 +91,10 @@ ls_status ls_register_task(const ls_task_desc *d, ls_err *err)
 {
     if (d == NULL)
         return ls_fail(err, LS_EINVAL, "ls_register_task: no descriptor");
-    ls_status st = check_name("task", d->name, err);
+    ls_status st = api_size_check("ls_task_desc", NULL, d->size, sizeof *d, err);
     if (st != LS_OK)
+        return st;
+    if ((st = check_name("task", d->name, err)) != LS_OK)
         return st;
     if (d->models == NULL || d->models[0] == '\0')
         return ls_fail(err, LS_EINVAL, "task %s: names no model that trains it", d->name);

@@ -167,6 +167,7 @@ static const ls_task_defaults arrays_defaults[] = {
 };
 
 const ls_task_desc arrays_task = {
+    .size = sizeof(ls_task_desc),
     .name = "arrays",
     .summary = "your data from NumPy .npy files (--train-x X.npy --train-y Y.npy [--test-x --test-y])",
     .models = "mlp linear logic",

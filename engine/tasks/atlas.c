@@ -155,6 +155,7 @@ static const ls_task_defaults atlas_defaults[] = {
 };
 
 const ls_task_desc atlas_task = {
+    .size = sizeof(ls_task_desc),
     .name = "atlas",
     .summary = "graph classification on the Graph Atlas (3-7 nodes): has a 4-clique (--label ...)",
     .models = "gnn",

@@ -17,6 +17,7 @@ static const ls_task_defaults checkerboard_defaults[] = {
 };
 
 const ls_task_desc checkerboard_task = {
+    .size = sizeof(ls_task_desc),
     .name = "checkerboard",
     .summary = "grow a checkerboard on a 16x16 grid in 20 steps (--async: 14x14, 50 steps, random firing)",
     .models = "logic-ca",

@@ -45,6 +45,7 @@ static const ls_task_defaults fashion_defaults[] = {
 };
 
 const ls_task_desc fashion_mnist_task = {
+    .size = sizeof(ls_task_desc),
     .name = "fashion-mnist",
     .summary = "Fashion-MNIST, 60000 training and 10000 test images of 28x28 pixels in 10 classes",
     .models = "mlp logic",

@@ -17,6 +17,7 @@ static const ls_task_defaults gol_defaults[] = {
 };
 
 const ls_task_desc gol_task = {
+    .size = sizeof(ls_task_desc),
     .name = "gol",
     .summary = "Game of Life from the 512 3x3 boards",
     .models = "logic-ca",

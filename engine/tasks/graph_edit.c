@@ -91,6 +91,7 @@ static const ls_task_defaults graph_edit_defaults[] = {
 };
 
 const ls_task_desc graph_edit_task = {
+    .size = sizeof(ls_task_desc),
     .name = "graph-edit",
     .summary = "keep or delete each node (label 1 next to a label 2 goes); mean exact GED of the edited graphs",
     .models = "gnn",

@@ -126,6 +126,7 @@ static const ls_task_defaults karate_defaults[] = {
 };
 
 const ls_task_desc karate_task = {
+    .size = sizeof(ls_task_desc),
     .name = "karate",
     .summary = "node classification: the two clubs of Zachary's karate club (even nodes train, odd nodes test)",
     .models = "gnn",

@@ -160,6 +160,7 @@ static const ls_task_defaults teacher_defaults[] = {
 };
 
 const ls_task_desc teacher_task = {
+    .size = sizeof(ls_task_desc),
     .name = "teacher",
     .summary = "a small synthetic task (16 inputs, 4 classes, labels from a fixed random network)",
     .models = "mlp logic",

@@ -677,6 +677,7 @@ static const ls_key gm_keys[] = {
 };
 
 const ls_model_desc gnn_model = {
+    .size = sizeof(ls_model_desc),
     .name = "gnn",
     .summary = "a GIN-style message-passing network (sum aggregation, 2-layer MLP per layer, pull form)",
     .keys = gm_keys,

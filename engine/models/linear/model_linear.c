@@ -178,6 +178,7 @@ static const ls_key lin_keys[] = {
 };
 
 const ls_model_desc linear_model = {
+    .size = sizeof(ls_model_desc),
     .name = "linear",
     .summary = "softmax regression: logits = x W + b",
     .tasks = "fashion-mnist teacher",

@@ -485,6 +485,7 @@ static const ls_key net_keys[] = {
 };
 
 const ls_model_desc logic_model = {
+    .size = sizeof(ls_model_desc),
     .name = "logic",
     .summary = "a difflogic network of two-input gates with a GroupSum head",
     .keys = net_keys,

@@ -1543,6 +1543,7 @@ static const ls_key ca_keys[] = {
 };
 
 const ls_model_desc logic_ca_model = {
+    .size = sizeof(ls_model_desc),
     .name = "logic-ca",
     .summary = "a differentiable logic cellular automaton (perception kernels and an update network of gates)",
     .keys = ca_keys,

@@ -203,6 +203,7 @@ static const ls_key mm_keys[] = {
 };
 
 const ls_model_desc mlp_model = {
+    .size = sizeof(ls_model_desc),
     .name = "mlp",
     .summary = "a dense network: linear layers, ReLU between them, softmax cross-entropy",
     .keys = mm_keys,
