@@ -33,7 +33,7 @@
 
 /* Internal flag of logic_avx512_backward: the dx rows hold no −0 (avx512.c,
  * "Silent gates"); logic.c sets it when LOGIC_DX_SET (or no dx) says so. */
-#define SILENT_OK 0x100   /* internal flag: the dx rows hold no −0 (above) */
+#define SILENT_OK 0x100
 
 #if LOGIC_X86
 
