@@ -263,12 +263,6 @@ ls_status logic_ca_hard_eval(const logic_ca_hard *h, const logic_ca_settings *s,
     return LS_OK;
 }
 
-const logic_ca_task *logic_ca_task_of(const ls_config *cfg)
-{
-    const ls_task_desc *t = cfg->task_desc;
-    return t != NULL && t->model_hooks != NULL ? t->model_hooks(logic_ca_model.name) : NULL;
-}
-
 ls_status ca_hard_metrics(const logic_ca_hard *h, const logic_ca_task *task, const ca_config *cfg, ls_metric *out,
                           size_t *n_out, ls_err *err)
 {

@@ -90,6 +90,13 @@ void logic_ca_settings_read(ca_config *c, const ls_config *cfg)
     memcpy(c->layers, v, c->n_layers * sizeof *v);
 }
 
+/* The model passes its own name: a task may give other models other hooks. */
+const logic_ca_task *logic_ca_task_of(const ls_config *cfg)
+{
+    const ls_task_desc *t = cfg->task_desc;
+    return t != NULL && t->model_hooks != NULL ? t->model_hooks(logic_ca_model.name) : NULL;
+}
+
 /* ---- ls_model glue ---- */
 
 static void ca_init(const void *self, float *params, uint64_t seed)
