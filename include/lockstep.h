@@ -465,6 +465,12 @@ typedef struct ls_task_desc {
     const char *switch_settings;
     /* The data: *out NULL for a task whose samples the model generates. */
     ls_status (*load)(const ls_config *cfg, ls_dataset **out, ls_err *err);
+    /* Optional: what the task gives one of its models besides the data —
+     * how to start and score its samples — in a struct that model defines
+     * and documents (the logic CA's: logic_ca_task), or NULL when the task
+     * gives that model nothing. `model` is the model's name. A model reads
+     * what differs between its tasks here, never from the task's name. */
+    const void *(*model_hooks)(const char *model);
 } ls_task_desc;
 
 /* Add a model or task defined outside the library (descriptors must outlive

@@ -42,6 +42,7 @@
 #include "engine/data/dataset.h"
 #include "engine/models/logic/logic.h"
 #include "engine/models/logic_ca/logic_ca.h"
+#include "engine/tasks/ca_data.h"
 #include "engine/num/rng.h"
 #include "engine/core/train.h"
 #include "engine/tasks/teacher.h"

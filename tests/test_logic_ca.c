@@ -27,6 +27,7 @@
 #include "engine/core/config.h"
 #include "engine/models/logic/logic.h"
 #include "engine/models/logic_ca/logic_ca.h"
+#include "engine/tasks/ca_data.h"
 #include "engine/core/train.h"
 #include "record/hash.h"
 #include "reduce/pool.h"

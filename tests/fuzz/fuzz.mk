@@ -44,6 +44,7 @@ FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 # model registry and the registry every model (and a model its kernels).
 # The arithmetic flags stay the project's.
 FUZZ_PLAIN_SRC ?= engine/num/dense.c engine/models/mlp/mlp.c engine/models/logic/logic.c engine/core/model.c \
+                  engine/models/logic/kernels/x86/avx512.c engine/models/logic/kernels/x86/avx2.c \
                   engine/core/optim.c engine/core/train.c reduce/tree.c
 FUZZ_LIB_SRC  := $(filter-out $(FUZZ_PLAIN_SRC),$(LIB_SRC))
 FUZZ_LIB_OBJ  := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)

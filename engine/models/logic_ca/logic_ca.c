@@ -1,5 +1,9 @@
 /* logic_ca.c — the differentiable logic cellular automaton (logic_ca.h): the
- * model behind ls_model's batch mode, its two tasks and its hard circuit.
+ * model behind ls_model's batch mode — its descriptor, create, checks and
+ * once-per-step glue. The files beside it hold the wiring (wiring.c), the
+ * hard circuit (hard.c) and the training phases (phase.c); logic_ca_impl.h
+ * says what they share. What differs between its tasks comes from the
+ * task's hooks (logic_ca_task), never from the task's name.
  *
  * Memory. The model owns, allocated once at create for the configured batch:
  * the wiring (with its first flags), the neighbour table, the softmax/coefficients of the current
@@ -54,40 +58,18 @@
  */
 #include "engine/models/logic_ca/logic_ca.h"
 
-#include <math.h>
+#include "engine/models/logic_ca/logic_ca_impl.h"
+
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "engine/num/rng.h"
 
-#define CA_ALIGN 64
-
-/* Patch positions read as input a by kernel layer 1 (the centre, 4, is b). */
-static const uint32_t CA_NB[8] = { 0, 1, 2, 3, 5, 6, 7, 8 };
-
-enum { PH_FWD = 0, PH_LAST = 1, PH_BWD = 2 };
-
-/* The model's settings, read once from the config's keys. */
-typedef struct {
-    char task[16];
-    uint64_t seed;
-    size_t batch;
-    size_t channels, kernels, ca_steps, grid, parts;
-    size_t perception[LOGIC_CA_MAX_PERCEPTION], n_perception;
-    size_t layers[LOGIC_MAX_LAYERS], n_layers;
-    int periodic, async;
-    float fire_rate, residual;
-} ca_config;
-
 /* Lists longer than the model's arrays are refused by check_config first;
  * here they are only cut to size. */
-static void ca_config_read(ca_config *c, const ls_config *cfg)
+void logic_ca_settings_read(ca_config *c, const ls_config *cfg)
 {
     memset(c, 0, sizeof *c);
-    snprintf(c->task, sizeof c->task, "%s", cfg->task);
     c->seed = cfg->seed;
     c->batch = cfg->batch;
     c->channels = (size_t)ls_config_int(cfg, "channels");
@@ -108,1058 +90,11 @@ static void ca_config_read(ca_config *c, const ls_config *cfg)
     memcpy(c->layers, v, c->n_layers * sizeof *v);
 }
 
-typedef struct {
-    ca_config cfg;
-    size_t C, K, S, G, N, R, T, B, np, nu;
-    size_t uin;               /* update input rows: C + C·S·K */
-    int periodic, async, gol;
-    float fire_rate;
-    logic_ca_hard net;        /* shape and wiring (ops NULL) */
-    /* scratch plan (per part, sized for the largest part) */
-    size_t prow[LOGIC_CA_MAX_PERCEPTION];   /* first row of kernel layer l's output */
-    size_t urow[LOGIC_MAX_LAYERS];       /* first row of update layer j's output */
-    size_t prows, urows;      /* rows of each block */
-    size_t max_nc;            /* most cells of a unit */
-    int lanes;                /* lanes mode: a unit is a group of samples (header comment) */
-    size_t units;             /* units of a phase: B·R, or the groups in lanes mode */
-    size_t max_m;             /* most samples of a unit: 1, or the largest group */
-    int skip_silent;          /* silent units skip their backward (logic_ca_set_silent) */
-    int shared_in;            /* the update's input rows are the perception's output in place (choose_layout) */
-    logic_layer in_layer;     /* update layer 0 wired to that layout's row numbers */
-    size_t off_pa, off_ua, off_d0, off_d1, off_mask;   /* byte offsets in the scratch */
-
-    uint32_t *wires;          /* [2][gates]: net.a, net.b; [2][update layer 0's gates]: in_layer's a, b;
-                                 then [gates] bytes: each layer's first flags */
-    size_t *row_lo;           /* [R + 1] first grid row of each part */
-    int32_t *nbr;             /* [9][N]: the cell at patch position p of cell n, or −1 */
-    uint8_t *gol_want;        /* gol: [512][9] the board after T life steps, by the board's bits */
-    float *p, *coef;          /* [gates][16], [gates][4]: set by ca_prepare_part */
-    /* per batch */
-    float *state;             /* [T + 1][B][C][N] state_t of every sample */
-    float *target;            /* [B][N] channel-0 target */
-    float *dpatch;            /* [2][B][9][C][N] see the header comment */
-    float *down;              /* [B][C][N] */
-    float *dstate;            /* [B][C][N] d loss / d state_{t+1}, own cells */
-    float *leaf_store;        /* [B·R][leaf_stride] each leaf's gate statistics */
-    double *leaf_loss;        /* [B·R] each leaf's loss */
-    size_t leaf_stride;       /* gates·4 rounded up to 16 floats */
-    void *tables, *coefmem, *batchmem;
-} logic_ca;
-
-static size_t round16(size_t n) { return (n + 15) / 16 * 16; }
-static size_t round_bytes(size_t n) { return (n + CA_ALIGN - 1) / CA_ALIGN * CA_ALIGN; }
-
-static void *alloc_aligned(size_t bytes)
+/* The model passes its own name: a task may give other models other hooks. */
+const logic_ca_task *logic_ca_task_of(const ls_config *cfg)
 {
-    return aligned_alloc(CA_ALIGN, round_bytes(bytes ? bytes : 1));
-}
-
-/* ---- Tasks ---- */
-
-void logic_ca_life_step(uint8_t *next, const uint8_t *cur, size_t width, size_t height, int periodic)
-{
-    for (size_t y = 0; y < height; y++)
-        for (size_t x = 0; x < width; x++) {
-            int n = 0;
-            for (int dy = -1; dy <= 1; dy++)
-                for (int dx = -1; dx <= 1; dx++) {
-                    if (dy == 0 && dx == 0)
-                        continue;
-                    long ny = (long)y + dy, nx = (long)x + dx;
-                    if (periodic) {
-                        ny = (ny + (long)height) % (long)height;
-                        nx = (nx + (long)width) % (long)width;
-                    } else if (ny < 0 || nx < 0 || ny >= (long)height || nx >= (long)width) {
-                        continue;
-                    }
-                    n += cur[(size_t)ny * width + (size_t)nx] != 0;
-                }
-            const int alive = cur[y * width + x] != 0;
-            next[y * width + x] = (uint8_t)(n == 3 || (alive && n == 2));
-        }
-}
-
-int logic_ca_checkerboard_target(size_t x, size_t y)
-{
-    return (int)((x / 2 + y / 2) % 2);
-}
-
-void logic_ca_start_state(float *state, size_t channels, size_t cells, uint64_t seed, int64_t step, size_t sample)
-{
-    for (size_t c = 0; c < channels; c++)
-        for (size_t n = 0; n < cells; n++)
-            state[c * cells + n] =
-                rng_uniformf(seed, RNG_CA_START, (uint64_t)step, sample, n * channels + c) < 0.5f ? 1.0f : 0.0f;
-}
-
-/* The board after `steps` life steps on a 3×3 grid. */
-static void gol_target(uint8_t out[9], const uint8_t board[9], size_t steps, int periodic)
-{
-    uint8_t a[9], b[9];
-    for (int j = 0; j < 9; j++)
-        a[j] = board[j] != 0;
-    for (size_t u = 0; u < steps; u++) {
-        logic_ca_life_step(b, a, 3, 3, periodic);
-        memcpy(a, b, sizeof a);
-    }
-    memcpy(out, a, 9);
-}
-
-ls_status logic_ca_make_data(const ls_config *cfg, ls_dataset **out, ls_err *err)
-{
-    *out = NULL;
-    if (strcmp(cfg->task, "checkerboard") == 0)
-        return LS_OK;
-    if (strcmp(cfg->task, "gol") != 0)
-        return ls_fail(err, LS_EINVAL, "logic-ca: task '%s' has no data set (gol or checkerboard)", cfg->task);
-    const size_t n = LOGIC_CA_GOL_BOARDS, dim = 9;
-    ls_dataset *d = calloc(1, sizeof *d);
-    uint8_t *mem = d != NULL ? malloc(n * dim + n) : NULL;
-    if (mem == NULL) {
-        free(d);
-        return ls_fail(err, LS_ENOMEM, "gol data set: out of memory");
-    }
-    uint8_t *x = mem, *y = mem + n * dim;
-    for (size_t b = 0; b < n; b++)
-        for (size_t j = 0; j < dim; j++)
-            x[b * dim + j] = (uint8_t)((b >> j) & 1);
-    memset(y, 0, n);
-    snprintf(d->name, sizeof d->name, "%s", "gol");
-    d->n_classes = 0;
-    d->hash = XXH3_64bits(x, n * dim);
-    d->train = (ls_split){ .n = n, .dim = dim, .x8 = x, .xf = NULL, .y = y };
-    d->test = d->train;
-    d->mem = mem;
-    *out = d;
-    return LS_OK;
-}
-
-/* ---- Wiring ---- */
-
-/* Fill net's shape (widths, offsets, layers pointing into a/b) from cfg and
- * wire it; a and b must hold net->gates entries. */
-static ls_status wire_net(logic_ca_hard *net, const ca_config *cfg, ls_err *err)
-{
-    const size_t C = cfg->channels, K = cfg->kernels, np = cfg->n_perception, nu = cfg->n_layers;
-    const size_t S = cfg->perception[np - 1];
-    const uint64_t seed = cfg->seed;
-    uint32_t perm[8];
-    rng_permutation(perm, 8, seed, RNG_WIRING, LOGIC_CA_PERM_ADDR);
-    for (size_t l = 0; l < np + nu; l++) {
-        logic_layer *L = &net->layer[l];
-        const size_t off = net->gate_off[l];
-        uint32_t *a = net->a + off, *b = net->b + off;
-        L->a = a;
-        L->b = b;
-        if (l == 0) {
-            L->in = 9;
-            L->out = K * 8;
-            for (size_t k = 0; k < K; k++)
-                for (size_t g = 0; g < 8; g++) {
-                    a[k * 8 + g] = CA_NB[perm[g]];
-                    b[k * 8 + g] = 4;
-                }
-        } else if (l < np) {
-            const size_t win = cfg->perception[l - 1], w = cfg->perception[l];
-            L->in = K * win;
-            L->out = K * w;
-            ls_err e = { { 0 } };
-            ls_status st = logic_wire_unique(a, b, win, w, seed, l, &e);
-            if (st != LS_OK)
-                return ls_fail(err, st, "perception: kernel layer %zu (%zu -> %zu): %s", l + 1, win, w, e.msg);
-            /* Kernel k reads its own block of the previous layer; kernel 0's
-             * copy (offset 0) is already in place, so fill the others from it. */
-            for (size_t k = K; k-- > 1;)
-                for (size_t g = 0; g < w; g++) {
-                    a[k * w + g] = a[g] + (uint32_t)(k * win);
-                    b[k * w + g] = b[g] + (uint32_t)(k * win);
-                }
-        } else {
-            const size_t j = l - np;
-            const size_t in = j == 0 ? C + C * S * K : cfg->layers[j - 1];
-            L->in = in;
-            L->out = cfg->layers[j];
-            ls_err e = { { 0 } };
-            ls_status st = logic_wire_unique(a, b, in, cfg->layers[j], seed, LOGIC_CA_MAX_PERCEPTION + j, &e);
-            if (st != LS_OK)
-                return ls_fail(err, st, "layers: update layer %zu (%zu -> %zu): %s", j + 1, in, cfg->layers[j],
-                               e.msg);
-        }
-    }
-    return LS_OK;
-}
-
-/* Shape of the circuit: widths and gate offsets. */
-static void net_shape(logic_ca_hard *net, const ca_config *cfg)
-{
-    memset(net, 0, sizeof *net);
-    net->channels = cfg->channels;
-    net->kernels = cfg->kernels;
-    net->n_perception = cfg->n_perception;
-    net->n_update = cfg->n_layers;
-    net->n_layers = cfg->n_perception + cfg->n_layers;
-    size_t g = 0;
-    for (size_t l = 0; l < net->n_layers; l++) {
-        net->gate_off[l] = g;
-        if (l < net->n_perception) {
-            net->width[l] = cfg->perception[l];
-            g += cfg->kernels * cfg->perception[l];
-        } else {
-            net->width[l] = cfg->layers[l - net->n_perception];
-            g += net->width[l];
-        }
-    }
-    net->gate_off[net->n_layers] = g;
-    net->gates = g;
-}
-
-/* ---- The hard circuit ---- */
-
-/* The circuit's structure is consistent (for hand-built circuits). */
-static ls_status hard_check(const logic_ca_hard *h, ls_err *err)
-{
-    if (h->channels == 0 || h->kernels == 0 || h->n_perception == 0 || h->n_update == 0 ||
-        h->n_layers != h->n_perception + h->n_update || h->n_layers > LOGIC_CA_MAX_LAYERS)
-        return ls_fail(err, LS_EINVAL, "logic-ca circuit: bad shape (%zu channels, %zu kernels, %zu+%zu layers)",
-                       h->channels, h->kernels, h->n_perception, h->n_update);
-    const size_t C = h->channels, K = h->kernels, S = h->width[h->n_perception - 1];
-    for (size_t l = 0; l < h->n_layers; l++) {
-        const logic_layer *L = &h->layer[l];
-        size_t in, out;
-        if (l < h->n_perception) {
-            in = l == 0 ? 9 : K * h->width[l - 1];
-            out = K * h->width[l];
-        } else {
-            in = l == h->n_perception ? C + C * S * K : h->width[l - 1];
-            out = h->width[l];
-        }
-        if (L->in != in || L->out != out || h->gate_off[l + 1] - h->gate_off[l] != out)
-            return ls_fail(err, LS_EINVAL, "logic-ca circuit: layer %zu is %zu -> %zu, expected %zu -> %zu", l,
-                           L->in, L->out, in, out);
-        for (size_t g = 0; g < out; g++)
-            if (L->a[g] >= in || L->b[g] >= in || h->ops[h->gate_off[l] + g] > 15)
-                return ls_fail(err, LS_EINVAL, "logic-ca circuit: gate %zu of layer %zu reads outside its input", g,
-                               l);
-    }
-    if (h->width[h->n_layers - 1] != C)
-        return ls_fail(err, LS_EINVAL, "logic-ca circuit: the last layer has %zu gates for %zu channels",
-                       h->width[h->n_layers - 1], C);
-    return LS_OK;
-}
-
-static void hard_rows(const logic_ca_hard *h, size_t *prows, size_t *urows)
-{
-    size_t p = 9, u = h->layer[h->n_perception].in;
-    for (size_t l = 0; l < h->n_layers; l++) {
-        if (l < h->n_perception)
-            p += h->layer[l].out;
-        else
-            u += h->layer[l].out;
-    }
-    *prows = p;
-    *urows = u;
-}
-
-static size_t hard_work_words(const logic_ca_hard *h, size_t lanes)
-{
-    size_t prows, urows;
-    hard_rows(h, &prows, &urows);
-    return (prows + urows) * ((lanes + 63) / 64);
-}
-
-static uint8_t bit_of(const uint64_t *row, size_t lane)
-{
-    return (uint8_t)((row[lane >> 6] >> (lane & 63)) & 1);
-}
-
-/* One hard step of `count` grids side by side: in, out [count][C][H][W],
- * mask [count][H][W] or NULL; lanes = (grid, cell). */
-static void hard_run(const logic_ca_hard *h, uint8_t *out, const uint8_t *in, size_t count, size_t W, size_t H,
-                     int periodic, const uint8_t *mask, uint64_t *work)
-{
-    const size_t C = h->channels, K = h->kernels, np = h->n_perception, S = h->width[np - 1];
-    const size_t cells = W * H, lanes = count * cells, words = (lanes + 63) / 64;
-    size_t prows, urows;
-    hard_rows(h, &prows, &urows);
-    uint64_t *P = work, *U = work + prows * words;
-    size_t plast = 0;
-    for (size_t c = 0; c < C; c++) {
-        memset(P, 0, 9 * words * sizeof *P);
-        for (size_t g = 0; g < count; g++) {
-            const uint8_t *src = in + (g * C + c) * cells;
-            for (size_t y = 0; y < H; y++)
-                for (size_t x = 0; x < W; x++) {
-                    const size_t lane = g * cells + y * W + x;
-                    for (size_t p = 0; p < 9; p++) {
-                        long ny = (long)y + (long)(p / 3) - 1, nx = (long)x + (long)(p % 3) - 1;
-                        if (periodic) {
-                            ny = (ny + (long)H) % (long)H;
-                            nx = (nx + (long)W) % (long)W;
-                        } else if (ny < 0 || nx < 0 || ny >= (long)H || nx >= (long)W) {
-                            continue;
-                        }
-                        if (src[(size_t)ny * W + (size_t)nx])
-                            P[p * words + (lane >> 6)] |= UINT64_C(1) << (lane & 63);
-                    }
-                }
-        }
-        size_t rin = 0, rout = 9;
-        for (size_t l = 0; l < np; l++) {
-            logic_hard_forward(P + rout * words, P + rin * words, &h->layer[l], h->ops + h->gate_off[l], words);
-            rin = rout;
-            rout += h->layer[l].out;
-        }
-        plast = rin;
-        for (size_t s = 0; s < S; s++)
-            for (size_t k = 0; k < K; k++)
-                memcpy(U + (C + c * S * K + s * K + k) * words, P + (plast + k * S + s) * words,
-                       words * sizeof *U);
-    }
-    memset(U, 0, C * words * sizeof *U);
-    for (size_t g = 0; g < count; g++)
-        for (size_t c = 0; c < C; c++)
-            for (size_t n = 0; n < cells; n++)
-                if (in[(g * C + c) * cells + n]) {
-                    const size_t lane = g * cells + n;
-                    U[c * words + (lane >> 6)] |= UINT64_C(1) << (lane & 63);
-                }
-    size_t rin = 0, rout = h->layer[np].in;
-    for (size_t l = np; l < h->n_layers; l++) {
-        logic_hard_forward(U + rout * words, U + rin * words, &h->layer[l], h->ops + h->gate_off[l], words);
-        rin = rout;
-        rout += h->layer[l].out;
-    }
-    const uint64_t *Y = U + rin * words;
-    for (size_t g = 0; g < count; g++)
-        for (size_t c = 0; c < C; c++)
-            for (size_t n = 0; n < cells; n++) {
-                const size_t lane = g * cells + n, i = (g * C + c) * cells + n;
-                const int fire = mask == NULL || mask[g * cells + n] != 0;
-                out[i] = fire ? bit_of(Y + c * words, lane) : (uint8_t)(in[i] != 0);
-            }
-}
-
-static ls_status hard_create(logic_ca_hard **out, const logic_ca *ca, const float *params, ls_err *err)
-{
-    *out = NULL;
-    logic_ca_hard *h = calloc(1, sizeof *h);
-    uint8_t *mem = h != NULL ? malloc(ca->net.gates * (2 * sizeof(uint32_t) + 1)) : NULL;
-    if (mem == NULL) {
-        free(h);
-        return ls_fail(err, LS_ENOMEM, "logic-ca circuit: out of memory");
-    }
-    *h = ca->net;
-    h->a = (uint32_t *)(void *)mem;
-    h->b = h->a + h->gates;
-    h->ops = (uint8_t *)(h->b + h->gates);
-    memcpy(h->a, ca->net.a, h->gates * sizeof(uint32_t));
-    memcpy(h->b, ca->net.b, h->gates * sizeof(uint32_t));
-    for (size_t l = 0; l < h->n_layers; l++) {
-        h->layer[l].a = h->a + h->gate_off[l];
-        h->layer[l].b = h->b + h->gate_off[l];
-        h->layer[l].first = NULL;   /* the model's; a circuit may be rewired */
-        h->layer[l].reads_all = 0;
-    }
-    logic_hard_ops(h->ops, params, h->gates);
-    *out = h;
-    return LS_OK;
-}
-
-ls_status logic_ca_hard_create(logic_ca_hard **out, const ls_model *m, const float *params, ls_err *err)
-{
-    *out = NULL;
-    if (m == NULL || m->desc != &logic_ca_model)
-        return ls_fail(err, LS_EINVAL, "logic_ca_hard_create: the model is not logic-ca");
-    return hard_create(out, m->self, params, err);
-}
-
-void logic_ca_hard_destroy(logic_ca_hard *h)
-{
-    if (h == NULL)
-        return;
-    free(h->a);   /* a, b and ops are one allocation */
-    free(h);
-}
-
-ls_status logic_ca_hard_rollout(const logic_ca_hard *h, uint8_t *frames, size_t width, size_t height,
-                                size_t steps, int periodic, const uint8_t *masks, ls_err *err)
-{
-    ls_status st = hard_check(h, err);
-    if (st != LS_OK)
-        return st;
-    if (width == 0 || height == 0)
-        return ls_fail(err, LS_EINVAL, "logic-ca circuit: empty grid %zux%zu", width, height);
-    uint64_t *work = alloc_aligned(hard_work_words(h, width * height) * sizeof(uint64_t));
-    if (work == NULL)
-        return ls_fail(err, LS_ENOMEM, "logic-ca circuit: out of memory for a %zux%zu grid", width, height);
-    const size_t frame = h->channels * width * height;
-    for (size_t u = 0; u < steps; u++)
-        hard_run(h, frames + (u + 1) * frame, frames + u * frame, 1, width, height, periodic,
-                 masks != NULL ? masks + u * width * height : NULL, work);
-    free(work);
-    return LS_OK;
-}
-
-ls_status logic_ca_hard_step(const logic_ca_hard *h, uint8_t *out, const uint8_t *in, size_t width,
-                             size_t height, int periodic, const uint8_t *mask, ls_err *err)
-{
-    ls_status st = hard_check(h, err);
-    if (st != LS_OK)
-        return st;
-    if (width == 0 || height == 0)
-        return ls_fail(err, LS_EINVAL, "logic-ca circuit: empty grid %zux%zu", width, height);
-    uint64_t *work = alloc_aligned(hard_work_words(h, width * height) * sizeof(uint64_t));
-    if (work == NULL)
-        return ls_fail(err, LS_ENOMEM, "logic-ca circuit: out of memory for a %zux%zu grid", width, height);
-    hard_run(h, out, in, 1, width, height, periodic, mask, work);
-    free(work);
-    return LS_OK;
-}
-
-/* Evaluation masks of `count` grids (first index grid0) at CA step u. */
-static void eval_masks(uint8_t *mask, size_t grid0, size_t count, size_t cells, size_t u, float fire_rate)
-{
-    for (size_t g = 0; g < count; g++)
-        for (size_t n = 0; n < cells; n++)
-            mask[g * cells + n] =
-                rng_uniformf(LOGIC_CA_EVAL_SEED, RNG_EVAL, grid0 + g, 1 + u, n) < fire_rate;
-}
-
-/* Roll `count` grids for `steps` hard steps from a (result in a; b is a
- * second buffer of the same size). */
-static void eval_rollout(const logic_ca_hard *h, const ca_config *cfg, uint8_t **a, uint8_t **b, uint8_t *mask,
-                         size_t grid0, size_t count, size_t side, size_t steps, uint64_t *work)
-{
-    for (size_t u = 0; u < steps; u++) {
-        if (cfg->async)
-            eval_masks(mask, grid0, count, side * side, u, cfg->fire_rate);
-        hard_run(h, *b, *a, count, side, side, cfg->periodic, cfg->async ? mask : NULL, work);
-        uint8_t *t = *a;
-        *a = *b;
-        *b = t;
-    }
-}
-
-static void eval_start(uint8_t *state, size_t grid0, size_t count, size_t C, size_t cells)
-{
-    for (size_t g = 0; g < count; g++)
-        for (size_t c = 0; c < C; c++)
-            for (size_t n = 0; n < cells; n++)
-                state[(g * C + c) * cells + n] =
-                    rng_uniformf(LOGIC_CA_EVAL_SEED, RNG_EVAL, grid0 + g, 0, n * C + c) < 0.5f;
-}
-
-static ls_status hard_metrics(const logic_ca_hard *h, const ca_config *cfg, ls_metric *out, size_t *n_out,
-                             ls_err *err)
-{
-    *n_out = 0;
-    ls_status st = hard_check(h, err);
-    if (st != LS_OK)
-        return st;
-    const size_t C = h->channels;
-    const int gol = strcmp(cfg->task, "gol") == 0;
-    if (!gol && strcmp(cfg->task, "checkerboard") != 0)
-        return ls_fail(err, LS_EINVAL, "logic-ca: unknown task '%s'", cfg->task);
-    if (C != cfg->channels || (gol && cfg->grid != 3))
-        return ls_fail(err, LS_EINVAL, "logic-ca: the circuit does not fit the config");
-    size_t count, side;
-    if (gol) {
-        count = LOGIC_CA_GOL_BOARDS;
-        side = 3;
-    } else {
-        count = LOGIC_CA_EVAL_GRIDS;
-        side = cfg->grid;
-    }
-    size_t lanes = count * side * side, big = LOGIC_CA_BIG_GRID * LOGIC_CA_BIG_GRID;
-    if (!gol && big > lanes)
-        lanes = big;
-    const size_t state_bytes = round_bytes(lanes * C);
-    uint8_t *mem = alloc_aligned(2 * state_bytes + round_bytes(lanes) +
-                                 hard_work_words(h, lanes) * sizeof(uint64_t));
-    if (mem == NULL)
-        return ls_fail(err, LS_ENOMEM, "logic-ca metrics: out of memory");
-    uint8_t *a = mem, *b = mem + state_bytes, *mask = b + state_bytes;
-    uint64_t *work = (uint64_t *)(void *)(mask + round_bytes(lanes));
-    const size_t cells = side * side;
-    if (gol) {
-        memset(a, 0, count * C * cells);
-        for (size_t g = 0; g < count; g++)
-            for (size_t j = 0; j < 9; j++)
-                a[g * C * cells + j] = (uint8_t)((g >> j) & 1);
-        eval_rollout(h, cfg, &a, &b, mask, 0, count, side, cfg->ca_steps, work);
-        size_t right = 0;
-        for (size_t g = 0; g < count; g++) {
-            uint8_t board[9], want[9];
-            for (size_t j = 0; j < 9; j++)
-                board[j] = (uint8_t)((g >> j) & 1);
-            gol_target(want, board, cfg->ca_steps, cfg->periodic);
-            right += memcmp(want, a + g * C * cells, 9) == 0;
-        }
-        snprintf(out[0].name, sizeof out[0].name, "%s", "hard_acc");
-        out[0].value = (double)right / (double)count;
-        *n_out = 1;
-    } else {
-        eval_start(a, 0, count, C, cells);
-        eval_rollout(h, cfg, &a, &b, mask, 0, count, side, cfg->ca_steps, work);
-        size_t right = 0;
-        for (size_t g = 0; g < count; g++)
-            for (size_t n = 0; n < cells; n++)
-                right += a[g * C * cells + n] == logic_ca_checkerboard_target(n % side, n / side);
-        snprintf(out[0].name, sizeof out[0].name, "%s", "hard_acc");
-        out[0].value = (double)right / (double)(count * cells);
-
-        const size_t bs = LOGIC_CA_BIG_GRID;
-        eval_start(a, LOGIC_CA_EVAL_GRIDS, 1, C, big);
-        eval_rollout(h, cfg, &a, &b, mask, LOGIC_CA_EVAL_GRIDS, 1, bs, LOGIC_CA_BIG_STEPS, work);
-        right = 0;
-        for (size_t n = 0; n < big; n++)
-            right += a[n] == logic_ca_checkerboard_target(n % bs, n / bs);
-        snprintf(out[1].name, sizeof out[1].name, "%s", "hard_acc_64");
-        out[1].value = (double)right / (double)big;
-        *n_out = 2;
-    }
-    free(mem);
-    return LS_OK;
-}
-
-ls_status logic_ca_hard_metrics(const logic_ca_hard *h, const ls_config *cfg, ls_metric *out, size_t *n_out,
-                                ls_err *err)
-{
-    ca_config c;
-    ca_config_read(&c, cfg);
-    return hard_metrics(h, &c, out, n_out, err);
-}
-
-/* ---- Training: one unit of one phase ---- */
-
-typedef struct {
-    logic_ca *ca;
-    const ls_batch *b;
-    size_t t;
-    int kind;
-} phase_ctx;
-
-/* A unit's view: its samples s .. s+m−1 (one per part; up to LOGIC_LANES
- * in lanes mode), their cells cell0 .. cell0+nc−1 and its scratch. Element
- * (virtual lane vl, sample j) of a row is vl·W + j, W = m in lanes mode. */
-typedef struct {
-    size_t s, m, W, r, cell0, nc, ldp, ldu;
-    float *pa, *ua, *d0, *d1;
-    uint8_t *mask;            /* [2][max_m][max_nc]: fire masks of CA steps t and t+1 */
-} part_view;
-
-static void fire_mask(const logic_ca *ca, const ls_batch *b, const part_view *v, size_t j, size_t u, uint8_t *m)
-{
-    if (!ca->async) {
-        memset(m, 1, v->nc);
-        return;
-    }
-    for (size_t i = 0; i < v->nc; i++)
-        m[i] = rng_uniformf(b->seed, RNG_CA_MASK, (uint64_t)b->step, v->s + j, u * ca->N + v->cell0 + i) <
-               ca->fire_rate;
-}
-
-/* State plane of sample s at CA step t, [C][N]. */
-static float *state_at(const logic_ca *ca, size_t t, size_t s)
-{
-    return ca->state + (t * ca->B + s) * ca->C * ca->N;
-}
-
-/* The dpatch planes [9][C][N] of sample s that the backward of CA step t
- * writes (buffer t & 1: the phase of t − 1 reads them while writing its own). */
-static float *dpatch_at(const logic_ca *ca, size_t t, size_t s)
-{
-    return ca->dpatch + ((t & 1) * ca->B + s) * 9 * ca->C * ca->N;
-}
-
-/* The grid row of offset dy from row y: 1 when it exists (wrapped with
- * periodic borders), else 0 (outside a grid with borders). */
-static int shifted_row(const logic_ca *ca, size_t y, long dy, size_t *out)
-{
-    long yy = (long)y + dy;
-    if (yy < 0 || yy >= (long)ca->G) {
-        if (!ca->periodic)
-            return 0;
-        yy = (yy + (long)ca->G) % (long)ca->G;
-    }
-    *out = (size_t)yy;
-    return 1;
-}
-
-/* dst[(y − y0)·G + x] = the cell at patch position p of cell (x, y) in
- * `plane` for the rows y0 .. y1 − 1, 0 where a grid with borders has none:
- * the nbr table's gather as row copies (per-part path; the same values). */
-static void gather_patch(const logic_ca *ca, float *dst, const float *plane, size_t p, size_t y0, size_t y1)
-{
-    const size_t G = ca->G;
-    const long dy = (long)(p / 3) - 1, dx = (long)(p % 3) - 1;
-    for (size_t y = y0; y < y1; y++, dst += G) {
-        size_t yy;
-        if (!shifted_row(ca, y, dy, &yy)) {
-            memset(dst, 0, G * sizeof(float));
-            continue;
-        }
-        const float *row = plane + yy * G;
-        if (dx == 0) {
-            memcpy(dst, row, G * sizeof(float));
-        } else if (dx < 0) {
-            memmove(dst + 1, row, (G - 1) * sizeof(float));
-            dst[0] = ca->periodic ? row[G - 1] : 0.0f;
-        } else {
-            memmove(dst, row + 1, (G - 1) * sizeof(float));
-            dst[G - 1] = ca->periodic ? row[0] : 0.0f;
-        }
-    }
-}
-
-/* acc[(y − y0)·G + x] += the term of (x, y)'s neighbour at offset (dx, dy)
- * in `plane`, for the rows y0 .. y1 − 1, where that neighbour exists (no
- * addition where a grid with borders has none, as the nbr table's −1):
- * one addition per cell, element-wise, so each cell's sum keeps its order
- * whatever the vector width. */
-static void add_shifted(const logic_ca *ca, float *restrict acc, const float *restrict plane, long dx, long dy,
-                        size_t y0, size_t y1)
-{
-    const size_t G = ca->G;
-    for (size_t y = y0; y < y1; y++, acc += G) {
-        size_t yy;
-        if (!shifted_row(ca, y, dy, &yy))
-            continue;
-        const float *row = plane + yy * G;
-        if (dx == 0) {
-            #pragma omp simd
-            for (size_t x = 0; x < G; x++)
-                acc[x] = acc[x] + row[x];
-        } else if (dx < 0) {
-            if (ca->periodic)
-                acc[0] = acc[0] + row[G - 1];
-            #pragma omp simd
-            for (size_t x = 1; x < G; x++)
-                acc[x] = acc[x] + row[x - 1];
-        } else {
-            #pragma omp simd
-            for (size_t x = 0; x < G - 1; x++)
-                acc[x] = acc[x] + row[x + 1];
-            if (ca->periodic)
-                acc[G - 1] = acc[G - 1] + row[0];
-        }
-    }
-}
-
-/* n consecutive elements of each of the unit's m samples (sample j's at
- * src + j·stride) into a lanes row: dst[i·W + j]. The per-part path
- * (W = 1, m = 1) is a plain copy. */
-static void into_lanes(float *dst, const float *src, size_t stride, size_t n, const part_view *v)
-{
-    if (v->W == 1) {
-        memcpy(dst, src, n * sizeof(float));
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        for (size_t j = 0; j < v->m; j++)
-            dst[i * v->W + j] = src[j * stride + i];
-}
-
-/* Sample j's n elements of a lanes row: dst[i] = src[i·W + j]. */
-static void out_of_lanes(float *dst, const float *src, size_t n, size_t j, const part_view *v)
-{
-    if (v->W == 1) {
-        memcpy(dst, src, n * sizeof(float));
-        return;
-    }
-    for (size_t i = 0; i < n; i++)
-        dst[i] = src[i * v->W + j];
-}
-
-/* Gate layer l as the training kernels run it: update layer 0 renumbered
- * when the update's input rows are the perception's output (choose_layout). */
-static const logic_layer *soft_layer(const logic_ca *ca, size_t l)
-{
-    return ca->shared_in && l == ca->np ? &ca->in_layer : &ca->net.layer[l];
-}
-
-/* Zeros in the tails of rows [r0, r1) of ld floats, past their n lanes:
- * the forward runs whole vectors, and a tail of stale scratch could hold
- * subnormals (slow) though nothing is ever read back from it. */
-static void clear_tails(float *rows, size_t r0, size_t r1, size_t n, size_t ld)
-{
-    if (n < ld)
-        for (size_t r = r0; r < r1; r++)
-            memset(rows + r * ld + n, 0, (ld - n) * sizeof(float));
-}
-
-/* Activations of CA step t of the unit's cells from state_t; returns the
- * update network's output rows (C rows of ldu). The tails of the input
- * rows are zeros (clear_tails): they run through the gates like the
- * other lanes and are never read back. */
-static const float *part_forward(const logic_ca *ca, const part_view *v, size_t t)
-{
-    const size_t C = ca->C, K = ca->K, S = ca->S, N = ca->N, nc = v->nc, W = v->W, ldp = v->ldp, ldu = v->ldu;
-    const float *st = state_at(ca, t, v->s);   /* sample s + j at st + j·C·N */
-    float *pa = v->pa, *ua = v->ua;
-    /* The per-part path (W = 1) copies rows. */
-    const size_t y0 = ca->row_lo[v->r], y1 = ca->row_lo[v->r + 1];
-    for (size_t p = 0; p < 9; p++) {
-        const int32_t *nb = ca->nbr + p * N + v->cell0;
-        for (size_t c = 0; c < C; c++) {
-            float *dst = pa + p * ldp + c * nc * W;
-            const float *src = st + c * N;
-            if (W == 1)
-                gather_patch(ca, dst, src, p, y0, y1);
-            else
-                for (size_t i = 0; i < nc; i++)
-                    for (size_t j = 0; j < W; j++)
-                        dst[i * W + j] = nb[i] >= 0 ? src[j * C * N + (size_t)nb[i]] : 0.0f;
-        }
-    }
-    clear_tails(pa, 0, 9, C * nc * W, ldp);
-    for (size_t l = 0; l < ca->np; l++) {
-        const size_t off = ca->net.gate_off[l];
-        /* the last kernel layer straight into the update's input rows when they share a layout */
-        float *y = ca->shared_in && l + 1 == ca->np ? ua + C * ldu : pa + ca->prow[l] * ldp;
-        logic_forward(y, pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, &ca->net.layer[l], ca->coef + 4 * off,
-                      C * nc * W, ldp);
-    }
-    for (size_t c = 0; c < C; c++)
-        into_lanes(ua + c * ldu, st + c * N + v->cell0, C * N, nc, v);
-    if (!ca->shared_in) {
-        const float *plast = pa + ca->prow[ca->np - 1] * ldp;
-        for (size_t c = 0; c < C; c++)
-            for (size_t s = 0; s < S; s++)
-                for (size_t k = 0; k < K; k++)
-                    memcpy(ua + (C + c * S * K + s * K + k) * ldu, plast + (k * S + s) * ldp + c * nc * W,
-                           nc * W * sizeof(float));
-        clear_tails(ua, C, ca->uin, nc * W, ldu);
-    }
-    clear_tails(ua, 0, C, nc * W, ldu);
-    for (size_t j = 0; j < ca->nu; j++) {
-        const size_t l = ca->np + j, off = ca->net.gate_off[l];
-        logic_forward(ua + ca->urow[j] * ldu, ua + (j == 0 ? 0 : ca->urow[j - 1]) * ldu, soft_layer(ca, l),
-                      ca->coef + 4 * off, nc * W, ldu);
-    }
-    return ua + ca->urow[ca->nu - 1] * ldu;
-}
-
-/* Backward of gate layer l on the unit: nvl virtual lanes of its m
- * samples, sample j's statistics at stats + j·stride (stats of the whole
- * network); dx (when not NULL) set on each row's first update
- * (LOGIC_DX_SET), never cleared. */
-static void layer_backward(const logic_ca *ca, const part_view *v, size_t l, float *dx, float *stats, size_t stride,
-                           const float *dy, const float *x, size_t nvl, size_t ld, int acc)
-{
-    const logic_layer *L = soft_layer(ca, l);
-    const size_t off = ca->net.gate_off[l];
-    const int flags = (acc ? LOGIC_STATS_ADD : 0) | LOGIC_DX_SET;
-    if (v->W == 1)
-        logic_backward(dx, stats + 4 * off, dy, x, L, ca->coef + 4 * off, nvl, ld, flags);
-    else   /* rows of LOGIC_LANES_LD(nvl, m) floats (ld): ldp and ldu are round16(nvl·m) */
-        logic_backward_lanes(dx, stats + 4 * off, stride, dy, x, L, ca->coef + 4 * off, nvl, v->m, flags);
-}
-
-/* Backward of CA step t from dY (C rows of ldu in v->d0), activations from
- * part_forward. Sample j's statistics into stats + j·stride (written when
- * acc == 0, else added); with write_d the gradients w.r.t. the step's input
- * states go to down and dpatch (buffer t & 1). */
-static void part_backward(logic_ca *ca, const part_view *v, size_t t, float *stats, size_t stride, int acc,
-                          int write_d)
-{
-    const size_t C = ca->C, K = ca->K, S = ca->S, N = ca->N, nc = v->nc, W = v->W, ldp = v->ldp, ldu = v->ldu;
-    float *cur = v->d0, *oth = v->d1, *tmp;
-    for (size_t j = ca->nu; j-- > 0;) {
-        layer_backward(ca, v, ca->np + j, oth, stats, stride, cur, v->ua + (j == 0 ? 0 : ca->urow[j - 1]) * ldu,
-                       nc, ldu, acc);
-        tmp = cur, cur = oth, oth = tmp;
-    }
-    if (write_d)
-        for (size_t j = 0; j < v->m; j++) {
-            float *down = ca->down + (v->s + j) * C * N + v->cell0;
-            for (size_t c = 0; c < C; c++)
-                out_of_lanes(down + c * N, cur + c * ldu, nc, j, v);
-        }
-    /* The kernels' last layer's dy: the update's input rows past the state
-     * rows, in place or copied to the kernels' layout. */
-    const float *dy = cur + C * ldu;
-    if (!ca->shared_in) {
-        for (size_t c = 0; c < C; c++)
-            for (size_t s = 0; s < S; s++)
-                for (size_t k = 0; k < K; k++)
-                    memcpy(oth + (k * S + s) * ldp + c * nc * W, cur + (C + c * S * K + s * K + k) * ldu,
-                           nc * W * sizeof(float));
-        clear_tails(oth, 0, K * S, C * nc * W, ldp);
-        tmp = cur, cur = oth, oth = tmp;
-        dy = cur;
-    }
-    for (size_t l = ca->np; l-- > 0;) {
-        float *dx = l > 0 || write_d ? oth : NULL;
-        layer_backward(ca, v, l, dx, stats, stride, dy, v->pa + (l == 0 ? 0 : ca->prow[l - 1]) * ldp, C * nc,
-                       ldp, acc);
-        tmp = cur, cur = oth, oth = tmp;
-        dy = cur;
-    }
-    if (write_d)
-        for (size_t j = 0; j < v->m; j++) {
-            float *dp = dpatch_at(ca, t, v->s + j) + v->cell0;
-            for (size_t p = 0; p < 9; p++)
-                for (size_t c = 0; c < C; c++)
-                    out_of_lanes(dp + (p * C + c) * N, cur + p * ldp + c * nc * W, nc, j, v);
-        }
-}
-
-/* Unit `unit`'s samples and cells: part unit % R of sample unit / R, or in
- * lanes mode group `unit`, samples [unit·B/groups, (unit+1)·B/groups).
- * Returns 0 when none of its samples is in a batch of `batch`. */
-static int unit_view(const logic_ca *ca, size_t unit, size_t batch, void *scratch, part_view *v)
-{
-    if (ca->lanes) {
-        v->s = unit * ca->B / ca->units;
-        const size_t end = (unit + 1) * ca->B / ca->units;
-        v->m = (end < batch ? end : batch) - v->s;
-        v->W = v->m;   /* packed (header comment) */
-        v->r = 0;
-    } else {
-        v->s = unit / ca->R;
-        v->m = 1;
-        v->W = 1;
-        v->r = unit % ca->R;
-    }
-    if (v->s >= batch)
-        return 0;
-    v->cell0 = ca->row_lo[v->r] * ca->G;
-    v->nc = (ca->row_lo[v->r + 1] - ca->row_lo[v->r]) * ca->G;
-    v->ldp = round16(ca->C * v->nc * v->W);
-    v->ldu = round16(v->nc * v->W);
-    v->pa = (float *)(void *)((char *)scratch + ca->off_pa);
-    v->ua = (float *)(void *)((char *)scratch + ca->off_ua);
-    v->d0 = (float *)(void *)((char *)scratch + ca->off_d0);
-    v->d1 = (float *)(void *)((char *)scratch + ca->off_d1);
-    v->mask = (uint8_t *)scratch + ca->off_mask;
-    return 1;
-}
-
-/* Silent units (logic_ca.h, logic_ca_set_silent). The unit's dY (v->d0,
- * built from d_state_{t+1}) is silent when every lane the backward reads
- * (cells i < nc of samples j < m) is below the kernels' floor in magnitude:
- * the gate backward reads each of them as +0 (NaN is not below it). */
-static int unit_silent(const logic_ca *ca, const part_view *v)
-{
-    for (size_t c = 0; c < ca->C; c++) {
-        const float *d = v->d0 + c * v->ldu;
-        for (size_t i = 0; i < v->nc; i++)
-            for (size_t j = 0; j < v->m; j++)
-                if (!(fabsf(d[i * v->W + j]) < LOGIC_GRAD_FLOOR))
-                    return 0;
-    }
-    return 1;
-}
-
-static atomic_size_t silent_units;
-
-/* What part_backward gives a silent unit whose activations and
- * coefficients are finite and at most 2^60 in magnitude, without them:
- * every gate's d is +0, so every dx row it sets is +0 (a first update adds
- * ±0 to 0.0f, later ones add ±0 to +0) and each statistic gains +0, layer
- * after layer. So down and dpatch are +0, and the statistics keep their
- * bits: stats + 0.0f differs from stats only for −0, and these never are −0
- * (written by this unit's last phase as sums that start at +0.0f, then sums
- * with them; in round to nearest a sum is −0 only when both terms are). The
- * model defines a silent unit's backward to be this, whatever its
- * activations (logic_ca.h). */
-static void silent_unit(logic_ca *ca, const part_view *v, size_t t)
-{
-    const size_t C = ca->C, N = ca->N;
-    if (t > 0)
-        for (size_t j = 0; j < v->m; j++) {
-            float *down = ca->down + (v->s + j) * C * N + v->cell0;
-            float *dp = dpatch_at(ca, t, v->s + j) + v->cell0;
-            for (size_t c = 0; c < C; c++)
-                memset(down + c * N, 0, v->nc * sizeof(float));
-            for (size_t p = 0; p < 9 * C; p++)
-                memset(dp + p * N, 0, v->nc * sizeof(float));
-        }
-}
-
-static void phase_part(void *ctx, size_t unit, void *scratch)
-{
-    const phase_ctx *ph = ctx;
-    logic_ca *ca = ph->ca;
-    const ls_batch *b = ph->b;
-    const size_t C = ca->C, N = ca->N, R = ca->R, t = ph->t;
-    part_view v;
-    if (!unit_view(ca, unit, b->batch, scratch, &v))
-        return;
-    const size_t nc = v.nc, W = v.W, ldu = v.ldu;
-    uint8_t *mask = v.mask, *mask1 = v.mask + ca->max_m * ca->max_nc;   /* sample j's at + j·nc */
-
-    if (ph->kind == PH_BWD) {
-        /* d_state_{t+1} of the unit's cells (see the header comment). */
-        for (size_t j = 0; j < v.m; j++) {
-            const size_t s = v.s + j;
-            uint8_t *m1 = mask1 + j * nc;
-            fire_mask(ca, b, &v, j, t + 1, m1);
-            const float *down = ca->down + s * C * N;
-            const float *dp = dpatch_at(ca, t + 1, s);
-            float *dstate = ca->dstate + s * C * N;
-            /* Term p of cell n comes from n's neighbour at patch position
-             * 8 − p, added position by position over the unit's rows into
-             * d0 (free until dY is built below). */
-            float *acc = v.d0;
-            const size_t y0 = v.cell0 / ca->G, y1 = y0 + nc / ca->G;   /* lanes mode: the whole grid */
-            for (size_t c = 0; c < C; c++) {
-                memcpy(acc, down + c * N + v.cell0, nc * sizeof(float));
-                for (size_t p = 0; p < 9; p++)
-                    add_shifted(ca, acc, dp + (p * C + c) * N, (long)((8 - p) % 3) - 1, (long)((8 - p) / 3) - 1, y0,
-                                y1);
-                for (size_t i = 0; i < nc; i++) {
-                    const size_t n = v.cell0 + i;
-                    float d = acc[i];
-                    if (!m1[i])
-                        d = d + dstate[c * N + n];
-                    dstate[c * N + n] = d;
-                }
-            }
-        }
-    }
-
-    for (size_t j = 0; j < v.m; j++)
-        fire_mask(ca, b, &v, j, t, mask + j * nc);
-    if (ph->kind == PH_FWD || ph->kind == PH_LAST) {
-        const float *y = part_forward(ca, &v, t);
-        for (size_t j = 0; j < v.m; j++) {
-            const size_t s = v.s + j;
-            const uint8_t *m = mask + j * nc;
-            const float *st = state_at(ca, t, s);
-            float *next = state_at(ca, t + 1, s);
-            for (size_t c = 0; c < C; c++)
-                for (size_t i = 0; i < nc; i++) {
-                    const size_t n = v.cell0 + i;
-                    next[c * N + n] = m[i] ? y[c * ldu + i * W + j] : st[c * N + n];
-                }
-            if (ph->kind == PH_FWD)
-                continue;
-            /* The loss on channel 0 after the last step, binary64 in cell order. */
-            const float *tg = ca->target + s * N;
-            float *dstate = ca->dstate + s * C * N;
-            double loss = 0.0;
-            for (size_t i = 0; i < nc; i++) {
-                const size_t n = v.cell0 + i;
-                const double e = (double)next[n] - (double)tg[n];
-                loss = loss + e * e;
-                dstate[n] = 2.0f * (next[n] - tg[n]);
-            }
-            for (size_t c = 1; c < C; c++)
-                memset(dstate + c * N + v.cell0, 0, nc * sizeof(float));
-            ca->leaf_loss[s * R + v.r] = loss;
-        }
-        if (ph->kind == PH_FWD)
-            return;
-    }
-    for (size_t c = 0; c < C; c++) {
-        if (W == 1) {
-            const float *dstate = ca->dstate + v.s * C * N + c * N + v.cell0;
-            for (size_t i = 0; i < nc; i++)
-                v.d0[c * ldu + i] = mask[i] ? dstate[i] : 0.0f;
-        } else {
-            for (size_t i = 0; i < nc; i++)
-                for (size_t j = 0; j < W; j++)
-                    v.d0[c * ldu + i * W + j] =
-                        mask[j * nc + i] ? ca->dstate[(v.s + j) * C * N + c * N + v.cell0 + i] : 0.0f;
-        }
-    }
-    clear_tails(v.d0, 0, C, nc * W, ldu);   /* the kernels' dx tails then stay ±0 (logic.h) */
-    float *stats = ca->leaf_store + (v.s * R + v.r) * ca->leaf_stride;
-    if (ph->kind == PH_BWD) {
-        if (unit_silent(ca, &v)) {
-            atomic_fetch_add_explicit(&silent_units, 1, memory_order_relaxed);
-            if (ca->skip_silent) {
-                silent_unit(ca, &v, t);
-                return;
-            }
-        }
-        part_forward(ca, &v, t);
-    }
-    part_backward(ca, &v, t, stats, R * ca->leaf_stride, ph->kind == PH_BWD, t > 0);
-}
-
-/* The batch's start states and targets (one thread, before the phases). */
-static ls_status ca_start_batch(logic_ca *ca, const ls_batch *b, ls_err *err)
-{
-    const size_t C = ca->C, N = ca->N;
-    if (b->batch == 0 || b->batch > ca->B)
-        return ls_fail(err, LS_EINVAL, "logic-ca: batch of %zu samples (the model holds %zu)", b->batch, ca->B);
-    for (size_t s = 0; s < b->batch; s++) {
-        float *st = ca->state + s * C * N;
-        float *tg = ca->target + s * N;
-        if (ca->gol) {
-            if (b->data == NULL || b->ids == NULL || b->data->train.x8 == NULL || b->data->train.dim != 9 ||
-                b->ids[s] >= b->data->train.n)
-                return ls_fail(err, LS_EINVAL, "logic-ca: gol needs its data set of 3x3 boards");
-            const uint8_t *board = b->data->train.x8 + (size_t)b->ids[s] * 9;
-            size_t bits = 0;
-            for (size_t n = 0; n < 9; n++)
-                bits |= (size_t)(board[n] != 0) << n;
-            const uint8_t *want = ca->gol_want + bits * 9;
-            memset(st, 0, C * N * sizeof(float));
-            for (size_t n = 0; n < 9; n++) {
-                st[n] = board[n] ? 1.0f : 0.0f;
-                tg[n] = (float)want[n];
-            }
-        } else {
-            logic_ca_start_state(st, C, N, b->seed, b->step, s);
-            for (size_t n = 0; n < N; n++)
-                tg[n] = (float)logic_ca_checkerboard_target(n % ca->G, n / ca->G);
-        }
-    }
-    return LS_OK;
-}
-
-/* Phases 0 .. T−2 step forward, phase T−1 is the last step forward with the
- * loss and its backward, phases T .. 2T−2 step backward through CA steps
- * T−2 .. 0. Unit u is part u % R of sample u / R. A batch of B' <= B
- * samples keeps the arrays' layout for B; its units index samples below B'. */
-static void ca_phase(void *self, const float *params, const ls_batch *b, size_t phase, size_t unit, void *scratch)
-{
-    (void)params;   /* prepare derived the coefficients from params */
-    logic_ca *ca = self;
-    phase_ctx ph = { .ca = ca, .b = b };
-    if (phase + 1 < ca->T) {
-        ph.t = phase;
-        ph.kind = PH_FWD;
-    } else if (phase + 1 == ca->T) {
-        ph.t = phase;
-        ph.kind = PH_LAST;
-    } else {
-        ph.t = 2 * ca->T - 2 - phase;
-        ph.kind = PH_BWD;
-    }
-    phase_part(&ph, unit, scratch);
-}
-
-/* Leaf s·R + r: the statistics part r of sample s gathered in the phases. */
-static double ca_leaf(const void *self, const float *params, const ls_batch *b, size_t leaf, float *buf, int mode,
-                      void *scratch)
-{
-    (void)params;
-    (void)b;
-    (void)scratch;
-    const logic_ca *ca = self;
-    const float *src = ca->leaf_store + leaf * ca->leaf_stride;
-    const size_t n = ca->net.gates * 4;
-    if (mode == LS_LEAF_ADD) {
-        #pragma omp simd   /* element-wise: exact whatever the vector width */
-        for (size_t i = 0; i < n; i++)
-            buf[i] = buf[i] + src[i];
-    } else {
-        memcpy(buf, src, n * sizeof(float));
-    }
-    return ca->leaf_loss[leaf];
-}
-
-/* The same leaf where the phases left it (ls_model_desc.leaf_held). */
-static const float *ca_leaf_held(const void *self, size_t leaf, double *loss)
-{
-    const logic_ca *ca = self;
-    *loss = ca->leaf_loss[leaf];
-    return ca->leaf_store + leaf * ca->leaf_stride;
+    const ls_task_desc *t = cfg->task_desc;
+    return t != NULL && t->model_hooks != NULL ? t->model_hooks(logic_ca_model.name) : NULL;
 }
 
 /* ---- ls_model glue ---- */
@@ -1200,14 +135,14 @@ static void ca_finish(const void *self, const float *sum, size_t batch, float *g
 static ls_status ca_metrics(void *self, const float *params, const ls_dataset *data, ls_metric *out, size_t *n_out,
                             ls_err *err)
 {
-    (void)data;   /* gol's boards are all 512 boards: regenerated */
+    (void)data;   /* the task's metrics hook says what to score */
     const logic_ca *ca = self;
     *n_out = 0;
     logic_ca_hard *h;
-    ls_status st = hard_create(&h, ca, params, err);
+    ls_status st = ca_hard_create(&h, ca, params, err);
     if (st != LS_OK)
         return st;
-    st = hard_metrics(h, &ca->cfg, out, n_out, err);
+    st = ca_hard_metrics(h, ca->task, &ca->cfg, out, n_out, err);
     logic_ca_hard_destroy(h);
     return st;
 }
@@ -1217,6 +152,8 @@ static void ca_destroy(void *self)
     logic_ca *ca = self;
     if (ca == NULL)
         return;
+    if (ca->task != NULL && ca->task->destroy != NULL)
+        ca->task->destroy(ca->task_ctx);
     free(ca->wires);
     free(ca->tables);
     free(ca->coefmem);
@@ -1226,13 +163,8 @@ static void ca_destroy(void *self)
 
 static ls_status check_config(const ca_config *cfg, ls_err *err)
 {
-    const int gol = strcmp(cfg->task, "gol") == 0;
-    if (!gol && strcmp(cfg->task, "checkerboard") != 0)
-        return ls_fail(err, LS_EINVAL, "logic-ca: task '%s' is not a CA task (gol or checkerboard)", cfg->task);
     if (cfg->channels == 0 || cfg->kernels == 0 || cfg->grid == 0 || cfg->ca_steps == 0 || cfg->batch == 0)
         return ls_fail(err, LS_EINVAL, "logic-ca: channels, kernels, grid, ca_steps and batch must be positive");
-    if (gol && cfg->grid != 3)
-        return ls_fail(err, LS_EINVAL, "grid: the gol task uses 3x3 boards (grid=3), not %zu", cfg->grid);
     if (cfg->n_perception == 0 || cfg->n_perception > LOGIC_CA_MAX_PERCEPTION || cfg->perception[0] != 8)
         return ls_fail(err, LS_EINVAL, "perception: kernel layer 1 has 8 gates (one per neighbour)");
     if (cfg->n_layers == 0 || cfg->n_layers > LOGIC_MAX_LAYERS || cfg->layers[cfg->n_layers - 1] != cfg->channels)
@@ -1258,8 +190,16 @@ static ls_status ca_check(const ls_config *config, ls_err *err)
     if (ls_config_list(config, "layers", &v) > LOGIC_MAX_LAYERS)
         return ls_fail(err, LS_EINVAL, "layers: at most %d update layers", LOGIC_MAX_LAYERS);
     ca_config c;
-    ca_config_read(&c, config);
-    return check_config(&c, err);
+    logic_ca_settings_read(&c, config);
+    ls_status st = check_config(&c, err);
+    if (st != LS_OK)
+        return st;
+    const logic_ca_task *task = logic_ca_task_of(config);
+    if (task == NULL || task->sample == NULL || task->metrics == NULL)
+        return ls_fail(err, LS_EINVAL,
+                       "logic-ca: the task gives the model no start states, targets and figures "
+                       "(ls_task_desc.model_hooks)");
+    return task->check != NULL ? task->check(&c, err) : LS_OK;
 }
 
 /* logic_ca_set_lanes's and logic_ca_set_silent's settings, read by create. */
@@ -1269,11 +209,6 @@ static atomic_int silent_setting = 1;
 int logic_ca_set_silent(int on)
 {
     return atomic_exchange(&silent_setting, on != 0);
-}
-
-size_t logic_ca_silent_units(void)
-{
-    return atomic_load(&silent_units);
 }
 
 size_t logic_ca_state_grads(void *self, float **grads)
@@ -1361,7 +296,7 @@ static void choose_layout(logic_ca *ca, uint32_t *wires)
 static ls_status ca_create(void **self, ls_model_info *info, const ls_config *config, const ls_dataset *data,
                            ls_err *err)
 {
-    (void)data;   /* gol's boards come with each batch */
+    (void)data;   /* a task's samples come with each batch (its sample hook) */
     *self = NULL;
     ls_status st = ca_check(config, err);
     if (st != LS_OK)
@@ -1369,7 +304,8 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
     logic_ca *ca = calloc(1, sizeof *ca);
     if (ca == NULL)
         return ls_fail(err, LS_ENOMEM, "logic-ca: out of memory");
-    ca_config_read(&ca->cfg, config);
+    logic_ca_settings_read(&ca->cfg, config);
+    ca->task = logic_ca_task_of(config);   /* ca_check made sure there is one */
     const ca_config *cfg = &ca->cfg;
     ca->C = cfg->channels;
     ca->K = cfg->kernels;
@@ -1385,13 +321,12 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
     ca->periodic = cfg->periodic != 0;
     ca->async = cfg->async != 0;
     ca->fire_rate = cfg->fire_rate;
-    ca->gol = strcmp(cfg->task, "gol") == 0;
     const size_t C = ca->C, K = ca->K, N = ca->N, R = ca->R, G = ca->G, B = ca->B, T = ca->T;
 
-    net_shape(&ca->net, cfg);
+    ca_net_shape(&ca->net, cfg);
     const size_t gates = ca->net.gates, in_gates = ca->net.width[ca->np];   /* update layer 0 */
     ca->wires = malloc(2 * (gates + in_gates) * sizeof(uint32_t) + gates);
-    ca->tables = malloc((R + 1) * sizeof(size_t) + 9 * N * sizeof(int32_t) + (ca->gol ? 512 * 9 : 0));
+    ca->tables = malloc((R + 1) * sizeof(size_t) + 9 * N * sizeof(int32_t));
     ca->coefmem = alloc_aligned(gates * (LOGIC_OPS + 4) * sizeof(float));
     const size_t plane = C * N;
     ca->leaf_stride = round16(gates * 4);
@@ -1406,7 +341,7 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
     }
     ca->net.a = ca->wires;
     ca->net.b = ca->wires + gates;
-    if ((st = wire_net(&ca->net, cfg, err)) != LS_OK) {
+    if ((st = ca_wire_net(&ca->net, cfg, err)) != LS_OK) {
         ca_destroy(ca);
         return st;
     }
@@ -1422,14 +357,10 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
     }
     ca->row_lo = ca->tables;
     ca->nbr = (int32_t *)(void *)(ca->row_lo + R + 1);
-    if (ca->gol) {   /* every step's targets from one table: no life steps on the step's one thread */
-        ca->gol_want = (uint8_t *)(ca->nbr + 9 * N);
-        for (size_t bits = 0; bits < 512; bits++) {
-            uint8_t board[9];
-            for (size_t j = 0; j < 9; j++)
-                board[j] = (uint8_t)(bits >> j & 1);
-            gol_target(ca->gol_want + bits * 9, board, T, ca->periodic);
-        }
+    /* what the task precomputes for its samples (a table of targets, say) */
+    if (ca->task->create != NULL && (st = ca->task->create(&ca->task_ctx, cfg, err)) != LS_OK) {
+        ca_destroy(ca);
+        return st;
     }
     for (size_t r = 0; r <= R; r++)
         ca->row_lo[r] = r * G / R;
@@ -1560,3 +491,4 @@ const ls_model_desc logic_ca_model = {
     .metrics = ca_metrics,
     .prepare_part = ca_prepare_part,
 };
+

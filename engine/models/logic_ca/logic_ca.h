@@ -1,5 +1,5 @@
 /* logic_ca.h — the differentiable logic cellular automaton (model "logic-ca")
- * and its two tasks, "gol" and "checkerboard" (docs/models.md).
+ * and what a task gives it (docs/models.md).
  *
  * A grid of G×G cells, C channels per cell. One CA step, for every cell:
  *   perception: K kernels, each a small gate network over the cell's 3×3 patch
@@ -37,26 +37,29 @@
  * when B >= 2), unit u being the samples [u·B/U, (u+1)·B/U) side by side in
  * SIMD lanes: the same leaves, bit for bit.
  *
- * Random numbers (engine/rng.h), seed = the run's seed unless stated:
+ * Random numbers (engine/num/rng.h), seed = the run's seed unless stated:
  *   wiring: kernel layer 1's perm: rng_permutation(perm, 8, seed, RNG_WIRING,
  *     LOGIC_CA_PERM_ADDR); kernel layer l >= 1: logic_wire_unique(..., seed,
  *     addr l); update layer j: logic_wire_unique(..., seed, addr
  *     LOGIC_CA_MAX_PERCEPTION + j).
  *   init: residual != 0: logit 3 = residual, others 0; residual == 0: logit i
  *     (flat index) = rng_normalf(seed, RNG_INIT, 0, i, 0).
- *   checkerboard start state of batch slot s at training step t: channel c of
- *     cell n = 1 when rng_uniformf(seed, RNG_CA_START, t, s, n·C + c) < 0.5.
  *   async fire mask: cell n fires at CA step u of slot s, training step t when
  *     rng_uniformf(seed, RNG_CA_MASK, t, s, u·G² + n) < fire_rate.
  *   evaluation (seed LOGIC_CA_EVAL_SEED, purpose RNG_EVAL): grid i's start
- *     state: (i, 0, n·C + c) < 0.5; its mask at CA step u: (i, 1 + u, n) <
- *     fire_rate. Grids 0..15 are the G×G ones, grid 16 the 64×64 one.
+ *     state, when a task draws one: (i, 0, n·C + c) < 0.5; its mask at CA
+ *     step u: (i, 1 + u, n) < fire_rate (logic_ca_hard_eval). A task's
+ *     figures number their grids from 0; `lockstep render` draws the same.
  *
- * Tasks. gol: the 512 3×3 boards (board b: cell j = bit j of b, j row-major),
- * grid 3, target = the board after ca_steps Game of Life (B3/S23) steps on the
- * same borders; a batch takes boards by the engine's data order
- * (logic_ca_make_data). checkerboard: random start states (above), target on
- * channel 0: ((x/2)+(y/2)) % 2, x = column, y = row.
+ * Tasks. The model knows no task by name: what differs between its tasks
+ * (where a sample starts, what it must become, which settings fit, how a
+ * circuit is scored) comes from the task's ls_task_desc.model_hooks as a
+ * logic_ca_task (below). Hooks, not settings: a setting would be part of
+ * the canonical config, and the runs of the built-in tasks (and their
+ * golden files) must keep theirs. Nor the data set alone: a task whose
+ * samples are generated has none (a data set would give it a data_hash and
+ * a data order), and a task's figures need code, not rows. The built-in CA
+ * tasks and their data are in engine/tasks/ (engine/tasks/ca_data.h).
  */
 #ifndef LS_LOGIC_CA_H
 #define LS_LOGIC_CA_H
@@ -73,15 +76,33 @@
 #define LOGIC_CA_MAX_PERCEPTION 8                  /* frozen: update layer j is wired at address 8 + j */
 #define LOGIC_CA_MAX_LAYERS (LOGIC_CA_MAX_PERCEPTION + LOGIC_MAX_LAYERS)
 #define LOGIC_CA_PERM_ADDR (UINT64_C(1) << 40)   /* RNG_WIRING address of kernel layer 1's perm */
+/* The evaluation protocol the tasks' figures and `lockstep render` share:
+ * the seed of evaluation grids, how many grids of the run's side a task
+ * scores, and the larger grid (its side and CA steps) it scores after them
+ * when it checks that a pattern grows beyond the trained size. */
 #define LOGIC_CA_EVAL_SEED 0u
-#define LOGIC_CA_EVAL_GRIDS 16                   /* checkerboard hard_acc: start states */
-#define LOGIC_CA_BIG_GRID 64                     /* checkerboard hard_acc_64: grid side */
-#define LOGIC_CA_BIG_STEPS 80                    /* ... and CA steps */
-#define LOGIC_CA_GOL_BOARDS 512
+#define LOGIC_CA_EVAL_GRIDS 16
+#define LOGIC_CA_BIG_GRID 64
+#define LOGIC_CA_BIG_STEPS 80
 
-/* The model's descriptor; its check validates the CA keys (task gol or
- * checkerboard, grid 3 for gol, kernel layer 1 of width 8, last update
- * layer = channels, 1 <= parts <= grid). Per-batch state is allocated for
+/* The model's settings, read once from the config's keys. */
+typedef struct {
+    uint64_t seed;
+    size_t batch;
+    size_t channels, kernels, ca_steps, grid, parts;
+    size_t perception[LOGIC_CA_MAX_PERCEPTION], n_perception;
+    size_t layers[LOGIC_MAX_LAYERS], n_layers;
+    int periodic, async;
+    float fire_rate, residual;
+} logic_ca_settings;
+
+/* s from cfg (a logic-ca config); lists longer than the model's arrays are
+ * cut to size (the model's check refuses them first). */
+void logic_ca_settings_read(logic_ca_settings *s, const ls_config *cfg);
+
+/* The model's descriptor; its check validates the CA keys (kernel layer 1
+ * of width 8, last update layer = channels, 1 <= parts <= grid), that the
+ * task gives hooks, then the task's own check. Per-batch state is allocated for
  * the config's batch; a larger batch is refused. A step is 2·ca_steps − 1
  * phases of batch·parts units (fewer in lanes mode, see Parts above), then
  * batch·parts leaves. */
@@ -123,18 +144,6 @@ size_t logic_ca_silent_units(void);
  * returns their length in floats. */
 size_t logic_ca_state_grads(void *self, float **grads);
 
-/* gol: the 512 boards as a data set (train = test, dim 9, x8 bytes 0/1 —
- * not pixels —, y all 0, n_classes 0, name "gol", hash = XXH3_64bits of the
- * 4608 board bytes). checkerboard: *out = NULL (start states are generated). */
-ls_status logic_ca_make_data(const ls_config *cfg, ls_dataset **out, ls_err *err);
-
-/* Task helpers (also used by the tests). */
-/* next = one B3/S23 step of cur, both [height][width] bytes 0/1. */
-void logic_ca_life_step(uint8_t *next, const uint8_t *cur, size_t width, size_t height, int periodic);
-int logic_ca_checkerboard_target(size_t x, size_t y);
-/* state [C][G²] floats 0/1: the checkerboard start state of slot `sample`. */
-void logic_ca_start_state(float *state, size_t channels, size_t cells, uint64_t seed, int64_t step, size_t sample);
-
 /* ---- The hard circuit: argmax ops, for metrics, export and rendering. ----
  *
  * Layers 0 .. n_perception−1 are the kernel layers, run on one channel at a
@@ -168,11 +177,46 @@ ls_status logic_ca_hard_step(const logic_ca_hard *h, uint8_t *out, const uint8_t
  * frames[0] given; masks [steps][height][width] or NULL. */
 ls_status logic_ca_hard_rollout(const logic_ca_hard *h, uint8_t *frames, size_t width, size_t height,
                                 size_t steps, int periodic, const uint8_t *masks, ls_err *err);
-/* The evaluation figures of circuit h for cfg's task (what the model's
- * metrics report): gol → "hard_acc" (boards whose every cell is right);
- * checkerboard → "hard_acc" (channel-0 cells right after ca_steps steps over
- * LOGIC_CA_EVAL_GRIDS start states) and "hard_acc_64". */
+/* Rolls `count` grids of side×side cells, state [count][C][side²] bytes 0/1
+ * (nonzero counts as 1), `steps` hard steps of circuit h in place, borders
+ * as s->periodic says; with s->async, cell n of grid grid0 + g fires at
+ * step u when rng_uniformf(LOGIC_CA_EVAL_SEED, RNG_EVAL, grid0 + g, 1 + u,
+ * n) < s->fire_rate, else every cell fires. The grids run side by side in
+ * one bit-sliced pass a step. For a task's metrics hook. */
+ls_status logic_ca_hard_eval(const logic_ca_hard *h, const logic_ca_settings *s, uint8_t *state, size_t grid0,
+                             size_t count, size_t side, size_t steps, ls_err *err);
+/* The evaluation figures of circuit h for cfg (what the model's metrics
+ * report): the circuit checked against cfg's shape, then the figures of
+ * cfg's task's metrics hook. */
 ls_status logic_ca_hard_metrics(const logic_ca_hard *h, const ls_config *cfg, ls_metric *out, size_t *n_out,
                                 ls_err *err);
+
+/* ---- What a task gives the model (ls_task_desc.model_hooks). ----
+ *
+ * A task that logic-ca trains returns this struct from its model_hooks for
+ * the name "logic-ca" (logic_ca_model.name). sample and metrics are
+ * required, the rest optional. Every hook is a pure function of its
+ * arguments (and of ctx, fixed at create), so runs stay bit-identical. */
+typedef struct logic_ca_task {
+    /* Settings the task needs beyond the model's checks: LS_EINVAL naming
+     * the key (the grid side a data set's boards fix, say). */
+    ls_status (*check)(const logic_ca_settings *s, ls_err *err);
+    /* What the task computes once per model instance for its samples (a
+     * table of targets, say), freed by destroy (which accepts NULL). */
+    ls_status (*create)(void **ctx, const logic_ca_settings *s, ls_err *err);
+    void (*destroy)(void *ctx);
+    /* Slot `slot` of batch b: its start state [C][N] (N = grid², floats
+     * 0/1, channel planes) and channel 0's target [N] (floats 0/1). Called
+     * on one thread before the step's phases; ctx is create's (or NULL). */
+    ls_status (*sample)(const void *ctx, const logic_ca_settings *s, const ls_batch *b, size_t slot, float *state,
+                        float *target, ls_err *err);
+    /* The figures of circuit h (at most LS_MAX_METRICS), h already checked
+     * against s's shape; logic_ca_hard_eval runs the grids. */
+    ls_status (*metrics)(const logic_ca_hard *h, const logic_ca_settings *s, ls_metric *out, size_t *n_out,
+                         ls_err *err);
+} logic_ca_task;
+
+/* The hooks cfg's task gives logic-ca, or NULL when it gives none. */
+const logic_ca_task *logic_ca_task_of(const ls_config *cfg);
 
 #endif
