@@ -152,9 +152,9 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
         goto fail;
     const ls_model_info *mi = &t->model->info;
     t->worker_work = calloc((size_t)threads, sizeof(size_t));
-    if (mi->phase_group > 0)
+    if (mi->hints.phase_group > 0)
         t->unit_done = calloc(mi->units, sizeof *t->unit_done);
-    if (t->worker_work == NULL || (mi->phase_group > 0 && t->unit_done == NULL)) {
+    if (t->worker_work == NULL || (mi->hints.phase_group > 0 && t->unit_done == NULL)) {
         st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
         goto fail;
     }
@@ -276,8 +276,7 @@ static double trainer_leaf(void *ctx, size_t leaf, float *buf, int mode, int wor
 {
     trainer *t = ctx;
     t->worker_work[worker]++;
-    return t->model->desc->leaf(t->model->self, t->params, &t->batch, leaf, buf, mode,
-                                t->scratch + (size_t)worker * t->scratch_stride);
+    return model_leaf(t->model, t->params, &t->batch, leaf, buf, mode, t->scratch + (size_t)worker * t->scratch_stride);
 }
 
 /* The step's finish sums the leaves where the model holds them (leaf_held)
@@ -289,7 +288,7 @@ static double trainer_leaf(void *ctx, size_t leaf, float *buf, int mode, int wor
 static int trainer_held(const trainer *t)
 {
     const ls_model *m = t->model;
-    return m->desc->leaf_held != NULL && m->info.finish_span > 0 && !m->info.finish_mean && !t->unordered &&
+    return m->leaf_held != NULL && m->info.hints.finish_span > 0 && !m->info.hints.finish_mean && !t->unordered &&
            t->ranks == NULL && m->info.finish_units >= 16 * (size_t)pool_threads(t->pool);
 }
 
@@ -314,10 +313,10 @@ static void trainer_unit(void *ctx, size_t unit, int worker)
 static void trainer_phases(trainer *t, size_t u0, size_t u1)
 {
     const ls_model_info *mi = &t->model->info;
-    const size_t group = mi->phase_group;
+    const size_t group = mi->hints.phase_group;
     t->unit_base = u0;
     if (group > 0 && u0 % group == 0 && u1 % group == 0) {
-        const pool_waves_job job = { mi->phases,        u1 - u0, group, mi->phase_reach, mi->phase_wrap != 0,
+        const pool_waves_job job = { mi->phases,        u1 - u0, group, mi->hints.phase_reach, mi->hints.phase_wrap != 0,
                                      trainer_wave_unit, t,       t->unit_done };
         pool_waves(t->pool, &job);
         return;
@@ -349,7 +348,7 @@ static void trainer_finish_worker(void *ctx, int worker, int n_workers)
     trainer *t = ctx;
     size_t lo, hi;
     chunk_of(t->model->info.finish_units, 16, worker, n_workers, &lo, &hi);   /* no two workers share a line */
-    const size_t span = t->model->info.finish_span;
+    const size_t span = t->model->info.hints.finish_span;
     if (lo >= hi)
         return;
     const float *sum;
@@ -375,7 +374,7 @@ static void trainer_update_piece(void *ctx, size_t piece, int worker)
     trainer *t = ctx;
     const size_t n = t->model->info.n_params, a = piece * TRAINER_PIECE;
     const size_t b = n - a > TRAINER_PIECE ? a + TRAINER_PIECE : n;
-    if (t->model->info.finish_mean)   /* the finish folded in: grad = sum / (float)B, the same division */
+    if (t->model->info.hints.finish_mean)   /* the finish folded in: grad = sum / (float)B, the same division */
         optim_update(t->opt, t->params_next, t->params, step_sum(t, a, b), (float)t->cfg.batch, a, b);
     else
         optim_update(t->opt, t->params_next, t->params, t->grad, 1.0f, a, b);
@@ -447,10 +446,10 @@ static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err 
         st = tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, total);
     } else if (trainer_held(t)) {   /* the finish sums the leaves where the model holds them */
         for (size_t i = 0; i < m->info.leaves; i++)
-            t->held[i] = m->desc->leaf_held(m->self, i, &t->held_loss[i]);
+            t->held[i] = m->leaf_held(m->self, i, &t->held_loss[i]);
         *total = tree_loss_sum(t->held_loss, m->info.leaves);
         t->held_step = 1;
-    } else if (m->info.finish_mean || m->info.finish_span > 0) {   /* the step's workers combine the top (step_sum) */
+    } else if (m->info.hints.finish_mean || m->info.hints.finish_span > 0) {   /* the step's workers combine the top (step_sum) */
         t->sum = NULL;
         st = tree_reduce_deferred(t->reducer, trainer_leaf, t, total);
     } else {
@@ -486,8 +485,8 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
         return ls_fail(err, LS_EDIVERGED, "step %lld: the loss is %s; training diverged", (long long)step,
                        isnan(total) ? "NaN" : "infinite");
     /* A model whose finish is the batch mean has it folded into the update
-     * (info.finish_mean): one pass over the gradient less. */
-    if (!t->model->info.finish_mean)
+     * (info.hints.finish_mean): one pass over the gradient less. */
+    if (!t->model->info.hints.finish_mean)
         pool_run(t->pool, trainer_finish_worker, t);
     double c = trainer_clock();
     t->times.finish += c - b;
@@ -706,7 +705,7 @@ void trainer_stage_unit(trainer *t, size_t phase, size_t unit, void *scratch)
 
 double trainer_stage_leaf(trainer *t, size_t leaf, float *buf, int mode, void *scratch)
 {
-    return t->model->desc->leaf(t->model->self, t->params, &t->batch, leaf, buf, mode, scratch);
+    return model_leaf(t->model, t->params, &t->batch, leaf, buf, mode, scratch);
 }
 
 void trainer_stage_apply(trainer *t, const float *sum, double loss)

@@ -657,7 +657,7 @@ static ls_status gm_create(void **self, ls_model_info *info, const ls_config *cf
         .leaf_len = np,
         .leaves = (cfg->batch + m->max_leaf - 1) / m->max_leaf,
         .finish_units = np,
-        .finish_mean = 1,
+        .hints.finish_mean = 1,
         .scratch_bytes = m->s_total,
         .eval_chunk = 64,
         .mean_loss = 1,

@@ -159,7 +159,7 @@ static ls_status lin_create(void **self, ls_model_info *info, const ls_config *c
         .leaf_len = l->n_params,
         .leaves = (cfg->batch + l->max_leaf - 1) / l->max_leaf,
         .finish_units = l->n_params,
-        .finish_mean = 1,
+        .hints.finish_mean = 1,
         .scratch_bytes = (l->dim + 2 * l->classes + l->n_params) * sizeof(float),
         .eval_chunk = 1024,
         .mean_loss = 1,
