@@ -1554,6 +1554,7 @@ const ls_model_desc logic_ca_model = {
     .prepare = ca_prepare,
     .phase = ca_phase,
     .leaf_held = ca_leaf_held,
+    .leaf_adds = 1,   /* a leaf is added straight from where the phases left it */
     .leaf = ca_leaf,
     .finish = ca_finish,
     .metrics = ca_metrics,
