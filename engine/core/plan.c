@@ -98,12 +98,12 @@ size_t plan_describe(const plan *p, const char *model_name, char *buf, size_t le
                        : "the model adds a leaf itself where the tree adds");
     switch (p->reduce) {
     case PLAN_TREE:
-        put(buf, len, &at, "  reduce   tree: blocks of %zu leaves dealt to the workers, then the tree's last pass "
-            "as a pass of its own\n", p->tree_block);
+        put(buf, len, &at, "  reduce   tree: blocks of %zu leaf%s dealt to the workers, then the tree's last pass "
+            "as a pass of its own\n", p->tree_block, p->tree_block == 1 ? "" : "s");
         break;
     case PLAN_TREE_TOP:
-        put(buf, len, &at, "  reduce   tree-top: blocks of %zu leaves dealt to the workers; the tree's last pass "
-            "combined by the %s workers where they read the sum\n", p->tree_block,
+        put(buf, len, &at, "  reduce   tree-top: blocks of %zu leaf%s dealt to the workers; the tree's last pass "
+            "combined by the %s workers where they read the sum\n", p->tree_block, p->tree_block == 1 ? "" : "s",
             p->finish_folded ? "update's" : "finish's");
         break;
     case PLAN_HELD:
@@ -136,8 +136,8 @@ size_t plan_describe(const plan *p, const char *model_name, char *buf, size_t le
             p->finish_units, PLAN_FINISH_CHUNK, p->finish_span);
     else
         put(buf, len, &at, "  finish   %zu units in chunks of %d\n", p->finish_units, PLAN_FINISH_CHUNK);
-    put(buf, len, &at, "  update   %zu parameters in %zu pieces of %d; θ %s\n", p->n_params, p->update_pieces,
-        PLAN_UPDATE_PIECE, p->param_bufs > 1 ? "written into the buffer of two steps ago (3 buffers)" : "in place");
+    put(buf, len, &at, "  update   %zu parameters in %zu piece%s of at most %d; θ %s\n", p->n_params, p->update_pieces,
+        p->update_pieces == 1 ? "" : "s", PLAN_UPDATE_PIECE, p->param_bufs > 1 ? "written into the buffer of two steps ago (3 buffers)" : "in place");
     put(buf, len, &at, "  scratch  %zu bytes per worker", p->scratch_stride);
     if (p->reduce == PLAN_HELD)
         put(buf, len, &at, "; the finish's sum %zu floats and %zu floats of partials per worker", p->held_sum_floats,
