@@ -35,8 +35,10 @@ static void train_usage(const ls_config *cfg)
     puts("usage: lockstep train [--task T] [--model M] [--steps N] [--batch B] [--leaf L] [--seed S]\n"
          "                      [--threads N] [--db FILE] [--name NAME] [--eval-every K] [--no-progress]\n"
          "                      [--checkpoint-every K [--checkpoint-dir DIR] [--keep-checkpoints N|all]]\n"
-         "                      [model/optimiser flags]\n"
+         "                      [--print-plan] [model/optimiser flags]\n"
          "Trains one run and records every step (loss, parameter hash, trajectory hash) in the database.\n"
+         "  --print-plan     print how the engine runs each step of this config at --threads N (the\n"
+         "                   reduction, phases, finish, update and scratch) and exit; records nothing\n"
          "  --steps N        steps to train (default: the task's, listed below)\n"
          "  --threads N      worker threads (default: online CPUs); never changes the bits\n"
          "  --db FILE        SQLite record (default runs.db)\n"
@@ -68,10 +70,41 @@ static void print_result(const char *what, const run_result *r, const ls_config 
     (void)cfg;
 }
 
+/* --print-plan: the plan of cfg's steps at `threads` threads (engine/core/plan.h). */
+static int print_plan(ls_config *cfg, int threads)
+{
+    trainer *t = NULL;
+    ls_err err = { "" };
+    ls_status st = trainer_create(&t, cfg, threads, NULL, &err);
+    if (st != LS_OK) {
+        cli_error("train", &err, st);
+        return cli_exit_code(st);
+    }
+    char text[4096];
+    plan_describe(trainer_plan(t), trainer_model(t)->name, text, sizeof text);
+    fputs(text, stdout);
+    trainer_destroy(t);
+    return EXIT_OK;
+}
+
 int cmd_train(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
+    /* --print-plan is this command's alone: taken out before the shared parser sees the flags. */
+    int want_plan = 0, kept = 0;
+    for (int i = 0; i < argc; i++) {
+        if (strcmp(argv[i], "--") == 0) {
+            while (i < argc)
+                argv[kept++] = argv[i++];
+            break;
+        }
+        if (strcmp(argv[i], "--print-plan") == 0)
+            want_plan = 1;
+        else
+            argv[kept++] = argv[i];
+    }
+    argc = kept;
     ls_status st = cli_parse(argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT, 0, &a, &err);
     if (st == LS_OK && a.checkpoint_dir != NULL && a.checkpoint_every == 0)
         st = ls_fail(&err, LS_EINVAL, "--checkpoint-dir: needs --checkpoint-every K");
@@ -87,6 +120,8 @@ int cmd_train(int argc, char **argv)
         train_usage(&a.cfg);
         return EXIT_OK;
     }
+    if (want_plan)
+        return print_plan(&a.cfg, a.threads[0]);
     run_install_signals();
     run_opts o = { .cfg = a.cfg, .threads = a.threads[0], .steps = a.steps, .eval_every = a.eval_every,
                    .progress = a.progress, .eval_at_end = 1, .name = a.name, .db_path = a.db,
