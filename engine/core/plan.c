@@ -98,12 +98,12 @@ size_t plan_describe(const plan *p, const char *model_name, char *buf, size_t le
                        : "the model adds a leaf itself where the tree adds");
     switch (p->reduce) {
     case PLAN_TREE:
-        put(buf, len, &at, "  reduce   tree: blocks of %zu leaf%s dealt to the workers, then the tree's last pass "
-            "as a pass of its own\n", p->tree_block, p->tree_block == 1 ? "" : "s");
+        put(buf, len, &at, "  reduce   tree: blocks of %zu %s dealt to the workers, then the tree's last pass "
+            "as a pass of its own\n", p->tree_block, p->tree_block == 1 ? "leaf" : "leaves");
         break;
     case PLAN_TREE_TOP:
-        put(buf, len, &at, "  reduce   tree-top: blocks of %zu leaf%s dealt to the workers; the tree's last pass "
-            "combined by the %s workers where they read the sum\n", p->tree_block, p->tree_block == 1 ? "" : "s",
+        put(buf, len, &at, "  reduce   tree-top: blocks of %zu %s dealt to the workers; the tree's last pass "
+            "combined by the %s workers where they read the sum\n", p->tree_block, p->tree_block == 1 ? "leaf" : "leaves",
             p->finish_folded ? "update's" : "finish's");
         break;
     case PLAN_HELD:
