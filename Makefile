@@ -190,12 +190,12 @@ $(BUILD)/buildinfo.h: FORCE
 	 } > $@.tmp; cmp -s $@.tmp $@ || mv $@.tmp $@; rm -f $@.tmp
 FORCE:
 
-# The files that read the build facts: the tools, and engine/session.c, which
+# The files that read the build facts: the tools, and engine/core/session_env.c, which
 # records them with every run. (A rule for an object nobody asks for is
 # inert, so this one is harmless in a tree without that file.)
-$(TOOL_OBJ) $(BUILD)/obj/engine/core/session.o: $(BUILD)/buildinfo.h
+$(TOOL_OBJ) $(BUILD)/obj/engine/core/session_env.o: $(BUILD)/buildinfo.h
 $(BUILD)/obj/tools/%.o: INC_BUILD := -I$(BUILD)
-$(BUILD)/obj/engine/core/session.o: INC_BUILD := -I$(BUILD)
+$(BUILD)/obj/engine/core/session_env.o: INC_BUILD := -I$(BUILD)
 
 $(BIN): $(TOOL_OBJ) $(LIB)
 	@echo "LD $@"

@@ -295,7 +295,10 @@ float ls_tanhf(float x);
 
 /* Leaf modes: write the leaf's statistics into buf, or add them to buf
  * (buf = buf + leaf, the leaf summed on its own first, element by element),
- * as the tree asks. Either way the bits are those of the tree's node. */
+ * as the tree asks. Either way the bits are those of the tree's node. A
+ * model is asked for LS_LEAF_ADD only when it says it adds itself
+ * (ls_model_desc.leaf_adds); for any other the engine writes the leaf into
+ * a buffer of its own and adds that to buf, which is the same sum. */
 enum { LS_LEAF_WRITE = 0, LS_LEAF_ADD = 1 };
 
 /* One step's batch: B samples in slot order. Slot j of step t takes stream
@@ -317,27 +320,16 @@ typedef struct {
     size_t shape[4];
 } ls_tensor;
 
-/* What a model instance needs from the engine, filled by create. A step runs
- * `phases` phases of `units` work units each (units of a phase in parallel,
- * a barrier between phases unless phase_group says less), then computes
- * `leaves` leaves, which the tree sums; finish maps the sum to the gradient
- * in ranges of [0, finish_units). */
+/* Promises a model may make that only make its steps faster: the engine
+ * takes a shorter path when it is given one, with the same bits as without
+ * it. None can change what is computed, but none can be checked either:
+ * a promise that does not hold changes the bits with the thread count. So
+ * the environment variable LOCKSTEP_HINTS=off makes the engine ignore
+ * every one of them (and ls_model_desc.leaf_held and leaf_adds), which is
+ * the check: a run with and without them, at several thread counts, must
+ * give the same trajectory (tests/test_plan.c does so for every built-in
+ * model). All zero: no promise. */
 typedef struct {
-    size_t n_params;          /* floats in θ */
-    size_t leaf_len;          /* floats in one leaf buffer */
-    size_t leaves;            /* leaves of one step */
-    size_t phases;            /* 0 for a model whose leaves need no earlier phase */
-    size_t units;             /* work units of each phase */
-    size_t finish_units;
-    size_t scratch_bytes;     /* per worker, 64-byte aligned, for phases, leaves and eval */
-    size_t eval_chunk;        /* most test samples one eval call takes (0: no eval) */
-    int mean_loss;            /* 1: train on the batch mean (sums divided by B after the tree) */
-    double flops_per_sample;  /* floating-point operations of one sample's step, for benchmarks; 0: unknown */
-    const ls_tensor *tensors; /* θ as named tensors in order, covering [0, n_params) (owned by the
-                                 instance); NULL: one tensor "params" */
-    size_t n_tensors;
-    size_t inputs, outputs;   /* scores: features per sample in, scores per sample out (0: none) */
-    size_t prepare_parts;     /* parts of prepare_part (0: none) */
     int finish_mean;          /* 1: finish is exactly grad[i] = sum[i] / (float)batch for every i (finish_units =
                                  n_params <= leaf_len): the engine then folds that division into the
                                  optimiser's update and skips finish, the same bits with one pass less */
@@ -359,6 +351,30 @@ typedef struct {
                                  counts */
     size_t phase_reach;
     int phase_wrap;
+} ls_model_hints;
+
+/* What a model instance needs from the engine, filled by create. A step runs
+ * `phases` phases of `units` work units each (units of a phase in parallel,
+ * a barrier between phases unless hints.phase_group says less), then computes
+ * `leaves` leaves, which the tree sums; finish maps the sum to the gradient
+ * in ranges of [0, finish_units). */
+typedef struct {
+    size_t n_params;          /* floats in θ */
+    size_t leaf_len;          /* floats in one leaf buffer */
+    size_t leaves;            /* leaves of one step */
+    size_t phases;            /* 0 for a model whose leaves need no earlier phase */
+    size_t units;             /* work units of each phase */
+    size_t finish_units;
+    size_t scratch_bytes;     /* per worker, 64-byte aligned, for phases, leaves and eval */
+    size_t eval_chunk;        /* most test samples one eval call takes (0: no eval) */
+    int mean_loss;            /* 1: train on the batch mean (sums divided by B after the tree) */
+    double flops_per_sample;  /* floating-point operations of one sample's step, for benchmarks; 0: unknown */
+    const ls_tensor *tensors; /* θ as named tensors in order, covering [0, n_params) (owned by the
+                                 instance); NULL: one tensor "params" */
+    size_t n_tensors;
+    size_t inputs, outputs;   /* scores: features per sample in, scores per sample out (0: none) */
+    size_t prepare_parts;     /* parts of prepare_part (0: none) */
+    ls_model_hints hints;     /* speed-only promises (ls_model_hints); all 0: none */
 } ls_model_info;
 
 /* One evaluation figure, recorded under its name. */
@@ -394,7 +410,8 @@ typedef struct ls_model_desc {
     ls_status (*prepare)(void *self, const float *params, const ls_batch *b, ls_err *err);
     /* Work unit `unit` of phase `phase`; NULL when info.phases == 0. */
     void (*phase)(void *self, const float *params, const ls_batch *b, size_t phase, size_t unit, void *scratch);
-    /* Leaf `leaf`'s statistics into buf as mode says; returns its summed loss. */
+    /* Leaf `leaf`'s statistics into buf as mode says (LS_LEAF_WRITE unless
+     * leaf_adds); returns its summed loss. */
     double (*leaf)(const void *self, const float *params, const ls_batch *b, size_t leaf, float *buf, int mode,
                    void *scratch);
     /* grad[lo, hi) (in finish units) from the tree sum over a batch of `batch` samples. */
@@ -431,8 +448,14 @@ typedef struct ls_model_desc {
      * copies them into the tree's buffers and one barrier less. `leaf`
      * stays required: the engine calls it instead under --reduce unordered,
      * across MPI ranks, in a sweep's staged steps, with finish_mean, and
-     * when the finish has fewer than 16 units per thread. */
+     * when the finish has fewer than 16 units per thread. A hint like those
+     * of ls_model_hints: ignored under LOCKSTEP_HINTS=off. */
     const float *(*leaf_held)(const void *self, size_t leaf, double *loss);
+    /* 1: leaf computes LS_LEAF_ADD itself (adding into buf as it goes saves
+     * the engine's separate pass over a leaf buffer); 0: leaf is only ever
+     * asked to write, and the engine does the add. The sum must be the
+     * same either way: LOCKSTEP_HINTS=off has the engine add for every model. */
+    int leaf_adds;
 } ls_model_desc;
 
 /* ---- tasks --------------------------------------------------------------- */

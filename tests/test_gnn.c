@@ -317,7 +317,7 @@ static void check_gradients(const ls_dataset *d, const char *what)
     /* LS_LEAF_ADD: buf + the leaf's own sum, element by element. */
     for (size_t i = 0; i < np; i++)
         g2[i] = (float)i * 0.5f;
-    m->desc->leaf(m->self, p, &b, 0, g2, LS_LEAF_ADD, scratch);
+    model_leaf(m, p, &b, 0, g2, LS_LEAF_ADD, scratch);   /* the engine's add (leaf_adds 0) */
     for (size_t i = 0; i < np; i++) {
         const float want = (float)i * 0.5f + g[i];
         assert_memory_equal(&g2[i], &want, sizeof want);

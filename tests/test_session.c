@@ -350,7 +350,7 @@ static ls_status logic_mean_create(void **self, ls_model_info *info, const ls_co
                                    ls_err *err)
 {
     ls_status st = ls_model_find("logic")->create(self, info, cfg, data, err);
-    info->finish_mean = 1;   /* but logic's finish expands 4 sums per gate to 16 */
+    info->hints.finish_mean = 1;   /* but logic's finish expands 4 sums per gate to 16 */
     return st;
 }
 
@@ -358,7 +358,7 @@ static ls_status mlp_unfolded_create(void **self, ls_model_info *info, const ls_
                                      ls_err *err)
 {
     ls_status st = ls_model_find("mlp")->create(self, info, cfg, data, err);
-    info->finish_mean = 0;   /* finish runs as a pass of its own */
+    info->hints.finish_mean = 0;   /* finish runs as a pass of its own */
     return st;
 }
 
@@ -366,7 +366,7 @@ static ls_status logic_unspanned_create(void **self, ls_model_info *info, const 
                                        const ls_dataset *data, ls_err *err)
 {
     ls_status st = ls_model_find("logic")->create(self, info, cfg, data, err);
-    info->finish_span = 0;   /* the tree's last pass as a pass of its own */
+    info->hints.finish_span = 0;   /* the tree's last pass as a pass of its own */
     return st;
 }
 
@@ -374,7 +374,7 @@ static ls_status ca_unspanned_create(void **self, ls_model_info *info, const ls_
                                      ls_err *err)
 {
     ls_status st = ls_model_find("logic-ca")->create(self, info, cfg, data, err);
-    info->finish_span = 0;
+    info->hints.finish_span = 0;
     return st;
 }
 
@@ -382,7 +382,7 @@ static ls_status ca_barriers_create(void **self, ls_model_info *info, const ls_c
                                     ls_err *err)
 {
     ls_status st = ls_model_find("logic-ca")->create(self, info, cfg, data, err);
-    info->phase_group = 0;   /* a barrier after every phase */
+    info->hints.phase_group = 0;   /* a barrier after every phase */
     return st;
 }
 
@@ -390,7 +390,7 @@ static ls_status ca_ungrouped_create(void **self, ls_model_info *info, const ls_
                                      ls_err *err)
 {
     ls_status st = ls_model_find("logic-ca")->create(self, info, cfg, data, err);
-    info->phase_group = info->units + 1;   /* does not divide the units */
+    info->hints.phase_group = info->units + 1;   /* does not divide the units */
     return st;
 }
 
@@ -398,7 +398,7 @@ static ls_status ca_overreach_create(void **self, ls_model_info *info, const ls_
                                      ls_err *err)
 {
     ls_status st = ls_model_find("logic-ca")->create(self, info, cfg, data, err);
-    info->phase_reach = info->phase_group;   /* farther than the group */
+    info->hints.phase_reach = info->hints.phase_group;   /* farther than the group */
     return st;
 }
 
@@ -406,7 +406,7 @@ static ls_status logic_overspan_create(void **self, ls_model_info *info, const l
                                       const ls_dataset *data, ls_err *err)
 {
     ls_status st = ls_model_find("logic")->create(self, info, cfg, data, err);
-    info->finish_span = 5;   /* its leaves hold 4 floats per finish unit */
+    info->hints.finish_span = 5;   /* its leaves hold 4 floats per finish unit */
     return st;
 }
 

@@ -48,12 +48,40 @@ static void print_result(const char *what, const run_result *r, const ls_config 
     (void)cfg;
 }
 
+/* --print-plan: the plan of cfg's steps at `threads` threads (engine/core/plan.h). */
+static int print_plan(ls_config *cfg, int threads)
+{
+    trainer *t = NULL;
+    ls_err err = { "" };
+    ls_status st = trainer_create(&t, cfg, threads, NULL, &err);
+    if (st != LS_OK) {
+        cli_error("train", &err, st);
+        return cli_exit_code(st);
+    }
+    char text[4096];
+    plan_describe(trainer_plan(t), trainer_model(t)->name, text, sizeof text);
+    fputs(text, stdout);
+    trainer_destroy(t);
+    return EXIT_OK;
+}
+
+/* train's own flag beside the shared ones: --print-plan. */
+static ls_status train_own_flag(void *ctx, const flag_spec *f, const char *value, ls_err *err)
+{
+    (void)value;
+    (void)err;
+    if (f != NULL && strcmp(f->name, "--print-plan") == 0)
+        *(int *)ctx = 1;
+    return LS_OK;
+}
+
 int cmd_train(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st =
-        cli_parse_cmd("train", argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT, 0, NULL, NULL, &a, &err);
+    int want_plan = 0;
+    ls_status st = cli_parse_cmd("train", argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT, 0, train_own_flag,
+                                 &want_plan, &a, &err);
     if (st == LS_OK && a.checkpoint_dir != NULL && a.checkpoint_every == 0)
         st = ls_fail(&err, LS_EINVAL, "--checkpoint-dir: needs --checkpoint-every K");
     if (st == LS_OK && a.keep_checkpoints != 0 && a.checkpoint_every == 0)
@@ -68,6 +96,8 @@ int cmd_train(int argc, char **argv)
         train_usage(&a.cfg);
         return EXIT_OK;
     }
+    if (want_plan)
+        return print_plan(&a.cfg, a.threads[0]);
     run_install_signals();
     run_opts o = { .cfg = a.cfg, .threads = a.threads[0], .steps = a.steps, .eval_every = a.eval_every,
                    .progress = a.progress, .eval_at_end = 1, .name = a.name, .db_path = a.db,

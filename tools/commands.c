@@ -39,6 +39,9 @@ static const flag_spec TRAIN_FLAGS[] = {
     { "--eval-every", NULL, "K", "record the evaluation every K steps (always at the end)", NULL },
     NO_PROGRESS("no progress line (none is shown when stderr is not a terminal)"),
     CKPT_FLAGS,
+    { "--print-plan", NULL, NULL,
+      "print how the engine runs each step of this config at --threads N (the\n"
+      "reduction, phases, finish, update and scratch) and exit; records nothing", NULL },
 };
 
 static const flag_spec RESUME_FLAGS[] = {
@@ -218,7 +221,7 @@ static const command COMMANDS[] = {
     { "train", cmd_train,
       { "[--task T] [--model M] [--steps N] [--threads N] [--db FILE] [--name NAME]\n"
         "[--eval-every K] [--no-progress] [--checkpoint-every K [--checkpoint-dir DIR]\n"
-        "[--keep-checkpoints N|all]] [config flags]" },
+        "[--keep-checkpoints N|all]] [--print-plan] [config flags]" },
       "train one run, recording every step's loss, parameter hash and trajectory hash",
       "Trains one run and records every step (loss, parameter hash, trajectory hash) in the database.\n"
       "Config flags (--batch B, --leaf L, --seed S, --optimizer sgd|adamw, --lr, ..., and the model's\n"

@@ -1,10 +1,25 @@
-/* model.c — model instances from registered descriptors. */
+/* model.c — model instances from registered descriptors: created, their
+ * declarations checked, their hints taken or (LOCKSTEP_HINTS=off) not, and
+ * their leaves computed in either mode whether or not the model adds. */
 #include "engine/core/model.h"
 
 #include <stdlib.h>
 #include <string.h>
 
+#include "reduce/tree.h"
+
+int model_hints_off(void)
+{
+    const char *v = getenv("LOCKSTEP_HINTS");
+    return v != NULL && strcmp(v, "off") == 0;
+}
+
 ls_status model_create(ls_model **out, const ls_config *cfg, const ls_dataset *data, ls_err *err)
+{
+    return model_create_hinted(out, cfg, data, !model_hints_off(), err);
+}
+
+ls_status model_create_hinted(ls_model **out, const ls_config *cfg, const ls_dataset *data, int hints, ls_err *err)
 {
     *out = NULL;
     const ls_model_desc *d = cfg->model_desc;
@@ -31,22 +46,32 @@ ls_status model_create(ls_model **out, const ls_config *cfg, const ls_dataset *d
                      i->prepare_parts);
     else if (i->prepare_parts == 0 && d->prepare_part != NULL)   /* it would never run */
         st = ls_fail(err, LS_EINVAL, "model %s: has a prepare_part function but declares no prepare parts", d->name);
-    else if (i->finish_mean && (i->finish_units != i->n_params || i->leaf_len < i->n_params))
+    else if (i->hints.finish_mean && (i->finish_units != i->n_params || i->leaf_len < i->n_params))
         st = ls_fail(err, LS_EINVAL,
                      "model %s: declares finish_mean with %zu finish units and leaves of %zu floats for %zu parameters",
                      d->name, i->finish_units, i->leaf_len, i->n_params);
-    else if (i->finish_span > 0 && i->finish_units > i->leaf_len / i->finish_span)
+    else if (i->hints.finish_span > 0 && i->finish_units > i->leaf_len / i->hints.finish_span)
         st = ls_fail(err, LS_EINVAL, "model %s: declares finish_span %zu for %zu finish units, past its leaves of %zu floats",
-                     d->name, i->finish_span, i->finish_units, i->leaf_len);
-    else if (i->phase_group > 0 && (i->phases == 0 || i->units % i->phase_group != 0))
+                     d->name, i->hints.finish_span, i->finish_units, i->leaf_len);
+    else if (i->hints.phase_group > 0 && (i->phases == 0 || i->units % i->hints.phase_group != 0))
         st = ls_fail(err, LS_EINVAL, "model %s: declares phase_group %zu for %zu phases of %zu units (it must divide them)",
-                     d->name, i->phase_group, i->phases, i->units);
-    else if (i->phase_group > 0 && i->phase_reach >= i->phase_group)
+                     d->name, i->hints.phase_group, i->phases, i->units);
+    else if (i->hints.phase_group > 0 && i->hints.phase_reach >= i->hints.phase_group)
         st = ls_fail(err, LS_EINVAL, "model %s: declares phase_reach %zu, past its phase_group of %zu units", d->name,
-                     i->phase_reach, i->phase_group);
+                     i->hints.phase_reach, i->hints.phase_group);
     if (st != LS_OK) {
         model_destroy(m);
         return st;
+    }
+    /* A hint is checked above even when it is then dropped: the check mode
+     * runs what the model declared, minus the shortcuts. */
+    m->leaf_held = hints ? d->leaf_held : NULL;
+    m->leaf_adds = hints && d->leaf_adds;
+    if (!hints)
+        memset(&m->info.hints, 0, sizeof m->info.hints);
+    if (!m->leaf_adds) {
+        m->add_at = (m->info.scratch_bytes + 63) / 64 * 64;
+        m->info.scratch_bytes = m->add_at + m->info.leaf_len * sizeof(float);
     }
     *out = m;
     return LS_OK;
@@ -59,6 +84,17 @@ void model_destroy(ls_model *m)
     if (m->self != NULL)
         m->desc->destroy(m->self);
     free(m);
+}
+
+double model_leaf(const ls_model *m, const float *params, const ls_batch *b, size_t leaf, float *buf, int mode,
+                  void *scratch)
+{
+    if (mode == LS_LEAF_WRITE || m->leaf_adds)
+        return m->desc->leaf(m->self, params, b, leaf, buf, mode, scratch);
+    float *own = (float *)(void *)((unsigned char *)scratch + m->add_at);
+    const double loss = m->desc->leaf(m->self, params, b, leaf, own, LS_LEAF_WRITE, scratch);
+    tree_add(buf, own, m->info.leaf_len);
+    return loss;
 }
 
 typedef struct {

@@ -26,17 +26,38 @@ typedef struct ls_model {
     void *self;
     ls_model_info info;
     const char *name;          /* desc->name */
+    /* The hints the engine follows (include/lockstep.h, ls_model_hints):
+     * the descriptor's, or none under LOCKSTEP_HINTS=off (info.hints then
+     * all zero too). */
+    const float *(*leaf_held)(const void *self, size_t leaf, double *loss);   /* desc->leaf_held, or NULL */
+    int leaf_adds;             /* the model's leaf computes LS_LEAF_ADD itself */
+    size_t add_at;             /* !leaf_adds: offset in a worker's scratch of the leaf model_leaf adds */
 } ls_model;
+
+/* 1 when the environment says LOCKSTEP_HINTS=off: models are created
+ * without their hints (the check mode of include/lockstep.h). */
+int model_hints_off(void);
 
 /* Creates cfg's model (data may be NULL for tasks that generate samples) and
  * checks what it declared (a leaf model needs leaves; phases need units). */
 ls_status model_create(ls_model **out, const ls_config *cfg, const ls_dataset *data, ls_err *err);
+/* The same with the hints on or off whatever the environment says. */
+ls_status model_create_hinted(ls_model **out, const ls_config *cfg, const ls_dataset *data, int hints, ls_err *err);
 void model_destroy(ls_model *m);   /* accepts NULL */
 
 /* The model's prepare, then its prepare_part for every part: over p's
  * threads, or in order on this thread when p is NULL (inside a pool job,
  * a sweep's unit, a tool). */
 ls_status model_prepare(const ls_model *m, const float *params, const ls_batch *b, pool *p, ls_err *err);
+
+/* Leaf `leaf` into buf as mode says (LS_LEAF_WRITE or LS_LEAF_ADD), for
+ * every model: one that does not add itself (leaf_adds 0) writes the leaf
+ * into its worker's scratch at add_at and it is added to buf here, element
+ * by element (tree_add), the sum LS_LEAF_ADD promises. scratch:
+ * info.scratch_bytes, which model_create enlarged by that buffer. Returns
+ * the leaf's loss. */
+double model_leaf(const ls_model *m, const float *params, const ls_batch *b, size_t leaf, float *buf, int mode,
+                  void *scratch);
 
 /* Models that group a batch's samples into leaves of L samples (L = the
  * config's leaf, capped by the batch): leaf i holds slots [i·L, min((i+1)·L, B)). */

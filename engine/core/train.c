@@ -1,4 +1,5 @@
-/* train.c — one run's training loop. */
+/* train.c — one run's training loop: the data order, and the step as the
+ * plan chosen when the trainer is created says (engine/core/plan.h). */
 #include "engine/core/train.h"
 
 #include <math.h>
@@ -14,13 +15,6 @@
 #include "reduce/pool.h"
 #include "engine/num/rng.h"
 
-/* θ's buffers: the current one, and the two a step with several threads
- * writes into in turn (trainer_step). */
-#define TRAINER_PARAM_BUFS 3
-/* Parameters an update worker takes at a time (16 KiB of each array): a
- * multiple of the hash's blocks (HASH_PART_FLOATS). */
-#define TRAINER_PIECE 4096
-
 struct trainer {
     ls_config cfg;
     const ls_dataset *data;
@@ -29,12 +23,13 @@ struct trainer {
     pool *pool;
     tree_reducer *reducer;
     optim *opt;
+    plan plan;                  /* how every step runs: chosen at create and by trainer_set_ranks */
+    plan_reduce step_reduce;    /* the current step's reduction: plan.reduce, or PLAN_STAGED */
     int unordered;              /* cfg.reduce == "unordered" */
     int64_t done;               /* steps applied */
 
     float *params;              /* [n_params] θ: one of param_buf */
-    float *param_buf[TRAINER_PARAM_BUFS]; /* θ's buffers (trainer_step: why three) */
-    int param_bufs;             /* buffers in use: 1 with one thread */
+    float *param_buf[PLAN_PARAM_BUFS]; /* θ's buffers (trainer_step: why three) */
     int param_at;               /* param_buf[param_at] == params */
     float *params_next;         /* where the step's update writes θ: params, or the next buffer */
     float *grad;                /* [n_params] finish output */
@@ -53,12 +48,11 @@ struct trainer {
     const float *sum;           /* tree sum of the current step */
     size_t *worker_work;        /* [threads] units, leaves and update pieces each worker ran in the last step */
     _Atomic size_t *unit_done;  /* [units] phases each unit finished, when the model declares phase_group */
-    const float **held;         /* [leaves] the model's own leaf buffers (leaf_held, trainer_held) */
+    const float **held;         /* [leaves] the model's own leaf buffers (leaf_held, PLAN_HELD) */
     double *held_loss;          /* [leaves] their losses; one allocation with held */
     float *held_sum;            /* [leaf_len] the step's sum, each finish slice's coordinates */
     float *held_part;           /* [threads][TREE_SPAN_FLOATS] each slice's stream partials; one
                                    allocation with held_sum */
-    int held_step;              /* this step's finish sums the held leaves */
     void (*test_hook)(void *);  /* test-only, see trainer_set_test_hook */
     void *test_hook_ctx;
     struct trainer_ranks *ranks; /* NULL: one process (trainer_set_ranks) */
@@ -76,15 +70,12 @@ struct trainer_ranks {
     trainer_combine_fn fn;
     void *ctx;
     trainer_rank_sums in;
-    size_t unit_lo, unit_hi;    /* phase units this rank runs */
     tree_block *pieces;         /* [n_leaves] */
     size_t *first;              /* [ranks + 1] */
     float **mine;               /* [n_leaves] */
     double *mine_loss;          /* [n_leaves] */
     float *sum;                 /* [len] the combined sum */
 };
-
-static int trainer_held(const trainer *t);
 
 ls_status trainer_load_data(const ls_config *cfg, ls_dataset **data, ls_err *err)
 {
@@ -151,17 +142,18 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
     if ((st = model_create(&t->model, cfg, data, err)) != LS_OK)
         goto fail;
     const ls_model_info *mi = &t->model->info;
+    plan_choose(&t->plan, t->model, B, threads, t->unordered, 1, 0, 0);
     t->worker_work = calloc((size_t)threads, sizeof(size_t));
-    if (mi->phase_group > 0)
+    if (mi->hints.phase_group > 0)
         t->unit_done = calloc(mi->units, sizeof *t->unit_done);
-    if (t->worker_work == NULL || (mi->phase_group > 0 && t->unit_done == NULL)) {
+    if (t->worker_work == NULL || (mi->hints.phase_group > 0 && t->unit_done == NULL)) {
         st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
         goto fail;
     }
     if ((st = pool_create(&t->pool, threads, err)) != LS_OK)
         goto fail;
-    if (trainer_held(t)) {
-        const size_t sum_floats = (mi->leaf_len + 15) / 16 * 16;
+    if (t->plan.reduce == PLAN_HELD) {
+        const size_t sum_floats = t->plan.held_sum_floats;
         t->held = malloc(mi->leaves * (sizeof(float *) + sizeof(double)));
         t->held_loss = t->held != NULL ? (double *)(void *)(t->held + mi->leaves) : NULL;
         t->held_sum = aligned_alloc(64, (sum_floats + (size_t)threads * TREE_SPAN_FLOATS) * sizeof(float));
@@ -182,19 +174,19 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
      * same index, and arrays at the same offset modulo 4 KiB make the core
      * take loads for stores of the other (4K aliasing). */
     const size_t span = (n * sizeof(float) + 4095) / 4096 * 4096 + 1024;
-    t->param_bufs = pool_threads(t->pool) > 1 ? TRAINER_PARAM_BUFS : 1;   /* one thread: in place */
-    t->param_mem = aligned_alloc(4096, ((size_t)(t->param_bufs + 1) * span + 4095) / 4096 * 4096);
+    const int param_bufs = t->plan.param_bufs;   /* one thread: in place */
+    t->param_mem = aligned_alloc(4096, ((size_t)(param_bufs + 1) * span + 4095) / 4096 * 4096);
     if (t->param_mem != NULL) {
-        for (int k = 0; k < t->param_bufs; k++)
+        for (int k = 0; k < param_bufs; k++)
             t->param_buf[k] = (float *)(void *)((unsigned char *)t->param_mem + (size_t)k * span);
-        t->grad = (float *)(void *)((unsigned char *)t->param_mem + (size_t)t->param_bufs * span);
+        t->grad = (float *)(void *)((unsigned char *)t->param_mem + (size_t)param_bufs * span);
         t->params = t->params_next = t->param_buf[0];
     }
     const size_t hash_words = hash_parts_words(n);
     t->hash_parts = malloc((hash_words + (size_t)threads) * sizeof(uint64_t));
     if (t->hash_parts != NULL)
         t->hash_nan = t->hash_parts + hash_words;
-    t->scratch_stride = (mi->scratch_bytes + 63) / 64 * 64;
+    t->scratch_stride = t->plan.scratch_stride;
     t->scratch = aligned_alloc(64, (size_t)threads * t->scratch_stride + 64);
     t->ids = malloc(B * sizeof(uint32_t));
     size_t N = data != NULL ? data->train.n : 1;
@@ -216,6 +208,7 @@ fail:
 
 const ls_config *trainer_config(const trainer *t) { return &t->cfg; }
 const ls_model *trainer_model(const trainer *t) { return t->model; }
+const plan *trainer_plan(const trainer *t) { return &t->plan; }
 const ls_dataset *trainer_data(const trainer *t) { return t->data; }
 const float *trainer_params(const trainer *t) { return t->params; }
 float *trainer_params_mut(trainer *t)
@@ -276,21 +269,7 @@ static double trainer_leaf(void *ctx, size_t leaf, float *buf, int mode, int wor
 {
     trainer *t = ctx;
     t->worker_work[worker]++;
-    return t->model->desc->leaf(t->model->self, t->params, &t->batch, leaf, buf, mode,
-                                t->scratch + (size_t)worker * t->scratch_stride);
-}
-
-/* The step's finish sums the leaves where the model holds them (leaf_held)
- * instead of a reduction copying them into the tree's buffers: a model
- * that holds them and says what its finish reads (finish_span), enough
- * finish units to give every thread a share of that tree (chunks of 16),
- * and a reduction of this process's canonical tree (not the unordered
- * foil, not ranks, whose leaves go through trainer_reduce_ranks). */
-static int trainer_held(const trainer *t)
-{
-    const ls_model *m = t->model;
-    return m->desc->leaf_held != NULL && m->info.finish_span > 0 && !m->info.finish_mean && !t->unordered &&
-           t->ranks == NULL && m->info.finish_units >= 16 * (size_t)pool_threads(t->pool);
+    return model_leaf(t->model, t->params, &t->batch, leaf, buf, mode, t->scratch + (size_t)worker * t->scratch_stride);
 }
 
 /* Unit `unit` of phase `wave` (pool_waves: the model's phase_group). */
@@ -308,21 +287,21 @@ static void trainer_unit(void *ctx, size_t unit, int worker)
     trainer_wave_unit(ctx, ((trainer *)ctx)->phase, unit, worker);
 }
 
-/* The model's phases over units [u0, u1): as waves when it declares which
- * units of the last phase a unit needs (phase_group, phase_reach) and this
- * process runs whole groups of them, else with a barrier after each. */
-static void trainer_phases(trainer *t, size_t u0, size_t u1)
+/* The model's phases over the plan's units: as waves when the plan says so
+ * (the model declared which units of the last phase a unit needs, and this
+ * process runs whole groups of them), else with a barrier after each. */
+static void trainer_phases(trainer *t)
 {
-    const ls_model_info *mi = &t->model->info;
-    const size_t group = mi->phase_group;
+    const plan *p = &t->plan;
+    const size_t u0 = p->unit_lo, u1 = p->unit_hi;
     t->unit_base = u0;
-    if (group > 0 && u0 % group == 0 && u1 % group == 0) {
-        const pool_waves_job job = { mi->phases,        u1 - u0, group, mi->phase_reach, mi->phase_wrap != 0,
+    if (p->waves) {
+        const pool_waves_job job = { p->phases,         u1 - u0, p->wave_group, p->wave_reach, p->wave_wrap,
                                      trainer_wave_unit, t,       t->unit_done };
         pool_waves(t->pool, &job);
         return;
     }
-    for (t->phase = 0; t->phase < mi->phases; t->phase++)
+    for (t->phase = 0; t->phase < p->phases; t->phase++)
         pool_parallel_for(t->pool, u1 - u0, trainer_unit, t);
 }
 
@@ -348,12 +327,12 @@ static void trainer_finish_worker(void *ctx, int worker, int n_workers)
 {
     trainer *t = ctx;
     size_t lo, hi;
-    chunk_of(t->model->info.finish_units, 16, worker, n_workers, &lo, &hi);   /* no two workers share a line */
-    const size_t span = t->model->info.finish_span;
+    chunk_of(t->plan.finish_units, PLAN_FINISH_CHUNK, worker, n_workers, &lo, &hi);   /* no two workers share a line */
+    const size_t span = t->plan.finish_span;
     if (lo >= hi)
         return;
     const float *sum;
-    if (t->held_step) {   /* the tree over the held leaves, at the coordinates this finish reads */
+    if (t->step_reduce == PLAN_HELD) {   /* the tree over the held leaves, at the coordinates this finish reads */
         float *scratch = t->held_part + (size_t)worker * TREE_SPAN_FLOATS;   /* slice `worker`'s */
         tree_span_sum(t->held, t->model->info.leaves, lo * span, (hi - lo) * span, t->held_sum + lo * span, scratch);
         sum = t->held_sum;
@@ -363,7 +342,7 @@ static void trainer_finish_worker(void *ctx, int worker, int n_workers)
     t->model->desc->finish(t->model->self, sum, t->cfg.batch, t->grad, lo, hi);
 }
 
-/* Piece `piece` of the update (TRAINER_PIECE parameters, starting at a
+/* Piece `piece` of the update (PLAN_UPDATE_PIECE parameters, starting at a
  * block of the hash), on whichever thread claims it: the optimiser's work
  * per element is not even (AdamW's exact path for tiny values), so pieces
  * go to the threads that are free rather than in fixed halves. What a
@@ -373,9 +352,9 @@ static void trainer_finish_worker(void *ctx, int worker, int n_workers)
 static void trainer_update_piece(void *ctx, size_t piece, int worker)
 {
     trainer *t = ctx;
-    const size_t n = t->model->info.n_params, a = piece * TRAINER_PIECE;
-    const size_t b = n - a > TRAINER_PIECE ? a + TRAINER_PIECE : n;
-    if (t->model->info.finish_mean)   /* the finish folded in: grad = sum / (float)B, the same division */
+    const size_t n = t->plan.n_params, a = piece * PLAN_UPDATE_PIECE;
+    const size_t b = n - a > PLAN_UPDATE_PIECE ? a + PLAN_UPDATE_PIECE : n;
+    if (t->plan.finish_folded)   /* the finish folded in: grad = sum / (float)B, the same division */
         optim_update(t->opt, t->params_next, t->params, step_sum(t, a, b), (float)t->cfg.batch, a, b);
     else
         optim_update(t->opt, t->params_next, t->params, t->grad, 1.0f, a, b);
@@ -422,39 +401,45 @@ static ls_status trainer_reduce_ranks(trainer *t, double *total, ls_err *err)
     return LS_OK;
 }
 
-/* Every step is the same plan, whatever the model: prepare (one thread, then
- * its parts on the pool: model_prepare), the model's phases (trainer_phases),
- * then the leaves summed by the canonical tree. */
+/* Every step is the same computation, whatever the model: prepare (one
+ * thread, then its parts on the pool: model_prepare), the model's phases
+ * (trainer_phases), then the leaves summed by the canonical tree in the way
+ * the plan chose. */
 static ls_status trainer_reduce(trainer *t, int64_t step, double *total, ls_err *err)
 {
     const ls_model *m = t->model;
     memset(t->worker_work, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
     t->batch = (ls_batch){ t->data, t->data != NULL ? t->ids : NULL, t->cfg.batch, step, t->cfg.seed };
-    t->held_step = 0;
+    t->step_reduce = t->plan.reduce;
     double a = trainer_clock();
     ls_status st = model_prepare(m, t->params, &t->batch, t->pool, err);
     const double b = trainer_clock();
     t->times.prepare += b - a;
     if (st != LS_OK)
         return st;
-    size_t u0 = t->ranks != NULL ? t->ranks->unit_lo : 0, u1 = t->ranks != NULL ? t->ranks->unit_hi : m->info.units;
-    trainer_phases(t, u0, u1);
+    trainer_phases(t);
     const double c = trainer_clock();
     t->times.phases += c - b;
-    if (t->ranks != NULL) {
+    switch (t->plan.reduce) {
+    case PLAN_RANKS:
         st = trainer_reduce_ranks(t, total, err);
-    } else if (t->unordered) {
+        break;
+    case PLAN_UNORDERED:
         st = tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, total);
-    } else if (trainer_held(t)) {   /* the finish sums the leaves where the model holds them */
+        break;
+    case PLAN_HELD:   /* the finish sums the leaves where the model holds them */
         for (size_t i = 0; i < m->info.leaves; i++)
-            t->held[i] = m->desc->leaf_held(m->self, i, &t->held_loss[i]);
+            t->held[i] = m->leaf_held(m->self, i, &t->held_loss[i]);
         *total = tree_loss_sum(t->held_loss, m->info.leaves);
-        t->held_step = 1;
-    } else if (m->info.finish_mean || m->info.finish_span > 0) {   /* the step's workers combine the top (step_sum) */
+        break;
+    case PLAN_TREE_TOP:   /* the step's workers combine the top (step_sum) */
         t->sum = NULL;
         st = tree_reduce_deferred(t->reducer, trainer_leaf, t, total);
-    } else {
+        break;
+    case PLAN_TREE:
+    case PLAN_STAGED:   /* never chosen: a staged step does not come here */
         st = tree_reduce(t->reducer, trainer_leaf, t, &t->sum, total);
+        break;
     }
     t->times.leaves += trainer_clock() - c;
     return st;
@@ -486,8 +471,8 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
         return ls_fail(err, LS_EDIVERGED, "step %lld: the loss is %s; training diverged", (long long)step,
                        isnan(total) ? "NaN" : "infinite");
     /* A model whose finish is the batch mean has it folded into the update
-     * (info.finish_mean): one pass over the gradient less. */
-    if (!t->model->info.finish_mean)
+     * (the plan's finish_folded): one pass over the gradient less. */
+    if (!t->plan.finish_folded)
         pool_run(t->pool, trainer_finish_worker, t);
     double c = trainer_clock();
     t->times.finish += c - b;
@@ -504,14 +489,14 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
      * (README, Performance). Three buffers, because the one of the step
      * before is still in the other cores' caches. Same bits either way:
      * each element's update reads only its own old value. */
-    if (t->param_bufs > 1) {
-        t->param_at = (t->param_at + 1) % t->param_bufs;
+    if (t->plan.param_bufs > 1) {
+        t->param_at = (t->param_at + 1) % t->plan.param_bufs;
         t->params_next = t->param_buf[t->param_at];
     } else {
         t->params_next = t->params;
     }
     memset(t->hash_nan, 0, (size_t)pool_threads(t->pool) * sizeof *t->hash_nan);
-    pool_parallel_for(t->pool, (t->model->info.n_params + TRAINER_PIECE - 1) / TRAINER_PIECE, trainer_update_piece, t);
+    pool_parallel_for(t->pool, t->plan.update_pieces, trainer_update_piece, t);
     t->times.update += trainer_clock() - c;
     t->hash_fresh = 1;
     t->params = t->params_next;
@@ -646,6 +631,7 @@ ls_status trainer_set_ranks(trainer *t, int rank, int ranks, trainer_combine_fn 
 {
     free(t->ranks);
     t->ranks = NULL;
+    plan_choose(&t->plan, t->model, t->cfg.batch, pool_threads(t->pool), t->unordered, 1, 0, 0);
     if (ranks <= 1 || fn == NULL)
         return LS_OK;
     if (rank < 0 || rank >= ranks)
@@ -674,15 +660,15 @@ ls_status trainer_set_ranks(trainer *t, int rank, int ranks, trainer_combine_fn 
     /* A model whose units are its leaves ((sample, part) pairs, sample-major)
      * needs the units of the samples its pieces touch, all parts of each:
      * a part's phase reads its sample's other parts, never another sample. */
-    k->unit_lo = 0;
-    k->unit_hi = mi->units;
+    size_t unit_lo = 0, unit_hi = mi->units;
     if (mi->phases > 0 && mi->units == n && t->cfg.batch > 0 && n % t->cfg.batch == 0) {
         size_t parts = n / t->cfg.batch;
         size_t a = p0 < p1 ? k->pieces[p0].first : 0, b = p0 < p1 ? k->pieces[p1 - 1].first + k->pieces[p1 - 1].count : 0;
-        k->unit_lo = a / parts * parts;
-        k->unit_hi = (b + parts - 1) / parts * parts;
+        unit_lo = a / parts * parts;
+        unit_hi = (b + parts - 1) / parts * parts;
     }
     t->ranks = k;
+    plan_choose(&t->plan, t->model, t->cfg.batch, pool_threads(t->pool), t->unordered, ranks, unit_lo, unit_hi);
     return LS_OK;
 }
 
@@ -706,7 +692,7 @@ void trainer_stage_unit(trainer *t, size_t phase, size_t unit, void *scratch)
 
 double trainer_stage_leaf(trainer *t, size_t leaf, float *buf, int mode, void *scratch)
 {
-    return t->model->desc->leaf(t->model->self, t->params, &t->batch, leaf, buf, mode, scratch);
+    return model_leaf(t->model, t->params, &t->batch, leaf, buf, mode, scratch);
 }
 
 void trainer_stage_apply(trainer *t, const float *sum, double loss)
@@ -724,7 +710,7 @@ void trainer_stage_apply(trainer *t, const float *sum, double loss)
 static ls_status trainer_take_staged(trainer *t, double *total)
 {
     t->sum = t->staged_sum;
-    t->held_step = 0;
+    t->step_reduce = PLAN_STAGED;
     *total = t->staged_total;
     t->staged_sum = NULL;
     t->worker_work[0] = 1;   /* the work was done elsewhere; one worker of this trainer took part */

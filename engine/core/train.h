@@ -3,11 +3,15 @@
  *
  * trainer_step(t) takes the B samples of step t from the epoch stream
  * (slot j takes stream position q = (t-1)·B + j, epoch e = q div N, sample
- * perm_e[q mod N]) and runs the one plan every model declares: prepare on
- * one thread and its parts on the pool, the model's phases (work units in parallel, a barrier after
- * each, or as waves when the model declares phase_group), its leaves summed by the canonical tree (reduce/), the finish step
- * mapping the sum to the gradient, and the optimiser. The parameters after
- * every step are a function of the config alone.
+ * perm_e[q mod N]) and runs the one computation every model declares:
+ * prepare on one thread and its parts on the pool, the model's phases (work
+ * units in parallel, a barrier after each, or as waves when the model
+ * declares phase_group), its leaves summed by the canonical tree (reduce/),
+ * the finish step mapping the sum to the gradient, and the optimiser. How
+ * (which reduction, waves or barriers, the finish folded or not, the
+ * scratch) is the plan chosen once when the trainer is created
+ * (engine/core/plan.h); a step only executes it. The parameters after every
+ * step are a function of the config alone.
  */
 #ifndef LS_TRAIN_H
 #define LS_TRAIN_H
@@ -18,6 +22,7 @@
 #include "engine/core/config.h"
 #include "engine/data/dataset.h"
 #include "engine/core/model.h"
+#include "engine/core/plan.h"
 #include "include/lockstep.h"
 #include "reduce/tree.h"
 
@@ -37,6 +42,8 @@ void trainer_destroy(trainer *t);   /* accepts NULL */
 
 const ls_config *trainer_config(const trainer *t);
 const ls_model *trainer_model(const trainer *t);
+/* How its steps run (plan.h): chosen at create, again by trainer_set_ranks. */
+const plan *trainer_plan(const trainer *t);
 const ls_dataset *trainer_data(const trainer *t);   /* NULL for generated samples */
 /* θ now. The pointer is valid until the next step: with more than one
  * active thread a step writes θ into another of the trainer's buffers. */

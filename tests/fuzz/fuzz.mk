@@ -71,7 +71,7 @@ $(FUZZ_BUILD)/obj/$(FUZZ_DIR)/fuzz_%.o: $(FUZZ_DIR)/fuzz_%.c
 	@echo "FUZZ-CC $<"
 	@$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer -c $< -o $@
 
-# The build facts engine/core/session.c (and tools/) read: this build's compiler
+# The build facts engine/core/session_env.c (and tools/) read: this build's compiler
 # and flags, written once per fuzz build folder.
 $(FUZZ_BUILD)/buildinfo.h:
 	@mkdir -p $(dir $@)
@@ -79,8 +79,8 @@ $(FUZZ_BUILD)/buildinfo.h:
 	   echo '#define LS_BUILD_CFLAGS "'"$$(echo $(FUZZ_CFLAGS) | tr -d '"\\')"'"'; \
 	   echo '#define LS_BUILD_GIT "'"$$(git rev-parse --short=12 HEAD 2>/dev/null || true)-fuzz"'"'; \
 	 } > $@
-$(FUZZ_BUILD)/obj/engine/core/session.o $(FUZZ_CLI_OBJ): $(FUZZ_BUILD)/buildinfo.h
-$(FUZZ_BUILD)/obj/engine/core/session.o $(FUZZ_CLI_OBJ): FUZZ_CFLAGS += -I$(FUZZ_BUILD)
+$(FUZZ_BUILD)/obj/engine/core/session_env.o $(FUZZ_CLI_OBJ): $(FUZZ_BUILD)/buildinfo.h
+$(FUZZ_BUILD)/obj/engine/core/session_env.o $(FUZZ_CLI_OBJ): FUZZ_CFLAGS += -I$(FUZZ_BUILD)
 
 # The kernels: plain objects (see FUZZ_PLAIN_SRC).
 $(FUZZ_BUILD)/plain/%.o: %.c

@@ -18,8 +18,8 @@
  * the forward pass over the whole shared graph, takes the loss of its own
  * nodes (slot order; dlogits of a node drawn twice added in slot order),
  * and runs the backward pass over the whole graph. The leaf loss is 0.0 +
- * the samples' losses in slot order. LS_LEAF_ADD: the leaf is summed in
- * scratch first, then added onto the buffer element by element. Finish
+ * the samples' losses in slot order. A leaf is only ever written: the
+ * engine sums it on its own and adds it for LS_LEAF_ADD (leaf_adds 0). Finish
  * divides the tree sum by (float)B (the mean over samples).
  *
  * Evaluation (metrics, on the test split, one thread): GRAPH: test_acc,
@@ -64,7 +64,7 @@ typedef struct {
     float *g_x;
     gnn_csr g;
     /* scratch layout, byte offsets */
-    size_t s_csr_off, s_csr_adj, s_acts, s_work, s_dh, s_out, s_small, s_sum, s_total;
+    size_t s_csr_off, s_csr_adj, s_acts, s_work, s_dh, s_out, s_small, s_total;
     /* GRAPH: the 1-WL figures (fixed by the data) */
     double wl_ceiling[2];     /* [0] the structure alone, [1] with the node features */
     double wl_ceiling_test;   /* the structure alone, on the test graphs */
@@ -87,7 +87,7 @@ struct edit_slot {
 typedef struct {
     int64_t *off_in, *off_out;
     int32_t *adj_in, *adj_out;
-    float *acts, *work, *dh, *out, *e, *de, *logits, *dl, *sum;
+    float *acts, *work, *dh, *out, *e, *de, *logits, *dl;
 } gnn_scratch;
 
 static gnn_scratch carve(const gnn_inst *m, void *scratch)
@@ -107,7 +107,6 @@ static gnn_scratch carve(const gnn_inst *m, void *scratch)
     w.de = w.e + m->net.E;
     w.logits = w.de + m->net.E;
     w.dl = w.logits + C;
-    w.sum = (float *)(void *)(s + m->s_sum);
     return w;
 }
 
@@ -220,7 +219,8 @@ static double gm_leaf(const void *self, const float *params, const ls_batch *b, 
     gnn_scratch w = carve(m, scratch);
     const size_t first = leaf * m->max_leaf;
     const size_t count = b->batch - first < m->max_leaf ? b->batch - first : m->max_leaf;
-    float *g = mode == LS_LEAF_ADD ? w.sum : buf;
+    (void)mode;   /* always LS_LEAF_WRITE: the engine adds (leaf_adds 0) */
+    float *g = buf;
     memset(g, 0, m->net.n_params * sizeof(float));
     const ls_split *s = &b->data->train;
     double loss = 0.0;
@@ -231,9 +231,6 @@ static double gm_leaf(const void *self, const float *params, const ls_batch *b, 
             const uint32_t id = b->ids[first + i];
             loss = loss + graph_sample(m, params, row_of(m, s, id), s->y[id], g, &w, NULL, NULL);
         }
-    if (mode == LS_LEAF_ADD)
-        for (size_t i = 0; i < m->net.n_params; i++)
-            buf[i] = buf[i] + w.sum[i];
     return loss;
 }
 
@@ -619,8 +616,6 @@ static ls_status gm_create(void **self, ls_model_info *info, const ls_config *cf
     o += round_up(N * C * sizeof(float));
     m->s_small = o;
     o += round_up((2 * m->net.E + 2 * C) * sizeof(float));
-    m->s_sum = o;
-    o += round_up(np * sizeof(float));
     m->s_total = o;
     size_t t = 0;
     for (size_t l = 0; l < m->net.L; l++) {
@@ -657,7 +652,7 @@ static ls_status gm_create(void **self, ls_model_info *info, const ls_config *cf
         .leaf_len = np,
         .leaves = (cfg->batch + m->max_leaf - 1) / m->max_leaf,
         .finish_units = np,
-        .finish_mean = 1,
+        .hints.finish_mean = 1,
         .scratch_bytes = m->s_total,
         .eval_chunk = 64,
         .mean_loss = 1,

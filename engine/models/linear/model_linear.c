@@ -14,8 +14,8 @@
  *   dz_k    = (float)(e_k / S) − (k == y ? 1.0f : 0.0f)
  *   dW[i][k] += x_i·dz_k,  db[k] += dz_k                 (float, samples in order)
  * and the leaf loss = 0.0 + loss_0 + loss_1 + ... in sample order. A leaf
- * in LS_LEAF_ADD mode sums its own samples in scratch first, then adds that
- * onto the buffer, element by element. The task trains on the mean: finish
+ * is only ever written: the engine sums it on its own and adds it for
+ * LS_LEAF_ADD (leaf_adds 0). The task trains on the mean: finish
  * divides the tree sum by (float)B.
  */
 #include <stdlib.h>
@@ -67,15 +67,16 @@ static double lin_sample(const linear *l, const float *params, const float *x, u
     return dmath_log(S) - ((double)z[y] - m);
 }
 
-/* Scratch: x [dim], y, z [K], dz [K], and a leaf sum [n_params] for ADD. */
+/* Scratch: x [dim], z [K], dz [K]. */
 static double lin_leaf(const void *self, const float *params, const ls_batch *b, size_t leaf, float *buf, int mode,
                        void *scratch)
 {
     const linear *l = self;
     const size_t K = l->classes, first = leaf * l->max_leaf;
     const size_t count = b->batch - first < l->max_leaf ? b->batch - first : l->max_leaf;
-    float *x = scratch, *z = x + l->dim, *dz = z + K, *sum = dz + K;
-    float *g = mode == LS_LEAF_ADD ? sum : buf;
+    (void)mode;   /* always LS_LEAF_WRITE: the engine adds (leaf_adds 0) */
+    float *x = scratch, *z = x + l->dim, *dz = z + K;
+    float *g = buf;
     memset(g, 0, l->n_params * sizeof(float));
     float *dW = g, *db = g + l->dim * K;
     double loss = 0.0;
@@ -89,9 +90,6 @@ static double lin_leaf(const void *self, const float *params, const ls_batch *b,
         for (size_t k = 0; k < K; k++)
             db[k] = db[k] + dz[k];
     }
-    if (mode == LS_LEAF_ADD)
-        for (size_t i = 0; i < l->n_params; i++)
-            buf[i] = buf[i] + sum[i];
     return loss;
 }
 
@@ -159,8 +157,8 @@ static ls_status lin_create(void **self, ls_model_info *info, const ls_config *c
         .leaf_len = l->n_params,
         .leaves = (cfg->batch + l->max_leaf - 1) / l->max_leaf,
         .finish_units = l->n_params,
-        .finish_mean = 1,
-        .scratch_bytes = (l->dim + 2 * l->classes + l->n_params) * sizeof(float),
+        .hints.finish_mean = 1,
+        .scratch_bytes = (l->dim + 2 * l->classes) * sizeof(float),
         .eval_chunk = 1024,
         .mean_loss = 1,
         .flops_per_sample = 6.0 * (double)(l->dim * l->classes),

@@ -464,7 +464,7 @@ static ls_status net_create(void **self, ls_model_info *info, const ls_config *c
         .leaf_len = t.total * 4,
         .leaves = (cfg->batch + max_leaf - 1) / max_leaf,
         .finish_units = t.total,
-        .finish_span = 4,   /* gate g's finish reads its four statistics */
+        .hints.finish_span = 4,   /* gate g's finish reads its four statistics */
         .scratch_bytes = t.leaf_bytes > t.eval_bytes ? t.leaf_bytes : t.eval_bytes,
         .eval_chunk = EVAL_CHUNK,
         .mean_loss = 1,
@@ -496,6 +496,7 @@ const ls_model_desc logic_model = {
     .init = net_init,
     .prepare_part = net_prepare_part,
     .leaf = net_leaf,
+    .leaf_adds = 1,   /* its kernels add a leaf's statistics into buf as they go */
     .finish = net_finish,
     .eval = net_eval,
 };

@@ -437,7 +437,7 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
         .phases = 2 * T - 1,
         .units = ca->units,
         .finish_units = gates,
-        .finish_span = 4,   /* gate g's finish reads its four statistics */
+        .hints.finish_span = 4,   /* gate g's finish reads its four statistics */
         .scratch_bytes = ca->off_mask + round_bytes(2 * ca->max_m * ca->max_nc),
         .mean_loss = 0,
         .prepare_parts = logic_prepare_parts(gates),
@@ -448,9 +448,9 @@ static ls_status ca_create(void **self, ls_model_info *info, const ls_config *co
          * so unit s·R + r needs parts r − 1, r, r + 1 of sample s, around
          * the grid with periodic borders. A lanes-mode group, or a sample in
          * one part, needs only itself. */
-        .phase_group = ca->lanes ? 1 : R,
-        .phase_reach = ca->lanes || R == 1 ? 0 : 1,
-        .phase_wrap = ca->periodic,
+        .hints.phase_group = ca->lanes ? 1 : R,
+        .hints.phase_reach = ca->lanes || R == 1 ? 0 : 1,
+        .hints.phase_wrap = ca->periodic,
     };
     *self = ca;
     return LS_OK;
@@ -486,6 +486,7 @@ const ls_model_desc logic_ca_model = {
     .prepare = ca_prepare,
     .phase = ca_phase,
     .leaf_held = ca_leaf_held,
+    .leaf_adds = 1,   /* a leaf is added straight from where the phases left it */
     .leaf = ca_leaf,
     .finish = ca_finish,
     .metrics = ca_metrics,

@@ -182,7 +182,7 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
         .leaf_len = np,
         .leaves = (cfg->batch + max_leaf - 1) / max_leaf,
         .finish_units = np,
-        .finish_mean = 1,
+        .hints.finish_mean = 1,
         .scratch_bytes = a->x_bytes + a->y_bytes + round_up(mlp_scratch_bytes(a->net)),
         .eval_chunk = 1024,
         .mean_loss = 1,
@@ -214,6 +214,7 @@ const ls_model_desc mlp_model = {
     .init = mm_init,
     .prepare_part = mm_prepare_part,
     .leaf = mm_leaf,
+    .leaf_adds = 1,   /* its kernels add a leaf's statistics into buf as they go */
     .finish = mm_finish,
     .eval = mm_eval,
     .scores = mm_scores,
