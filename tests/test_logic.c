@@ -1,4 +1,4 @@
-/* test_logic.c — the logic gate layer (engine/logic.h): the gate table, the
+/* test_logic.c — the logic gate layer (engine/models/logic/logic.h): the gate table, the
  * four-coefficient form, hard ops, softmax coefficients, the SIMD paths
  * against their scalar twins bit for bit (tails, a == b wiring, accumulate,
  * dx NULL, garbage in the padding lanes), the scalar twin against a naive

@@ -1,4 +1,4 @@
-/* test_logic_ca.c — the logic cellular automaton (engine/logic_ca.c):
+/* test_logic_ca.c — the logic cellular automaton (engine/models/logic_ca/logic_ca.c):
  * gradients of whole rollouts against central differences of a plain
  * double-precision reference written here (sync and async, periodic and zero
  * borders, several part counts, both tasks); the bit contract of a step's

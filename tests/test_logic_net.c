@@ -1,4 +1,4 @@
-/* test_logic_net.c — the `logic` model (engine/logic_net.h): its gradient
+/* test_logic_net.c — the `logic` model (engine/models/logic/logic_net.h): its gradient
  * against central finite differences of a double-precision forward written
  * here; the leaf modes (ADD = WRITE result added, bit for bit); determinism
  * across instances, scratch contents and SIMD paths; the hard evaluation

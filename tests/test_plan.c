@@ -93,7 +93,7 @@ static void set_hints(int on)
  * into traj[0 .. steps], and the plan the trainer chose. */
 static void run_case(const ls_config *cfg, int threads, int steps, uint64_t *traj, plan *chosen)
 {
-    ls_session_opts o = { 0 };
+    ls_session_opts o = { .size = sizeof(ls_session_opts) };
     o.threads = threads;
     o.steps = steps;
     ls_session *s = NULL;

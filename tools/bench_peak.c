@@ -1,6 +1,6 @@
 /* bench_peak.c — `lockstep bench --peak`: the FP32 peak of this machine's
  * cores for the arithmetic the dense kernels do (fused multiply-adds, two
- * flops each: engine/dense.h), on the SIMD path the kernels take now
+ * flops each: engine/num/dense.h), on the SIMD path the kernels take now
  * (dense_simd_name: avx512, avx2 or scalar).
  *
  * The kernel is independent chains of vector FMAs, as many chains as the
@@ -10,7 +10,7 @@
  * 2026-11-26 the kernels rounded each product and this measured separate
  * multiplies and adds; a core with two FMA units does twice those flops.)
  * The binary is built without -march; each path carries its own target
- * attribute, like engine/dense.c. Threads: one chain set per thread, all
+ * attribute, like engine/num/dense.c. Threads: one chain set per thread, all
  * started together; the figure is the sum over threads.
  */
 #include <math.h>

@@ -13,7 +13,7 @@
  * Milliseconds, and a row edited by hand breaks the chain at its step.
  *
  * audit (full) checks the config the same way, then re-executes the run
- * (engine/audit.h: the segments between registered checkpoints replayed
+ * (engine/core/audit.h: the segments between registered checkpoints replayed
  * concurrently, each an LS_REOPEN_AUDIT session from its checkpoint): every
  * recorded step's loss bits, parameter hash and trajectory hash, and at
  * each step with registered checkpoints the files against the recomputed
@@ -262,7 +262,7 @@ static ls_status audit_record(runlog *db, const runlog_run *run, audit_result *r
     return LS_OK;
 }
 
-/* The full audit: the config, then every step re-executed (engine/audit.h:
+/* The full audit: the config, then every step re-executed (engine/core/audit.h:
  * the segments between checkpoints at once). */
 static ls_status audit_full(const char *db_path, const runlog_run *run, int threads, audit_result *r, int *threads_used,
                             ls_err *err)

@@ -1,5 +1,5 @@
 /* cmd_graph.c — `lockstep graph cliques|ged`: the exact graph operations
- * (engine/cliques.h, engine/ged.h) on graph files (engine/graph.h), their
+ * (engine/graph/cliques.h, engine/graph/ged.h) on graph files (engine/graph/graph.h), their
  * answers on stdout for scripts, timings on stderr (on a terminal, or with
  * --time). Bad input exits 2 with one line naming file, line and field. */
 #include "tools/tools.h"

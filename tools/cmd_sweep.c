@@ -1,5 +1,5 @@
 /* cmd_sweep.c — `lockstep sweep`: every combination of some train flags'
- * values trained at once in one process (engine/sweep.h), each recorded as
+ * values trained at once in one process (engine/core/sweep.h), each recorded as
  * its own run tagged with the sweep's id; and the listing of one sweep's
  * runs, best first, for `lockstep runs --sweep ID`.
  *

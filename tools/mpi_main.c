@@ -7,7 +7,7 @@
  * Every rank holds the whole θ and the optimiser state and runs the same
  * steps. Each step's leaves are shared out by tree_rank_pieces (aligned
  * blocks, contiguous per rank; reduce/tree.h) and each rank sums its
- * pieces with its own threads (trainer_set_ranks, engine/train.h). The
+ * pieces with its own threads (trainer_set_ranks, engine/core/train.h). The
  * pieces' sums are combined here by a deterministic reduce-scatter: the
  * leaf buffer is cut into R chunks (64-byte units), rank q owns chunk q and
  * receives every rank's pieces restricted to it (point-to-point, raw

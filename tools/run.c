@@ -2,7 +2,7 @@
  * progress line, the run_result the subcommands print, and finding a
  * recorded run for the commands that read one (cli_open_run). Everything a run
  * does (steps, hashes, record, checkpoints, resume, restore) is the
- * library's session (include/lockstep.h, engine/session.c). */
+ * library's session (include/lockstep.h, engine/core/session.c). */
 #include "tools/tools.h"
 
 #include <errno.h>

@@ -17,7 +17,7 @@ ls_status session_note_setting(ls_session *s, const char *key, const char *value
  * to), starting from a checkpoint registered at step `from` (θ_0 when from
  * is 0), checked against its registration and the record's parameter hash
  * at that step; none usable is LS_EMISMATCH naming step `from`. For
- * engine/audit.c, which replays the segments between checkpoints at once. */
+ * engine/core/audit.c, which replays the segments between checkpoints at once. */
 ls_status session_reopen_segment(ls_session **out, const char *db, int64_t run_id, int64_t from, int64_t to,
                                  const ls_session_opts *opts, ls_err *err);
 

@@ -120,7 +120,7 @@ static ls_status prune_checkpoints(ls_session *s, ls_err *err)
     if (st != LS_OK)
         return st;
     /* keep_ckpt 0 keeps every one: an audit replays the segments between
-     * checkpoints concurrently (engine/audit.h), so more kept is a faster
+     * checkpoints concurrently (engine/core/audit.h), so more kept is a faster
      * audit for more disk. */
     const size_t keep = s->keep_ckpt > 0 ? (size_t)s->keep_ckpt : n;
     for (size_t i = 0; n > keep && i < n - keep && st == LS_OK; i++) {

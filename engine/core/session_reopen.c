@@ -376,7 +376,7 @@ ls_status ls_session_reopen(ls_session **out, const char *db, const char *run_na
     return LS_OK;
 }
 
-/* An audit of one segment (engine/audit.c): LS_REOPEN_AUDIT, then, for
+/* An audit of one segment (engine/core/audit.c): LS_REOPEN_AUDIT, then, for
  * from > 0, the state of a checkpoint registered at step `from` in place of
  * θ_0. The file must be sound, of that step and config, registered with its
  * state hash, and its parameters must hash as the record has them at that

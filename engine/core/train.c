@@ -672,7 +672,7 @@ ls_status trainer_set_ranks(trainer *t, int rank, int ranks, trainer_combine_fn 
     return LS_OK;
 }
 
-/* --- a step in stages (engine/sweep.c) ---------------------------------------------------- */
+/* --- a step in stages (engine/core/sweep.c) ---------------------------------------------------- */
 
 ls_status trainer_stage_begin(trainer *t, ls_err *err)
 {

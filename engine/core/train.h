@@ -122,7 +122,7 @@ typedef ls_status (*trainer_combine_fn)(void *ctx, const trainer_rank_sums *in, 
 /* Before the first step; ranks 1 (or fn NULL) is a single process again. */
 ls_status trainer_set_ranks(trainer *t, int rank, int ranks, trainer_combine_fn fn, void *ctx, ls_err *err);
 /* A step in stages, for a caller that runs the phases and leaves of many
- * trainers as work units of its own pool (engine/sweep.c) and sums each
+ * trainers as work units of its own pool (engine/core/sweep.c) and sums each
  * trainer's leaves with the canonical tree itself:
  *   trainer_stage_begin     the batch of step trainer_steps_done + 1 and the
  *                           model's prepare and its parts (on the calling
