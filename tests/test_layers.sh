@@ -6,7 +6,8 @@
 #   - engine/core includes a header of engine/models (a layer above it);
 #   - record/ includes a header of reduce/ (side by side, same rank);
 #   - a model file holds a string equal to a task's registered name;
-#   - a model compares the config's task name (cfg->task).
+#   - a model compares the config's task name (cfg->task);
+#   - tools/ includes an engine header outside its tool-only list.
 # Each planted copy must make the checker exit 1 with a line naming the
 # planted file that the unplanted copy does not print. Prints cmocka's
 # "[ RUN      ]" / "[       OK ]" / "[  FAILED  ]" lines, which
@@ -110,9 +111,18 @@ t_model_compares_task() {
     planted cmp "$f"
 }
 
+t_tools_internal_header() {
+    copy_tree tool || return 1
+    f=tools/cmd_golden.c
+    [ -f "$T/tool/$f" ] || { say "no $f to plant in"; return 1; }
+    printf '#include "engine/core/optim.h"\n' >>"$T/tool/$f"
+    planted tool "$f"
+}
+
 check layers_copy_as_real_tree t_copy_as_real
 check layers_core_includes_model t_core_includes_model
 check layers_record_includes_reduce t_record_includes_reduce
 check layers_model_names_task t_model_names_task
 check layers_model_compares_task t_model_compares_task
+check layers_tools_internal_header t_tools_internal_header
 exit $failed

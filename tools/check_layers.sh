@@ -18,6 +18,9 @@
 # graph algorithms never name a model or a task (a string equal to a
 # registered name), and no model names a task or reads the config's task
 # name; only engine/tasks/ and engine/builtins.c know which task is which.
+# tools/ reaches into engine/ only through the headers listed in TOOL_ONLY
+# below, the tools' interface that docs/architecture.md documents ("What
+# tools/ may use"); everything else it uses is include/lockstep.h.
 # One line per offence, then exit 1.
 # Usage: sh tools/check_layers.sh [ROOT]   (default: the checkout above this script)
 root=${1:-$(dirname "$0")/..}
@@ -59,6 +62,11 @@ rank() {
     esac
 }
 
+TOOL_ONLY="engine/core/config.h engine/core/model.h engine/core/train.h engine/core/session.h
+engine/core/audit.h engine/core/sweep.h engine/data/dataset.h engine/data/npy.h engine/graph/graph.h
+engine/graph/cliques.h engine/graph/ged.h engine/models/logic/circuit.h engine/models/logic_ca/logic_ca.h
+engine/num/dense.h engine/num/rng.h"
+
 sources=$(find include base reduce record engine tools -name '*.[ch]' 2>/dev/null | LC_ALL=C sort)
 fail=0
 n=0
@@ -93,6 +101,18 @@ for f in $sources; do
         fi
         to=$(layer "$target")
         [ "$to" = "$own" ] && continue
+        case $own:$target in
+        tools:engine/*)
+            case " $(echo $TOOL_ONLY) " in
+            *" $target "*) ;;
+            *)
+                echo "$f:$line: includes $target (tools/ uses include/lockstep.h and the tool-only headers listed in tools/check_layers.sh)"
+                fail=1
+                continue
+                ;;
+            esac
+            ;;
+        esac
         other=$(rank "$to")
         if [ -n "$other" ] && [ "$other" -lt "$own_rank" ]; then continue; fi
         echo "$f:$line: includes $target (layer $own may not include layer ${to:-outside the layers})"
