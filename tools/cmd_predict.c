@@ -29,76 +29,26 @@
 #include <string.h>
 
 #include "engine/data/npy.h"
+#include "tools/commands.h"
 
 #define PREDICT_CHUNK 1024
-
-static void predict_usage(void)
-{
-    puts("usage: lockstep predict RUN --input X.npy -o Y.npy [--labels] [--db FILE] [--threads N]\n"
-         "                       [--no-progress]\n"
-         "Applies a run's model, at its last recorded step, to the samples in X.npy. The run is\n"
-         "restored first: its newest checkpoint is loaded and every recorded step after it is\n"
-         "recomputed and checked against the record (loss bits, parameter and trajectory hash).\n"
-         "  --input X.npy    the samples: float32, float64 (rounded once to float32) or uint8 (read as\n"
-         "                   v/255), shape [N, ...] with as many features a sample as the model takes\n"
-         "                   (the run's task reads its own features the same way)\n"
-         "  -o Y.npy         write Y.npy (through a temporary file and a rename; - for stdout):\n"
-         "                   float32 scores [N, outputs] (the model's class logits)\n"
-         "  --labels         int64 labels [N] instead: the highest score, the lowest index on ties\n"
-         "  --db FILE        SQLite record (default runs.db)\n"
-         "  --threads N      worker threads for the recomputation (default: online CPUs)\n"
-         "  --no-progress    no progress line while recomputing\n"
-         "Models with scores: mlp, linear (logic and logic-ca runs have none: export --circuit).\n"
-         "The summary line goes to stdout (to stderr with -o -).\n"
-         "exit status: 0 written, 1 a recomputed step differs from the record (the step is named),\n"
-         "2 bad usage, unknown run, a model without scores, a malformed X.npy or one of the wrong\n"
-         "shape, an unwritable Y.npy or one that is the record, 130 interrupted");
-}
 
 typedef struct {
     const char *input, *out;
     int labels;
 } predict_flags_t;
 
-/* Takes the flags cli_parse does not know out of argv. */
-static ls_status predict_flags(int argc, char **argv, char **rest, int *n_rest, predict_flags_t *pf, ls_err *err)
+/* predict's own flags beside the shared ones (tools/commands.c's table). */
+static ls_status predict_flag(void *ctx, const flag_spec *f, const char *v, ls_err *err)
 {
-    *n_rest = 0;
-    memset(pf, 0, sizeof *pf);
-    for (int i = 0; i < argc; i++) {
-        if (strcmp(argv[i], "--") == 0) {
-            for (; i < argc; i++) {
-                if (*n_rest >= 64)
-                    return ls_fail(err, LS_EINVAL, "too many arguments");
-                rest[(*n_rest)++] = argv[i];
-            }
-            break;
-        }
-        const char **slot = NULL, *v = NULL;
-        if (strcmp(argv[i], "--labels") == 0) {
-            pf->labels = 1;
-            continue;
-        }
-        if (strcmp(argv[i], "--input") == 0 || strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
-            slot = argv[i][1] == 'o' || argv[i][2] == 'o' ? &pf->out : &pf->input;
-            if (i + 1 >= argc || argv[i + 1][0] == '\0')
-                return ls_fail(err, LS_EINVAL, "%s: needs a file name", argv[i]);
-            v = argv[++i];
-        } else if (strncmp(argv[i], "--input=", 8) == 0 || strncmp(argv[i], "--output=", 9) == 0) {
-            const int in = argv[i][2] == 'i';
-            slot = in ? &pf->input : &pf->out;
-            v = argv[i] + (in ? 8 : 9);
-            if (*v == '\0')
-                return ls_fail(err, LS_EINVAL, "%s: needs a file name", in ? "--input" : "--output");
-        }
-        if (slot != NULL) {
-            *slot = v;
-        } else if (*n_rest < 64) {
-            rest[(*n_rest)++] = argv[i];
-        } else {
-            return ls_fail(err, LS_EINVAL, "too many arguments");
-        }
-    }
+    (void)err;
+    predict_flags_t *pf = ctx;
+    if (strcmp(f->name, "--input") == 0)
+        pf->input = v;
+    else if (strcmp(f->name, "-o") == 0)
+        pf->out = v;
+    else if (strcmp(f->name, "--labels") == 0)
+        pf->labels = 1;
     return LS_OK;
 }
 
@@ -185,14 +135,12 @@ int cmd_predict(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    char *rest[64];
-    int n_rest = 0;
     predict_flags_t pf;
-    ls_status st = predict_flags(argc, argv, rest, &n_rest, &pf, &err);
-    if (st == LS_OK)
-        st = cli_parse(n_rest, rest, CLI_DB | CLI_THREADS | CLI_PROGRESS, 1, &a, &err);
+    memset(&pf, 0, sizeof pf);
+    ls_status st = cli_parse_cmd("predict", argc, argv, CLI_DB | CLI_THREADS | CLI_PROGRESS, 1, predict_flag, &pf, &a,
+                                 &err);
     if (st == LS_OK && a.help) {
-        predict_usage();
+        command_usage(command_find("predict"), stdout);
         return EXIT_OK;
     }
     if (st == LS_OK && a.n_positional != 1)
