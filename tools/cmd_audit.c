@@ -743,8 +743,8 @@ static ls_status source_set(ls_config *cfg, const char *line, size_t len, const 
         size_t at = 0;
         for (size_t i = 0; i < t->n_sources && at < sizeof names; i++)
             at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? ", " : "", t->sources[i].name);
-        return ls_fail(err, LS_EFORMAT, "%s: '%.*s' is not a source of task %s (%s%s); a certificate's settings "
-                       "are its config", what, (int)(nl < 64 ? nl : 64), line, cfg->task,
+        return ls_fail(err, LS_EFORMAT, "%s: '%.*s' is not a source of task %s (%s%s): sources say where data "
+                       "are, never settings", what, (int)(nl < 64 ? nl : 64), line, cfg->task,
                        t->n_sources ? "its sources: " : "it has none", names);
     }
     if (*set & (1u << slot))
