@@ -148,8 +148,8 @@ static const flag_spec AUDIT_FLAGS[] = {
 
 static const flag_spec REPRODUCE_FLAGS[] = {
     THREADS("worker threads (default: online CPUs)"),
-    { "--source", NULL, "NAME=PATH", "read the task's source NAME (a key of the certificate's sources, e.g.\n"
-      "train_x) from PATH instead of where the certificate says; repeatable, each NAME once.\n"
+    { "--source", NULL, "NAME=PATH", "read the task's source NAME (one of its source keys, e.g. train_x or\n"
+      "edges) from PATH instead of where the certificate says; repeatable, each NAME once.\n"
       "The data are still checked against the certificate's data_hash", "NAME=PATH" },
 };
 
