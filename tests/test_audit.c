@@ -9,8 +9,8 @@
  * the full audit find the first bad step and name it, that a clean run is
  * proved by both at several thread counts, that the verdicts land in the
  * audits table and in `show`, and that a certificate reproduces without a
- * database while one with a changed learning rate or a malformed one does
- * not.
+ * database while one with a changed learning rate (its config hash stale,
+ * or made to match) or a malformed one does not.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -229,10 +229,28 @@ static void test_certificate(void **state)
     char *cert = proc_read_file(path, NULL, 1);
     assert_non_null(strstr(cert, "\"verdict\": \"proved\""));
     assert_non_null(strstr(cert, "\"steps\": 40"));
-    /* One config key changed: it no longer reproduces. */
+    /* One config key changed: refused, as the certificate's config_hash is
+     * not the text's; with the hash made to match, it trains another
+     * config, which no longer reproduces. */
     char *lr = replaced(cert, "lr=0x1.47ae14p-7", "lr=0x1p-6");
     write_text(c, "lr.json", lr);
+    EXPECT(c, 2, "\"config_hash\"", "reproduce", "lr.json", "--threads", "2");
+    sqlite3 *db = db_open(c);
+    sqlite3_stmt *q;
+    assert_int_equal(sqlite3_prepare_v2(db, "SELECT config_text FROM runs WHERE id = 1", -1, &q, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    char *text = replaced((const char *)sqlite3_column_text(q, 0), "lr=0x1.47ae14p-7", "lr=0x1p-6");
+    char was[32], now[32];
+    snprintf(was, sizeof was, "\"%016llx\"", (unsigned long long)hash_bytes(sqlite3_column_text(q, 0),
+                                                                          (size_t)sqlite3_column_bytes(q, 0)));
+    snprintf(now, sizeof now, "\"%016llx\"", (unsigned long long)hash_bytes(text, strlen(text)));
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    char *lr2 = replaced(lr, was, now);
+    write_text(c, "lr.json", lr2);
     EXPECT(c, 1, "differs", "reproduce", "lr.json", "--threads", "2");
+    free(text);
+    free(lr2);
     free(lr);
     /* Malformed: exit 2 naming the field. */
     char *bad = replaced(cert, "\"trajectory\": \"", "\"trajectory\": \"zz");

@@ -504,6 +504,8 @@ enum {
     S_NPY,          /* the .npy fixtures (prepare_npy: sound x.npy y.npy tx.npy ty.npy,
                      * and one file for each thing wrong), dir.npy (a directory) and
                      * fifo.npy (a FIFO) */
+    S_CERT,         /* good.json: the good run's certificate (audit --certificate), and
+                     * f.json: it with arg's edit "FROM|TO" (the first FROM replaced) */
 };
 
 enum {
@@ -1033,6 +1035,18 @@ static const bad_row BAD[] = {
       { "txt:1", "node club" }, "txt", NULL, 0, 0 },
     { "atlas: an unknown --label", S_PLAIN, NULL, { "train", "--task", "atlas", DB, "--label", "square" },
       { "--label", "square" }, NULL, NULL, 0, 0 },
+    /* ---- certificates: reproduce trains exactly the stated config ---- */
+    { "reproduce: sources override lr", S_CERT, "\"sources\": null|\"sources\": \"lr=0x1.47ae14p-6\\n\"",
+      { "reproduce", "f.json", "--threads", "1" }, { "f.json", "\"sources\"", "'lr'" }, "f.json", NULL, 0, 0 },
+    { "reproduce: sources name seed", S_CERT, "\"sources\": null|\"sources\": \"seed=2\"",
+      { "reproduce", "f.json", "--threads", "1" }, { "f.json", "\"sources\"", "'seed'" }, "f.json", NULL, 0, 0 },
+    { "reproduce: config edited, its config_hash stale", S_CERT, "lr=0x1.47ae14p-7|lr=0x1p-6",
+      { "reproduce", "f.json", "--threads", "1" }, { "f.json", "\"config_hash\"" }, "f.json", NULL, 0, 0 },
+    { "reproduce: steps beyond train's 2^40", S_CERT, "\"steps\": 20|\"steps\": 1099511627777",
+      { "reproduce", "f.json", "--threads", "1" }, { "f.json", "\"steps\"", "1099511627777" }, "f.json", NULL, 0,
+      0 },
+    { "reproduce: --source naming a setting", S_CERT, "|", { "reproduce", "good.json", "--source", "lr=0.5" },
+      { "--source", "'lr'" }, "good.json", NULL, 0, 0 },
 };
 
 #undef DB
@@ -1047,7 +1061,8 @@ static const bad_row BAD[] = {
 #define N_BAD (sizeof BAD / sizeof BAD[0])
 
 /* Words a failed invocation must not print on stdout. */
-static const char *const SUCCESS_WORDS[] = { "done", "bit-identical", "identical", "matches", "wrote", "written" };
+static const char *const SUCCESS_WORDS[] = { "done", "bit-identical", "identical", "matches", "wrote", "written",
+                                             "reproduced" };
 
 /* ---- shared preparation: the good database, data fixtures, a golden file ---------------- */
 
@@ -1499,6 +1514,32 @@ static void prepare_shared(void)
 
 /* ---- per-row setup ----------------------------------------------------------------------- */
 
+/* S_CERT: the good run audited with a certificate (good.json), and f.json,
+ * the certificate with edit "FROM|TO" applied: what a forger can do with a
+ * real certificate in hand. */
+static void setup_cert(const char *dir, const char *edit)
+{
+    RUN_OK(dir, "audit", "good", "--db", "rec.db", "--threads", "1", "--certificate", "good.json");
+    char p[PATH_MAX];
+    path_in(dir, "good.json", p, sizeof p);
+    char *cert = proc_read_file(p, NULL, 1);
+    const char *bar = strchr(edit, '|');
+    assert_non_null(bar);
+    char from[256];
+    snprintf(from, sizeof from, "%.*s", (int)(bar - edit), edit);
+    const char *at = strstr(cert, from);
+    if (at == NULL)
+        fail_msg("setup: the certificate lacks \"%s\":\n%s", from, cert);
+    size_t n = strlen(cert) + strlen(bar + 1) + 1;
+    char *f = malloc(n);
+    assert_non_null(f);
+    snprintf(f, n, "%.*s%s%s", (int)(at - cert), cert, bar + 1, at + strlen(from));
+    path_in(dir, "f.json", p, sizeof p);
+    write_text(p, f);
+    free(f);
+    free(cert);
+}
+
 typedef struct {
     char dir[PATH_MAX];
     char db[PATH_MAX];
@@ -1788,6 +1829,9 @@ static void row_setup(row_ctx *x, const bad_row *row, size_t i)
         break;
     case S_CKPT:
         setup_ckpt(x, row->arg);
+        break;
+    case S_CERT:
+        setup_cert(x->dir, row->arg);
         break;
     case S_RO_DIR:
         path_in(x->dir, "ro", p, sizeof p);

@@ -103,7 +103,7 @@ static ls_status set_common(cli_args *a, const char *name, const char *v, unsign
     } else if (strcmp(name, "--threads") == 0) {
         return parse_threads(v, (accept & CLI_THREAD_LIST) != 0, a, err);
     } else if (strcmp(name, "--steps") == 0) {
-        if ((st = flags_int("--steps", v, 0, INT64_C(1) << 40, &a->steps, err)) != LS_OK)
+        if ((st = flags_int("--steps", v, 0, CLI_STEPS_MAX, &a->steps, err)) != LS_OK)
             return st;
         if (a->steps == 0)
             return ls_fail(err, LS_EINVAL, "--steps: must be at least 1");

@@ -28,14 +28,24 @@
  *
  * The certificate, one object, keys in this order, every one required:
  *   "lockstep"   version string          "build"     compiler; flags
- *   "config"     canonical config text   "data_hash" 16 hex digits
- *   "sources"    the run's source lines, or null
- *   "steps"      N (the last step proved, a decimal integer)
+ *   "config"     canonical config text   "config_hash" XXH3 of it, 16 hex digits
+ *   "data_hash"  16 hex digits           "sources"   the run's source lines, or null
+ *   "steps"      N (the last step proved, a decimal integer, at most CLI_STEPS_MAX)
  *   "trajectory" traj_N, 16 hex digits   "param_hash" param_hash_N, 16 hex digits
  *   "verdict"    "proved" or "failed"    "audited"   UTC time of the audit
  * Strings are JSON strings; the writer escapes '"', '\\' and control
  * characters (\n, \t, \r, else \u00XX) and the reader takes exactly those
  * escapes back (and \/, \b, \f, \uXXXX below 0x80), nothing more.
+ *
+ * What reproduce trains is exactly the config the certificate states: the
+ * text must parse, read back canonical byte for byte and hash to
+ * "config_hash", and its data_hash line must be "data_hash". "sources" are
+ * only where the data are: each line one of the task's source keys
+ * (ls_task_desc.sources), at most once, with a path; a line naming anything
+ * else (lr, seed, a key twice) is refused, since a source line applied as a
+ * setting would let a forger change what is trained after the config was
+ * checked. --source NAME=PATH moves a source; the data are still checked
+ * against data_hash when they load.
  */
 #include "tools/tools.h"
 #include "tools/commands.h"
@@ -48,6 +58,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "engine/core/audit.h"
 #include "engine/num/dense.h"
 #include "record/checkpoint.h"
@@ -305,7 +316,8 @@ static void cert_write(FILE *f, const runlog_run *run, uint64_t data_hash, const
     cli_json_str(f, LS_BUILD_CC "; " LS_BUILD_CFLAGS);
     fputs(",\n  \"config\": ", f);
     cli_json_str(f, run->config_text);
-    fprintf(f, ",\n  \"data_hash\": \"%016llx\",\n  \"sources\": ", (unsigned long long)data_hash);
+    fprintf(f, ",\n  \"config_hash\": \"%016llx\",\n  \"data_hash\": \"%016llx\",\n  \"sources\": ",
+            (unsigned long long)run->config_hash, (unsigned long long)data_hash);
     if (run->source_text != NULL && run->source_text[0])
         cli_json_str(f, run->source_text);
     else
@@ -430,7 +442,8 @@ int cmd_audit(int argc, char **argv)
 /* ---- reproduce ------------------------------------------------------------------ */
 
 typedef struct {
-    char *lockstep, *build, *config, *data_hash, *sources, *trajectory, *param_hash, *verdict, *audited;
+    char *lockstep, *build, *config, *config_hash, *data_hash, *sources, *trajectory, *param_hash, *verdict,
+        *audited;
     int64_t steps;
     int has_steps;
 } cert_doc;
@@ -440,6 +453,7 @@ static void cert_free(cert_doc *c)
     free(c->lockstep);
     free(c->build);
     free(c->config);
+    free(c->config_hash);
     free(c->data_hash);
     free(c->sources);
     free(c->trajectory);
@@ -541,18 +555,20 @@ static ls_status j_string(jreader *j, const char *field, char **out, ls_err *err
 }
 
 /* Exactly the document cert_write writes (any whitespace between tokens,
- * keys in any order, each once). */
+ * keys in any order, each once, none unknown). */
 static ls_status cert_parse(const char *text, size_t len, const char *path, cert_doc *c, ls_err *err)
 {
     memset(c, 0, sizeof *c);
     if (strlen(text) != len)
         return ls_fail(err, LS_EFORMAT, "%s: a NUL byte in the certificate", path);
     jreader j = { text, text + len, path };
-    static const char *const fields[] = { "lockstep", "build", "config", "data_hash", "sources", "steps",
-                                          "trajectory", "param_hash", "verdict", "audited" };
-    char **slots[] = { &c->lockstep, &c->build, &c->config, &c->data_hash, &c->sources, NULL,
-                       &c->trajectory, &c->param_hash, &c->verdict, &c->audited };
-    int seen[10] = { 0 };
+    enum { F_SOURCES = 5, F_STEPS = 6, N_FIELDS = 11 };
+    static const char *const fields[N_FIELDS] = { "lockstep", "build", "config", "config_hash", "data_hash",
+                                                  "sources", "steps", "trajectory", "param_hash", "verdict",
+                                                  "audited" };
+    char **slots[N_FIELDS] = { &c->lockstep, &c->build, &c->config, &c->config_hash, &c->data_hash, &c->sources,
+                               NULL, &c->trajectory, &c->param_hash, &c->verdict, &c->audited };
+    int seen[N_FIELDS] = { 0 };
     j_ws(&j);
     if (j.p >= j.end || *j.p != '{')
         return ls_fail(err, LS_EFORMAT, "%s: not a certificate (a JSON object expected)", path);
@@ -564,10 +580,11 @@ static ls_status cert_parse(const char *text, size_t len, const char *path, cert
         if ((st = j_string(&j, "(a key)", &key, err)) != LS_OK)
             return st;
         size_t f;
-        for (f = 0; f < 10 && strcmp(key, fields[f]) != 0; f++)
+        for (f = 0; f < N_FIELDS && strcmp(key, fields[f]) != 0; f++)
             ;
-        if (f == 10 || seen[f]) {
-            st = ls_fail(err, LS_EFORMAT, "%s: field \"%.40s\": %s", path, key, f == 10 ? "unknown" : "given twice");
+        if (f == N_FIELDS || seen[f]) {
+            st = ls_fail(err, LS_EFORMAT, "%s: field \"%.40s\": %s", path, key,
+                         f == N_FIELDS ? "unknown" : "given twice");
             free(key);
             return st;
         }
@@ -578,7 +595,7 @@ static ls_status cert_parse(const char *text, size_t len, const char *path, cert
             return ls_fail(err, LS_EFORMAT, "%s: field \"%s\": ':' expected", path, fields[f]);
         j.p++;
         j_ws(&j);
-        if (f == 5) {
+        if (f == F_STEPS) {
             char *e;
             errno = 0;
             if (j.p >= j.end || *j.p < '0' || *j.p > '9')
@@ -586,10 +603,14 @@ static ls_status cert_parse(const char *text, size_t len, const char *path, cert
             long long v = strtoll(j.p, &e, 10);
             if (errno != 0 || e > j.end || v < 1 || (*j.p == '0' && e - j.p > 1))
                 return ls_fail(err, LS_EFORMAT, "%s: field \"steps\": a positive integer expected", path);
+            /* The limit train's --steps has: a certificate asks for no more work. */
+            if (v > CLI_STEPS_MAX)
+                return ls_fail(err, LS_EFORMAT, "%s: field \"steps\": %lld is more than %lld", path, v,
+                               (long long)CLI_STEPS_MAX);
             c->steps = v;
             c->has_steps = 1;
             j.p = e;
-        } else if (f == 4 && j.end - j.p >= 4 && strncmp(j.p, "null", 4) == 0) {
+        } else if (f == F_SOURCES && j.end - j.p >= 4 && strncmp(j.p, "null", 4) == 0) {
             j.p += 4;
         } else if ((st = j_string(&j, fields[f], slots[f], err)) != LS_OK) {
             return st;
@@ -608,7 +629,7 @@ static ls_status cert_parse(const char *text, size_t len, const char *path, cert
     j_ws(&j);
     if (j.p != j.end)
         return ls_fail(err, LS_EFORMAT, "%s: something after the certificate's closing '}'", path);
-    for (size_t f = 0; f < 10; f++)
+    for (size_t f = 0; f < N_FIELDS; f++)
         if (!seen[f])
             return ls_fail(err, LS_EFORMAT, "%s: field \"%s\": missing", path, fields[f]);
     return LS_OK;
@@ -633,11 +654,165 @@ static ls_status parse_hex64(const char *path, const char *field, const char *s,
     return LS_OK;
 }
 
+/* The certificate's text, NUL-terminated (malloc'ed in *text). A
+ * certificate is small: a regular file (base/file.h opens it without
+ * blocking, so a FIFO or a device is refused, not waited on) of at most
+ * CERT_MAX_BYTES, read no further than one byte past that. */
+static ls_status cert_read(const char *path, char **text, size_t *len, ls_err *err)
+{
+    int fd;
+    size_t size;
+    *text = NULL;
+    ls_status st = file_open_regular(path, &fd, &size, err);
+    if (st != LS_OK)
+        return st;
+    if (size > CERT_MAX_BYTES) {
+        close(fd);
+        return ls_fail(err, LS_EFORMAT, "%s: %zu bytes; a certificate is at most %u", path, size,
+                       (unsigned)CERT_MAX_BYTES);
+    }
+    char *buf = malloc((size_t)CERT_MAX_BYTES + 2);
+    if (buf == NULL) {
+        close(fd);
+        return ls_fail(err, LS_ENOMEM, "%s: out of memory", path);
+    }
+    size_t n = 0;
+    while (n <= CERT_MAX_BYTES) {
+        ssize_t got = read(fd, buf + n, (size_t)CERT_MAX_BYTES + 1 - n);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            st = ls_fail(err, LS_EIO, "%s: %s", path, strerror(errno));
+            break;
+        }
+        if (got == 0)
+            break;
+        n += (size_t)got;
+    }
+    close(fd);
+    if (st == LS_OK && n > CERT_MAX_BYTES)   /* it grew after the size was read */
+        st = ls_fail(err, LS_EFORMAT, "%s: more than %u bytes; a certificate is at most that", path,
+                     (unsigned)CERT_MAX_BYTES);
+    if (st != LS_OK) {
+        free(buf);
+        return st;
+    }
+    buf[n] = '\0';
+    *text = buf;
+    *len = n;
+    return LS_OK;
+}
+
+/* reproduce's own flag: --source NAME=PATH, repeatable (one more than a
+ * task can have is kept, so too many is refused by name, not dropped). */
+typedef struct {
+    const char *src[LS_MAX_SOURCES + 1];
+    int n;
+} reproduce_flags;
+
+static ls_status reproduce_flag(void *ctx, const flag_spec *f, const char *value, ls_err *err)
+{
+    reproduce_flags *rf = ctx;
+    (void)f;
+    if (rf->n > LS_MAX_SOURCES)
+        return ls_fail(err, LS_EINVAL, "--source: more than %d given; a task has at most %d sources",
+                       LS_MAX_SOURCES + 1, LS_MAX_SOURCES);
+    rf->src[rf->n++] = value;
+    return LS_OK;
+}
+
+/* Sets one source of cfg from "NAME=PATH" (len bytes at line; what names
+ * where it comes from in errors: "CERT: field \"sources\"", "--source").
+ * NAME must be one of the task's source keys, exactly (a setting is never
+ * taken here), not yet in *set (a bit per source slot), and PATH not
+ * empty. */
+static ls_status source_set(ls_config *cfg, const char *line, size_t len, const char *what, uint32_t *set,
+                            ls_err *err)
+{
+    const ls_task_desc *t = cfg->task_desc;
+    const char *eq = memchr(line, '=', len);
+    size_t nl = eq != NULL ? (size_t)(eq - line) : len;
+    size_t slot;
+    for (slot = 0; slot < t->n_sources; slot++)
+        if (strlen(t->sources[slot].name) == nl && memcmp(t->sources[slot].name, line, nl) == 0)
+            break;
+    if (eq == NULL || nl == 0)
+        return ls_fail(err, LS_EFORMAT, "%s: '%.*s' is not NAME=PATH", what, (int)(len < 80 ? len : 80), line);
+    if (slot == t->n_sources) {
+        char names[256] = "";
+        size_t at = 0;
+        for (size_t i = 0; i < t->n_sources && at < sizeof names; i++)
+            at += (size_t)snprintf(names + at, sizeof names - at, "%s%s", i ? ", " : "", t->sources[i].name);
+        return ls_fail(err, LS_EFORMAT, "%s: '%.*s' is not a source of task %s (%s%s): sources say where data "
+                       "are, never settings", what, (int)(nl < 64 ? nl : 64), line, cfg->task,
+                       t->n_sources ? "its sources: " : "it has none", names);
+    }
+    if (*set & (1u << slot))
+        return ls_fail(err, LS_EFORMAT, "%s: '%s' given twice", what, t->sources[slot].name);
+    if (len - nl - 1 == 0)
+        return ls_fail(err, LS_EFORMAT, "%s: '%s' has no path", what, t->sources[slot].name);
+    if (len - nl - 1 >= LS_SOURCE_MAX)
+        return ls_fail(err, LS_EFORMAT, "%s: '%s': the path is longer than %d bytes", what, t->sources[slot].name,
+                       LS_SOURCE_MAX - 1);
+    char path[LS_SOURCE_MAX];
+    memcpy(path, eq + 1, len - nl - 1);
+    path[len - nl - 1] = '\0';
+    ls_err e = { "" };
+    if (config_set(cfg, t->sources[slot].name, path, 0, &e) != LS_OK)
+        return ls_fail(err, LS_EFORMAT, "%s: %s", what, e.msg);
+    *set |= 1u << slot;
+    return LS_OK;
+}
+
+/* The config to train, exactly the certificate's: parsed, canonical byte
+ * for byte, of the stated hashes; then the data's locations, from the
+ * certificate's sources and the --source flags (which may move one of
+ * them, each at most once). */
+static ls_status cert_config(const cert_doc *c, const char *path, const reproduce_flags *rf, ls_config *cfg,
+                             ls_err *err)
+{
+    uint64_t want_cfg = 0, want_data = 0;
+    ls_status st;
+    if ((st = parse_hex64(path, "config_hash", c->config_hash, &want_cfg, err)) != LS_OK ||
+        (st = parse_hex64(path, "data_hash", c->data_hash, &want_data, err)) != LS_OK)
+        return st;
+    ls_err e = { "" };
+    if (config_parse_text(cfg, c->config, "config", &e) != LS_OK)
+        return ls_fail(err, LS_EFORMAT, "%s: field \"config\": %s", path, e.msg);
+    char canon[CONFIG_TEXT_MAX];
+    if (config_text(cfg, canon, sizeof canon) >= sizeof canon || strcmp(canon, c->config) != 0)
+        return ls_fail(err, LS_EFORMAT, "%s: field \"config\": not a canonical config text (a key twice, out of "
+                       "order, or not the canonical form of its value)", path);
+    if (config_hash(cfg) != want_cfg)
+        return ls_fail(err, LS_EFORMAT, "%s: field \"config_hash\": %016llx, the config's is %016llx", path,
+                       (unsigned long long)want_cfg, (unsigned long long)config_hash(cfg));
+    if (cfg->data_hash != want_data)
+        return ls_fail(err, LS_EFORMAT, "%s: field \"data_hash\": %016llx, the config says %016llx", path,
+                       (unsigned long long)want_data, (unsigned long long)cfg->data_hash);
+    char what[PATH_MAX + 32];
+    snprintf(what, sizeof what, "%s: field \"sources\"", path);
+    uint32_t in_cert = 0, in_flags = 0;
+    for (const char *p = c->sources; p != NULL && *p;) {
+        size_t ll = strcspn(p, "\n");
+        if ((st = source_set(cfg, p, ll, what, &in_cert, err)) != LS_OK)
+            return st;
+        p += ll + (p[ll] == '\n');
+    }
+    for (int i = 0; i < rf->n; i++)
+        if ((st = source_set(cfg, rf->src[i], strlen(rf->src[i]), "--source", &in_flags, err)) != LS_OK)
+            return st;
+    /* Sources are not config: the text trained is still the one checked. */
+    if (config_text(cfg, canon, sizeof canon) >= sizeof canon || strcmp(canon, c->config) != 0)
+        return ls_fail(err, LS_EFORMAT, "%s: field \"sources\": changes the config", path);
+    return LS_OK;
+}
+
 int cmd_reproduce(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse_cmd("reproduce", argc, argv, CLI_THREADS, 1, NULL, NULL, &a, &err);
+    reproduce_flags rf = { { NULL }, 0 };
+    ls_status st = cli_parse_cmd("reproduce", argc, argv, CLI_THREADS, 1, reproduce_flag, &rf, &a, &err);
     if (st == LS_OK && !a.help && a.n_positional != 1)
         st = ls_fail(&err, LS_EINVAL, "needs one certificate file");
     if (st != LS_OK) {
@@ -649,66 +824,24 @@ int cmd_reproduce(int argc, char **argv)
         return EXIT_OK;
     }
     const char *path = a.positional[0];
-    if ((st = cli_check_regular(NULL, path, &err)) != LS_OK) {
+    char *text;
+    size_t len = 0;
+    if ((st = cert_read(path, &text, &len, &err)) != LS_OK) {
         cli_error("reproduce", &err, st);
         return EXIT_USAGE;
     }
-    size_t len;
-    char *text = (char *)read_file(path, CERT_MAX_BYTES, &len);
-    if (text == NULL) {
-        fprintf(stderr, "lockstep reproduce: %s: %s\n", path, strerror(errno));
-        return EXIT_USAGE;
-    }
-    char *t2 = realloc(text, len + 1);
-    if (t2 == NULL) {
-        free(text);
-        fprintf(stderr, "lockstep reproduce: %s: out of memory\n", path);
-        return EXIT_USAGE;
-    }
-    text = t2;
-    text[len] = '\0';
     cert_doc c;
     st = cert_parse(text, len, path, &c, &err);
     free(text);
-    uint64_t want_traj = 0, want_ph = 0, want_data = 0;
+    uint64_t want_traj = 0, want_ph = 0;
     ls_config cfg;
-    char canon[CONFIG_TEXT_MAX];
     if (st == LS_OK && (st = parse_hex64(path, "trajectory", c.trajectory, &want_traj, &err)) == LS_OK &&
-        (st = parse_hex64(path, "param_hash", c.param_hash, &want_ph, &err)) == LS_OK &&
-        (st = parse_hex64(path, "data_hash", c.data_hash, &want_data, &err)) == LS_OK) {
+        (st = parse_hex64(path, "param_hash", c.param_hash, &want_ph, &err)) == LS_OK) {
         if (strcmp(c.verdict, "proved") != 0 && strcmp(c.verdict, "failed") != 0)
             st = ls_fail(&err, LS_EFORMAT, "%s: field \"verdict\": \"proved\" or \"failed\" expected", path);
     }
-    if (st == LS_OK) {
-        ls_err e = { "" };
-        if (config_parse_text(&cfg, c.config, "config", &e) != LS_OK) {
-            st = ls_fail(&err, LS_EFORMAT, "%s: field \"config\": %s", path, e.msg);
-        } else {
-            config_text(&cfg, canon, sizeof canon);
-            if (strcmp(canon, c.config) != 0)
-                st = ls_fail(&err, LS_EFORMAT, "%s: field \"config\": not a canonical config text", path);
-            else if (cfg.data_hash != want_data)
-                st = ls_fail(&err, LS_EFORMAT, "%s: field \"data_hash\": %016llx, the config says %016llx", path,
-                             (unsigned long long)want_data, (unsigned long long)cfg.data_hash);
-        }
-    }
-    /* Where the data are: the certificate's source lines, as a run records them. */
-    for (const char *p = c.sources; st == LS_OK && p != NULL && *p;) {
-        size_t ll = strcspn(p, "\n");
-        const char *eq = memchr(p, '=', ll);
-        char line[LS_SOURCE_MAX + 64];
-        ls_err e = { "" };
-        if (eq == NULL || ll >= sizeof line) {
-            st = ls_fail(&err, LS_EFORMAT, "%s: field \"sources\": a malformed line", path);
-            break;
-        }
-        memcpy(line, p, ll);
-        line[ll] = '\0';
-        line[eq - p] = '\0';
-        if (config_set(&cfg, line, line + (eq - p) + 1, 0, &e) != LS_OK)
-            st = ls_fail(&err, LS_EFORMAT, "%s: field \"sources\": %s", path, e.msg);
-        p += ll + (p[ll] == '\n');
-    }
+    if (st == LS_OK)
+        st = cert_config(&c, path, &rf, &cfg, &err);
     if (st != LS_OK) {
         cli_error("reproduce", &err, st);
         cert_free(&c);

@@ -148,6 +148,9 @@ static const flag_spec AUDIT_FLAGS[] = {
 
 static const flag_spec REPRODUCE_FLAGS[] = {
     THREADS("worker threads (default: online CPUs)"),
+    { "--source", NULL, "NAME=PATH", "read the task's source NAME (one of its source keys, e.g. train_x or\n"
+      "edges) from PATH instead of where the certificate says; repeatable, each NAME once.\n"
+      "The data are still checked against the certificate's data_hash", "NAME=PATH" },
 };
 
 static const flag_spec EQUIV_FLAGS[] = {
@@ -335,11 +338,13 @@ static const command COMMANDS[] = {
       "exit status: 0 proved, 1 a difference (the first bad step and both values named), 2 bad usage\n"
       "or input, 130 interrupted" },
     { "reproduce", cmd_reproduce,
-      { "CERT.json [--threads N]" },
+      { "CERT.json [--threads N] [--source NAME=PATH]..." },
       "retrain an audit certificate's config without a database and compare the trajectory",
       "Checks a certificate written by `lockstep audit --certificate` without any database: trains the\n"
-      "certificate's config (on the data its sources name, checked against its data_hash) for its step\n"
-      "count and compares the trajectory hash.",
+      "certificate's config (on the data its sources name, or --source, checked against its data_hash)\n"
+      "for its step count and compares the trajectory hash. What is trained is exactly the config text\n"
+      "the certificate states, canonical and of its config_hash; its sources are only where the data are\n"
+      "(the task's source keys, each once), never settings.",
       FLAGS(REPRODUCE_FLAGS),
       "exit status: 0 reproduced, 1 differs (both trajectory hashes named, or the data differ),\n"
       "2 bad usage or a malformed certificate (the field named), 130 interrupted" },

@@ -47,6 +47,11 @@ typedef struct {
     int n_positional;
 } cli_args;
 
+/* The most steps a run may ask for (--steps, and a certificate's "steps"):
+ * far beyond any real run, small enough that a step count from input
+ * cannot ask for unbounded work or overflow a step counter. */
+#define CLI_STEPS_MAX (INT64_C(1) << 40)
+
 /* Which flags a subcommand takes. */
 enum {
     CLI_CONFIG = 1,      /* model/task/optimiser flags */
