@@ -142,7 +142,7 @@ static const flag_spec AUDIT_FLAGS[] = {
     { "--record-only", NULL, NULL, "re-execute nothing: check the trajectory hash chain of the step rows,\n"
       "that they have no gap, the config hash and the checkpoint files (milliseconds)", NULL },
     { "--certificate", NULL, "FILE.json", "write a JSON certificate of the audit (see lockstep reproduce): the\n"
-      "canonical config text, data_hash, sources, step count, trajectory and parameter\n"
+      "canonical config text and its hash, data_hash, sources, step count, trajectory and parameter\n"
       "hash at the last step, lockstep version and build, verdict and time", "a file name" },
 };
 
