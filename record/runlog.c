@@ -394,6 +394,22 @@ static ls_status rl_pragma(runlog *r, const char *sql, ls_err *err)
     return rc == SQLITE_OK ? LS_OK : rl_dberr(r, sql, err);
 }
 
+/* Test-only: LOCKSTEP_TEST_MAX_PAGES=N caps the file at N pages (PRAGMA
+ * max_page_count, which SQLite keeps per connection, so every writer's open
+ * sets it) once the schema is there. A write that needs more pages then
+ * fails with SQLITE_FULL exactly as on a full disk, which lets a test of
+ * the disk-full messages run anywhere, without mounting a small file
+ * system. Unset (always, outside tests), nothing happens. */
+static void rl_test_max_pages(runlog *r)
+{
+    const char *v = getenv("LOCKSTEP_TEST_MAX_PAGES");
+    if (v == NULL || v[0] < '1' || v[0] > '9' || strspn(v, "0123456789") != strlen(v) || strlen(v) > 9)
+        return;
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA max_page_count=%s", v);
+    sqlite3_exec(r->db, sql, NULL, NULL, NULL);
+}
+
 ls_status runlog_open(runlog **out, const char *path, ls_err *err)
 {
     *out = NULL;
@@ -444,6 +460,8 @@ ls_status runlog_open(runlog **out, const char *path, ls_err *err)
         st = rl_pragma(r, "PRAGMA foreign_keys=ON", err);
     if (st == LS_OK && fresh)
         st = rl_create_schema(r, err);
+    if (st == LS_OK)
+        rl_test_max_pages(r);
     if (st == LS_OK)
         st = rl_prepare(r,
                         "INSERT INTO steps(run, step, loss, loss_bits, param_hash, traj_hash, seconds)"
