@@ -69,21 +69,24 @@ static ls_status rl_import_rows(runlog *r, const char *src_path, const int64_t *
             sqlite3_finalize(st);
             break;
         }
+        /* The rule train and rename follow, on the whole stored name: a name
+         * an older database holds against it could read as a flag or an id,
+         * or forge lines when printed. */
+        ls_err why = { "" };
+        const unsigned char *stored = sqlite3_column_text(st, 0);
+        if (runlog_check_name(stored != NULL ? (const char *)stored : "", &why) != LS_OK) {
+            s = ls_fail(err, LS_EINVAL, "run %lld of %s: %s; rename it there first (lockstep rename %lld NEW --db "
+                        "%s)", (long long)ids[i], src_path, why.msg, (long long)ids[i], src_path);
+            sqlite3_finalize(st);
+            break;
+        }
         char name[RUNLOG_NAME_BYTES];
-        rl_copy(name, sizeof name, sqlite3_column_text(st, 0));
+        rl_copy(name, sizeof name, stored);
         const int running = sqlite3_column_text(st, 1) != NULL &&
                             strcmp((const char *)sqlite3_column_text(st, 1), "running") == 0;
         const int live = running && !rl_writer_gone(st, 2, 3, 4);
         const int clash = sqlite3_column_int(st, 5) > 0;
         sqlite3_finalize(st);
-        /* The rule train and rename follow: a name an older database holds
-         * against it could read as a flag or an id, or forge lines when printed. */
-        ls_err why = { "" };
-        if (runlog_check_name(name, &why) != LS_OK) {
-            s = ls_fail(err, LS_EINVAL, "run %lld of %s: %s; rename it there first (lockstep rename %lld NEW --db "
-                        "%s)", (long long)ids[i], src_path, why.msg, (long long)ids[i], src_path);
-            break;
-        }
         if (clash) {
             char shown[RUNLOG_NAME_BYTES * 4];
             rl_escape_name(name, shown, sizeof shown);
