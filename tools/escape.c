@@ -60,7 +60,7 @@ void esc_json(FILE *f, const char *s)
         size_t len;
         const long cp = runlog_utf8_next(p, &len);
         if (cp < 0)
-            fputs("\\ufffd", f);
+            fputs("\xef\xbf\xbd", f);   /* U+FFFD as UTF-8: every JSON reader takes it as is */
         else if (cp == '"' || cp == '\\')
             fprintf(f, "\\%c", (char)cp);
         else if (cp == '\n')
@@ -69,7 +69,7 @@ void esc_json(FILE *f, const char *s)
             fputs("\\r", f);
         else if (cp == '\t')
             fputs("\\t", f);
-        else if (runlog_char_forbidden(cp))   /* all of them are in the BMP */
+        else if (cp < 0x20 || cp == 0x7f)
             fprintf(f, "\\u%04lx", (unsigned long)cp);
         else
             fwrite(p, 1, len, f);

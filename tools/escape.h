@@ -18,10 +18,11 @@
 #include <stdio.h>
 
 /* s (NULL: "") as a JSON string (RFC 8259), quotes included: '"' and '\\'
- * escaped, \n \r \t as such, every other control character (U+0000..U+001F,
- * U+007F..U+009F) and every invisible character a name may not hold as
- * \uXXXX, and each byte that is not part of valid UTF-8 as U+FFFD (\ufffd).
- * The output is always valid UTF-8. */
+ * escaped, \n \r \t as such, every other C0 control and DEL as \u00XX,
+ * each byte that is not part of valid UTF-8 as U+FFFD (written as UTF-8,
+ * not escaped, so the certificate reader, which takes \u escapes below
+ * U+0080 only, reads it back), every other character as its UTF-8 bytes.
+ * The output is always valid UTF-8 JSON. */
 void esc_json(FILE *f, const char *s);
 
 /* s (NULL: "") as one CSV field (RFC 4180): each byte that is not part of
