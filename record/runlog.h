@@ -269,7 +269,10 @@ ls_status runlog_audits(runlog *r, int64_t run_id, runlog_audit **rows, size_t *
  * them), sources, settings, processes and audits, and the verdicts whose
  * runs all come along. new_ids[n] receives the new ids. A name this
  * database has already is LS_EEXIST naming it, and nothing is copied; a
- * run still running in a live process is LS_EEXIST too.
+ * run still running in a live process is LS_EEXIST too; a name
+ * runlog_check_name refuses (an older database may hold one) is LS_EINVAL
+ * naming the run and the rule, and nothing is copied. The source is
+ * attached read-only: nothing is ever written to it.
  * runlog_run_delete removes a run and every row of it (verdicts naming
  * it included) — the caller deletes the files it owns first or after.
  * runlog_run_rename gives it another name (runlog_check_name's rule; a

@@ -4,7 +4,9 @@
  * An import attaches the other database as `src` and copies, in one
  * transaction, each run and every row that hangs off it through a map of
  * old to new run ids (a temporary table); the tables added to schema
- * version 1 are copied only when the source has them. A delete removes a
+ * version 1 are copied only when the source has them. The source is
+ * attached read-only, and each run's name must pass the rule train and
+ * rename follow (runlog_check_name) before anything is copied. A delete removes a
  * run's rows from every table that exists, verdicts naming it included.
  */
 #include "record/runlog_impl.h"
