@@ -13,6 +13,7 @@
  */
 #include "tools/tools.h"
 #include "tools/commands.h"
+#include "tools/escape.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -722,8 +723,9 @@ int cli_sweep_runs(runlog *db, const char *db_path, const char *sweep_id)
         char loss[32] = "-";
         if (rows[i].has_loss)
             snprintf(loss, sizeof loss, "%.6f", rows[i].loss);
+        char name[RUNLOG_NAME_BYTES * 4];
         printf("%-5lld %-40s %-12s %-6s %-14s %-8lld %-12s %-28s %016llx\n", (long long)rows[i].run.id,
-               rows[i].run.name, rows[i].run.status, rows[i].run.model, rows[i].run.task,
+               esc_str(name, sizeof name, rows[i].run.name), rows[i].run.status, rows[i].run.model, rows[i].run.task,
                (long long)rows[i].run.n_steps, loss, rows[i].figures, (unsigned long long)rows[i].run.last_traj_hash);
         runlog_run_free(&rows[i].run);
     }
