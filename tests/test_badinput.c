@@ -1054,6 +1054,8 @@ static const bad_row BAD[] = {
       "\\xff", "not valid UTF-8" }, NULL, NULL, 0, 0 },
     { "import: an empty file stays empty", S_NAMES, NULL, { "import", "empty.db", DB }, { "empty.db",
       "not a lockstep record" }, "empty.db", NULL, 0, 0 },
+    { "show: an unknown run name with a newline and an escape", S_PLAIN, NULL, { "show", "a\nb\x1b[2J", DB },
+      { "no run 'a\\x0ab\\x1b[2J'" }, NULL, NULL, 0, 0 },
 };
 
 #undef DB
