@@ -194,6 +194,12 @@ ls_status rl_dberr(const runlog *r, const char *what, ls_err *err)
     int code = sqlite3_errcode(r->db) & 0xff;
     if (code == SQLITE_NOTADB)
         return ls_fail(err, LS_EFORMAT, "%s: not a SQLite database", r->path);
+    /* SQLite reports a full disk as SQLITE_FULL on some writes and as a
+     * plain I/O error on others (the write-ahead log, its index); the
+     * system's errno tells them apart. "disk full" is what to act on. */
+    if (code == SQLITE_FULL || (code == SQLITE_IOERR && sqlite3_system_errno(r->db) == ENOSPC))
+        return ls_fail(err, LS_EIO, "%s: %s: disk full (no room for the database to grow; what was committed "
+                       "before is kept)", r->path, what);
     return ls_fail(err, LS_EDB, "%s: %s: %s", r->path, what, sqlite3_errmsg(r->db));
 }
 
@@ -388,6 +394,22 @@ static ls_status rl_pragma(runlog *r, const char *sql, ls_err *err)
     return rc == SQLITE_OK ? LS_OK : rl_dberr(r, sql, err);
 }
 
+/* Test-only: LOCKSTEP_TEST_MAX_PAGES=N caps the file at N pages (PRAGMA
+ * max_page_count, which SQLite keeps per connection, so every writer's open
+ * sets it) once the schema is there. A write that needs more pages then
+ * fails with SQLITE_FULL exactly as on a full disk, which lets a test of
+ * the disk-full messages run anywhere, without mounting a small file
+ * system. Unset (always, outside tests), nothing happens. */
+static void rl_test_max_pages(runlog *r)
+{
+    const char *v = getenv("LOCKSTEP_TEST_MAX_PAGES");
+    if (v == NULL || v[0] < '1' || v[0] > '9' || strspn(v, "0123456789") != strlen(v) || strlen(v) > 9)
+        return;
+    char sql[64];
+    snprintf(sql, sizeof sql, "PRAGMA max_page_count=%s", v);
+    sqlite3_exec(r->db, sql, NULL, NULL, NULL);
+}
+
 ls_status runlog_open(runlog **out, const char *path, ls_err *err)
 {
     *out = NULL;
@@ -403,7 +425,14 @@ ls_status runlog_open(runlog **out, const char *path, ls_err *err)
         return ls_fail(err, LS_ENOMEM, "%s: out of memory opening the run log", path);
     memcpy(r->path, path, plen + 1);
 
-    int rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
+    /* URI names are on so that an import can attach its source read-only
+     * (runlog_import); a path that would read as a URI is given as ./path. */
+    char *local = NULL;
+    if (strncmp(path, "file:", 5) == 0 && (local = malloc(plen + 3)) != NULL)
+        snprintf(local, plen + 3, "./%s", path);
+    int rc = sqlite3_open_v2(local != NULL ? local : path, &r->db,
+                             SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, NULL);
+    free(local);
     if (rc != SQLITE_OK) {
         int code = rc & 0xff;
         ls_status st = (code == SQLITE_CANTOPEN || code == SQLITE_PERM || code == SQLITE_IOERR ||
@@ -432,10 +461,57 @@ ls_status runlog_open(runlog **out, const char *path, ls_err *err)
     if (st == LS_OK && fresh)
         st = rl_create_schema(r, err);
     if (st == LS_OK)
+        rl_test_max_pages(r);
+    if (st == LS_OK)
         st = rl_prepare(r,
                         "INSERT INTO steps(run, step, loss, loss_bits, param_hash, traj_hash, seconds)"
                         " VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                         &r->ins_step, "preparing the step insert", err);
+    if (st != LS_OK) {
+        runlog_close(r);
+        return st;
+    }
+    *out = r;
+    return LS_OK;
+}
+
+ls_status runlog_open_source(runlog **out, const char *path, ls_err *err)
+{
+    *out = NULL;
+    if (path == NULL || path[0] == 0)
+        return ls_fail(err, LS_EINVAL, "database path is empty");
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return ls_fail(err, LS_EIO, "%s: is a directory", path);
+    size_t plen = strlen(path);
+    runlog *r = calloc(1, sizeof *r + plen + 1);
+    if (r == NULL)
+        return ls_fail(err, LS_ENOMEM, "%s: out of memory opening the run log", path);
+    memcpy(r->path, path, plen + 1);
+    /* Read-only and without URI names: the path is a file name, whatever it holds. */
+    int rc = sqlite3_open_v2(path, &r->db, SQLITE_OPEN_READONLY, NULL);
+    if (rc != SQLITE_OK) {
+        ls_fail(err, LS_EIO, "%s: cannot open: %s", path, r->db != NULL ? sqlite3_errmsg(r->db) : sqlite3_errstr(rc));
+        runlog_close(r);
+        return LS_EIO;
+    }
+    sqlite3_busy_timeout(r->db, RL_BUSY_TIMEOUT_MS);
+    int fresh = 0;
+    ls_status st = rl_check_file(r, &fresh, err);
+    if (st == LS_OK && fresh)
+        st = ls_fail(err, LS_EFORMAT, "%s: an empty database, not a lockstep record (it has none of the record's "
+                     "tables)", path);
+    if (st == LS_OK) {
+        sqlite3_stmt *q;
+        int has_runs = 0;
+        if (sqlite3_prepare_v2(r->db, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'", -1, &q,
+                               NULL) == SQLITE_OK) {
+            has_runs = sqlite3_step(q) == SQLITE_ROW;
+            sqlite3_finalize(q);
+        }
+        if (!has_runs)
+            st = ls_fail(err, LS_EFORMAT, "%s: not a lockstep record (it has no runs table)", path);
+    }
     if (st != LS_OK) {
         runlog_close(r);
         return st;

@@ -42,6 +42,12 @@ typedef struct runlog runlog;
  * a directory or unwritable path is LS_EIO. */
 ls_status runlog_open(runlog **out, const char *path, ls_err *err);
 void runlog_close(runlog *r);     /* flushes buffered steps; accepts NULL */
+/* Opens an existing database to read runs from it (an import's source):
+ * read-only, so nothing is ever written to it, not even a schema. A file
+ * that is not a lockstep record — empty, another program's, without the
+ * runs table — is LS_EFORMAT naming it. Only the reading functions may be
+ * used on the handle. */
+ls_status runlog_open_source(runlog **out, const char *path, ls_err *err);
 
 #define RUNLOG_ID_BYTES 16         /* = CKPT_DBID_BYTES */
 #define RUNLOG_MAX_ANCESTORS 16    /* identities remembered from before copies */
@@ -93,6 +99,14 @@ typedef struct {
 /* LS_OK for an allowed name (rule above), else LS_EINVAL with one line
  * naming the problem and the name, escaped so that it prints safely. */
 ls_status runlog_check_name(const char *name, ls_err *err);
+/* The code point at s (UTF-8, strict: shortest form, no surrogates, at most
+ * U+10FFFF; s not empty) and its length in bytes in *len; -1 (and *len = 1)
+ * when the bytes at s are not one. The name rule reads names with it, and
+ * the command line's printers (tools/escape.h) read what they print. */
+long runlog_utf8_next(const unsigned char *s, size_t *len);
+/* 1 for a code point a name may not hold (the rule above): a control, or
+ * an invisible one that reorders or breaks a line when printed. */
+int runlog_char_forbidden(long cp);
 
 /* Inserts a run with status "running" and this process's liveness data.
  * A name already used → LS_EEXIST naming it; a name the rule above refuses
@@ -255,7 +269,10 @@ ls_status runlog_audits(runlog *r, int64_t run_id, runlog_audit **rows, size_t *
  * them), sources, settings, processes and audits, and the verdicts whose
  * runs all come along. new_ids[n] receives the new ids. A name this
  * database has already is LS_EEXIST naming it, and nothing is copied; a
- * run still running in a live process is LS_EEXIST too.
+ * run still running in a live process is LS_EEXIST too; a name
+ * runlog_check_name refuses (an older database may hold one) is LS_EINVAL
+ * naming the run and the rule, and nothing is copied. The source is
+ * attached read-only: nothing is ever written to it.
  * runlog_run_delete removes a run and every row of it (verdicts naming
  * it included) — the caller deletes the files it owns first or after.
  * runlog_run_rename gives it another name (runlog_check_name's rule; a

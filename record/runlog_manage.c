@@ -4,13 +4,16 @@
  * An import attaches the other database as `src` and copies, in one
  * transaction, each run and every row that hangs off it through a map of
  * old to new run ids (a temporary table); the tables added to schema
- * version 1 are copied only when the source has them. A delete removes a
+ * version 1 are copied only when the source has them. The source is
+ * attached read-only, and each run's name must pass the rule train and
+ * rename follow (runlog_check_name) before anything is copied. A delete removes a
  * run's rows from every table that exists, verdicts naming it included.
  */
 #include "record/runlog_impl.h"
 
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* 1 when schema.name is a table. */
@@ -46,7 +49,8 @@ static ls_status rl_exec_ids(runlog *r, const char *sql, int64_t a, int64_t b, c
 }
 
 /* Everything of the listed runs inside one transaction, src attached. */
-static ls_status rl_import_rows(runlog *r, const int64_t *ids, size_t n, int64_t *new_ids, ls_err *err)
+static ls_status rl_import_rows(runlog *r, const char *src_path, const int64_t *ids, size_t n, int64_t *new_ids,
+                                ls_err *err)
 {
     ls_status s = rl_exec_ids(r, "CREATE TEMP TABLE IF NOT EXISTS import_map(old INTEGER PRIMARY KEY, new INTEGER)",
                               0, 0, "importing", err);
@@ -67,8 +71,19 @@ static ls_status rl_import_rows(runlog *r, const int64_t *ids, size_t n, int64_t
             sqlite3_finalize(st);
             break;
         }
+        /* The rule train and rename follow, on the whole stored name: a name
+         * an older database holds against it could read as a flag or an id,
+         * or forge lines when printed. */
+        ls_err why = { "" };
+        const unsigned char *stored = sqlite3_column_text(st, 0);
+        if (runlog_check_name(stored != NULL ? (const char *)stored : "", &why) != LS_OK) {
+            s = ls_fail(err, LS_EINVAL, "run %lld of %s: %s; rename it there first (lockstep rename %lld NEW --db "
+                        "%s)", (long long)ids[i], src_path, why.msg, (long long)ids[i], src_path);
+            sqlite3_finalize(st);
+            break;
+        }
         char name[RUNLOG_NAME_BYTES];
-        rl_copy(name, sizeof name, sqlite3_column_text(st, 0));
+        rl_copy(name, sizeof name, stored);
         const int running = sqlite3_column_text(st, 1) != NULL &&
                             strcmp((const char *)sqlite3_column_text(st, 1), "running") == 0;
         const int live = running && !rl_writer_gone(st, 2, 3, 4);
@@ -162,16 +177,31 @@ ls_status runlog_import(runlog *r, const char *src_path, const int64_t *ids, siz
     ls_status s = runlog_flush(r, err);
     if (s != LS_OK)
         return s;
+    /* Attached read-only through a URI name (runlog_open turns them on), so
+     * the source is never written: not a schema, not a journal. */
+    size_t cap = 3 * strlen(src_path) + 32;
+    char *uri = malloc(cap);
+    if (uri == NULL)
+        return ls_fail(err, LS_ENOMEM, "out of memory attaching %s", src_path);
+    size_t o = (size_t)snprintf(uri, cap, "file:%s", src_path[0] == '/' ? "//" : "");
+    for (const unsigned char *p = (const unsigned char *)src_path; *p; p++)
+        o += (size_t)(*p == '%' || *p == '?' || *p == '#' || *p <= 0x20 || *p >= 0x7f
+                          ? snprintf(uri + o, cap - o, "%%%02X", *p)
+                          : snprintf(uri + o, cap - o, "%c", *p));
+    snprintf(uri + o, cap - o, "?mode=ro");
     sqlite3_stmt *st;
-    if ((s = rl_prepare(r, "ATTACH DATABASE ?1 AS src", &st, "attaching the database imported from", err)) != LS_OK)
+    if ((s = rl_prepare(r, "ATTACH DATABASE ?1 AS src", &st, "attaching the database imported from", err)) != LS_OK) {
+        free(uri);
         return s;
-    sqlite3_bind_text(st, 1, src_path, -1, SQLITE_TRANSIENT);
+    }
+    sqlite3_bind_text(st, 1, uri, -1, SQLITE_TRANSIENT);
+    free(uri);
     int rc = sqlite3_step(st);
     sqlite3_finalize(st);
     if (rc != SQLITE_DONE)
         return ls_fail(err, LS_EDB, "%s: cannot attach %s: %s", r->path, src_path, sqlite3_errmsg(r->db));
     if ((s = rl_begin(r, "importing", err)) == LS_OK) {
-        if ((s = rl_import_rows(r, ids, n, new_ids, err)) == LS_OK)
+        if ((s = rl_import_rows(r, src_path, ids, n, new_ids, err)) == LS_OK)
             s = rl_commit(r, "importing", err);
         else
             rl_rollback(r);

@@ -19,10 +19,7 @@ int rl_all_digits(const char *s)
     return 1;
 }
 
-/* The next code point of s (UTF-8, strict: shortest form, no surrogates,
- * at most U+10FFFF) and its length in *len; -1 (and *len = 1) when the
- * bytes at s are not one. */
-static long rl_utf8_next(const unsigned char *s, size_t *len)
+long runlog_utf8_next(const unsigned char *s, size_t *len)
 {
     unsigned c = s[0];
     *len = 1;
@@ -50,9 +47,7 @@ static long rl_utf8_next(const unsigned char *s, size_t *len)
     return (long)cp;
 }
 
-/* Code points a name may not hold (runlog.h): controls, and the invisible
- * ones that reorder or break a line when printed. */
-static int rl_name_forbidden(long cp)
+int runlog_char_forbidden(long cp)
 {
     return cp < 0x20 || cp == 0x7f || (cp >= 0x80 && cp <= 0x9f) || cp == 0x200e || cp == 0x200f ||
            cp == 0x2028 || cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069);
@@ -69,12 +64,12 @@ void rl_escape_name(const char *name, char *out, size_t cap)
     while (*p) {
         char piece[16];
         size_t len;
-        long cp = rl_utf8_next(p, &len);
+        long cp = runlog_utf8_next(p, &len);
         if (cp < 0)
             snprintf(piece, sizeof piece, "\\x%02x", p[0]);
         else if (cp == '\\' || cp == '\'')
             snprintf(piece, sizeof piece, "\\%c", (char)cp);
-        else if (rl_name_forbidden(cp))
+        else if (runlog_char_forbidden(cp))
             snprintf(piece, sizeof piece, cp < 0x80 ? "\\x%02lx" : "\\u{%04lx}", (unsigned long)cp);
         else {
             memcpy(piece, p, len);
@@ -106,12 +101,12 @@ ls_status runlog_check_name(const char *name, ls_err *err)
     size_t chars = 0;
     while (*p) {
         size_t len;
-        long cp = rl_utf8_next(p, &len);
+        long cp = runlog_utf8_next(p, &len);
         chars++;
         if (cp < 0)
             return ls_fail(err, LS_EINVAL, "run name '%s' is not valid UTF-8 (byte 0x%02x at byte %zu)", shown,
                            p[0], (size_t)(p - (const unsigned char *)name) + 1);
-        if (rl_name_forbidden(cp))
+        if (runlog_char_forbidden(cp))
             return ls_fail(err, LS_EINVAL, "run name '%s' has a control or invisible character (U+%04lX) at "
                            "character %zu: names must print as themselves", shown, (unsigned long)cp, chars);
         p += len;

@@ -23,6 +23,15 @@ const char RUNLOG_FIRST_DIVERGENCE_SQL[] =
     "   AND (a.param_hash <> b.param_hash\n"
     "        OR (a.step >= 1 AND a.loss_bits IS NOT b.loss_bits))";
 
+/* "no run 'X' in DB", X escaped: what was typed may hold anything, and the
+ * error is one line. */
+static ls_status rl_no_run(const runlog *r, const char *id_or_name, ls_err *err)
+{
+    char shown[RUNLOG_NAME_BYTES * 4];
+    rl_escape_name(id_or_name, shown, sizeof shown);
+    return ls_fail(err, LS_ENOTFOUND, "no run '%s' in %s", shown, r->path);
+}
+
 ls_status runlog_find(runlog *r, const char *id_or_name, int64_t *run_id, ls_err *err)
 {
     if (id_or_name == NULL || id_or_name[0] == 0)
@@ -40,7 +49,7 @@ ls_status runlog_find(runlog *r, const char *id_or_name, int64_t *run_id, ls_err
         long long v = strtoll(id_or_name, &end, 10);
         if (errno != 0 || *end != 0) {
             sqlite3_finalize(st);
-            return ls_fail(err, LS_ENOTFOUND, "no run '%s' in %s", id_or_name, r->path);
+            return rl_no_run(r, id_or_name, err);
         }
         sqlite3_bind_int64(st, 1, v);
     } else {
@@ -51,7 +60,7 @@ ls_status runlog_find(runlog *r, const char *id_or_name, int64_t *run_id, ls_err
         *run_id = sqlite3_column_int64(st, 0);
         s = LS_OK;
     } else if (rc == SQLITE_DONE) {
-        s = ls_fail(err, LS_ENOTFOUND, "no run '%s' in %s", id_or_name, r->path);
+        s = rl_no_run(r, id_or_name, err);
     } else {
         s = rl_dberr(r, "finding a run", err);
     }

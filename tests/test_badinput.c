@@ -506,6 +506,10 @@ enum {
                      * fifo.npy (a FIFO) */
     S_CERT,         /* good.json: the good run's certificate (audit --certificate), and
                      * f.json: it with arg's edit "FROM|TO" (the first FROM replaced) */
+    S_NAMES,        /* old.db: a copy of rec.db as an older database may be, its runs 2..8
+                     * copies of 'good' named against the rule ('1', '-x', '', 10 KB, a
+                     * newline, an escape sequence, a byte that is not UTF-8); empty.db:
+                     * an empty file */
 };
 
 enum {
@@ -1047,6 +1051,25 @@ static const bad_row BAD[] = {
       0 },
     { "reproduce: --source naming a setting", S_CERT, "|", { "reproduce", "good.json", "--source", "lr=0.5" },
       { "--source", "'lr'" }, "good.json", NULL, 0, 0 },
+    /* ---- records: import follows the name rule, reads its source only ---- */
+    { "import: a run named '1'", S_NAMES, NULL, { "import", "old.db", "2", DB }, { "run 2 of old.db",
+      "'1'", "all digits" }, NULL, NULL, 0, 0 },
+    { "import: a run named '-x'", S_NAMES, NULL, { "import", "old.db", "3", DB }, { "run 3 of old.db", "'-x'",
+      "flag" }, NULL, NULL, 0, 0 },
+    { "import: a run with an empty name", S_NAMES, NULL, { "import", "old.db", "4", DB }, { "run 4 of old.db",
+      "empty" }, NULL, NULL, 0, 0 },
+    { "import: a run with a 10 KB name", S_NAMES, NULL, { "import", "old.db", "5", DB }, { "run 5 of old.db",
+      "10240 characters long" }, NULL, NULL, 0, 0 },
+    { "import: a run name with a newline", S_NAMES, NULL, { "import", "old.db", "6", DB }, { "run 6 of old.db",
+      "'a\\x0ab'", "control" }, NULL, NULL, 0, 0 },
+    { "import: a run name with an escape sequence", S_NAMES, NULL, { "import", "old.db", "7", DB },
+      { "run 7 of old.db", "\\x1b[31m", "control" }, NULL, NULL, 0, 0 },
+    { "import: a run name that is not UTF-8", S_NAMES, NULL, { "import", "old.db", "8", DB }, { "run 8 of old.db",
+      "\\xff", "not valid UTF-8" }, NULL, NULL, 0, 0 },
+    { "import: an empty file stays empty", S_NAMES, NULL, { "import", "empty.db", DB }, { "empty.db",
+      "not a lockstep record" }, "empty.db", NULL, 0, 0 },
+    { "show: an unknown run name with a newline and an escape", S_PLAIN, NULL, { "show", "a\nb\x1b[2J", DB },
+      { "no run 'a\\x0ab\\x1b[2J'" }, NULL, NULL, 0, 0 },
 };
 
 #undef DB
@@ -1659,6 +1682,25 @@ static void setup_links(const row_ctx *x)
 
 /* Run 2 'empty' (the good run's row, no step rows) and run 3 'Z-t2' (its
  * step rows moved to steps 100..120): runs with nothing in common. */
+/* S_NAMES: old.db, a copy of rec.db whose runs 2..8 break the name rule as
+ * a database written before it (or by hand) may; empty.db, an empty file. */
+static void setup_names(const row_ctx *x)
+{
+    char p[PATH_MAX];
+    path_in(x->dir, "old.db", p, sizeof p);
+    copy_file(x->db, p);
+    db_exec(p, "CREATE TEMP TABLE r AS SELECT * FROM runs WHERE id = 1;"
+               "UPDATE r SET id = 2, name = '1'; INSERT INTO runs SELECT * FROM r;"
+               "UPDATE r SET id = 3, name = '-x'; INSERT INTO runs SELECT * FROM r;"
+               "UPDATE r SET id = 4, name = ''; INSERT INTO runs SELECT * FROM r;"
+               "UPDATE r SET id = 5, name = replace(hex(zeroblob(5120)), '0', 'n'); INSERT INTO runs SELECT * FROM r;"
+               "UPDATE r SET id = 6, name = 'a' || char(10) || 'b'; INSERT INTO runs SELECT * FROM r;"
+               "UPDATE r SET id = 7, name = 'a' || char(27) || '[31mred'; INSERT INTO runs SELECT * FROM r;"
+               "UPDATE r SET id = 8, name = 'a' || CAST(x'ff' AS TEXT); INSERT INTO runs SELECT * FROM r;");
+    path_in(x->dir, "empty.db", p, sizeof p);
+    write_bytes(p, "", 0);
+}
+
 static void setup_nosteps(const row_ctx *x)
 {
     db_exec(x->db, "CREATE TEMP TABLE r AS SELECT * FROM runs WHERE id = 1;"
@@ -1823,6 +1865,9 @@ static void row_setup(row_ctx *x, const bad_row *row, size_t i)
         break;
     case S_NOSTEPS:
         setup_nosteps(x);
+        break;
+    case S_NAMES:
+        setup_names(x);
         break;
     case S_NPY:
         setup_npy(x);

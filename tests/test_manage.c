@@ -287,6 +287,168 @@ static void test_listings(void **state)
     EXPECT(c, 2, "--csv: only with --steps", "show", "lr-1", "--db", "a.db", "--csv");
 }
 
+/* Writes s to dir/name. */
+static void put_file(const proc_ctx *c, const char *name, const char *s)
+{
+    char path[PATH_MAX];
+    proc_tpath(c, name, path, sizeof path);
+    FILE *f = fopen(path, "wb");
+    assert_non_null(f);
+    fputs(s, f);
+    assert_int_equal(fclose(f), 0);
+}
+
+/* 0 when python3 reads dir/name with `code` (the file is sys.argv[1]). */
+static int python_reads(const proc_ctx *c, const char *name, const char *code)
+{
+    char cmd[PATH_MAX + 1024];
+    snprintf(cmd, sizeof cmd, "cd '%s' && python3 -c '%s' '%s'", c->dir, code, name);
+    return system(cmd);
+}
+
+/* An older database may hold a name and a source path with a newline, a
+ * quote, a tab, an escape and a byte that is not UTF-8. Every JSON output
+ * (runs --json, show --json, an audit certificate) is read by a strict JSON
+ * reader, CSV by a CSV reader that decodes UTF-8 strictly, and the plain
+ * listing stays one line a run with no control character in it. */
+static void test_strict_outputs(void **state)
+{
+    const proc_ctx *c = *state;
+    EXPECT(c, 0, "20 steps", "train", "--task", "teacher", "--steps", "20", "--checkpoint-every", "10", "--db",
+           "a.db", "--name", "t", "--threads", "1", "--no-progress");
+    sqlite3 *db = db_open(c, "a.db");
+    assert_int_equal(sqlite3_exec(db, "CREATE TABLE IF NOT EXISTS run_sources(run INTEGER PRIMARY KEY REFERENCES "
+                                      "runs(id), text TEXT NOT NULL) STRICT;"
+                                      "INSERT INTO run_sources(run, text) VALUES(1, 'train_x=/d/a\"b' || char(9) || "
+                                      "'c' || char(10) || 'train_y=/d/' || CAST(x'ff' AS TEXT) || char(27) || '.npy')",
+                                  NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+    /* The source path comes along with an import; the name is made bad afterwards, as an older record holds it. */
+    EXPECT(c, 0, "is run 1 in b.db", "import", "a.db", "--db", "b.db");
+    db = db_open(c, "b.db");
+    assert_int_equal(sqlite3_exec(db, "UPDATE runs SET name = 'n\"q' || char(9) || 'x' || char(10) || '2     forged'"
+                                      " || CAST(x'ff' AS TEXT) || char(27) || '[31m' WHERE id = 1", NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(db);
+    static const char *const json_cmds[][8] = {
+        { "runs", "--db", "b.db", "--json", NULL },
+        { "show", "1", "--db", "b.db", "--json", NULL },
+        { "show", "1", "--db", "b.db", "--json", "--steps", NULL },
+    };
+    const int have_python = system("python3 -c 1 >/dev/null 2>&1") == 0;
+    if (!have_python)
+        print_message("python3 not found: the outputs are checked for raw bytes only\n");
+    for (size_t i = 0; i < sizeof json_cmds / sizeof json_cmds[0]; i++) {
+        char *out = output_of(c, json_cmds[i]);
+        assert_null(strchr(out, '\x1b'));
+        assert_null(strstr(out, "\xff"));
+        put_file(c, "out.json", out);
+        if (have_python && python_reads(c, "out.json", "import json,sys; d=json.loads(open(sys.argv[1],\"rb\").read()"
+                                        ".decode(\"utf-8\")); d=d[0] if isinstance(d,list) else d; "
+                                        "assert d[\"name\"].startswith(\"n\\\"q\\tx\\n2\"), d[\"name\"]; "
+                                        "assert all(type(t) is int for t in d[\"threads\"]), d[\"threads\"]") != 0)
+            fail_msg("a strict JSON reader refuses `lockstep %s %s %s %s`:\n%s", json_cmds[i][0], json_cmds[i][1],
+                     json_cmds[i][2], json_cmds[i][3], out);
+        free(out);
+    }
+    /* The sources, in show --json and the certificate. */
+    const char *const cert[] = { "audit", "1", "--db", "b.db", "--record-only", "--certificate", "c.json", NULL };
+    proc_res r;
+    run_argv(&r, c, cert);
+    expect_run(&r, 0, "proved");
+    proc_res_free(&r);
+    if (have_python &&
+        python_reads(c, "c.json", "import json,sys; d=json.loads(open(sys.argv[1],\"rb\").read().decode(\"utf-8\"));"
+                     " assert \"\\ufffd\" in d[\"sources\"] and \"\\t\" in d[\"sources\"]") != 0)
+        fail_msg("a strict JSON reader refuses the certificate");
+    const char *const csv[] = { "runs", "--db", "b.db", "--csv", NULL };
+    char *out = output_of(c, csv);
+    put_file(c, "out.csv", out);
+    if (have_python && python_reads(c, "out.csv", "import csv,io,sys; t=open(sys.argv[1],\"rb\").read().decode("
+                                    "\"utf-8\"); rows=list(csv.reader(io.StringIO(t, newline=\"\"))); "
+                                    "assert len(rows) == 2 and rows[1][1].startswith(\"n\\\"q\\tx\\n2\"), rows") != 0)
+        fail_msg("a CSV reader refuses `lockstep runs --csv`:\n%s", out);
+    free(out);
+    /* The listing: a header and one line, the name escaped (no forged second row). */
+    const char *const plain[] = { "runs", "--db", "b.db", NULL };
+    out = output_of(c, plain);
+    int lines = 0;
+    for (const char *p = out; *p; p++) {
+        lines += *p == '\n';
+        if ((unsigned char)*p < 0x20 && *p != '\n')
+            fail_msg("`lockstep runs` prints control character 0x%02x:\n%s", (unsigned char)*p, out);
+    }
+    assert_int_equal(lines, 2);
+    assert_non_null(strstr(out, "n\"q\\x09x\\x0a2     forged\\xff\\x1b[31m"));
+    free(out);
+    const char *const show[] = { "show", "1", "--db", "b.db", NULL };
+    out = output_of(c, show);
+    assert_null(strchr(out, '\x1b'));
+    assert_null(strstr(out, "\xff"));
+    assert_non_null(strstr(out, "run 1 'n\"q\\x09x\\x0a2     forged\\xff\\x1b[31m': done"));
+    assert_non_null(strstr(out, "  train_x=/d/a\"b\\x09c\n  train_y=/d/\\xff\\x1b.npy\n"));
+    /* data_hash: decimal in the config text (its hash is frozen), the hex every other output uses beside it. */
+    const char *dh = strstr(out, "  data_hash=");
+    assert_non_null(dh);
+    unsigned long long dec = 0, hex = 0;
+    if (sscanf(dh, "  data_hash=%llu  (%16llx)", &dec, &hex) != 2 || dec != hex || dec == 0)
+        fail_msg("show: the data_hash line is not decimal with its hex beside it:\n%.80s", dh);
+    free(out);
+}
+
+/* A full disk (SQLite's max_page_count, set through the test-only
+ * LOCKSTEP_TEST_MAX_PAGES on every writer's open): the sweep's summary says
+ * what the record holds of each run, and the messages say "disk full". */
+static void test_disk_full(void **state)
+{
+    const proc_ctx *c = *state;
+    EXPECT(c, 0, "5 steps", "train", "--task", "teacher", "--steps", "5", "--checkpoint-every", "5", "--db", "s.db",
+           "--name", "first", "--threads", "1", "--no-progress");
+    char cap[32];
+    snprintf(cap, sizeof cap, "%lld", db_int(c, "s.db", "PRAGMA page_count") + 4);
+    assert_int_equal(setenv("LOCKSTEP_TEST_MAX_PAGES", cap, 1), 0);
+    const char *const sweep[] = { "sweep", "--task", "teacher", "--steps", "2000", "--lr", "0.01,0.02", "--db", "s.db",
+                                  "--name", "full", "--threads", "2", "--no-progress", NULL };
+    proc_res r;
+    run_argv(&r, c, sweep);
+    unsetenv("LOCKSTEP_TEST_MAX_PAGES");
+    if (r.code == 0 || strstr(r.err, "disk full") == NULL)
+        fail_msg("sweep on a full disk: exit %d\nstdout: %s\nstderr: %s", r.code, r.out, r.err);
+    assert_null(strstr(r.err, "I/O error"));
+    /* Each run's row against the record. */
+    for (long long id = 2; id <= 3; id++) {
+        char want[64], sql[128];
+        snprintf(want, sizeof want, "\nfull-lr0.0%lld ", id - 1);
+        const char *row = strstr(r.out, want);
+        if (row == NULL)
+            fail_msg("no row for run %lld:\n%s", id, r.out);
+        long long run = -1, steps = -1;
+        char status[32] = "";
+        if (sscanf(row + 1, "%*s %lld %31s %lld", &run, status, &steps) != 3)
+            fail_msg("unreadable row: %s", row + 1);
+        assert_int_equal(run, id);
+        snprintf(sql, sizeof sql, "SELECT max(step) FROM steps WHERE run = %lld", id);
+        const long long held = db_int(c, "s.db", sql);
+        if (steps != held || held >= 2000 || strcmp(status, "interrupted") != 0)
+            fail_msg("run %lld: the summary says %s at step %lld, the record holds steps 0..%lld\n%s", id, status,
+                     steps, held, r.out);
+        snprintf(sql, sizeof sql, "SELECT count(*) FROM steps WHERE run = %lld", id);
+        assert_int_equal(db_int(c, "s.db", sql), held + 1);
+    }
+    assert_non_null(strstr(r.out, "2 runs, 0 done, 0 failed, 2 interrupted"));
+    assert_non_null(strstr(r.err, "the record holds steps 0.."));
+    proc_res_free(&r);
+    /* An audit that cannot store its verdict. */
+    snprintf(cap, sizeof cap, "%lld", db_int(c, "s.db", "PRAGMA page_count"));
+    assert_int_equal(setenv("LOCKSTEP_TEST_MAX_PAGES", cap, 1), 0);
+    const char *const audit[] = { "audit", "first", "--db", "s.db", "--threads", "1", NULL };
+    run_argv(&r, c, audit);
+    unsetenv("LOCKSTEP_TEST_MAX_PAGES");
+    if (r.code != 2 || strstr(r.err, "disk full") == NULL || strstr(r.err, "I/O error") != NULL)
+        fail_msg("audit on a full disk: exit %d\nstderr: %s", r.code, r.err);
+    proc_res_free(&r);
+}
+
 /* --keep-checkpoints: the run keeps that many of its newest checkpoints,
  * and a resume goes on with the count recorded with the run. */
 static void test_keep_checkpoints(void **state)
@@ -319,6 +481,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rm_rename, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_listings, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_keep_checkpoints, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_strict_outputs, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_disk_full, setup_dir, proc_ctx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }

@@ -102,6 +102,12 @@ static void test_escape(void **state)
     s = mem_close(&m);
     assert_string_equal(s, "a&lt;");
     free(s);
+    /* Bytes that are not UTF-8 and C1 controls: U+FFFD, the page stays UTF-8. */
+    mem_open(&m);
+    html_text(m.f, "a\xff\xc3(\xc2\x85\xe2\x82\xac");
+    s = mem_close(&m);
+    assert_string_equal(s, "a&#xFFFD;&#xFFFD;(&#xFFFD;\xe2\x82\xac");
+    free(s);
 }
 
 static void test_base64(void **state)
@@ -372,6 +378,33 @@ static void test_injection_escaped(void **state)
     free(page);
 }
 
+/* The page names runs by their ids, as the command line does: runs 3 and 1
+ * of a database are "run 3" and "run 1", never "run 1" and "run 2". */
+static void test_report_uses_ids(void **state)
+{
+    const proc_ctx *c = *state;
+    static const char *const names[] = { "rings-a", "rings-b", "rings-lr3" };
+    static const char *const lrs[] = { "0.01", "0.01", "0.03" };
+    for (int i = 0; i < 3; i++)
+        EXPECT(c, 0, "20 steps", "train", "--task", "teacher", "--steps", "20", "--db", "r.db", "--name", names[i],
+               "--lr", lrs[i], "--threads", "1", "--no-progress");
+    EXPECT(c, 0, "wrote ids.html", "report", "--db", "r.db", "rings-lr3", "1", "-o", "ids.html");
+    char html[PATH_MAX];
+    proc_tpath(c, "ids.html", html, sizeof html);
+    char *page = proc_read_file(html, NULL, 1);
+    static const char *const want[] = { "id=\"run-3\"", "id=\"run-1\"", "<h2>Run 3: rings-lr3",
+                                        "<h2>Run 1: rings-a", "against run 3 (rings-lr3)",
+                                        "Run 3 (rings-lr3) and run 1 (rings-a)", "href=\"#run-3\">3</a>",
+                                        "first divergence (run 1): step" };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        if (strstr(page, want[i]) == NULL)
+            fail_msg("the report lacks %s", want[i]);
+    assert_null(strstr(page, "run-2"));
+    assert_null(strstr(page, "Run 2"));
+    assert_null(strstr(page, "run 2"));
+    free(page);
+}
+
 static long long verdict_count(const proc_ctx *c, const char *name)
 {
     char path[PATH_MAX];
@@ -469,6 +502,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_divergence_rows_match_sql, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_long_run_small_page_keeps_spike, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_injection_escaped, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_report_uses_ids, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_verify_two_databases, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_logic_ca_run, setup_dir, proc_ctx_teardown),
     };

@@ -507,6 +507,57 @@ static int exists(const char *path)
     return stat(path, &sb) == 0;
 }
 
+/* An import's source: opened read-only, so an empty file stays empty and is
+ * refused naming it; a record is read. A full file (max_page_count through
+ * the test-only LOCKSTEP_TEST_MAX_PAGES) is "disk full", never an I/O error. */
+static void test_source_and_full(void **state)
+{
+    (void)state;
+    char path[256];
+    runlog *r = NULL;
+    ls_err err = {{0}};
+    db_path(path, sizeof path, "empty-source.db");
+    FILE *fp = fopen(path, "wb");
+    assert_non_null(fp);
+    fclose(fp);
+    assert_int_equal(runlog_open_source(&r, path, &err), LS_EFORMAT);
+    assert_null(r);
+    assert_non_null(strstr(err.msg, path));
+    struct stat sb;
+    assert_int_equal(stat(path, &sb), 0);
+    assert_int_equal(sb.st_size, 0);
+
+    db_path(path, sizeof path, "full.db");
+    r = open_ok(path);
+    int64_t id = begin_ok(r, "full");
+    runlog_close(r);
+    assert_int_equal(setenv("LOCKSTEP_TEST_MAX_PAGES", "1", 1), 0);   /* below the file: no page more */
+    r = open_ok(path);
+    unsetenv("LOCKSTEP_TEST_MAX_PAGES");
+    enum { N = 4 * RUNLOG_BATCH };
+    ls_step *rows = calloc(N, sizeof *rows);
+    assert_non_null(rows);
+    gen_steps(rows, N, 3);
+    ls_status st = LS_OK;
+    for (size_t i = 0; i < N && st == LS_OK; i++)
+        st = runlog_step(r, id, &rows[i], &err);
+    if (st == LS_OK)
+        st = runlog_flush(r, &err);
+    assert_int_equal(st, LS_EIO);
+    assert_non_null(strstr(err.msg, "disk full"));
+    assert_null(strstr(err.msg, "I/O error"));
+    runlog_close(r);
+    free(rows);
+
+    runlog *src = NULL;
+    assert_int_equal(runlog_open_source(&src, path, &err), LS_OK);
+    runlog_run run;
+    assert_int_equal(runlog_get_run(src, id, &run, &err), LS_OK);
+    assert_string_equal(run.name, "full");
+    runlog_run_free(&run);
+    runlog_close(src);
+}
+
 static void test_bad_files(void **state)
 {
     (void)state;
@@ -1226,6 +1277,7 @@ int main(void)
         cmocka_unit_test(test_first_divergence),
         cmocka_unit_test(test_names_and_find),
         cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_source_and_full),
         cmocka_unit_test(test_liveness),
         cmocka_unit_test(test_concurrent_writers),
         cmocka_unit_test(test_run_resume),

@@ -10,6 +10,7 @@
 
 #include "reduce/pool.h"
 #include "tools/commands.h"
+#include "tools/escape.h"
 #include "tools/flags.h"
 
 int cli_exit_code(ls_status st)
@@ -299,22 +300,7 @@ ls_status cli_parse(int argc, char **argv, unsigned accept, int max_positional, 
 
 void cli_json_str(FILE *f, const char *s)
 {
-    fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)(s != NULL ? s : ""); *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p == '\n')
-            fputs("\\n", f);
-        else if (*p == '\t')
-            fputs("\\t", f);
-        else if (*p == '\r')
-            fputs("\\r", f);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(f, "\\u%04x", *p);
-        else
-            fputc(*p, f);
-    }
-    fputc('"', f);
+    esc_json(f, s);   /* the one JSON string writer (tools/escape.h) */
 }
 
 void cli_shortest_double(FILE *f, double v)

@@ -48,6 +48,7 @@
  * against data_hash when they load.
  */
 #include "tools/tools.h"
+#include "tools/escape.h"
 #include "tools/commands.h"
 
 #include <errno.h>
@@ -311,21 +312,21 @@ static void cert_write(FILE *f, const runlog_run *run, uint64_t data_hash, const
     char when[32];
     utc_now(when, sizeof when);
     fputs("{\n  \"lockstep\": ", f);
-    cli_json_str(f, LS_VERSION_STRING);
+    esc_json(f, LS_VERSION_STRING);
     fputs(",\n  \"build\": ", f);
-    cli_json_str(f, LS_BUILD_CC "; " LS_BUILD_CFLAGS);
+    esc_json(f, LS_BUILD_CC "; " LS_BUILD_CFLAGS);
     fputs(",\n  \"config\": ", f);
-    cli_json_str(f, run->config_text);
+    esc_json(f, run->config_text);
     fprintf(f, ",\n  \"config_hash\": \"%016llx\",\n  \"data_hash\": \"%016llx\",\n  \"sources\": ",
             (unsigned long long)run->config_hash, (unsigned long long)data_hash);
     if (run->source_text != NULL && run->source_text[0])
-        cli_json_str(f, run->source_text);
+        esc_json(f, run->source_text);
     else
         fputs("null", f);
     fprintf(f, ",\n  \"steps\": %lld,\n  \"trajectory\": \"%016llx\",\n  \"param_hash\": \"%016llx\",\n"
             "  \"verdict\": \"%s\",\n  \"audited\": ", (long long)r->steps, (unsigned long long)r->traj,
             (unsigned long long)r->param_hash, r->proved ? "proved" : "failed");
-    cli_json_str(f, when);
+    esc_json(f, when);
     fputs("\n}\n", f);
 }
 

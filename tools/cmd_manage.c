@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "record/checkpoint.h"
+#include "tools/escape.h"
 
 #define MANAGE_MAX_ARGS 256
 
@@ -71,7 +72,8 @@ int cmd_import(int argc, char **argv)
         fprintf(stderr, "lockstep import: %s: no such database\n", src_path);
         return EXIT_USAGE;
     }
-    if ((st = cli_open_db(src_path, &src, &err)) != LS_OK) {
+    if ((st = cli_check_regular(NULL, src_path, &err)) != LS_OK ||
+        (st = runlog_open_source(&src, src_path, &err)) != LS_OK) {
         cli_error("import", &err, st);
         return EXIT_USAGE;
     }
@@ -118,8 +120,12 @@ int cmd_import(int argc, char **argv)
     }
     if (st == LS_OK)
         for (size_t i = 0; i < n; i++)
-            printf("import: run %lld '%s' of %s is run %lld in %s\n", (long long)ids[i], runs[i].name, src_path,
-                   (long long)new_ids[i], db_path);
+{
+            char name[RUNLOG_NAME_BYTES * 4], from[1024], into[1024];
+            printf("import: run %lld '%s' of %s is run %lld in %s\n", (long long)ids[i],
+                   esc_str(name, sizeof name, runs[i].name), esc_str(from, sizeof from, src_path),
+                   (long long)new_ids[i], esc_str(into, sizeof into, db_path));
+        }
     else
         cli_error("import", &err, st);
     for (size_t i = 0; runs != NULL && i < (n_ask ? n_ask : n); i++)
@@ -153,10 +159,11 @@ int cmd_rm(int argc, char **argv)
         return rc;
     runlog_ckpt *ck = NULL;
     size_t n_ck = 0;
+    char name[RUNLOG_NAME_BYTES * 4];
     const runlog_identity *id = NULL;
     if (strcmp(run.status, "running") == 0)
         st = ls_fail(&err, LS_EEXIST, "run %lld '%s' is running (process %lld); delete it once it stops",
-                     (long long)run.id, run.name, (long long)run.pid);
+                     (long long)run.id, esc_str(name, sizeof name, run.name), (long long)run.pid);
     if (st == LS_OK && (st = runlog_checkpoints(db, run.id, &ck, &n_ck, &err)) == LS_OK &&
         (st = runlog_get_identity(db, 1, &id, &err)) == LS_OK)
         st = runlog_run_delete(db, run.id, &err);
@@ -187,11 +194,13 @@ int cmd_rm(int argc, char **argv)
             deleted++;
         } else {
             kept++;
-            fprintf(stderr, "lockstep rm: kept %s (%s)\n", ck[i].path,
+            char shown[1024];
+            fprintf(stderr, "lockstep rm: kept %s (%s)\n", esc_str(shown, sizeof shown, ck[i].path),
                     ours ? strerror(errno) : "not a file this database wrote for this run");
         }
     }
-    printf("rm: run %lld '%s' deleted, %zu checkpoint file%s deleted", (long long)run.id, run.name, deleted,
+    printf("rm: run %lld '%s' deleted, %zu checkpoint file%s deleted", (long long)run.id,
+           esc_str(name, sizeof name, run.name), deleted,
            deleted == 1 ? "" : "s");
     if (kept > 0)
         printf(", %zu kept", kept);
@@ -227,7 +236,9 @@ int cmd_rename(int argc, char **argv)
         cli_error("rename", &err, st);
         rc = EXIT_USAGE;
     } else {
-        printf("rename: run %lld '%s' is now '%s'\n", (long long)run.id, run.name, pos[1]);
+        char name[RUNLOG_NAME_BYTES * 4];
+        printf("rename: run %lld '%s' is now '%s'\n", (long long)run.id, esc_str(name, sizeof name, run.name),
+               pos[1]);
     }
     runlog_run_free(&run);
     runlog_close(db);

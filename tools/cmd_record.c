@@ -3,6 +3,7 @@
 #include "tools/commands.h"
 
 #include "tools/compare.h"
+#include "tools/escape.h"
 #include "tools/runref.h"
 
 #include <errno.h>
@@ -31,7 +32,8 @@ static int open_or_fail(const char *cmd, const char *path, runlog **db)
  * Column names of `runs --json/--csv`, `show --json` and `show --steps
  * --csv` are documented in docs/formats.md and kept stable: new ones may be
  * added, none renamed or removed. Hashes are 16 lowercase hex digits, times
- * UTC ISO 8601 as stored. */
+ * UTC ISO 8601 as stored. Every string goes through tools/escape.h, so the
+ * output is valid UTF-8 JSON or RFC 4180 CSV whatever an older record holds. */
 
 /* A double as JSON: shortest round-trip digits, null when not finite. */
 static void json_num(FILE *f, double v)
@@ -42,27 +44,28 @@ static void json_num(FILE *f, double v)
         cli_shortest_double(f, v);
 }
 
-/* A CSV field (RFC 4180): quoted when it holds a comma, quote or line break. */
-static void csv_str(FILE *f, const char *s)
-{
-    s = s != NULL ? s : "";
-    if (strpbrk(s, ",\"\r\n") == NULL) {
-        fputs(s, f);
-        return;
-    }
-    fputc('"', f);
-    for (; *s; s++) {
-        if (*s == '"')
-            fputc('"', f);
-        fputc(*s, f);
-    }
-    fputc('"', f);
-}
-
 static void csv_num(FILE *f, double v)
 {
     if (v == v && v - v == 0)   /* empty: not a number */
         cli_shortest_double(f, v);
+}
+
+/* The thread count of every process that worked on run r, in order, joined
+ * by sep ("1,2"); the run's own count when no process is recorded. */
+static void thread_list(runlog *db, const runlog_run *r, const char *sep, char *buf, size_t cap)
+{
+    ls_err err = { "" };
+    snprintf(buf, cap, "%d", r->threads);
+    runlog_process *pr = NULL;
+    size_t n_pr = 0;
+    if (runlog_processes(db, r->id, &pr, &n_pr, &err) != LS_OK || n_pr == 0)
+        return;
+    size_t at = 0;
+    for (size_t k = 0; k < n_pr && at < cap; k++) {
+        int w = snprintf(buf + at, cap - at, "%s%d", k ? sep : "", pr[k].threads);
+        at += w > 0 ? (size_t)w : 0;
+    }
+    free(pr);
 }
 
 typedef struct {
@@ -172,55 +175,48 @@ int cmd_runs(int argc, char **argv)
         }
         /* The thread count of every process that worked on the run, in order. */
         char threads[64];
-        snprintf(threads, sizeof threads, "%d", runs[i].threads);
-        runlog_process *pr;
-        size_t n_pr;
-        if (runlog_processes(db, runs[i].id, &pr, &n_pr, &err) == LS_OK && n_pr > 0) {
-            size_t at = 0;
-            for (size_t k = 0; k < n_pr && at < sizeof threads; k++) {
-                int w = snprintf(threads + at, sizeof threads - at, "%s%d", k ? "," : "", pr[k].threads);
-                at += w > 0 ? (size_t)w : 0;
-            }
-        }
-        if (n_pr > 0)
-            free(pr);
+        thread_list(db, &runs[i], ",", threads, sizeof threads);
         const runlog_run *r = &runs[i];
         char traj[24], ch[24];
         snprintf(traj, sizeof traj, "%016llx", (unsigned long long)r->last_traj_hash);
         snprintf(ch, sizeof ch, "%016llx", (unsigned long long)r->config_hash);
         if (json) {
             printf("%s\n  {\"id\": %lld, \"name\": ", shown ? "," : "", (long long)r->id);
-            cli_json_str(stdout, r->name);
+            esc_json(stdout, r->name);
             printf(", \"status\": ");
-            cli_json_str(stdout, r->status);
+            esc_json(stdout, r->status);
             printf(", \"model\": ");
-            cli_json_str(stdout, r->model);
+            esc_json(stdout, r->model);
             printf(", \"task\": ");
-            cli_json_str(stdout, r->task);
-            printf(", \"steps\": %lld, \"threads\": \"%s\", \"trajectory\": \"%s\", \"config_hash\": \"%s\", "
-                   "\"started\": ", (long long)r->n_steps, threads, traj, ch);
-            cli_json_str(stdout, r->started);
+            esc_json(stdout, r->task);
+            char tl[64];
+            thread_list(db, r, ", ", tl, sizeof tl);
+            printf(", \"steps\": %lld, \"threads\": [%s], \"trajectory\": \"%s\", \"config_hash\": \"%s\", "
+                   "\"started\": ", (long long)r->n_steps, tl, traj, ch);
+            esc_json(stdout, r->started);
             printf(", \"ended\": ");
             if (r->ended[0])
-                cli_json_str(stdout, r->ended);
+                esc_json(stdout, r->ended);
             else
                 printf("null");
             printf(", \"host\": ");
-            cli_json_str(stdout, r->host);
+            esc_json(stdout, r->host);
             printf("}");
         } else if (csv) {
             printf("%lld,", (long long)r->id);
-            csv_str(stdout, r->name);
+            esc_csv(stdout, r->name);
             printf(",%s,", r->status);
-            csv_str(stdout, r->model);
+            esc_csv(stdout, r->model);
             putchar(',');
-            csv_str(stdout, r->task);
+            esc_csv(stdout, r->task);
             printf(",%lld,\"%s\",%s,%s,%s,%s,", (long long)r->n_steps, threads, traj, ch, r->started, r->ended);
-            csv_str(stdout, r->host);
+            esc_csv(stdout, r->host);
             putchar('\n');
         } else {
-            printf("%-5lld %-24s %-12s %-6s %-14s %-8lld %-7s %s %s\n", (long long)r->id, r->name, r->status,
-                   r->model, r->task, (long long)r->n_steps, threads, traj, r->started);
+            char name[RUNLOG_NAME_BYTES * 4], model[128], task[128];
+            printf("%-5lld %-24s %-12s %-6s %-14s %-8lld %-7s %s %s\n", (long long)r->id,
+                   esc_str(name, sizeof name, r->name), r->status, esc_str(model, sizeof model, r->model),
+                   esc_str(task, sizeof task, r->task), (long long)r->n_steps, threads, traj, r->started);
         }
         shown++;
         runlog_run_free(&runs[i]);
@@ -265,12 +261,14 @@ static void json_key_str(const char *key, const char *v, int null_if_empty)
     if (null_if_empty && (v == NULL || v[0] == '\0'))
         printf("null");
     else
-        cli_json_str(stdout, v);
+        esc_json(stdout, v);
 }
 
 /* show --json: one object. */
 static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls_err *err)
 {
+    char threads[64];
+    thread_list(db, run, ", ", threads, sizeof threads);
     printf("{\n  \"id\": %lld", (long long)run->id);
     json_key_str("name", run->name, 0);
     json_key_str("status", run->status, 0);
@@ -279,9 +277,9 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
     json_key_str("started", run->started, 0);
     json_key_str("ended", run->ended, 1);
     printf(",\n  \"steps\": %lld,\n  \"target_steps\": %lld,\n  \"trajectory\": \"%016llx\",\n"
-           "  \"config_hash\": \"%016llx\",\n  \"threads\": %d,\n  \"checkpoint_every\": %lld",
+           "  \"config_hash\": \"%016llx\",\n  \"threads\": [%s],\n  \"checkpoint_every\": %lld",
            (long long)run->n_steps, (long long)run->target_steps, (unsigned long long)run->last_traj_hash,
-           (unsigned long long)run->config_hash, run->threads, (long long)run->checkpoint_every);
+           (unsigned long long)run->config_hash, threads, (long long)run->checkpoint_every);
     json_key_str("engine", run->engine_version, 0);
     json_key_str("compiler", run->compiler, 0);
     json_key_str("cflags", run->cflags, 0);
@@ -298,14 +296,14 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
     if ((st = runlog_processes(db, run->id, &pr, &n_pr, err)) == LS_OK) {
         for (size_t k = 0; k < n_pr; k++) {
             printf("%s\n    {\"started\": ", k ? "," : "");
-            cli_json_str(stdout, pr[k].started);
+            esc_json(stdout, pr[k].started);
             printf(", \"ended\": ");
             if (pr[k].ended[0])
-                cli_json_str(stdout, pr[k].ended);
+                esc_json(stdout, pr[k].ended);
             else
                 printf("null");
             printf(", \"host\": ");
-            cli_json_str(stdout, pr[k].host);
+            esc_json(stdout, pr[k].host);
             printf(", \"pid\": %lld, \"threads\": %d, \"first_step\": %lld, \"last_step\": ", (long long)pr[k].pid,
                    pr[k].threads, (long long)pr[k].first_step);
             if (pr[k].last_step >= 0)
@@ -313,7 +311,7 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
             else
                 printf("null");
             printf(", \"build\": ");
-            cli_json_str(stdout, pr[k].build);
+            esc_json(stdout, pr[k].build);
             printf("}");
         }
         if (n_pr > 0)
@@ -325,7 +323,7 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
     if (st == LS_OK && (st = runlog_read_evals(db, run->id, &ev, &n_ev, err)) == LS_OK) {
         for (size_t i = 0; i < n_ev; i++) {
             printf("%s\n    {\"step\": %lld, \"name\": ", i ? "," : "", (long long)ev[i].step);
-            cli_json_str(stdout, ev[i].name);
+            esc_json(stdout, ev[i].name);
             printf(", \"value\": ");
             json_num(stdout, ev[i].value);
             printf("}");
@@ -338,9 +336,9 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
     if (st == LS_OK && (st = runlog_audits(db, run->id, &au, &n_au, err)) == LS_OK) {
         for (size_t i = 0; i < n_au; i++) {
             printf("%s\n    {\"created\": ", i ? "," : "");
-            cli_json_str(stdout, au[i].created);
+            esc_json(stdout, au[i].created);
             printf(", \"mode\": ");
-            cli_json_str(stdout, au[i].mode);
+            esc_json(stdout, au[i].mode);
             printf(", \"verdict\": \"%s\", \"steps\": %lld, \"first_bad_step\": ", au[i].proved ? "proved" : "failed",
                    (long long)au[i].steps);
             if (au[i].first_bad >= 0)
@@ -348,13 +346,13 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
             else
                 printf("null");
             printf(", \"version\": ");
-            cli_json_str(stdout, au[i].version);
+            esc_json(stdout, au[i].version);
             printf(", \"build\": ");
-            cli_json_str(stdout, au[i].build);
+            esc_json(stdout, au[i].build);
             printf(", \"host\": ");
-            cli_json_str(stdout, au[i].host);
+            esc_json(stdout, au[i].host);
             printf(", \"threads\": %d, \"detail\": ", au[i].threads);
-            cli_json_str(stdout, au[i].detail);
+            esc_json(stdout, au[i].detail);
             printf("}");
         }
         free(au);
@@ -427,12 +425,15 @@ int cmd_show(int argc, char **argv)
         runlog_close(db);
         return st == LS_OK ? EXIT_OK : EXIT_USAGE;
     }
-    printf("run %lld '%s': %s\n", (long long)run.id, run.name, run.status);
+    char name[RUNLOG_NAME_BYTES * 4];
+    printf("run %lld '%s': %s\n", (long long)run.id, esc_str(name, sizeof name, run.name), run.status);
     printf("  started %s, ended %s\n", run.started, run.ended[0] ? run.ended : "-");
     printf("  steps %lld, trajectory %016llx, config hash %016llx\n", (long long)run.n_steps,
            (unsigned long long)run.last_traj_hash, (unsigned long long)run.config_hash);
     printf("  engine %s, threads %d, reduce %s\n", run.engine_version, run.threads, run.reduce);
-    printf("  compiler %s\n  flags %s\n  host %s, cpu %s, git %s\n", run.compiler, run.cflags, run.host, run.cpu,
+    char host[512], cpu[512];
+    printf("  compiler %s\n  flags %s\n  host %s, cpu %s, git %s\n", run.compiler, run.cflags,
+           esc_str(host, sizeof host, run.host), esc_str(cpu, sizeof cpu, run.cpu),
            run.git_commit[0] ? run.git_commit : "-");
     runlog_process *pr;
     size_t n_pr;
@@ -458,7 +459,11 @@ int cmd_show(int argc, char **argv)
         printf("data:\n");
         for (const char *p = run.source_text; *p;) {
             size_t l = strcspn(p, "\n");
-            printf("  %.*s\n", (int)l, p);
+            char *line = strndup(p, l);   /* one line of paths: printed escaped */
+            fputs("  ", stdout);
+            esc_text(stdout, line != NULL ? line : "?");
+            fputs("\n", stdout);
+            free(line);
             p += l + (p[l] == '\n');
         }
     }
@@ -481,6 +486,9 @@ int cmd_show(int argc, char **argv)
                         break;
                 }
             }
+        } else if (l > 10 && strncmp(p, "data_hash=", 10) == 0) {
+            /* Decimal in the config text (its hash is frozen), hex in every output: both here. */
+            snprintf(dec, sizeof dec, "  (%016llx)", strtoull(p + 10, NULL, 10));
         }
         printf("  %.*s%s\n", (int)l, p, dec);
         p += l + (p[l] == '\n');

@@ -59,6 +59,7 @@ typedef struct {
     int64_t *x;               /* [n_steps] steps and losses for the chart (NaN: none) */
     double *loss;
     char label[RUNLOG_NAME_BYTES + 4200];
+    char tag[48];             /* the page's anchor: "run-ID", "-K" added when two runs share an id */
     int is_logic, is_ca;
     char circuit_note[600];   /* why there are no gate counts, "" when there are */
     export_gates gates;
@@ -419,8 +420,8 @@ static void loss_chart(FILE *f, const report_run *r, size_t n, const compare_res
     for (size_t j = 0; j < n; j++) {
         s[j] = (html_series){ r[j].label, r[j].x, r[j].loss, r[j].n_steps };
         if (j > 0 && cmp != NULL && cmp[j].first >= 0) {
-            snprintf(labels[nm], sizeof labels[nm], "first divergence (run %zu): step %lld", j + 1,
-                     (long long)cmp[j].first);
+            snprintf(labels[nm], sizeof labels[nm], "first divergence (run %lld): step %lld",
+                     (long long)r[j].run.id, (long long)cmp[j].first);
             m[nm] = (html_marker){ cmp[j].first, j, labels[nm] };
             nm++;
         }
@@ -432,15 +433,18 @@ static ls_status write_comparison(FILE *f, report_run *r, size_t n, ls_err *err)
 {
     compare_result cmp[REPORT_MAX_RUNS];
     memset(cmp, 0, sizeof cmp);
-    fputs("<section id=\"comparison\"><h2>Comparison</h2>\n<h3>Verify: bit for bit against run 1</h3>\n", f);
+    fprintf(f, "<section id=\"comparison\"><h2>Comparison</h2>\n<h3>Verify: bit for bit against run %lld (",
+            (long long)r[0].run.id);
+    html_text(f, r[0].label);
+    fputs(")</h3>\n", f);
     for (size_t j = 1; j < n; j++) {
         compare_rows(r[0].steps, r[0].n_steps, r[j].steps, r[j].n_steps, &cmp[j]);
         const compare_result *c = &cmp[j];
-        fprintf(f, "<p class=\"verdict %s\" id=\"verdict-%zu\" data-first-step=\"%lld\">", c->equal ? "ok" : "bad", j + 1,
-                (long long)c->first);
-        fputs("Run 1 (", f);
+        fprintf(f, "<p class=\"verdict %s\" id=\"verdict-%s\" data-first-step=\"%lld\">", c->equal ? "ok" : "bad",
+                r[j].tag, (long long)c->first);
+        fprintf(f, "Run %lld (", (long long)r[0].run.id);
         html_text(f, r[0].label);
-        fprintf(f, ") and run %zu (", j + 1);
+        fprintf(f, ") and run %lld (", (long long)r[j].run.id);
         html_text(f, r[j].label);
         fputs(") ", f);
         if (c->common == 0)
@@ -583,10 +587,10 @@ static void write_circuit(FILE *f, const report_run *r)
     }
 }
 
-static ls_status write_run(FILE *f, const report_run *r, size_t index, size_t n_runs, ls_err *err)
+static ls_status write_run(FILE *f, const report_run *r, size_t n_runs, ls_err *err)
 {
     const runlog_run *u = &r->run;
-    fprintf(f, "<section class=\"run\" id=\"run-%zu\"><h2>Run %zu: ", index + 1, index + 1);
+    fprintf(f, "<section class=\"run\" id=\"%s\"><h2>Run %lld: ", r->tag, (long long)u->id);
     html_text(f, u->name);
     fputs("</h2>\n<h3>Summary</h3>\n<table class=\"summary\">\n", f);
     char buf[256];
@@ -695,13 +699,13 @@ static ls_status write_page(FILE *f, report_run *r, size_t n, ls_err *err)
         strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm);
     fprintf(f, "<p class=\"note\">%zu run%s, written by %s at %s.</p>\n", n, n == 1 ? "" : "s", LS_ENGINE_VERSION,
             when);
-    fputs("<table class=\"overview\"><tr><th>#</th><th>run</th><th>database</th><th>model</th><th>task</th>"
+    fputs("<table class=\"overview\"><tr><th>id</th><th>run</th><th>database</th><th>model</th><th>task</th>"
           "<th>status</th><th>steps</th><th>last loss</th><th>last evaluation</th><th>trajectory</th>"
           "<th>audit</th></tr>\n", f);
     for (size_t j = 0; j < n; j++) {
         const report_run *q = &r[j];
         char buf[160];
-        fprintf(f, "<tr><td class=\"num\"><a href=\"#run-%zu\">%zu</a></td>", j + 1, j + 1);
+        fprintf(f, "<tr><td class=\"num\"><a href=\"#%s\">%lld</a></td>", q->tag, (long long)q->run.id);
         td(f, q->run.name);
         fputs("<td class=\"mono\">", f);
         html_text(f, q->ref.db);
@@ -742,7 +746,7 @@ static ls_status write_page(FILE *f, report_run *r, size_t n, ls_err *err)
     if (n >= 2)
         st = write_comparison(f, r, n, err);
     for (size_t j = 0; j < n && st == LS_OK; j++)
-        st = write_run(f, &r[j], j, n, err);
+        st = write_run(f, &r[j], n, err);
     fputs("</body></html>\n", f);
     return st;
 }
@@ -831,6 +835,15 @@ int cmd_report(int argc, char **argv)
             snprintf(r[j].label, sizeof r[j].label, "%s (%s)", r[j].run.name, r[j].ref.db);
         else
             snprintf(r[j].label, sizeof r[j].label, "%s", r[j].run.name);
+        /* Anchors and every "run N" on the page are the record's ids, as the
+         * command line names runs; runs of two databases may share one. */
+        int same_id = 0;
+        for (int k = 0; k < n_runs; k++)
+            same_id |= k != j && r[k].run.id == r[j].run.id;
+        if (same_id)
+            snprintf(r[j].tag, sizeof r[j].tag, "run-%lld-%d", (long long)r[j].run.id, j + 1);
+        else
+            snprintf(r[j].tag, sizeof r[j].tag, "run-%lld", (long long)r[j].run.id);
     }
     /* The output is checked against every record first of all. */
     for (size_t d = 0; d < n_dbs && st == LS_OK; d++)

@@ -13,10 +13,12 @@
  */
 #include "tools/tools.h"
 #include "tools/commands.h"
+#include "tools/escape.h"
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "engine/core/sweep.h"
 #include "reduce/pool.h"
@@ -375,6 +377,32 @@ static const char *status_word(ls_status st)
     return st == LS_OK ? "done" : st == LS_EDIVERGED ? "diverged" : st == LS_EINTR ? "interrupted" : "failed";
 }
 
+/* What the record holds of run id, read back after the sweep: its last
+ * step, that step's loss and trajectory, and its status as `lockstep runs`
+ * shows it once this process is gone (cli_run_fate's rule). A run whose commit failed (a full disk) holds
+ * fewer steps than the engine computed, and its status may not have been
+ * written: the summary says what the record holds, never what was hoped.
+ * 0 when the record cannot be read (then the engine's figures stand). */
+static int sweep_held(runlog *db, int64_t id, int64_t *steps, double *loss, uint64_t *traj, char *status,
+                      size_t cap)
+{
+    runlog_run run;
+    if (db == NULL || runlog_get_run(db, id, &run, NULL) != LS_OK)
+        return 0;
+    *steps = run.n_steps;
+    *traj = run.last_traj_hash;
+    ls_step *rows;
+    size_t n;
+    if (runlog_read_steps(db, id, &rows, &n, NULL) == LS_OK) {
+        *loss = n > 0 && rows[n - 1].has_loss ? hash_bits_to_double(rows[n - 1].loss_bits) : 0.0 / 0.0;
+        free(rows);
+    }
+    snprintf(status, cap, "%s", strcmp(run.status, "running") == 0 && run.pid == (int64_t)getpid()
+                                    ? "interrupted" : run.status);
+    runlog_run_free(&run);
+    return 1;
+}
+
 int cmd_sweep(int argc, char **argv)
 {
     sweep_cmd c;
@@ -544,17 +572,27 @@ int cmd_sweep(int argc, char **argv)
             printf("%-40s %-6s %-12s\n", r->name, "-", "not started");
             continue;
         }
-        printf("%-40s %-6lld %-12s %-8lld %-12.6f %-28s %016llx\n", r->name, (long long)r->ss.run_id,
-               status_word(r->rs), (long long)r->ss.step, r->ss.loss, figures, (unsigned long long)r->ss.traj_hash);
-        if (r->rs == LS_OK) {
-            n_done++;
-        } else if (r->rs != LS_EINTR) {
-            n_failed++;
-            fprintf(stderr, "lockstep sweep: %s: %s\n", r->name, r->re.msg[0] ? r->re.msg : ls_strerror(r->rs));
+        int64_t steps = r->ss.step;
+        double loss = r->ss.loss;
+        uint64_t traj = r->ss.traj_hash;
+        char status[16];
+        snprintf(status, sizeof status, "%s", status_word(r->rs));
+        if (r->rs != LS_OK)
+            sweep_held(db, r->ss.run_id, &steps, &loss, &traj, status, sizeof status);
+        printf("%-40s %-6lld %-12s %-8lld %-12.6f %-28s %016llx\n", r->name, (long long)r->ss.run_id, status,
+               (long long)steps, loss, figures, (unsigned long long)traj);
+        n_done += strcmp(status, "done") == 0;
+        n_failed += strcmp(status, "failed") == 0 || strcmp(status, "diverged") == 0;
+        if (r->rs != LS_OK && r->rs != LS_EINTR) {
+            char fate[256];
+            cli_run_fate(db_path, r->ss.run_id, fate, sizeof fate);
+            fprintf(stderr, "lockstep sweep: %s: %s; %s\n", r->name, r->re.msg[0] ? r->re.msg : ls_strerror(r->rs),
+                    fate);
             if (worst == LS_OK || (worst == LS_EDIVERGED && r->rs != LS_EDIVERGED))
                 worst = r->rs;
         }
     }
+    /* Counted from the record's statuses (sweep_held), so the line agrees with `lockstep runs`. */
     printf("sweep %s: %zu runs, %zu done, %zu failed, %zu interrupted, %.2f s on %d threads%s\n", prefix, n_runs,
            n_done, n_failed, n_runs - n_done - n_failed, secs, m[0].a.threads[0],
            c.one_by_one ? " (one run after another)" : "");
@@ -685,8 +723,9 @@ int cli_sweep_runs(runlog *db, const char *db_path, const char *sweep_id)
         char loss[32] = "-";
         if (rows[i].has_loss)
             snprintf(loss, sizeof loss, "%.6f", rows[i].loss);
+        char name[RUNLOG_NAME_BYTES * 4];
         printf("%-5lld %-40s %-12s %-6s %-14s %-8lld %-12s %-28s %016llx\n", (long long)rows[i].run.id,
-               rows[i].run.name, rows[i].run.status, rows[i].run.model, rows[i].run.task,
+               esc_str(name, sizeof name, rows[i].run.name), rows[i].run.status, rows[i].run.model, rows[i].run.task,
                (long long)rows[i].run.n_steps, loss, rows[i].figures, (unsigned long long)rows[i].run.last_traj_hash);
         runlog_run_free(&rows[i].run);
     }

@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "record/runlog.h"
+
 const char HTML_CHART_CSS[] =
     "figure.chart{margin:1em 0}\n"
     "svg.chart{background:#fff;border:1px solid #ccc;max-width:100%;height:auto}\n"
@@ -28,20 +30,28 @@ void html_textn(FILE *f, const char *s, size_t n)
 {
     if (s == NULL)
         return;
-    for (size_t i = 0; i < n && s[i]; i++) {
+    for (size_t i = 0; i < n && s[i];) {
         const unsigned char c = (unsigned char)s[i];
+        size_t len = 1;
         switch (c) {
         case '&': fputs("&amp;", f); break;
         case '<': fputs("&lt;", f); break;
         case '>': fputs("&gt;", f); break;
         case '"': fputs("&quot;", f); break;
         case '\'': fputs("&#39;", f); break;
-        default:
-            if ((c < 0x20 && c != '\t' && c != '\n') || c == 0x7f)
+        default: {
+            /* The name rule's decoder (record/runlog.h): bytes that are not
+             * UTF-8, and controls, show as U+FFFD; the page stays valid UTF-8. */
+            const long cp = runlog_utf8_next((const unsigned char *)s + i, &len);
+            if (cp < 0 || i + len > n || (cp < 0x20 && cp != '\t' && cp != '\n') || (cp >= 0x7f && cp <= 0x9f)) {
                 fputs("&#xFFFD;", f);
-            else
-                fputc(c, f);
+                len = cp < 0 || i + len > n ? 1 : len;
+            } else {
+                fwrite(s + i, 1, len, f);
+            }
         }
+        }
+        i += len;
     }
 }
 

@@ -14,8 +14,9 @@
 #include <stdio.h>
 
 /* s as HTML text, safe in element content and in quoted attribute values:
- * & < > " ' as entities, C0 controls other than tab and newline and DEL as
- * U+FFFD. NULL writes nothing. */
+ * & < > " ' as entities; C0 controls other than tab and newline, DEL, C1
+ * controls and each byte that is not part of valid UTF-8 as U+FFFD, so the
+ * page is valid UTF-8 whatever an older record holds. NULL writes nothing. */
 void html_text(FILE *f, const char *s);
 /* The first n bytes of s, the same way. */
 void html_textn(FILE *f, const char *s, size_t n);

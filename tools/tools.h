@@ -170,7 +170,7 @@ int cmd_rm(int argc, char **argv);
 int cmd_rename(int argc, char **argv);
 
 /* Helpers shared by subcommands. */
-/* s (NULL: "") as a JSON string, quotes and control characters escaped. */
+/* s (NULL: "") as a JSON string: esc_json (tools/escape.h), kept under this name. */
 void cli_json_str(FILE *f, const char *s);
 /* A finite double in the fewest %g digits that read back to the same bits. */
 void cli_shortest_double(FILE *f, double v);

@@ -129,7 +129,7 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
     if (cfg->data_hash == 0) {
         cfg->data_hash = data_hash;
     } else if (cfg->data_hash != data_hash) {
-        st = ls_fail(err, LS_EMISMATCH, "data_hash: the config names data %llu but %s has %llu",
+        st = ls_fail(err, LS_EMISMATCH, "data_hash: the config names data %016llx but %s has %016llx",
                      (unsigned long long)cfg->data_hash, data != NULL ? data->name : cfg->task,
                      (unsigned long long)data_hash);
         goto fail;
