@@ -216,6 +216,12 @@ fail:
     return st;
 }
 
+void trainer_drop_data(trainer *t)
+{
+    if (t->owned_data == NULL)
+        t->data = NULL;
+}
+
 const ls_config *trainer_config(const trainer *t) { return &t->cfg; }
 const ls_model *trainer_model(const trainer *t) { return t->model; }
 const plan *trainer_plan(const trainer *t) { return &t->plan; }
