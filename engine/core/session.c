@@ -355,6 +355,11 @@ trainer *session_trainer(ls_session *s)
     return s->t;
 }
 
+ls_status session_need_data(ls_session *s, ls_err *err)
+{
+    return s->t != NULL ? session_load_data(s, err) : LS_OK;
+}
+
 ls_status session_note_setting(ls_session *s, const char *key, const char *value, ls_err *err)
 {
     if (s->db == NULL || !s->recording || s->st.run_id < 0)
