@@ -550,20 +550,26 @@ static ls_status trainer_prepare_eval(trainer *t, ls_err *err)
  * (both are leaf when leaf <= r, and one leaf of r slots otherwise). */
 static ls_status trainer_tail_model(trainer *t, size_t r, ls_err *err)
 {
-    if (t->tail_model != NULL)
-        return LS_OK;   /* the test split, hence r, is fixed for the trainer */
+    if (t->tail_reducer != NULL)
+        return LS_OK;   /* made: the test split, hence r, is fixed for the trainer */
     ls_config c = t->cfg;
     c.batch = r;
     ls_status st = model_create(&t->tail_model, &c, t->data, err);
-    if (st != LS_OK)
-        return st;
-    const ls_model_info *mi = &t->tail_model->info;
-    t->tail_stride = (mi->scratch_bytes + 63) / 64 * 64;
-    const size_t threads = (size_t)pool_threads(t->pool);
-    t->tail_scratch = aligned_alloc(64, threads * t->tail_stride + 64);
-    if (t->tail_scratch == NULL)
-        return ls_fail(err, LS_ENOMEM, "test loss: out of memory");
-    return tree_reducer_create(&t->tail_reducer, t->pool, mi->leaf_len, mi->leaves, err);
+    if (st == LS_OK) {
+        const ls_model_info *mi = &t->tail_model->info;
+        t->tail_stride = (mi->scratch_bytes + 63) / 64 * 64;
+        t->tail_scratch = aligned_alloc(64, (size_t)pool_threads(t->pool) * t->tail_stride + 64);
+        st = t->tail_scratch == NULL ? ls_fail(err, LS_ENOMEM, "test loss: out of memory")
+                                     : tree_reducer_create(&t->tail_reducer, t->pool, mi->leaf_len, mi->leaves, err);
+    }
+    if (st != LS_OK) {   /* all or nothing: the next evaluation tries again */
+        model_destroy(t->tail_model);
+        free(t->tail_scratch);
+        t->tail_model = NULL;
+        t->tail_scratch = NULL;
+        t->tail_reducer = NULL;
+    }
+    return st;
 }
 
 static double trainer_tail_leaf(void *ctx, size_t leaf, float *buf, int mode, int worker)
