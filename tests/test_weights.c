@@ -778,7 +778,13 @@ static int64_t *predict_and_check(const char *run, const char *input, const uint
 static void teacher_split(const char *run, const char *name, uint8_t **y, size_t *n, size_t *dim)
 {
     ls_session *s = restore(run);
-    const ls_dataset *d = trainer_data(session_trainer(s));
+    /* A restore that recomputes nothing loads no data: the config names it. */
+    assert_null(trainer_data(session_trainer(s)));
+    ls_config cfg = *trainer_config(session_trainer(s));
+    ls_dataset *d = NULL;
+    ls_err err = { "" };
+    if (trainer_load_data(&cfg, &d, &err) != LS_OK)
+        fail_msg("%s's data: %s", run, err.msg);
     assert_non_null(d);
     assert_non_null(d->test.xf);
     *n = d->test.n;
@@ -787,6 +793,7 @@ static void teacher_split(const char *run, const char *name, uint8_t **y, size_t
     *y = malloc(*n);
     assert_non_null(*y);
     memcpy(*y, d->test.y, *n);
+    ls_dataset_destroy(d);
     ls_session_close(s, LS_OK, NULL);
 }
 
@@ -828,6 +835,168 @@ static void test_predict_arrays(void **state)
     assert_int_equal(n, 200);
     int64_t *a = predict_and_check("arr", "x8t.npy", y, n, 4);
     free(a);
+    free(y);
+}
+
+/* ---- a finished run without its data ------------------------------------------------------ */
+
+/* The value of evaluation `name` at run `run`'s last evaluation. */
+static double eval_of(const char *run, const char *name)
+{
+    sqlite3 *db;
+    assert_int_equal(sqlite3_open_v2(g_db, &db, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+    sqlite3_stmt *q;
+    assert_int_equal(sqlite3_prepare_v2(db,
+                                        "SELECT e.value FROM evals e JOIN runs r ON r.id = e.run WHERE r.name = ?1 "
+                                        "AND e.name = ?2 ORDER BY e.step DESC LIMIT 1",
+                                        -1, &q, NULL),
+                     SQLITE_OK);
+    sqlite3_bind_text(q, 1, run, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q, 2, name, -1, SQLITE_STATIC);
+    assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+    const double v = sqlite3_column_double(q, 0);
+    sqlite3_finalize(q);
+    sqlite3_close(db);
+    return v;
+}
+
+static void move_file(const char *from, const char *to)
+{
+    char a[PATH_MAX], b[PATH_MAX];
+    tpath(from, a, sizeof a);
+    tpath(to, b, sizeof b);
+    if (rename(a, b) != 0)
+        fail_msg("rename %s %s failed", a, b);
+}
+
+/* A finished run's weights need only its checkpoint: with its training
+ * files moved away, predict and export --weights give the very bytes they
+ * gave before; with a training file changed in place, predict still works
+ * (nothing is recomputed) while resume and audit, which recompute, refuse
+ * on data_hash. Each failed before the restore loaded data lazily. */
+static void test_data_moved(void **state)
+{
+    (void)state;
+    need_runs();
+    static const char *const SRC[4] = { "mv_x.npy", "mv_y.npy", "mv_xt.npy", "mv_yt.npy" };
+    py("import shutil\n"
+       "for a, b in (('x8.npy', 'mv_x.npy'), ('y.npy', 'mv_y.npy'), ('x8t.npy', 'mv_xt.npy'), ('yt.npy', 'mv_yt.npy')):\n"
+       "    shutil.copyfile(a, b)\n");
+    LS_OK("train", "--task", "arrays", "--train-x", SRC[0], "--train-y", SRC[1], "--test-x", SRC[2], "--test-y", SRC[3],
+          "--hidden", "16", "--steps", "20", "--name", "mvd", "--db", "D", "--threads", "2", "--no-progress");
+    LS_OK("predict", "mvd", "--input", "x8t.npy", "-o", "mv1.npy", "--db", "D", "--no-progress");
+    LS_OK("export", "mvd", "--weights", "mv1.safetensors", "--db", "D", "--no-progress");
+    char moved[PATH_MAX];
+    tpath("moved", moved, sizeof moved);
+    assert_int_equal(mkdir(moved, 0700), 0);
+    char to[64];
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(to, sizeof to, "moved/%s", SRC[i]);
+        move_file(SRC[i], to);
+    }
+    LS_OK("predict", "mvd", "--input", "x8t.npy", "-o", "mv2.npy", "--db", "D", "--threads", "2", "--no-progress");
+    LS_OK("export", "mvd", "--weights", "mv2.safetensors", "--db", "D", "--no-progress");
+    static const char *const SAME[][2] = { { "mv1.npy", "mv2.npy" }, { "mv1.safetensors", "mv2.safetensors" } };
+    for (size_t i = 0; i < 2; i++) {
+        size_t la, lb;
+        uint8_t *a = read_all(SAME[i][0], &la), *b = read_all(SAME[i][1], &lb);
+        if (la != lb || memcmp(a, b, la) != 0)
+            fail_msg("%s and %s differ: the data's move changed what the run's weights give", SAME[i][0],
+                     SAME[i][1]);
+        free(a);
+        free(b);
+    }
+    /* The same names, one training feature changed. */
+    for (size_t i = 0; i < 4; i++) {
+        snprintf(to, sizeof to, "moved/%s", SRC[i]);
+        move_file(to, SRC[i]);
+    }
+    assert_int_equal(rmdir(moved), 0);
+    py("x = np.load('mv_x.npy'); x[0, 0, 0] ^= 1; np.save('mv_x.npy', x)\n");
+    LS_OK("predict", "mvd", "--input", "x8t.npy", "-o", "mv3.npy", "--db", "D", "--no-progress");
+    size_t la, lb;
+    uint8_t *a = read_all("mv1.npy", &la), *b = read_all("mv3.npy", &lb);
+    assert_true(la == lb && memcmp(a, b, la) == 0);
+    free(a);
+    free(b);
+    static const char *const RECOMPUTE[][8] = {
+        { "resume", "mvd", "--steps", "25", "--no-progress" },
+        { "audit", "mvd" },
+    };
+    for (size_t i = 0; i < 2; i++) {
+        const char *args[16];
+        size_t n = 0;
+        for (; RECOMPUTE[i][n] != NULL; n++)
+            args[n] = RECOMPUTE[i][n];
+        args[n++] = "--db";
+        args[n++] = "D";
+        args[n] = NULL;
+        proc_res r;
+        run_ls(&r, args);
+        if (r.code == 0 || (strstr(r.err, "data_hash") == NULL && strstr(r.out, "data_hash") == NULL))
+            fail_msg("%s: want a refusal naming data_hash, got exit %d\nstdout: %s\nstderr: %s", r.cmd, r.code, r.out,
+                     r.err);
+        proc_res_free(&r);
+    }
+    assert_int_equal(record_of("mvd").step, 20);
+}
+
+/* test_loss covers every test sample: it equals the mean cross-entropy of
+ * predict's scores over the whole test split, computed here from the
+ * float32 scores in binary64 with the engine's ls_exp and ls_log, by the
+ * formula of engine/models/mlp/mlp.c's leaf and in the engine's order
+ * (docs/formats.md): each batch of B = 32 consecutive samples (the last of
+ * the 200 mod 32 = 8 left) summed from 0.0 in sample order — one leaf per
+ * batch, as the mlp's leaf of 64 samples is capped by the batch, and the
+ * tree of one leaf is that leaf — the batches added in order from 0.0,
+ * divided by the 200 samples. Compared bit for bit; the mean over the
+ * first 192 samples alone (the old definition) must differ. */
+static void test_test_loss_whole_split(void **state)
+{
+    (void)state;
+    need_runs();
+    LS_OK("predict", "arr", "--input", "x8t.npy", "-o", "tl.npy", "--db", "D", "--no-progress");
+    py("y = np.load('yt.npy'); open('yt.bin', 'wb').write(y.astype(np.uint8).tobytes())\n");
+    size_t n;
+    uint8_t *y = read_all("yt.bin", &n);
+    assert_int_equal(n, 200);
+    npy_file S;
+    npy_read("tl.npy", &S);
+    assert_string_equal(S.descr, "<f4");
+    const size_t C = 4, B = 32;
+    assert_int_equal(S.shape[0], n);
+    assert_int_equal(S.shape[1], C);
+    double total = 0.0, first_full = 0.0;
+    for (size_t k = 0; k * B < n; k++) {
+        double batch = 0.0;
+        for (size_t i = k * B; i < n && i < (k + 1) * B; i++) {
+            float z[4];
+            for (size_t c = 0; c < C; c++) {
+                uint32_t u = 0;
+                for (int bb = 3; bb >= 0; bb--)
+                    u = u << 8 | S.data[4 * (i * C + c) + (size_t)bb];
+                memcpy(&z[c], &u, 4);
+            }
+            float zmax = z[0];
+            for (size_t c = 1; c < C; c++)
+                if (z[c] > zmax)
+                    zmax = z[c];
+            const double m = (double)zmax;
+            double sum = 0.0;
+            for (size_t c = 0; c < C; c++)
+                sum = sum + ls_exp((double)z[c] - m);
+            batch = batch + (ls_log(sum) - ((double)z[y[i]] - m));
+        }
+        total = total + batch;
+        if ((k + 1) * B <= n)
+            first_full = total;
+    }
+    const double want = total / (double)n, old = first_full / (double)(n / B * B);
+    const double got = eval_of("arr", "test_loss");
+    if (memcmp(&got, &want, sizeof got) != 0)
+        fail_msg("test_loss %.17g, the scores' mean cross-entropy over all %zu test samples %.17g", got, n, want);
+    assert_true(old != want);
+    free(S.b);
     free(y);
 }
 
@@ -954,6 +1123,8 @@ int main(void)
         cmocka_unit_test(test_export_logic),
         cmocka_unit_test(test_predict_teacher),
         cmocka_unit_test(test_predict_arrays),
+        cmocka_unit_test(test_data_moved),
+        cmocka_unit_test(test_test_loss_whole_split),
         cmocka_unit_test(test_bad_input),
         cmocka_unit_test(test_tampered_record),
     };

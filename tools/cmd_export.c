@@ -134,7 +134,12 @@ int cmd_export(int argc, char **argv)
             if (st == LS_OK)
                 st = circuit_check_ca(&f, h, &err);
         } else {
-            st = trainer_load_data(&cfg, &data, &err);
+            /* The circuit is checked against the engine's evaluation, which
+             * needs the data a restore that recomputed nothing has not loaded. */
+            if ((st = session_need_data(session, &err)) == LS_OK)
+                t = session_trainer(session);
+            if (st == LS_OK)
+                st = trainer_load_data(&cfg, &data, &err);
             if (st == LS_OK)
                 st = circuit_from_net(&f, &cfg, data, trainer_params(t), &err);
             if (st == LS_OK)

@@ -32,6 +32,9 @@ ls_status ls_session_step(ls_session *s, double *loss_out, ls_err *err)
 {
     if (s->t == NULL)
         return ls_fail(err, LS_EINVAL, "run %lld is done: nothing to step", (long long)s->st.run_id);
+    ls_status lst = session_load_data(s, err);
+    if (lst != LS_OK)
+        return lst;
     const int64_t step = s->st.step + 1;
     double loss, a = trainer_clock();
     ls_status st = trainer_step(s->t, &loss, err);
@@ -90,7 +93,10 @@ ls_status ls_session_evaluate(ls_session *s, ls_metric *out, size_t *n_out, ls_e
     *n_out = 0;
     if (s->t == NULL)
         return ls_fail(err, LS_EINVAL, "run %lld is done: nothing to evaluate", (long long)s->st.run_id);
-    ls_status st = trainer_metrics(s->t, out, n_out, err);
+    ls_status st = session_load_data(s, err);
+    if (st != LS_OK)
+        return st;
+    st = trainer_metrics(s->t, out, n_out, err);
     if (st != LS_OK)
         return st;
     for (size_t i = 0; i < *n_out && s->db != NULL && s->recording; i++)
@@ -144,15 +150,31 @@ static ls_status session_keep(ls_session *s, ls_err *err)
     return LS_OK;
 }
 
-/* This process works on the run from now on: its row in run_processes, and
- * the run's evaluation interval kept (or read back) with the run. */
+/* The shape a model is made from when the data are not loaded (a restore
+ * that recomputes nothing, session_reopen.c): the class count and the
+ * features of a sample, the facts the built-in models other than gnn take
+ * from a data set when they are created. */
+void session_data_shape_text(const ls_dataset *d, char *out, size_t cap)
+{
+    snprintf(out, cap, "classes=%zu dim=%zu", d->n_classes, d->train.dim);
+}
+
+/* This process works on the run from now on: its row in run_processes, the
+ * shape of its data and the run's evaluation interval kept (or read back)
+ * with the run. */
 ls_status session_claim(ls_session *s, const session_env *env, ls_err *err)
 {
-    char value[32];
+    char value[64];
     ls_status st = runlog_process_begin(s->db, s->st.run_id, env->host, s->st.threads, env->build, s->st.step,
                                         &s->process_id, err);
     if (st != LS_OK || (st = session_keep(s, err)) != LS_OK)
         return st;
+    const ls_dataset *d = trainer_data(s->t);
+    if (d != NULL) {
+        session_data_shape_text(d, value, sizeof value);
+        if ((st = runlog_setting_set(s->db, s->st.run_id, SESSION_DATA_SHAPE, value, err)) != LS_OK)
+            return st;
+    }
     if (s->opts.eval_every > 0) {
         s->eval_every = s->opts.eval_every;
         snprintf(value, sizeof value, "%lld", (long long)s->eval_every);
@@ -331,6 +353,11 @@ const float *ls_session_params(const ls_session *s, size_t *n)
 trainer *session_trainer(ls_session *s)
 {
     return s->t;
+}
+
+ls_status session_need_data(ls_session *s, ls_err *err)
+{
+    return s->t != NULL ? session_load_data(s, err) : LS_OK;
 }
 
 ls_status session_note_setting(ls_session *s, const char *key, const char *value, ls_err *err)

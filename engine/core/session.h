@@ -8,6 +8,12 @@
 #include "engine/core/train.h"
 
 trainer *session_trainer(ls_session *s);   /* NULL when a reopened run had nothing to do */
+/* A restore that recomputes no step loads no data (session_reopen.c): its
+ * trainer's trainer_data is NULL. This loads them into the session's
+ * trainer (made again: call session_trainer after it), checked against the
+ * config's data_hash (LS_EMISMATCH when they changed); nothing to do when
+ * the data are there. */
+ls_status session_need_data(ls_session *s, ls_err *err);
 
 /* Record key=value among the run's settings (run_settings) when the
  * session records; nothing otherwise. For facts of how a run was trained

@@ -35,6 +35,9 @@ struct ls_session {
     runlog_ckpt *audit_ck;      /* LS_REOPEN_AUDIT: the run's registered checkpoints, in step order */
     size_t n_audit_ck;
     int64_t keep_ckpt;          /* checkpoints kept by prune_checkpoints; 0: every one */
+    int data_lazy;              /* restored without its data (session_reopen.c): t's model was made
+                                   from the data's recorded shape; session_load_data before t is
+                                   stepped or evaluated */
 };
 
 /* ---- session.c ---- */
@@ -67,6 +70,15 @@ ls_status session_checkpoint_dir(const char *dir, const char *db_path, char *out
 /* LS_REOPEN_AUDIT, after step `step` was recomputed and found as recorded:
  * the checkpoints registered at that step hold the recomputed state. */
 ls_status session_audit_checkpoints(ls_session *s, int64_t step, ls_err *err);
+/* A session restored without its data (data_lazy): its trainer made again
+ * with the data loaded and their identity checked against the config's
+ * data_hash (LS_EMISMATCH when they changed), holding the same state.
+ * Nothing to do otherwise. */
+ls_status session_load_data(ls_session *s, ls_err *err);
+/* The run_settings key and text of a data set's shape (session_claim
+ * records it; a restore reads it back). */
+#define SESSION_DATA_SHAPE "data_shape"
+void session_data_shape_text(const ls_dataset *d, char *out, size_t cap);
 
 /* ---- session_crash.c ---- */
 /* Arms LOCKSTEP_CRASH_AT's hook in t, db and the checkpoint writer. */

@@ -14,6 +14,11 @@
  * from step 0 and recomputes every recorded step. Each one passed over is
  * said in the session's note (ls_session_state.checkpoint_note). A checkpoint file
  * never refuses a run: only the record and the recomputation can.
+ *
+ * A restore whose newest checkpoint is the last recorded step recomputes
+ * nothing and loads no data (reopen_without_data): a finished run's
+ * weights stay usable after its data moved or changed; the data are
+ * loaded, and checked against data_hash, when a step is recomputed.
  */
 #include <stdarg.h>
 #include <stdio.h>
@@ -22,29 +27,24 @@
 #include <unistd.h>
 
 #include "engine/core/api_size.h"
+#include "engine/core/registry.h"
 #include "engine/core/session_impl.h"
 #include "record/checkpoint.h"
 #include "record/hash.h"
 
 static ls_status reopen_checkpoint(ls_session *s, const runlog_run *run, ls_err *err);
 
-/* Everything that can be checked before the run is claimed: the config, the
- * trainer, the step rows and the newest checkpoint at or before the last
- * step row (a newer registration can only be one a live writer made after
- * the rows were read). Leaves the trainer at the checkpoint's step. Errors
- * other than LS_EMISMATCH (the record and the recomputation disagree) are
- * bad input. */
-static ls_status reopen_prepare(ls_session *s, const runlog_run *run, ls_err *err)
+/* The recorded config read back (checked to give the same canonical text
+ * and hash) with the recorded sources set: the config the run had. */
+static ls_status reopen_config(const runlog_run *run, ls_config *cfg, char *text, size_t cap, ls_err *err)
 {
     ls_status st;
-    ls_config cfg;
     char what[64 + RUNLOG_NAME_BYTES];
     snprintf(what, sizeof what, "run %lld '%s'", (long long)run->id, run->name);
-    if ((st = config_parse_text(&cfg, run->config_text, what, err)) != LS_OK)
+    if ((st = config_parse_text(cfg, run->config_text, what, err)) != LS_OK)
         return st;
-    char text[CONFIG_TEXT_MAX];
-    config_text(&cfg, text, sizeof text);
-    if (strcmp(text, run->config_text) != 0 || config_hash(&cfg) != run->config_hash)
+    config_text(cfg, text, cap);
+    if (strcmp(text, run->config_text) != 0 || config_hash(cfg) != run->config_hash)
         return ls_fail(err, LS_EFORMAT, "%s: the recorded config does not read back to the same canonical text "
                        "and hash (recorded by another lockstep version?)", what);
     /* Where the data were: the same files again (their identity is checked
@@ -59,33 +59,155 @@ static ls_status reopen_prepare(ls_session *s, const runlog_run *run, ls_err *er
         memcpy(line, p, ll);
         line[ll] = '\0';
         line[eq - p] = '\0';
-        if ((st = config_set(&cfg, line, line + (eq - p) + 1, 0, err)) != LS_OK)
+        if ((st = config_set(cfg, line, line + (eq - p) + 1, 0, err)) != LS_OK)
             return LS_EFORMAT;
         p += ll + (eol ? 1 : 0);
     }
-    if ((st = trainer_create(&s->t, &cfg, s->st.threads, s->opts.data, err)) != LS_OK)
-        return st;
-    s->st.config_hash = config_hash(&cfg);
-    const size_t n = trainer_n_params(s->t);
+    return LS_OK;
+}
 
+/* The step rows, and θ_0 of the trainer checked against step 0's. */
+static ls_status reopen_rows(ls_session *s, const runlog_run *run, const char *text, ls_err *err)
+{
     size_t n_rec;
-    if ((st = runlog_read_steps(s->db, run->id, &s->recorded, &n_rec, err)) != LS_OK)
+    ls_status st = runlog_read_steps(s->db, run->id, &s->recorded, &n_rec, err);
+    if (st != LS_OK)
         return st;
     for (size_t i = 0; i < n_rec; i++)
         if (s->recorded[i].step != (int64_t)i)
-            return ls_fail(err, LS_EFORMAT, "%s: the step rows have a gap before step %lld", what,
-                           (long long)s->recorded[i].step);
+            return ls_fail(err, LS_EFORMAT, "run %lld '%s': the step rows have a gap before step %lld",
+                           (long long)run->id, run->name, (long long)s->recorded[i].step);
     s->last_recorded = (int64_t)n_rec - 1;
 
     /* θ_0 is recomputed whatever happens next: the record's step 0 must match. */
-    s->st.param_hash = hash_params(trainer_params(s->t), n);
+    s->st.param_hash = hash_params(trainer_params(s->t), trainer_n_params(s->t));
     s->st.traj_hash = hash_traj0(text, s->st.param_hash);
     if (n_rec > 0 && (s->recorded[0].param_hash != s->st.param_hash || s->recorded[0].traj_hash != s->st.traj_hash))
         return ls_fail(err, LS_EMISMATCH, "step 0: recomputed param hash %016llx, trajectory %016llx; the record "
                        "has param hash %016llx, trajectory %016llx", (unsigned long long)s->st.param_hash,
                        (unsigned long long)s->st.traj_hash, (unsigned long long)s->recorded[0].param_hash,
                        (unsigned long long)s->recorded[0].traj_hash);
+    return LS_OK;
+}
 
+/* A restore that recomputes nothing, without the data: a finished run's
+ * weights need only its checkpoint, whose parameter hash the record holds,
+ * so predict and export work after the data moved or changed; the data
+ * are loaded, and their identity checked, only when steps are recomputed
+ * (or the session is stepped or evaluated: session_load_data).
+ *
+ * The model still needs the data's shape. The run records it
+ * (SESSION_DATA_SHAPE in run_settings: the class count and the features of
+ * a sample), and the model is made from a data set holding that shape and
+ * no samples. This is for the built-in models only: mlp, linear and logic
+ * read nothing else from a data set when created; gnn reads its graph rows
+ * and refuses a data set without them, and a model registered at run time
+ * may read anything, so both take the path with the data. Recording the
+ * shape keeps the config (and its hash) as it is; the parameter count
+ * alone would not give an mlp both its input and its output width.
+ *
+ * Taken only when it ends where the record does: step 0 recomputed from the
+ * shape as recorded, and the newest usable checkpoint at the last recorded
+ * step. Anything else — no shape recorded (a run of an older version), a
+ * model that cannot be made so, θ_0 or the checkpoints not as the record
+ * has them — undoes it and returns 0, and the restore goes the way with the
+ * data, which gives today's verdicts and messages. */
+static int reopen_without_data(ls_session *s, const runlog_run *run, const ls_config *cfg, const char *text)
+{
+    if (s->opts.data != NULL || cfg->data_hash == 0)
+        return 0;
+    int builtin = 0;
+    for (size_t i = 0; i < registry_n_builtin_models; i++)
+        builtin |= registry_builtin_models[i] == cfg->model_desc;
+    char shape_text[96];
+    if (!builtin || !runlog_setting_get(s->db, run->id, SESSION_DATA_SHAPE, shape_text, sizeof shape_text))
+        return 0;
+    ls_dataset shape;
+    memset(&shape, 0, sizeof shape);
+    int used = 0;
+    if (sscanf(shape_text, "classes=%zu dim=%zu%n", &shape.n_classes, &shape.train.dim, &used) != 2 ||
+        shape_text[used] != '\0' || shape.n_classes == 0 || shape.train.dim == 0)
+        return 0;
+    char check[96];
+    session_data_shape_text(&shape, check, sizeof check);
+    if (strcmp(check, shape_text) != 0)
+        return 0;   /* not as session_claim writes it */
+    snprintf(shape.name, sizeof shape.name, "%s", cfg->task);
+    shape.hash = cfg->data_hash;
+    shape.train.n = 1;   /* sizes the trainer's (unused) data order; no sample is there to read */
+    shape.test.dim = shape.train.dim;
+    ls_config c = *cfg;
+    ls_err why = { "" };
+    const ls_session_state before = s->st;
+    if (trainer_create(&s->t, &c, s->st.threads, &shape, &why) != LS_OK) {
+        s->t = NULL;
+        return 0;
+    }
+    trainer_drop_data(s->t);
+    s->st.config_hash = config_hash(&c);
+    if (reopen_rows(s, run, text, &why) == LS_OK && reopen_checkpoint(s, run, &why) == LS_OK &&
+        s->last_recorded >= 0 && s->st.step == s->last_recorded) {
+        s->data_lazy = 1;
+        return 1;
+    }
+    trainer_destroy(s->t);
+    s->t = NULL;
+    free(s->recorded);
+    s->recorded = NULL;
+    s->last_recorded = -1;
+    s->st = before;
+    s->note[0] = '\0';
+    return 0;
+}
+
+ls_status session_load_data(ls_session *s, ls_err *err)
+{
+    if (!s->data_lazy)
+        return LS_OK;
+    ls_config cfg = *trainer_config(s->t);
+    trainer *t;
+    ls_status st = trainer_create(&t, &cfg, s->st.threads, NULL, err);
+    if (st != LS_OK)
+        return st;
+    const size_t n = trainer_n_params(s->t);
+    size_t ob, ob_new;
+    const void *os = trainer_optim_state(s->t, &ob);
+    void *os_new = trainer_optim_state(t, &ob_new);
+    if (trainer_n_params(t) != n || ob_new != ob) {
+        trainer_destroy(t);
+        return ls_fail(err, LS_EMISMATCH, "run %lld: its data do not have the shape the run recorded",
+                       (long long)s->st.run_id);
+    }
+    memcpy(trainer_params_mut(t), trainer_params(s->t), n * sizeof(float));
+    if (ob > 0)
+        memcpy(os_new, os, ob);
+    trainer_set_steps_done(t, trainer_steps_done(s->t));
+    trainer_destroy(s->t);
+    s->t = t;
+    s->data_lazy = 0;
+    return LS_OK;
+}
+
+/* Everything that can be checked before the run is claimed: the config, the
+ * trainer, the step rows and the newest checkpoint at or before the last
+ * step row (a newer registration can only be one a live writer made after
+ * the rows were read). Leaves the trainer at the checkpoint's step. Errors
+ * other than LS_EMISMATCH (the record and the recomputation disagree) are
+ * bad input. */
+static ls_status reopen_prepare(ls_session *s, const runlog_run *run, ls_err *err)
+{
+    ls_status st;
+    ls_config cfg;
+    char text[CONFIG_TEXT_MAX];
+    if ((st = reopen_config(run, &cfg, text, sizeof text, err)) != LS_OK)
+        return st;
+    if (s->how == LS_REOPEN_RESTORE && reopen_without_data(s, run, &cfg, text))
+        return LS_OK;
+    if ((st = trainer_create(&s->t, &cfg, s->st.threads, s->opts.data, err)) != LS_OK)
+        return st;
+    s->st.config_hash = config_hash(&cfg);
+    if ((st = reopen_rows(s, run, text, err)) != LS_OK)
+        return st;
     if (s->how == LS_REOPEN_AUDIT)
         return LS_OK;   /* an audit starts at θ_0 whatever checkpoints there are */
     return reopen_checkpoint(s, run, err);

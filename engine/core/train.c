@@ -63,6 +63,13 @@ struct trainer {
     ls_status applied_st;
     double applied_loss;
     ls_err applied_err;
+    /* The test loss's last, shorter batch (trainer_test_loss): an instance
+     * of the model made for a batch of that many samples, its tree and its
+     * per-worker scratch; made at the first evaluation that needs them. */
+    ls_model *tail_model;
+    tree_reducer *tail_reducer;
+    unsigned char *tail_scratch;
+    size_t tail_stride;
 };
 
 /* This rank's share of every step (trainer_set_ranks), one allocation. */
@@ -90,6 +97,9 @@ void trainer_destroy(trainer *t)
     if (t == NULL)
         return;
     tree_reducer_destroy(t->reducer);
+    tree_reducer_destroy(t->tail_reducer);
+    model_destroy(t->tail_model);
+    free(t->tail_scratch);
     pool_destroy(t->pool);
     model_destroy(t->model);
     optim_destroy(t->opt);
@@ -204,6 +214,12 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
 fail:
     trainer_destroy(t);
     return st;
+}
+
+void trainer_drop_data(trainer *t)
+{
+    if (t->owned_data == NULL)
+        t->data = NULL;
 }
 
 const ls_config *trainer_config(const trainer *t) { return &t->cfg; }
@@ -526,40 +542,88 @@ static ls_status trainer_prepare_eval(trainer *t, ls_err *err)
     return model_prepare(m, t->params, NULL, t->pool, err);
 }
 
-/* The training loss of the current parameters on the test split: its
- * first floor(n_test / B) * B samples in batches of the config's B
- * consecutive samples (the tree's leaves need full batches), each batch's
- * loss the canonical tree sum of its leaves as in a step, the batches added
- * in order, divided by the samples for a mean-loss model. So its bits
- * depend on the config and θ alone. None (*has 0) for a model whose step
- * has phases, or a test split smaller than one batch. */
+/* The model for the test loss's last batch of r < B samples: the model
+ * created for a batch of r (leaves as its create groups r samples), with
+ * its own tree and scratch. Its leaves are those of the first r slots of a
+ * batch of B: a model groups slots into leaves of L = min(leaf, batch)
+ * (model_leaf_size), and min(leaf, B) and min(leaf, r) group r slots alike
+ * (both are leaf when leaf <= r, and one leaf of r slots otherwise). */
+static ls_status trainer_tail_model(trainer *t, size_t r, ls_err *err)
+{
+    if (t->tail_reducer != NULL)
+        return LS_OK;   /* made: the test split, hence r, is fixed for the trainer */
+    ls_config c = t->cfg;
+    c.batch = r;
+    ls_status st = model_create(&t->tail_model, &c, t->data, err);
+    if (st == LS_OK) {
+        const ls_model_info *mi = &t->tail_model->info;
+        t->tail_stride = (mi->scratch_bytes + 63) / 64 * 64;
+        t->tail_scratch = aligned_alloc(64, (size_t)pool_threads(t->pool) * t->tail_stride + 64);
+        st = t->tail_scratch == NULL ? ls_fail(err, LS_ENOMEM, "test loss: out of memory")
+                                     : tree_reducer_create(&t->tail_reducer, t->pool, mi->leaf_len, mi->leaves, err);
+    }
+    if (st != LS_OK) {   /* all or nothing: the next evaluation tries again */
+        model_destroy(t->tail_model);
+        free(t->tail_scratch);
+        t->tail_model = NULL;
+        t->tail_scratch = NULL;
+        t->tail_reducer = NULL;
+    }
+    return st;
+}
+
+static double trainer_tail_leaf(void *ctx, size_t leaf, float *buf, int mode, int worker)
+{
+    trainer *t = ctx;
+    return model_leaf(t->tail_model, t->params, &t->batch, leaf, buf, mode,
+                      t->tail_scratch + (size_t)worker * t->tail_stride);
+}
+
+/* The training loss of the current parameters on the whole test split: in
+ * batches of the config's B consecutive samples, the last one of the
+ * n_test mod B samples left (when there are any), each batch's loss the
+ * canonical tree sum of its leaves as in a step (the last batch's leaves as
+ * the model groups a batch of that size: trainer_tail_model), the batches
+ * added in order starting from 0.0, divided by n_test for a mean-loss model.
+ * So its bits depend on the config and θ alone, and every test sample
+ * counts, as it does for test_acc. None (*has 0) for a model whose step has
+ * phases. */
 static ls_status trainer_test_loss(trainer *t, double *loss, int *has, ls_err *err)
 {
     const ls_model *m = t->model;
     const size_t B = t->cfg.batch;
     *has = 0;
-    if (m->info.phases > 0 || t->data == NULL || B == 0 || t->data->test.n < B)
+    if (m->info.phases > 0 || t->data == NULL || B == 0 || t->data->test.n == 0)
         return LS_OK;
     ls_dataset test = *t->data;
     test.train = t->data->test;   /* a leaf reads its samples from the train split */
-    const size_t batches = t->data->test.n / B;
+    const size_t n = t->data->test.n, batches = (n + B - 1) / B;
     double total = 0;
     for (size_t k = 0; k < batches; k++) {
-        for (size_t j = 0; j < B; j++)
-            t->ids[j] = (uint32_t)(k * B + j);   /* trainer_step recomputes ids: overwriting is safe */
-        t->batch = (ls_batch){ &test, t->ids, B, 0, t->cfg.seed };
-        memset(t->worker_work, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
-        ls_status st = model_prepare(m, t->params, &t->batch, t->pool, err);
+        const size_t count = n - k * B < B ? n - k * B : B;
+        ls_status st = count < B ? trainer_tail_model(t, count, err) : LS_OK;
         if (st != LS_OK)
             return st;
+        const ls_model *mk = count < B ? t->tail_model : m;
+        for (size_t j = 0; j < count; j++)
+            t->ids[j] = (uint32_t)(k * B + j);   /* trainer_step recomputes ids: overwriting is safe */
+        t->batch = (ls_batch){ &test, t->ids, count, 0, t->cfg.seed };
+        memset(t->worker_work, 0, (size_t)pool_threads(t->pool) * sizeof(size_t));
+        if ((st = model_prepare(mk, t->params, &t->batch, t->pool, err)) != LS_OK)
+            return st;
         double sum;
-        st = t->unordered ? tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, &sum)
-                          : tree_reduce_deferred(t->reducer, trainer_leaf, t, &sum);   /* the loss only */
+        const float *tail_sum;
+        if (count < B)
+            st = t->unordered ? tree_reduce_unordered(t->tail_reducer, trainer_tail_leaf, t, &tail_sum, &sum)
+                              : tree_reduce_deferred(t->tail_reducer, trainer_tail_leaf, t, &sum);
+        else
+            st = t->unordered ? tree_reduce_unordered(t->reducer, trainer_leaf, t, &t->sum, &sum)
+                              : tree_reduce_deferred(t->reducer, trainer_leaf, t, &sum);   /* the loss only */
         if (st != LS_OK)
             return ls_fail(err, st, "test loss: %s", ls_strerror(st));
         total += sum;
     }
-    *loss = m->info.mean_loss ? total / (double)(batches * B) : total;
+    *loss = m->info.mean_loss ? total / (double)n : total;
     *has = 1;
     return LS_OK;
 }

@@ -39,6 +39,11 @@ ls_status trainer_load_data(const ls_config *cfg, ls_dataset **data, ls_err *err
  * data is LS_EMISMATCH. threads: 1..POOL_MAX_THREADS. */
 ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_dataset *data, ls_err *err);
 void trainer_destroy(trainer *t);   /* accepts NULL */
+/* Forgets the data set t was created with (trainer_data is NULL from now
+ * on), for a trainer whose model was made from a data set's shape alone
+ * (no samples): it must not be stepped or evaluated (the caller makes a
+ * trainer with the data for that). The caller keeps that data set. */
+void trainer_drop_data(trainer *t);
 
 const ls_config *trainer_config(const trainer *t);
 const ls_model *trainer_model(const trainer *t);
