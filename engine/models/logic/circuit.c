@@ -229,8 +229,10 @@ ls_status circuit_check_ca(const circuit_flat *f, const logic_ca_hard *h, ls_err
 /* Binarised inputs of samples [first, first + n) of split s, n <= 64, one word per input row. */
 static void net_inputs(const circuit_flat *f, const ls_split *s, size_t first, size_t n, float *xf, uint64_t *in)
 {
-    uint32_t ids[64];
-    for (size_t i = 0; i < n; i++)
+    /* Zeroed: gcc -O1 with the sanitizers cannot see that n <= 64 and
+     * warns the gather may read past what the loop wrote. */
+    uint32_t ids[64] = { 0 };
+    for (size_t i = 0; i < n && i < 64; i++)
         ids[i] = (uint32_t)(first + i);
     dataset_gather(s, ids, n, xf, NULL);
     memset(in, 0, f->n_in * sizeof(uint64_t));
