@@ -372,7 +372,7 @@ int cmd_audit(int argc, char **argv)
     r.proved = 1;
     r.steps = -1;
     r.first_bad = -1;
-    int threads = 0;
+    int threads = 0;   /* a record-only audit re-executes nothing: no thread count, stored NULL */
     if (record_only)
         st = audit_record(db, &run, &r, &err);
     else
