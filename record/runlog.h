@@ -250,7 +250,7 @@ typedef struct {
     char version[64];          /* "lockstep 0.3.0" */
     char build[512];           /* compiler; flags; SIMD path; git commit ("" when not recorded) */
     char host[128];
-    int threads;
+    int threads;               /* of the re-execution; 0: none (record-only), stored NULL */
     char mode[16];
     int64_t steps;
     int proved;

@@ -27,7 +27,7 @@ ls_status runlog_audit_add(runlog *r, int64_t run_id, const runlog_audit *a, ls_
     sqlite3_bind_int64(st, 1, run_id);
     rl_bind_text_or_null(st, 2, a->version);
     rl_bind_text_or_null(st, 3, a->host);
-    sqlite3_bind_int(st, 4, a->threads);
+    if (a->threads > 0) sqlite3_bind_int(st, 4, a->threads); else sqlite3_bind_null(st, 4);
     sqlite3_bind_text(st, 5, a->mode, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 6, a->steps);
     sqlite3_bind_text(st, 7, a->proved ? "proved" : "failed", -1, SQLITE_STATIC);

@@ -27,6 +27,7 @@
 #include "include/lockstep.h"
 #include <unistd.h>
 
+#include "engine/core/audit.h"
 #include "record/hash.h"
 #include "tests/proc_util.h"
 
@@ -423,6 +424,129 @@ static void test_changed_data_file(void **state)
                                "'%train_x=%tx.npy%'"), 2);
 }
 
+/* The rule that shares the threads among segments (engine/core/audit.c):
+ * the longest segment replays on all the threads while it is longer than
+ * the side-by-side steps over the threads, then the rest again. */
+static void test_audit_threads_rule(void **state)
+{
+    (void)state;
+    int out[8];
+    /* A default run's two segments: both on all the threads from 2 on. */
+    const int64_t two[] = { 1900, 100 };
+    audit_threads(two, 2, 1, out);
+    assert_int_equal(out[0], 1);
+    assert_int_equal(out[1], 1);
+    static const int ts[] = { 2, 3, 8 };
+    for (size_t i = 0; i < 3; i++) {
+        audit_threads(two, 2, ts[i], out);
+        assert_int_equal(out[0], ts[i]);
+        assert_int_equal(out[1], ts[i]);
+    }
+    /* Equal segments, as many as the threads or more: all side by side. */
+    const int64_t eq[] = { 100, 100, 100, 100, 100, 100, 100, 100 };
+    for (int t = 1; t <= 8; t++) {
+        audit_threads(eq, 8, t, out);
+        for (size_t i = 0; i < 8; i++)
+            assert_int_equal(out[i], 1);
+    }
+    /* Fewer segments than threads: every one on all the threads. */
+    audit_threads(eq, 3, 4, out);
+    for (size_t i = 0; i < 3; i++)
+        assert_int_equal(out[i], 4);
+    /* In between: the long one on the threads, the short ones side by side. */
+    const int64_t mix[] = { 10, 1900, 100, 100, 100 };
+    audit_threads(mix, 5, 2, out);
+    assert_int_equal(out[1], 2);
+    assert_int_equal(out[0] + out[2] + out[3] + out[4], 4);
+    /* The next longest goes too when it is longer than what is left per
+     * thread; two of 10 steps on 2 threads stay side by side. */
+    const int64_t steps[] = { 1000, 600, 10, 10 };
+    audit_threads(steps, 4, 2, out);
+    assert_int_equal(out[0], 2);
+    assert_int_equal(out[1], 2);
+    assert_int_equal(out[2], 1);
+    assert_int_equal(out[3], 1);
+    const int64_t steps4[] = { 1000, 300, 300, 300, 300 };
+    audit_threads(steps4, 5, 4, out);
+    assert_int_equal(out[0], 4);
+    for (size_t i = 1; i < 5; i++)
+        assert_int_equal(out[i], 1);
+}
+
+/* A run that keeps its newest two checkpoints (the default): 200 steps with
+ * one every 10 leave 190 and 200, so two segments, 0..190 and 190..200,
+ * which replay on all the threads from 2 on. The step named is the one a
+ * replay from step 0 names at every thread count: an edit in the long
+ * segment, one in the short, both, the checkpoint file between them. A
+ * record-only audit records no thread count, and show prints none. */
+static void test_default_two_segments(void **state)
+{
+    const proc_ctx *c = *state;
+    EXPECT(c, 0, "the last 2 kept", "train", "--task", "teacher", "--steps", "200", "--checkpoint-every", "10",
+           "--db", "r.db", "--name", "x", "--threads", "1", "--no-progress");
+    assert_int_equal(db_int(c, "SELECT count(*) FROM checkpoints WHERE run = 1 AND step IN (190, 200)"), 2);
+    assert_int_equal(db_int(c, "SELECT count(*) FROM checkpoints WHERE run = 1"), 2);
+    static const char *const threads[] = { "1", "2", "3", "8" };
+    EXPECT(c, 0, "steps 0..200 re-executed at 1 thread (2 segments), 2 checkpoint files", "audit", "x", "--db",
+           "r.db", "--threads", "1");
+    EXPECT(c, 0, "at 2 threads (2 segments), 2 checkpoint files", "audit", "x", "--db", "r.db", "--threads", "2");
+    EXPECT(c, 0, "at 3 threads (2 segments)", "audit", "x", "--db", "r.db", "--threads", "3");
+    EXPECT(c, 0, "at 8 threads (2 segments)", "audit", "x", "--db", "r.db", "--threads", "8");
+    db_exec(c, "UPDATE steps SET loss_bits = loss_bits + 1 WHERE run = 1 AND step = 77");
+    EXPECT(c, 1, "failed at step 77", "audit", "x", "--db", "r.db", "--record-only");
+    for (size_t i = 0; i < 4; i++)
+        EXPECT(c, 1, "failed at step 77 (steps 0..76 proved)", "audit", "x", "--db", "r.db", "--threads",
+               threads[i]);
+    /* Both: the earlier is named, though the short segment finds its own. */
+    db_exec(c, "UPDATE steps SET param_hash = param_hash + 1 WHERE run = 1 AND step = 195");
+    for (size_t i = 0; i < 4; i++)
+        EXPECT(c, 1, "failed at step 77", "audit", "x", "--db", "r.db", "--threads", threads[i]);
+    db_exec(c, "UPDATE steps SET loss_bits = loss_bits - 1 WHERE run = 1 AND step = 77");
+    EXPECT(c, 1, "failed at step 195", "audit", "x", "--db", "r.db", "--record-only");
+    for (size_t i = 0; i < 4; i++)
+        EXPECT(c, 1, "failed at step 195 (steps 0..194 proved)", "audit", "x", "--db", "r.db", "--threads",
+               threads[i]);
+    db_exec(c, "UPDATE steps SET param_hash = param_hash - 1 WHERE run = 1 AND step = 195");
+    /* The file between the segments: the long one's last step finds it. */
+    char path[PATH_MAX];
+    ckpt_path(c, 190, path, sizeof path);
+    size_t len;
+    char *keep = proc_read_file(path, &len, 1);
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, 100, SEEK_SET), 0);
+    int ch = fgetc(f);
+    assert_int_equal(fseek(f, 100, SEEK_SET), 0);
+    fputc(ch ^ 1, f);
+    fclose(f);
+    EXPECT(c, 1, "failed at step 190", "audit", "x", "--db", "r.db", "--record-only");
+    for (size_t i = 0; i < 4; i++)
+        EXPECT(c, 1, "failed at step 190 (steps 0..189 proved)", "audit", "x", "--db", "r.db", "--threads",
+               threads[i]);
+    f = fopen(path, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(keep, 1, len, f), len);
+    fclose(f);
+    free(keep);
+    EXPECT(c, 0, "proved", "audit", "x", "--db", "r.db", "--threads", "2");
+    /* Record-only audits: no thread count anywhere. */
+    assert_int_equal(db_int(c, "SELECT count(*) FROM audits WHERE mode = 'record-only'"), 3);
+    assert_int_equal(db_int(c, "SELECT count(*) FROM audits WHERE mode = 'record-only' AND threads IS NULL"), 3);
+    assert_int_equal(db_int(c, "SELECT count(*) FROM audits WHERE mode = 'full' AND threads IS NULL"), 0);
+    assert_int_equal(db_int(c, "SELECT count(*) FROM audits WHERE mode = 'full' AND threads = 8"), 5);
+    proc_res r;
+    RUN(&r, c, "show", "x", "--db", "r.db");
+    expect_run(&r, 0, "record-only at step 77");
+    assert_null(strstr(r.out, "threads 0"));
+    assert_non_null(strstr(r.out, "threads 8"));
+    proc_res_free(&r);
+    RUN(&r, c, "show", "x", "--db", "r.db", "--json");
+    expect_run(&r, 0, "\"mode\": \"record-only\"");
+    assert_null(strstr(r.out, "\"threads\": 0"));
+    assert_non_null(strstr(r.out, "\"threads\": null"));
+    proc_res_free(&r);
+}
+
 int main(void)
 {
     if (proc_find_bin(g_bin, "test_audit", 1) != 0)
@@ -435,6 +559,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_data_identity, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_parallel_segments, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_changed_data_file, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test(test_audit_threads_rule),
+        cmocka_unit_test_setup_teardown(test_default_two_segments, setup_dir, proc_ctx_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }

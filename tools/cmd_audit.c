@@ -13,8 +13,9 @@
  * Milliseconds, and a row edited by hand breaks the chain at its step.
  *
  * audit (full) checks the config the same way, then re-executes the run
- * (engine/core/audit.h: the segments between registered checkpoints replayed
- * concurrently, each an LS_REOPEN_AUDIT session from its checkpoint): every
+ * (engine/core/audit.h: the segments between registered checkpoints, each
+ * an LS_REOPEN_AUDIT session from its checkpoint, a long one on all the
+ * threads, short ones side by side): every
  * recorded step's loss bits, parameter hash and trajectory hash, and at
  * each step with registered checkpoints the files against the recomputed
  * state; the data are checked against the config's data_hash when they
@@ -275,7 +276,7 @@ static ls_status audit_record(runlog *db, const runlog_run *run, audit_result *r
 }
 
 /* The full audit: the config, then every step re-executed (engine/core/audit.h:
- * the segments between checkpoints at once). */
+ * the segments between checkpoints on the threads as audit.c shares them). */
 static ls_status audit_full(const char *db_path, const runlog_run *run, int threads, audit_result *r, int *threads_used,
                             ls_err *err)
 {
@@ -385,7 +386,7 @@ int cmd_audit(int argc, char **argv)
     r.proved = 1;
     r.steps = -1;
     r.first_bad = -1;
-    int threads = 0;
+    int threads = 0;   /* a record-only audit re-executes nothing: no thread count, stored NULL */
     if (record_only)
         st = audit_record(db, &run, &r, &err);
     else

@@ -351,7 +351,10 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
             esc_json(stdout, au[i].build);
             printf(", \"host\": ");
             esc_json(stdout, au[i].host);
-            printf(", \"threads\": %d, \"detail\": ", au[i].threads);
+            if (au[i].threads > 0)
+                printf(", \"threads\": %d, \"detail\": ", au[i].threads);
+            else
+                printf(", \"threads\": null, \"detail\": ");   /* record-only: nothing re-executed */
             esc_json(stdout, au[i].detail);
             printf("}");
         }
@@ -508,12 +511,14 @@ int cmd_show(int argc, char **argv)
         if (n_au > 0)
             printf("audits:\n");
         for (size_t i = 0; i < n_au; i++) {
-            char bad[48] = "";
+            char bad[48] = "", thr[32] = "";
             if (au[i].first_bad >= 0)
                 snprintf(bad, sizeof bad, " at step %lld", (long long)au[i].first_bad);
-            printf("  %s  %s %s%s, steps 0..%lld, %s, host %s, threads %d\n    %s\n", au[i].created,
+            if (au[i].threads > 0)   /* a record-only audit has none */
+                snprintf(thr, sizeof thr, ", threads %d", au[i].threads);
+            printf("  %s  %s %s%s, steps 0..%lld, %s, host %s%s\n    %s\n", au[i].created,
                    au[i].proved ? "proved" : "failed", au[i].mode, bad, (long long)au[i].steps, au[i].version,
-                   au[i].host, au[i].threads, au[i].detail);
+                   au[i].host, thr, au[i].detail);
             if (au[i].build[0])
                 printf("    build %s\n", au[i].build);
         }

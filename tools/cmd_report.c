@@ -519,7 +519,10 @@ static void write_audits(FILE *f, const report_run *r)
         char steps[48], bad[32], where[200];
         snprintf(steps, sizeof steps, "0..%lld", (long long)a->steps);
         snprintf(bad, sizeof bad, "%lld", (long long)a->first_bad);
-        snprintf(where, sizeof where, "%s, %d", a->host, a->threads);
+        if (a->threads > 0)
+            snprintf(where, sizeof where, "%s, %d", a->host, a->threads);
+        else
+            snprintf(where, sizeof where, "%s", a->host);   /* record-only: nothing re-executed */
         fputs("<tr>", f);
         td(f, a->created);
         td(f, a->mode);

@@ -1,7 +1,32 @@
-/* audit.c — the full audit of a recorded run, its segments replayed
- * concurrently (audit.h says why the verdict is the sequential one). */
+/* audit.c — the full audit of a recorded run, its segments replayed on the
+ * threads it is given (audit.h says why the verdict is the sequential one).
+ *
+ * How the segments share the threads. Segments side by side, one thread
+ * each, need no synchronisation at all, so T of them on T threads go T
+ * times as fast; one segment's steps on T threads go as fast as training at
+ * T threads, which is less (the top of the tree, the optimiser, the
+ * barriers). So segments replay side by side, except that side by side can
+ * end no sooner than the longest of them: with S steps over the side-by-side
+ * segments, the phase takes at least max(L, S/T), L the longest's steps. When
+ * L > S/T that one segment alone sets the time while the other threads
+ * idle, so it replays on all T threads instead (its steps on its session's
+ * pool, like training's), and the rule is applied again to the rest
+ * (audit_threads). Hence: fewer segments than threads, every one replays on
+ * all the threads (L >= S/n > S/T); many segments of about equal length, all
+ * side by side; a run that kept its newest two checkpoints (0..1900 and
+ * 1900..2000 of 2,000 steps) on 2 threads replays both on both threads; the
+ * same run with many more short segments replays its long one on all the
+ * threads, then the short ones side by side.
+ *
+ * The segments on all threads replay first, one after another in step
+ * order, then the others on a pool of T workers: never more threads at work
+ * than T. A segment that starts at or after a finding already made (or
+ * after a segment that stopped on an error) is not replayed: whatever it
+ * would find comes later, and the earliest finding is the verdict.
+ */
 #include "engine/core/audit.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +56,8 @@ typedef struct {
     const volatile int *stop;
     const runlog_ckpt *ck;
     size_t n_ck;
+    const size_t *side;         /* the segments replayed side by side, in step order */
+    int64_t cutoff;             /* segments starting at or after this step are not replayed */
 } audit_job;
 
 /* Replays one segment into its own slot: a worker writes nothing else. */
@@ -39,6 +66,8 @@ static void audit_segment_run(void *ctx, size_t part, int worker)
     (void)worker;
     audit_job *j = ctx;
     audit_segment *g = &j->seg[part];
+    if (g->from >= j->cutoff)
+        return;   /* what it would find comes after a finding already made */
     ls_session *s = part == 0 ? j->first : NULL;
     if (s == NULL) {
         ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = g->threads, .data = j->data };
@@ -77,6 +106,36 @@ static void audit_segment_run(void *ctx, size_t part, int worker)
     }
     if (part != 0)
         ls_session_close(s, LS_OK, NULL);
+}
+
+/* Part p of the side-by-side phase is segment side[p]. */
+static void audit_side_run(void *ctx, size_t part, int worker)
+{
+    const audit_job *j = ctx;
+    audit_segment_run(ctx, j->side[part], worker);
+}
+
+void audit_threads(const int64_t *len, size_t n, int threads, int *out)
+{
+    int64_t side = 0;   /* the steps of the segments still side by side */
+    for (size_t i = 0; i < n; i++) {
+        out[i] = 1;
+        side += len[i];
+    }
+    if (threads <= 1)
+        return;
+    /* Each pass takes more than 1/threads of the steps left side by side,
+     * so there are few passes (about threads · ln(steps) at most). */
+    for (;;) {
+        size_t longest = n;
+        for (size_t i = 0; i < n; i++)
+            if (out[i] == 1 && (longest == n || len[i] > len[longest]))
+                longest = i;
+        if (longest == n || len[longest] * threads <= side)
+            return;
+        out[longest] = threads;
+        side -= len[longest];
+    }
 }
 
 ls_status audit_replay(const char *db, int64_t run_id, int threads, const volatile int *stop, audit_report *out,
@@ -136,15 +195,33 @@ ls_status audit_replay(const char *db, int64_t run_id, int threads, const volati
     }
     seg[k].from = at;
     seg[k].to = last;
-    const int workers = (size_t)threads < n_seg ? threads : (int)n_seg;
+    int64_t *len = malloc(n_seg * sizeof *len);
+    int *thr = malloc(n_seg * sizeof *thr);
+    size_t *side = malloc(n_seg * sizeof *side);
+    if (len == NULL || thr == NULL || side == NULL) {
+        free(len);
+        free(thr);
+        free(side);
+        free(seg);
+        runlog_checkpoints_free(ck, n_ck);
+        return ls_fail(err, LS_ENOMEM, "audit: out of memory");
+    }
+    for (size_t p = 0; p < n_seg; p++)
+        len[p] = seg[p].to - seg[p].from;
+    audit_threads(len, n_seg, threads, thr);
+    size_t n_side = 0;
     for (size_t p = 0; p < n_seg; p++) {
         seg[p].bad_step = -1;
-        seg[p].threads = (size_t)workers < n_seg ? 1 : threads / workers + ((int)p < threads % workers);
+        seg[p].threads = thr[p];
+        if (thr[p] == 1)
+            side[n_side++] = p;
     }
+    free(len);
+    free(thr);
 
     /* Segment 0 first, here: it checks what every segment shares (the
      * config, the data, step 0) once, and its data serve the others. */
-    audit_job job = { db, run_id, seg, NULL, NULL, stop, ck, n_ck };
+    audit_job job = { db, run_id, seg, NULL, NULL, stop, ck, n_ck, side, INT64_MAX };
     ls_session_opts o0 = { .size = sizeof(ls_session_opts), .threads = seg[0].threads };
     st = session_reopen_segment(&job.first, db, run_id, 0, seg[0].to, &o0, &seg[0].err);
     if (st == LS_EMISMATCH) {
@@ -154,23 +231,35 @@ ls_status audit_replay(const char *db, int64_t run_id, int threads, const volati
         else
             snprintf(out->detail, sizeof out->detail, "%s", seg[0].err.msg);
         out->first_bad = strncmp(seg[0].err.msg, "step 0:", 7) == 0 ? 0 : -1;
+        free(side);
         free(seg);
         runlog_checkpoints_free(ck, n_ck);
         return LS_OK;
     }
     if (st != LS_OK) {
         *err = seg[0].err;
+        free(side);
         free(seg);
         runlog_checkpoints_free(ck, n_ck);
         return st;
     }
     trainer *t0 = session_trainer(job.first);
     job.data = t0 != NULL ? trainer_data(t0) : NULL;
-    pool *p;
-    if ((st = pool_create(&p, workers, err)) == LS_OK) {
-        pool_parallel_for(p, n_seg, audit_segment_run, &job);
-        pool_destroy(p);
+    for (size_t q = 0; q < n_seg; q++) {
+        if (seg[q].threads == 1)
+            continue;
+        audit_segment_run(&job, q, 0);
+        if (seg[q].st != LS_OK && job.cutoff == INT64_MAX)
+            job.cutoff = seg[q].st == LS_EMISMATCH ? seg[q].bad_step : seg[q].to;
     }
+    if (n_side > 0) {
+        pool *p;
+        if ((st = pool_create(&p, (size_t)threads < n_side ? threads : (int)n_side, err)) == LS_OK) {
+            pool_parallel_for(p, n_side, audit_side_run, &job);
+            pool_destroy(p);
+        }
+    }
+    free(side);
     ls_session_close(job.first, LS_OK, NULL);
     runlog_checkpoints_free(ck, n_ck);
     if (st != LS_OK) {

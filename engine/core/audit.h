@@ -8,9 +8,10 @@
  * the checkpoint files of each step with the recomputed state (an audit
  * session, engine/core/session.c). The first segment starts from θ_0, the last
  * ends at the last recorded step; a run without checkpoints is one segment
- * from step 0. The segments are the work units of a pool (reduce/pool.h):
- * part p on worker p mod W, each replay single-threaded, or with what is
- * left of the threads when there are fewer segments than threads.
+ * from step 0. A segment much longer than the others replays on all the
+ * threads, its steps on the session's pool as training's are; the others
+ * replay side by side, one thread each, as the parts of a pool
+ * (reduce/pool.h). audit_threads states which is which (audit.c says why).
  *
  * Why the verdict is the sequential one: a segment's findings are all at or
  * after its start, and a segment that starts from a file other than the
@@ -24,6 +25,7 @@
 #ifndef LS_AUDIT_H
 #define LS_AUDIT_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "include/lockstep.h"
@@ -40,6 +42,14 @@ typedef struct {
     int threads;                /* threads used in all */
     char detail[1024];          /* the finding (both values), or what was proved */
 } audit_report;
+
+/* How `threads` threads replay n segments of len[i] steps each: out[i]
+ * is `threads` for a segment replayed on all of them (those run one after
+ * another, in step order), 1 for one replayed side by side with the other
+ * such segments. The rule (audit.c): the longest segment replays on all the
+ * threads while it is longer than the side-by-side segments' steps over the
+ * threads; threads <= 1 replays everything side by side on one thread. */
+void audit_threads(const int64_t *len, size_t n, int threads, int *out);
 
 /* Re-executes run run_id of database db (which must exist) with `threads`
  * threads in all (0: online CPUs), stopping between steps with LS_EINTR
