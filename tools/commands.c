@@ -331,8 +331,9 @@ static const command COMMANDS[] = {
       "Proves what a recorded run did. Re-executes it and checks every recorded step's loss bits,\n"
       "parameter hash and trajectory hash, the config hash against the config text, the data against the\n"
       "config's data_hash, and every registered checkpoint file against the recomputed state. The steps\n"
-      "between two registered checkpoints are replayed concurrently, each segment from its checkpoint\n"
-      "(train --keep-checkpoints all keeps every one); the first bad step named is the one a replay from\n"
+      "between two registered checkpoints form a segment replayed from its checkpoint: a long segment on\n"
+      "every thread, short ones side by side (train --keep-checkpoints all keeps every checkpoint, so\n"
+      "there are many); the first bad step named is the one a replay from\n"
       "step 0 would name. The verdict is stored in the record (table audits) and shown by `show`.",
       FLAGS(AUDIT_FLAGS),
       "exit status: 0 proved, 1 a difference (the first bad step and both values named), 2 bad usage\n"
