@@ -170,7 +170,7 @@ static ls_status audit_record(runlog *db, const runlog_run *run, audit_result *r
     if (n == 0) {
         free(rows);
         return ls_fail(err, LS_EINVAL, "run %lld '%s' has no recorded steps: nothing to audit", (long long)run->id,
-                       run->name);
+                       ESC_NAME(run->name));
     }
     uint64_t traj = 0;
     for (size_t i = 0; i < n && r->proved; i++) {
@@ -412,13 +412,13 @@ int cmd_audit(int argc, char **argv)
     row.first_bad = r.first_bad;
     snprintf(row.detail, sizeof row.detail, "%s", r.detail);
     if (r.proved)
-        printf("audit: run %lld '%s' proved: %s, trajectory %016llx\n", (long long)run.id, run.name, r.detail,
+        printf("audit: run %lld '%s' proved: %s, trajectory %016llx\n", (long long)run.id, ESC_NAME(run.name), r.detail,
                (unsigned long long)r.traj);
     else if (r.first_bad >= 0)
-        printf("audit: run %lld '%s' failed at step %lld (steps 0..%lld proved): %s\n", (long long)run.id, run.name,
+        printf("audit: run %lld '%s' failed at step %lld (steps 0..%lld proved): %s\n", (long long)run.id, ESC_NAME(run.name),
                (long long)r.first_bad, (long long)r.steps, r.detail);
     else
-        printf("audit: run %lld '%s' failed: %s\n", (long long)run.id, run.name, r.detail);
+        printf("audit: run %lld '%s' failed: %s\n", (long long)run.id, ESC_NAME(run.name), r.detail);
     rc = r.proved ? EXIT_OK : EXIT_DIFFER;
     if ((st = runlog_audit_add(db, run.id, &row, &err)) != LS_OK) {
         cli_error("audit", &err, st);

@@ -16,6 +16,7 @@
  * run and hands the checked circuit to a writer.
  */
 #include "tools/tools.h"
+#include "tools/escape.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -101,7 +102,7 @@ int cmd_export(int argc, char **argv)
     const int ca = strcmp(run.model, "logic-ca") == 0;
     if (!ca && strcmp(run.model, "logic") != 0) {
         fprintf(stderr, "lockstep export: run %lld '%s' (model %s) has no hard circuit (logic and "
-                "logic-ca runs have)\n", (long long)run.id, run.name, run.model);
+                "logic-ca runs have)\n", (long long)run.id, ESC_NAME(run.name), run.model);
         runlog_run_free(&run);
         runlog_close(db);
         return EXIT_USAGE;
@@ -171,7 +172,7 @@ int cmd_export(int argc, char **argv)
         FILE *say = out.to_stdout ? stderr : stdout;
         fprintf(say, "export: run %lld '%s' at step %lld (recomputed %lld recorded steps from step %lld: "
                 "identical), %s: %zu active gates of %zu (%zu of them wires, inverters or constants)%s%s\n",
-                (long long)run.id, run.name, (long long)info.step, (long long)info.replayed,
+                (long long)run.id, ESC_NAME(run.name), (long long)info.step, (long long)info.replayed,
                 (long long)info.resumed_from, netlist ? "netlist" : "C", f.active, f.n_gates, f.trivial,
                 out.to_stdout ? "" : ", wrote ", out.to_stdout ? "" : out_path);
     }

@@ -24,6 +24,7 @@
  * record.
  */
 #include "tools/tools.h"
+#include "tools/escape.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -171,7 +172,7 @@ int cmd_predict(int argc, char **argv)
     st = cli_guard_output("-o", pf.out, a.db, db, &err);
     if (st == LS_OK && (md == NULL || md->scores == NULL))
         st = ls_fail(&err, LS_EINVAL, "run %lld '%s' (model %s, task %s): the model gives no scores to predict "
-                     "with (mlp and linear do)", (long long)run.id, run.name, run.model, run.task);
+                     "with (mlp and linear do)", (long long)run.id, ESC_NAME(run.name), run.model, run.task);
     if (st == LS_OK)
         st = npy_read_file(pf.input, &buf, &len, &fh, &err);
     if (st == LS_OK)
@@ -200,7 +201,7 @@ int cmd_predict(int argc, char **argv)
         ls_err why;
         if (ls_session_predict_shape(session, &inputs, &outputs, &why) != LS_OK) {
             st = ls_fail(&err, LS_EINVAL, "run %lld '%s' (model %s, task %s): the model gives no scores to "
-                         "predict with (mlp and linear do)", (long long)run.id, run.name, run.model, run.task);
+                         "predict with (mlp and linear do)", (long long)run.id, ESC_NAME(run.name), run.model, run.task);
         } else {
             size_t per = 1;
             for (size_t i = 1; i < x.ndim; i++)
@@ -209,7 +210,7 @@ int cmd_predict(int argc, char **argv)
             char sh[256];
             if (per != inputs)
                 st = ls_fail(&err, LS_EFORMAT, "%s: shape %s is %zu features a sample; run %lld '%s' (model %s) "
-                             "takes %zu", pf.input, shape_text(&x, sh, sizeof sh), per, (long long)run.id, run.name,
+                             "takes %zu", pf.input, shape_text(&x, sh, sizeof sh), per, (long long)run.id, ESC_NAME(run.name),
                              run.model, inputs);
         }
         if (st == LS_OK) {

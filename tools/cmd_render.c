@@ -30,6 +30,7 @@
  * Frame (row r, column q) starts at pixel (q·(G·K + 1), r·(G·K + 1)).
  */
 #include "tools/tools.h"
+#include "tools/escape.h"
 #include "tools/commands.h"
 
 #include <errno.h>
@@ -328,7 +329,7 @@ int cmd_render(int argc, char **argv)
     st = cli_guard_output("-o", rf.out, a.db, db, &err);
     if (st == LS_OK && strcmp(run.model, "logic-ca") != 0)
         st = ls_fail(&err, LS_EINVAL, "run %lld '%s' (model %s) is not a logic-ca run, which render draws",
-                     (long long)run.id, run.name, run.model);
+                     (long long)run.id, ESC_NAME(run.name), run.model);
     /* The plan is checked against the recorded config before the (longer) restore. */
     if (st == LS_OK)
         st = config_parse_text(&cfg, run.config_text, "the run's config", &err);
@@ -375,7 +376,7 @@ int cmd_render(int argc, char **argv)
         code = bad_input ? EXIT_USAGE : cli_exit_code(st);
     } else {
         printf("render: run %lld '%s' at step %lld: %zu frames of %zux%zu (%s, %zu steps) in %zu columns, "
-               "%zu px per cell, %zux%zu pixels, wrote %s\n", (long long)run.id, run.name, (long long)info.step,
+               "%zu px per cell, %zux%zu pixels, wrote %s\n", (long long)run.id, ESC_NAME(run.name), (long long)info.step,
                p.frames, p.side, p.side, p.gliders ? "gliders" : "random start", p.steps, p.cols, p.scale, p.width,
                p.height, rf.out);
     }

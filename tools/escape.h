@@ -41,4 +41,12 @@ void esc_text(FILE *f, const char *s);
  * does not fit; returns buf, for printf arguments. */
 const char *esc_str(char *buf, size_t cap, const char *s);
 
+/* esc_str of a run name into a buffer of its own that lives until the end
+ * of the enclosing block: for one printf argument. Room for a name of 256
+ * four-byte characters, each escaped (\u{NNNN} is at most 8 bytes; a
+ * name the rule allows is at most RUNLOG_NAME_MAX = 100 characters); a
+ * longer name from an older record is cut with "...". */
+#define ESC_NAME_CAP (4 * 4 * 256 + 1)
+#define ESC_NAME(s) esc_str((char[ESC_NAME_CAP]){ 0 }, ESC_NAME_CAP, (s))
+
 #endif

@@ -1,6 +1,7 @@
 /* export_weights.c — the parameters of a run as safetensors or .npy
  * (export_weights.h). */
 #include "tools/export_weights.h"
+#include "tools/escape.h"
 
 #include <stdarg.h>
 #include <stdint.h>
@@ -212,7 +213,7 @@ int export_weights(const cli_args *a, const char *path)
         else
             snprintf(what, sizeof what, "%zu F32 tensor%s", n_ts, n_ts == 1 ? "" : "s");
         printf("export: run %lld '%s' at step %lld (recomputed %lld recorded steps from step %lld: identical), "
-               "wrote %s: %s, %zu floats, param hash %016llx (the record's)\n", (long long)run.id, run.name,
+               "wrote %s: %s, %zu floats, param hash %016llx (the record's)\n", (long long)run.id, ESC_NAME(run.name),
                (long long)info.step, (long long)info.replayed, (long long)info.resumed_from, path, what, n_params,
                (unsigned long long)info.param_hash);
     }
