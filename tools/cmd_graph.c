@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "engine/graph/cliques.h"
 #include "engine/graph/ged.h"
 #include "engine/graph/graph.h"
@@ -264,15 +265,33 @@ static ls_status cache_ref(file_cache *c, const char *ref, const graph **out, ls
     return LS_OK;
 }
 
+/* A pairs file names two graph files a line: a million pairs of long paths
+ * is far below this, and no search of that many pairs would finish. */
+#define GRAPH_PAIRS_MAX_BYTES ((long long)1 << 30)
+
 /* Reads a pairs file: its references resolved through the cache. */
 static ls_status read_pairs(const char *path, file_cache *cache, const graph ***pa, const graph ***pb, size_t *n,
                             ls_err *err)
 {
     *pa = *pb = NULL;
     *n = 0;
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(errno));
+    /* Through the checked open: a FIFO would block, /dev/zero never end. */
+    int fd;
+    size_t size;
+    ls_status open_st = file_open_regular(path, &fd, &size, err);
+    if (open_st != LS_OK)
+        return open_st;
+    if (size > GRAPH_PAIRS_MAX_BYTES) {
+        close(fd);
+        return ls_fail(err, LS_EFORMAT, "%s: %zu bytes is more than the limit of %lld bytes for a pairs file", path,
+                       size, (long long)GRAPH_PAIRS_MAX_BYTES);
+    }
+    FILE *f = fdopen(fd, "r");
+    if (f == NULL) {
+        int e = errno;
+        close(fd);
+        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(e));
+    }
     char *line = NULL;
     size_t cap_line = 0, cap = 0, lineno = 0;
     ls_status st = LS_OK;

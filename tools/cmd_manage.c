@@ -71,7 +71,7 @@ int cmd_import(int argc, char **argv)
         fprintf(stderr, "lockstep import: %s: no such database\n", src_path);
         return EXIT_USAGE;
     }
-    if ((st = cli_open_db(src_path, &src, &err)) != LS_OK) {
+    if ((st = cli_check_regular(NULL, src_path, &err)) != LS_OK || (st = cli_open_db(src_path, &src, &err)) != LS_OK) {
         cli_error("import", &err, st);
         return EXIT_USAGE;
     }
