@@ -6,6 +6,7 @@
 #include "tools/commands.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -343,6 +344,29 @@ static ls_status read_pairs(const char *path, file_cache *cache, const graph ***
     return st;
 }
 
+/* The progress line of a long exact search: on a terminal only, at most
+ * four times a second. Called from any worker (ged_control): the time of
+ * the last line is claimed with one compare-and-swap, so one thread prints. */
+typedef struct {
+    double t0;
+    atomic_llong last_ms;   /* ms after t0 of the last line; -1000: none yet */
+    atomic_int shown;
+} ged_line;
+
+static void ged_on_progress(void *ctx, const ged_progress *p)
+{
+    ged_line *l = ctx;
+    const double secs = now_seconds() - l->t0;
+    const long long ms = (long long)(secs * 1000.0);
+    long long last = atomic_load_explicit(&l->last_ms, memory_order_relaxed);
+    if (ms - last < 250 || !atomic_compare_exchange_strong(&l->last_ms, &last, ms))
+        return;
+    fprintf(stderr, "\rged: %zu/%zu pairs, %.2f M search nodes, %.0f s (Ctrl-C stops)   ", p->pairs_done,
+            p->n_pairs, (double)p->nodes * 1e-6, secs);
+    fflush(stderr);
+    atomic_store(&l->shown, 1);
+}
+
 static int cmd_ged(int argc, char **argv)
 {
     const char *files[2] = {NULL, NULL}, *pairs = NULL, *costs = NULL;
@@ -364,7 +388,7 @@ static int cmd_ged(int argc, char **argv)
                 return bad("ged", "'%s': two graph files only (see --help)", v);
             files[n_files++] = v;
         } else if (strcmp(a, "--node-cap") == 0) {
-            if ((rc = parse_count("ged", "--node-cap", v, 0, 64, &node_cap)) != 0)
+            if ((rc = parse_count("ged", "--node-cap", v, 0, GED_MAX_NODE_CAP, &node_cap)) != 0)
                 return rc;
         } else if (strcmp(a, "--threads") == 0) {
             if ((rc = parse_count("ged", "--threads", v, 1, POOL_MAX_THREADS, &threads)) != 0)
@@ -416,8 +440,19 @@ static int cmd_ged(int argc, char **argv)
         st = make_pool(&p, threads, &err);
     double t0 = now_seconds(), secs = 0;
     if (st == LS_OK) {
-        st = ged_pairs(pa, pb, n, &c, (int)node_cap, p, res, &err);
+        /* Ctrl-C stops the search between nodes; nothing is printed of an
+         * unfinished set (the results go out only when all are final). */
+        run_install_signals();
+        ged_line line;
+        line.t0 = t0;
+        atomic_init(&line.last_ms, 0);
+        atomic_init(&line.shown, 0);
+        const int tty = isatty(STDERR_FILENO);
+        const ged_control ctl = { &run_interrupted, tty ? ged_on_progress : NULL, &line };
+        st = ged_pairs_run(pa, pb, n, &c, (int)node_cap, p, &ctl, res, &err);
         secs = now_seconds() - t0;
+        if (atomic_load(&line.shown))
+            fputs("\r\033[K", stderr);
     }
     if (st == LS_OK) {
         for (size_t i = 0; i < n; i++) {
