@@ -1044,8 +1044,8 @@ static const bad_row BAD[] = {
       NULL, NULL, 0, 0 },
     { "graph ged: /dev/zero as --pairs", S_PLAIN, NULL, { "graph", "ged", "--pairs", "/dev/zero" },
       { "/dev/zero", "not a regular file" }, NULL, NULL, 0, 0 },
-    { "import: a FIFO as the source", S_NPY, NULL, { "import", "fifo.npy", DB }, { "import: fifo.npy:", "FIFO" }, NULL, NULL,
-      0, 0 },
+    { "import: a FIFO as the source", S_NPY, NULL, { "import", "fifo.npy", DB }, { "import: fifo.npy:", "FIFO" },
+      NULL, NULL, 0, 0 },
 };
 
 #undef DB
