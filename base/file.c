@@ -10,8 +10,8 @@
 
 static const char *file_kind(mode_t m)
 {
-    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
-           : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) || S_ISBLK(m) ? "a device"
+           : S_ISSOCK(m) ? "a socket" : "something else";
 }
 
 ls_status file_open_regular(const char *path, int *fd, size_t *size, ls_err *err)
@@ -22,7 +22,7 @@ ls_status file_open_regular(const char *path, int *fd, size_t *size, ls_err *err
     int f = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (f < 0) {
         int e = errno;
-        return ls_fail(err, e == ENOENT ? LS_ENOTFOUND : LS_EIO, "%s: %s", path, strerror(e));
+        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(e));
     }
     struct stat sb;
     if (fstat(f, &sb) != 0) {

@@ -16,9 +16,8 @@
 
 /* *fd: open for reading, blocking, close-on-exec; *size: its size in bytes.
  * LS_EIO with one line naming the path: it cannot be opened, or it is a
- * directory, a FIFO, a socket or a device (LS_ENOTFOUND when it does not
- * exist). The open itself is non-blocking, so a FIFO without a writer is
- * refused at once. */
+ * directory, a FIFO, a socket or a device. The open itself is non-blocking,
+ * so a FIFO without a writer is refused at once. */
 ls_status file_open_regular(const char *path, int *fd, size_t *size, ls_err *err);
 
 /* The whole regular file at path in a malloc'ed buffer (*buf, freed by the

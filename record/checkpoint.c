@@ -392,11 +392,12 @@ ls_status ckpt_read_file(const char *path, unsigned char **buf, size_t *len, ls_
         return ls_fail(err, LS_EINVAL, "checkpoint: empty file name");
     /* The header first, through the checked open (a FIFO is refused, not
      * waited on): it states the image's size, the most read after it. */
+    struct stat sb;
+    if (lstat(path, &sb) != 0 && errno == ENOENT)
+        return ls_fail(err, LS_ENOTFOUND, "%s: no such checkpoint file", path);
     int fd;
     size_t size;
     ls_status st = file_open_regular(path, &fd, &size, err);
-    if (st == LS_ENOTFOUND)
-        return ls_fail(err, LS_ENOTFOUND, "%s: no such checkpoint file", path);
     if (st != LS_OK)
         return st;
     unsigned char head[CKPT_HEADER_BYTES];
