@@ -55,14 +55,33 @@ npy(t + "/x.npy", "<f4", (8, 16), struct.pack("<128f", *[0.5] * 128))
 npy(t + "/y.npy", "|u1", (8,), bytes([0, 1, 2, 3, 0, 1, 2, 3]))
 EOF
 # A certificate of a run whose data are four .npy files.
-"$BIN" train --task arrays --train-x "$T/x.npy" --train-y "$T/y.npy" --test-x "$T/x.npy" --test-y "$T/y.npy" \
-    --steps 3 --db "$T/arrays.db" --no-progress >"$T/setup.log" 2>&1 &&
-    "$BIN" audit 1 --db "$T/arrays.db" --certificate "$T/cert.json" >>"$T/setup.log" 2>&1 || {
+if ! { "$BIN" train --task arrays --train-x "$T/x.npy" --train-y "$T/y.npy" --test-x "$T/x.npy" \
+    --test-y "$T/y.npy" --steps 3 --db "$T/arrays.db" --no-progress >"$T/setup.log" 2>&1 &&
+    "$BIN" audit 1 --db "$T/arrays.db" --certificate "$T/cert.json" >>"$T/setup.log" 2>&1; }; then
     echo "[ RUN      ] inputs_setup_certificate"
     sed 's/^/    /' "$T/setup.log"
     echo "[  FAILED  ] inputs_setup_certificate"
     exit 1
-}
+fi
+# forge.py CERT OUT I SRC: CERT with the I-th data source of its "sources"
+# field replaced by SRC, written to OUT; exit 1 past the last source.
+cat >"$T/forge.py" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))
+i, src, s = int(sys.argv[3]), sys.argv[4], c["sources"]
+if isinstance(s, dict):
+    keys = sorted(s)
+    if i >= len(keys):
+        sys.exit(1)
+    s[keys[i]] = src
+else:
+    lines = [l for l in s.split("\n") if l]
+    if i >= len(lines):
+        sys.exit(1)
+    lines[i] = lines[i].split("=", 1)[0] + "=" + src
+    c["sources"] = "".join(l + "\n" for l in lines)
+json.dump(c, open(sys.argv[2], "w"), indent=2)
+EOF
 steps_rows() { sqlite3 "$1" 'select count(*) from steps' 2>/dev/null || echo none; }
 
 # run_case NAME WANT_RC PATH DB CMD...: the command ends within 10 s with
@@ -143,7 +162,9 @@ inblock && sec != "" {
     }
 }' "$T/table.md" | sort -u >"$T/flags"
 if [ ! -s "$T/flags" ]; then
-    echo "[ RUN      ] inputs_table"; echo "    no file flag found in lockstep help --markdown"; echo "[  FAILED  ] inputs_table"
+    echo "[ RUN      ] inputs_table"
+    echo "    no file flag found in lockstep help --markdown"
+    echo "[  FAILED  ] inputs_table"
     exit 1
 fi
 
@@ -263,31 +284,16 @@ for src in "$FIFO" "$ZERO"; do
         ln -sf "$src" "$T/data_$kind/$f"
     done
     cp "$REC" "$T/src.db"
-    LOCKSTEP_DATA_DIR=$T/data_$kind run_case "inputs_data_dir_$kind" 2 "$T/data_$kind/" "$T/src.db" train --task fashion-mnist \
-        --steps 1 --no-progress --db "$T/src.db"
+    LOCKSTEP_DATA_DIR=$T/data_$kind
+    export LOCKSTEP_DATA_DIR
+    run_case "inputs_data_dir_$kind" 2 "$T/data_$kind/" "$T/src.db" train --task fashion-mnist --steps 1 \
+        --no-progress --db "$T/src.db"
+    unset LOCKSTEP_DATA_DIR
 
     # Each data source a certificate names (its "sources" field) pointed at
     # the FIFO or /dev/zero: reproduce refuses it naming the path.
     i=0
-    while :; do
-        python3 - "$T/cert.json" "$T/forged.json" "$i" "$src" <<'EOF'
-import json, sys
-c = json.load(open(sys.argv[1]))
-i, src, s = int(sys.argv[3]), sys.argv[4], c["sources"]
-if isinstance(s, dict):
-    keys = sorted(s)
-    if i >= len(keys):
-        sys.exit(1)
-    s[keys[i]] = src
-else:
-    lines = [l for l in s.split("\n") if l]
-    if i >= len(lines):
-        sys.exit(1)
-    lines[i] = lines[i].split("=", 1)[0] + "=" + src
-    c["sources"] = "".join(l + "\n" for l in lines)
-json.dump(c, open(sys.argv[2], "w"), indent=2)
-EOF
-        [ $? -eq 0 ] || break
+    while python3 "$T/forge.py" "$T/cert.json" "$T/forged.json" "$i" "$src"; do
         run_case "inputs_certificate_source${i}_$kind" 2 "$src" - reproduce "$T/forged.json"
         i=$((i + 1))
     done
