@@ -26,6 +26,7 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "record/hash.h"
 
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
@@ -383,55 +384,30 @@ ls_status ckpt_save(const char *path, uint64_t config_hash, int64_t step, const 
     return ckpt_save_owned(path, NULL, config_hash, step, params, n_params, opt_state, opt_bytes, state_hash, err);
 }
 
-/* Reads a whole regular file into a malloc'ed buffer. */
-static ls_status read_whole(const char *path, unsigned char **buf, size_t *len, ls_err *err)
+ls_status ckpt_read_file(const char *path, unsigned char **buf, size_t *len, ls_err *err)
 {
     *buf = NULL;
     *len = 0;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);   /* a FIFO must be refused, not waited on */
-    if (fd < 0) {
-        if (errno == ENOENT)
-            return ls_fail(err, LS_ENOTFOUND, "%s: no such checkpoint file", path);
-        return ls_fail(err, LS_EIO, "%s: cannot open: %s", path, strerror(errno));
-    }
+    if (path == NULL || path[0] == 0)
+        return ls_fail(err, LS_EINVAL, "checkpoint: empty file name");
+    /* The header first, through the checked open (a FIFO is refused, not
+     * waited on): it states the image's size, the most read after it. */
     struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        close(fd);
-        return ls_fail(err, LS_EIO, "%s: not a regular file", path);
-    }
-    if ((uint64_t)sb.st_size > (uint64_t)SIZE_MAX - 1) {
-        close(fd);
-        return ls_fail(err, LS_EFORMAT, "%s: %lld bytes is too large", path, (long long)sb.st_size);
-    }
-    size_t cap = (size_t)sb.st_size;
-    unsigned char *b = malloc(cap + 1);
-    if (b == NULL) {
-        close(fd);
-        return ls_fail(err, LS_ENOMEM, "%s: out of memory for %zu bytes", path, cap);
-    }
-    /* Read to EOF rather than trusting st_size: a file that grows or shrinks
-     * meanwhile is then judged on what was read. */
+    if (lstat(path, &sb) != 0 && errno == ENOENT)
+        return ls_fail(err, LS_ENOTFOUND, "%s: no such checkpoint file", path);
+    int fd;
+    size_t size;
+    ls_status st = file_open_regular(path, &fd, &size, err);
+    if (st != LS_OK)
+        return st;
+    unsigned char head[CKPT_HEADER_BYTES];
     size_t got = 0;
-    for (;;) {
-        if (got == cap) {
-            unsigned char probe;
-            ssize_t k = read(fd, &probe, 1);
-            if (k == 0)
-                break;
-            if (k < 0 && errno == EINTR)
-                continue;
-            free(b);
-            close(fd);
-            if (k < 0)
-                return ls_fail(err, LS_EIO, "%s: cannot read: %s", path, strerror(errno));
-            return ls_fail(err, LS_EIO, "%s: grew while being read", path);
-        }
-        ssize_t k = read(fd, b + got, cap - got);
+    while (got < sizeof head) {
+        ssize_t k = read(fd, head + got, sizeof head - got);
+        if (k < 0 && errno == EINTR)
+            continue;
         if (k < 0) {
-            if (errno == EINTR)
-                continue;
             int e = errno;
-            free(b);
             close(fd);
             return ls_fail(err, LS_EIO, "%s: cannot read: %s", path, strerror(e));
         }
@@ -440,9 +416,18 @@ static ls_status read_whole(const char *path, unsigned char **buf, size_t *len, 
         got += (size_t)k;
     }
     close(fd);
-    *buf = b;
-    *len = got;
-    return LS_OK;
+    ckpt_view v;
+    memset(&v, 0, sizeof v);
+    if ((st = parse_head(head, got, path, 1, &v, err)) != LS_OK)
+        return st;
+    uint64_t bound = image_bytes_u64(v.header_bytes, v.n_params, v.opt_bytes);
+    if (bound == 0 || bound > (uint64_t)SIZE_MAX - 1)
+        return ls_fail(err, LS_EFORMAT, "%s: its header states %llu parameters and %llu optimiser bytes, more than "
+                       "this machine can address", path, (unsigned long long)v.n_params,
+                       (unsigned long long)v.opt_bytes);
+    /* A file shorter than its header states is read whole and judged by the
+     * parser (truncated); a longer one is refused before any read. */
+    return file_read_all(path, (size_t)bound, buf, len, err);
 }
 
 static void hex16(const unsigned char *id, char *out)
@@ -461,7 +446,7 @@ ls_status ckpt_load_checked(const char *path, const ckpt_expect *want, float *pa
         return st;
     unsigned char *buf;
     size_t len;
-    if ((st = read_whole(path, &buf, &len, err)) != LS_OK)
+    if ((st = ckpt_read_file(path, &buf, &len, err)) != LS_OK)
         return st;
     ckpt_view v;
     st = ckpt_parse_any(buf, len, path, &v, err);

@@ -158,6 +158,13 @@ ls_status ckpt_load_checked(const char *path, const ckpt_expect *want, float *pa
 ls_status ckpt_load(const char *path, uint64_t config_hash, size_t n_params, size_t opt_bytes, int64_t *step,
                     float *params, void *opt_state, ls_err *err);
 
+/* The whole checkpoint file at path in a malloc'ed buffer (*buf, freed by
+ * the caller), for ckpt_parse_any: through the checked open (base/file.h; a
+ * FIFO, a device or a directory is refused at once, naming the path), and
+ * never more bytes than its header states (a longer file is refused naming
+ * its size and that limit). LS_ENOTFOUND when there is no file. */
+ls_status ckpt_read_file(const char *path, unsigned char **buf, size_t *len, ls_err *err);
+
 /* Reads only the header of path (the fixed fields of either version: magic,
  * version, header size, step, owner), not the payload or the checksum; for
  * deciding whose a file is before deleting or replacing it. info->state_hash

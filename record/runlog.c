@@ -20,6 +20,8 @@
  */
 #include "record/runlog_impl.h"
 
+#include "base/file.h"
+
 #include <errno.h>
 #include <sqlite3.h>
 #include <stdio.h>
@@ -415,9 +417,11 @@ ls_status runlog_open(runlog **out, const char *path, ls_err *err)
     *out = NULL;
     if (path == NULL || path[0] == 0)
         return ls_fail(err, LS_EINVAL, "database path is empty");
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return ls_fail(err, LS_EIO, "%s: is a directory", path);
+    /* SQLite would open a FIFO (and block) or a device: the one check made
+     * on every database path (base/file.h); an absent file is created. */
+    ls_status chk = file_check_regular(NULL, path, err);
+    if (chk != LS_OK)
+        return chk;
 
     size_t plen = strlen(path);
     runlog *r = calloc(1, sizeof *r + plen + 1);

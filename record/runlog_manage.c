@@ -11,10 +11,13 @@
  */
 #include "record/runlog_impl.h"
 
+#include "base/file.h"
+
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 /* 1 when schema.name is a table. */
 static int rl_has_table(runlog *r, const char *schema, const char *name)
@@ -176,6 +179,13 @@ ls_status runlog_import(runlog *r, const char *src_path, const int64_t *ids, siz
 {
     ls_status s = runlog_flush(r, err);
     if (s != LS_OK)
+        return s;
+    /* ATTACH would open a FIFO or a device, or create an absent file: the
+     * source must be a database file that is there. */
+    struct stat sb;
+    if (stat(src_path, &sb) != 0)
+        return ls_fail(err, LS_ENOTFOUND, "%s: no such database", src_path);
+    if ((s = file_check_regular(NULL, src_path, err)) != LS_OK)
         return s;
     /* Attached read-only through a URI name (runlog_open turns them on), so
      * the source is never written: not a schema, not a journal. */

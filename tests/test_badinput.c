@@ -1070,6 +1070,19 @@ static const bad_row BAD[] = {
       "not a lockstep record" }, "empty.db", NULL, 0, 0 },
     { "show: an unknown run name with a newline and an escape", S_PLAIN, NULL, { "show", "a\nb\x1b[2J", DB },
       { "no run 'a\\x0ab\\x1b[2J'" }, NULL, NULL, 0, 0 },
+    /* ---- inputs that block or never end (base/file.h: the one checked open) ---- */
+    { "karate: a FIFO as --clubs", S_NPY, NULL,
+      { "train", "--task", "karate", "--steps", "2", DB, "--threads", "1", "--clubs", "fifo.npy" },
+      { "fifo.npy", "FIFO" }, NULL, NULL, 0, 0 },
+    { "karate: /dev/zero as --clubs", S_PLAIN, NULL,
+      { "train", "--task", "karate", "--steps", "2", DB, "--threads", "1", "--clubs", "/dev/zero" },
+      { "/dev/zero", "not a regular file" }, NULL, NULL, 0, 0 },
+    { "graph ged: a FIFO as --pairs", S_NPY, NULL, { "graph", "ged", "--pairs", "fifo.npy" }, { "fifo.npy", "FIFO" },
+      NULL, NULL, 0, 0 },
+    { "graph ged: /dev/zero as --pairs", S_PLAIN, NULL, { "graph", "ged", "--pairs", "/dev/zero" },
+      { "/dev/zero", "not a regular file" }, NULL, NULL, 0, 0 },
+    { "import: a FIFO as the source", S_NPY, NULL, { "import", "fifo.npy", DB }, { "import: fifo.npy:", "FIFO" },
+      NULL, NULL, 0, 0 },
 };
 
 #undef DB

@@ -4,7 +4,9 @@
  * unlabelled with unit costs, labelled with other costs, and directed
  * graphs) a brute force over every node map written here, with its own cost
  * of an edit path: exact equals it, lower <= exact <= upper. ged_pairs gives
- * the same results at 1, 2, 3 and 8 threads as one call per pair. */
+ * the same results at 1, 2, 3 and 8 threads as one call per pair, and with
+ * its controls (a progress callback, a stop flag) as without; a stop flag
+ * ends a long search promptly. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -385,6 +387,94 @@ static void test_chains(void **state)
     }
 }
 
+/* A pair whose exact search is long (16 nodes, 30 edges each, bounds far
+ * apart: tens of seconds unstopped). */
+static void hard_pair(graph **a, graph **b)
+{
+    for (int k = 0; k < 2; k++) {
+        int32_t s[30], d[30];
+        int m = 0;
+        uint32_t x = k == 0 ? 12345u : 678901u;
+        while (m < 30) {
+            x = x * 1103515245u + 12345u;
+            int32_t u = (int32_t)((x >> 16) % 16);
+            x = x * 1103515245u + 12345u;
+            int32_t v = (int32_t)((x >> 16) % 16);
+            int dup = u == v;
+            for (int i = 0; i < m && !dup; i++)
+                dup = (s[i] == u && d[i] == v) || (s[i] == v && d[i] == u);
+            if (!dup) {
+                s[m] = u;
+                d[m++] = v;
+            }
+        }
+        ls_err err = {{0}};
+        if (graph_create(k == 0 ? a : b, 16, 0, s, d, m, NULL, NULL, &err) != LS_OK)
+            fail_msg("%s", err.msg);
+    }
+}
+
+typedef struct {
+    int calls;
+    uint64_t last_nodes;
+    volatile int *stop_after_first;   /* set on the first call, or NULL */
+} progress_seen;
+
+static void on_progress(void *ctx, const ged_progress *p)
+{
+    progress_seen *ps = ctx;
+    __atomic_add_fetch(&ps->calls, 1, __ATOMIC_RELAXED);
+    __atomic_store_n(&ps->last_nodes, p->nodes, __ATOMIC_RELAXED);
+    if (ps->stop_after_first != NULL)
+        *ps->stop_after_first = 1;
+}
+
+/* The controls only read: with a progress callback and a stop flag left at
+ * zero the results equal ged_pairs' at every thread count; a stop flag
+ * already set, or set by the first progress call inside a long search,
+ * ends the call promptly with LS_EINTR. */
+static void test_controls(void **state)
+{
+    (void)state;
+    graph *g[6];
+    g[0] = make(4, "0-1 1-2 2-3 3-0", 0, NULL);
+    g[1] = make(4, "0-1 0-2 0-3 1-2 1-3 2-3", 0, NULL);
+    g[2] = make(5, "0-1 1-2 2-3 3-4", 0, NULL);
+    g[3] = make(5, "0-1 0-2 0-3 0-4", 0, NULL);
+    g[4] = make(6, "0-1 1-2 2-0 3-4 4-5 5-3", 0, NULL);
+    g[5] = make(6, "0-1 1-2 2-3 3-4 4-5 5-0", 0, NULL);
+    const graph *pa[3] = {g[0], g[2], g[4]}, *pb[3] = {g[1], g[3], g[5]};
+    ged_result want[3], got[3];
+    ls_err err = {{0}};
+    assert_int_equal(ged_pairs(pa, pb, 3, NULL, 10, NULL, want, &err), LS_OK);
+    volatile int stop = 0;
+    for (int t = 0; t < 4; t++) {
+        progress_seen ps = {0, 0, NULL};
+        const ged_control ctl = {&stop, on_progress, &ps};
+        assert_int_equal(ged_pairs_run(pa, pb, 3, NULL, 10, pools[t], &ctl, got, &err), LS_OK);
+        assert_memory_equal(got, want, sizeof want);
+        assert_true(ps.calls >= 3);   /* at least once per finished pair */
+    }
+    stop = 1;
+    const ged_control preset = {&stop, NULL, NULL};
+    assert_int_equal(ged_pairs_run(pa, pb, 3, NULL, 10, pools[1], &preset, got, &err), LS_EINTR);
+    assert_non_null(strstr(err.msg, "interrupted"));
+    for (int i = 0; i < 6; i++)
+        graph_destroy(g[i]);
+
+    graph *a, *b;
+    hard_pair(&a, &b);
+    stop = 0;
+    progress_seen ps = {0, 0, &stop};
+    const ged_control ctl = {&stop, on_progress, &ps};
+    const graph *ha[1] = {a}, *hb[1] = {b};
+    ged_result r;
+    assert_int_equal(ged_pairs_run(ha, hb, 1, NULL, 16, pools[0], &ctl, &r, &err), LS_EINTR);
+    assert_true(ps.calls >= 1 && ps.last_nodes >= GED_PROGRESS_NODES && ps.last_nodes < 4 * GED_PROGRESS_NODES);
+    graph_destroy(a);
+    graph_destroy(b);
+}
+
 static void test_costs_parse(void **state)
 {
     (void)state;
@@ -418,6 +508,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_pairs_threads),
         cmocka_unit_test(test_chains),
         cmocka_unit_test(test_costs_parse),
+        cmocka_unit_test(test_controls),
     };
     return cmocka_run_group_tests(tests, setup, teardown) != 0;
 }

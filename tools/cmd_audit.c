@@ -120,42 +120,6 @@ static int audit_config(const runlog_run *run, ls_config *cfg, audit_result *r)
     return 1;
 }
 
-/* The whole file at path (malloc'ed) or NULL with errno set. */
-static unsigned char *read_file(const char *path, size_t max, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    size_t cap = 4096, n = 0;
-    unsigned char *buf = malloc(cap);
-    while (buf != NULL) {
-        if (n == cap) {
-            unsigned char *b = cap < max ? realloc(buf, cap * 2) : NULL;
-            if (b == NULL) {
-                free(buf);
-                buf = NULL;
-                errno = cap < max ? ENOMEM : EFBIG;
-                break;
-            }
-            buf = b;
-            cap *= 2;
-        }
-        size_t got = fread(buf + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                free(buf);
-                buf = NULL;
-                errno = EIO;
-            }
-            break;
-        }
-    }
-    fclose(f);
-    *len = n;
-    return buf;
-}
-
 /* --record-only: the rows, their hash chain and the checkpoint files. */
 static ls_status audit_record(runlog *db, const runlog_run *run, audit_result *r, ls_err *err)
 {
@@ -223,14 +187,19 @@ static ls_status audit_record(runlog *db, const runlog_run *run, audit_result *r
             break;
         }
         size_t len;
-        unsigned char *img = read_file(k->path, (size_t)1 << 40, &len);
-        if (img == NULL) {
-            audit_fail(r, k->step, "step %lld: checkpoint %s: %s", (long long)k->step, k->path,
-                       errno == ENOENT ? "missing" : strerror(errno));
-            break;
-        }
+        unsigned char *img;
         ckpt_view v;
         ls_err why = { "" };
+        /* The checked read (record/checkpoint.h): a FIFO or a device in the
+         * checkpoint's place is named as such, never waited on or read on. */
+        const ls_status rs = ckpt_read_file(k->path, &img, &len, &why);
+        if (rs != LS_OK) {
+            if (rs == LS_ENOTFOUND)
+                audit_fail(r, k->step, "step %lld: checkpoint %s: missing", (long long)k->step, k->path);
+            else
+                audit_fail(r, k->step, "step %lld: checkpoint %s", (long long)k->step, why.msg);
+            break;
+        }
         if (ckpt_parse_any(img, len, k->path, &v, &why) != LS_OK) {
             audit_fail(r, k->step, "step %lld: %s", (long long)k->step, why.msg);
         } else if (v.step != k->step || v.checksum != k->state_hash || v.config_hash != run->config_hash) {

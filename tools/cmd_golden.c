@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "engine/core/train.h"
 #include "record/golden.h"
 
@@ -136,10 +137,14 @@ static int writable_golden(const char *path)
         /* Only a golden file is replaced: anything else was not made here. */
         static const char magic[] = "# lockstep golden v";
         char head[sizeof magic - 1];
-        FILE *f = fopen(path, "rb");
-        size_t n = f != NULL ? fread(head, 1, sizeof head, f) : 0;
-        if (f != NULL)
-            fclose(f);
+        int fd;
+        size_t size, n = 0;
+        ls_err ignored = { "" };
+        if (file_open_regular(path, &fd, &size, &ignored) == LS_OK) {
+            ssize_t k = read(fd, head, sizeof head);
+            n = k > 0 ? (size_t)k : 0;
+            close(fd);
+        }
         if (n != sizeof head || memcmp(head, magic, sizeof head) != 0)
             st = ls_fail(&err, LS_EINVAL, "golden file %s: exists and is not a golden file; refusing to replace "
                          "it", path);

@@ -6,12 +6,14 @@
 #include "tools/commands.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "base/file.h"
 #include "engine/graph/cliques.h"
 #include "engine/graph/ged.h"
 #include "engine/graph/graph.h"
@@ -78,6 +80,50 @@ static ls_status make_pool(pool **p, long long threads, ls_err *err)
 
 /* ---- cliques ------------------------------------------------------------ */
 
+/* The progress line of a long exact search: on a terminal only, at most
+ * four times a second. The library calls back from any worker: the time of
+ * the last line is claimed with one compare-and-swap, so one thread prints. */
+typedef struct {
+    double t0;
+    atomic_llong last_ms;   /* ms after t0 of the last line */
+    atomic_int shown;
+} search_line;
+
+static void line_init(search_line *l, double t0)
+{
+    l->t0 = t0;
+    atomic_init(&l->last_ms, 0);
+    atomic_init(&l->shown, 0);
+}
+
+/* 1 when this call is to print (and *secs the time so far). */
+static int line_due(search_line *l, double *secs)
+{
+    *secs = now_seconds() - l->t0;
+    const long long ms = (long long)(*secs * 1000.0);
+    long long last = atomic_load_explicit(&l->last_ms, memory_order_relaxed);
+    if (ms - last < 250 || !atomic_compare_exchange_strong(&l->last_ms, &last, ms))
+        return 0;
+    atomic_store(&l->shown, 1);
+    return 1;
+}
+
+/* Clears the line, so what follows starts on a clean one. */
+static void line_end(search_line *l)
+{
+    if (atomic_load(&l->shown))
+        fputs("\r\033[K", stderr);
+}
+
+static void cliques_on_progress(void *ctx, int64_t done, int64_t n)
+{
+    double secs;
+    if (line_due(ctx, &secs)) {
+        fprintf(stderr, "\rcliques: %lld/%lld roots, %.0f s (Ctrl-C stops)   ", (long long)done, (long long)n, secs);
+        fflush(stderr);
+    }
+}
+
 typedef struct {
     const graph *g;
 } list_ctx;
@@ -95,7 +141,7 @@ static int print_clique(void *ctx, const int32_t *nodes, int k)
             printf("%ld", (long)nodes[i]);
     }
     putchar('\n');
-    return ferror(stdout) ? 1 : 0;
+    return ferror(stdout) || run_interrupted ? 1 : 0;   /* Ctrl-C ends a listing after a whole line */
 }
 
 static int cmd_cliques(int argc, char **argv)
@@ -166,12 +212,20 @@ static int cmd_cliques(int argc, char **argv)
     }
     double t0 = now_seconds();
     uint64_t n = 0;
+    run_install_signals();
     if (list) {
         list_ctx ctx;
         ctx.g = g;
-        st = cliques_list(g, (int)k, p, (uint64_t)max, print_clique, &ctx, &n, &err);
+        st = cliques_list_run(g, (int)k, p, (uint64_t)max, print_clique, &ctx, &run_interrupted, &n, &err);
+        if (st == LS_OK && run_interrupted)
+            st = ls_fail(&err, LS_EINTR, "interrupted after %llu cliques listed", (unsigned long long)n);
     } else {
-        st = cliques_count_stats(g, (int)k, p, &n, stats, &err);
+        /* The count is printed only when it is complete. */
+        search_line line;
+        line_init(&line, t0);
+        const cliques_control ctl = { &run_interrupted, isatty(STDERR_FILENO) ? cliques_on_progress : NULL, &line };
+        st = cliques_count_run(g, (int)k, p, &ctl, &n, stats, &err);
+        line_end(&line);
         if (st == LS_OK)
             printf("%llu\n", (unsigned long long)n);
     }
@@ -264,15 +318,33 @@ static ls_status cache_ref(file_cache *c, const char *ref, const graph **out, ls
     return LS_OK;
 }
 
+/* A pairs file names two graph files a line: a million pairs of long paths
+ * is far below this, and no search of that many pairs would finish. */
+#define GRAPH_PAIRS_MAX_BYTES ((long long)1 << 30)
+
 /* Reads a pairs file: its references resolved through the cache. */
 static ls_status read_pairs(const char *path, file_cache *cache, const graph ***pa, const graph ***pb, size_t *n,
                             ls_err *err)
 {
     *pa = *pb = NULL;
     *n = 0;
-    FILE *f = fopen(path, "r");
-    if (f == NULL)
-        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(errno));
+    /* Through the checked open: a FIFO would block, /dev/zero never end. */
+    int fd;
+    size_t size;
+    ls_status open_st = file_open_regular(path, &fd, &size, err);
+    if (open_st != LS_OK)
+        return open_st;
+    if (size > GRAPH_PAIRS_MAX_BYTES) {
+        close(fd);
+        return ls_fail(err, LS_EFORMAT, "%s: %zu bytes is more than the limit of %lld bytes for a pairs file", path,
+                       size, (long long)GRAPH_PAIRS_MAX_BYTES);
+    }
+    FILE *f = fdopen(fd, "r");
+    if (f == NULL) {
+        int e = errno;
+        close(fd);
+        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(e));
+    }
     char *line = NULL;
     size_t cap_line = 0, cap = 0, lineno = 0;
     ls_status st = LS_OK;
@@ -324,6 +396,16 @@ static ls_status read_pairs(const char *path, file_cache *cache, const graph ***
     return st;
 }
 
+static void ged_on_progress(void *ctx, const ged_progress *p)
+{
+    double secs;
+    if (line_due(ctx, &secs)) {
+        fprintf(stderr, "\rged: %zu/%zu pairs, %.2f M search nodes, %.0f s (Ctrl-C stops)   ", p->pairs_done,
+                p->n_pairs, (double)p->nodes * 1e-6, secs);
+        fflush(stderr);
+    }
+}
+
 static int cmd_ged(int argc, char **argv)
 {
     const char *files[2] = {NULL, NULL}, *pairs = NULL, *costs = NULL;
@@ -345,7 +427,7 @@ static int cmd_ged(int argc, char **argv)
                 return bad("ged", "'%s': two graph files only (see --help)", v);
             files[n_files++] = v;
         } else if (strcmp(a, "--node-cap") == 0) {
-            if ((rc = parse_count("ged", "--node-cap", v, 0, 64, &node_cap)) != 0)
+            if ((rc = parse_count("ged", "--node-cap", v, 0, GED_MAX_NODE_CAP, &node_cap)) != 0)
                 return rc;
         } else if (strcmp(a, "--threads") == 0) {
             if ((rc = parse_count("ged", "--threads", v, 1, POOL_MAX_THREADS, &threads)) != 0)
@@ -397,8 +479,16 @@ static int cmd_ged(int argc, char **argv)
         st = make_pool(&p, threads, &err);
     double t0 = now_seconds(), secs = 0;
     if (st == LS_OK) {
-        st = ged_pairs(pa, pb, n, &c, (int)node_cap, p, res, &err);
+        /* Ctrl-C stops the search between nodes; nothing is printed of an
+         * unfinished set (the results go out only when all are final). */
+        run_install_signals();
+        search_line line;
+        line_init(&line, t0);
+        const int tty = isatty(STDERR_FILENO);
+        const ged_control ctl = { &run_interrupted, tty ? ged_on_progress : NULL, &line };
+        st = ged_pairs_run(pa, pb, n, &c, (int)node_cap, p, &ctl, res, &err);
         secs = now_seconds() - t0;
+        line_end(&line);
     }
     if (st == LS_OK) {
         for (size_t i = 0; i < n; i++) {

@@ -205,7 +205,8 @@ static const flag_spec GED_FLAGS[] = {
     { "--pairs", NULL, "FILE", "one pair a line, 'FILE_A FILE_B' (# comments); one output line a\n"
       "pair, in input order, the same bytes at any thread count", "a FILE" },
     { "--node-cap", NULL, "N", "the exact search only when both graphs have at most N nodes\n"
-      "(default 10; 0..64)", NULL },
+      "(default 10; 0..64; a search can take minutes from about 14 nodes: a\n"
+      "progress line shows on a terminal, Ctrl-C stops it with exit 130)", NULL },
     { "--costs", NULL, "C", "integer costs, unit by default: 5 numbers\n"
       "node-sub,node-del,node-ins,edge-del,edge-ins, or named ones:\n"
       "node-sub=2,edge-del=3 (the rest stay 1)", NULL },
@@ -444,7 +445,8 @@ static const command COMMANDS[] = {
       "the k-cliques of an undirected graph",
       "The k-cliques of an undirected graph (kClist: degeneracy order, ties by node id).",
       FLAGS(CLIQUES_FLAGS),
-      "exit status: 0 done, 2 bad usage or input" },
+      "exit status: 0 done, 2 bad usage or input, 130 interrupted (a count is printed only\n"
+      "when complete)" },
     { "graph ged", NULL,
       { "FILE_A FILE_B [--node-cap N] [--costs C] [--threads N] [--time]",
         "--pairs FILE [--node-cap N] [--costs C] [--threads N] [--time]" },
@@ -454,7 +456,7 @@ static const command COMMANDS[] = {
       "lower bound and the size bound; upper: Riesen & Bunke's bipartite bound; exact:\n"
       "depth-first branch and bound.",
       FLAGS(GED_FLAGS),
-      "exit status: 0 done, 2 bad usage or input" },
+      "exit status: 0 done, 2 bad usage or input, 130 interrupted (nothing printed)" },
     { "help", cmd_help,
       { "[COMMAND | --man | --markdown]" },
       "this overview, a command's usage, or the manual page and reference generated from them",

@@ -15,6 +15,8 @@
  */
 #include "tools/tools.h"
 
+#include "base/file.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -70,19 +72,9 @@ static int canon_path(const char *path, char *out, size_t cap, int depth)
     return w >= 0 && (size_t)w < cap ? 0 : -1;
 }
 
-static const char *file_kind(mode_t m)
-{
-    return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
-           : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
-}
-
 ls_status cli_check_regular(const char *label, const char *path, ls_err *err)
 {
-    struct stat sb;
-    if (stat(path, &sb) != 0 || S_ISREG(sb.st_mode))
-        return LS_OK;   /* a missing file is the caller's to report, in its own words */
-    return ls_fail(err, LS_EIO, "%s%s%s: is %s, not a regular file", label != NULL ? label : "",
-                   label != NULL ? " " : "", path, file_kind(sb.st_mode));
+    return file_check_regular(label, path, err);
 }
 
 /* Here, not in cli.c: the fuzzers link cli.o alone. */
@@ -187,8 +179,10 @@ static int is_checkpoint_name(const char *base)
  * database, a log or a checkpoint (of any record, not only the one read). */
 static const char *sniff(const char *path)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0)
+    int fd;
+    size_t size;
+    ls_err ignored = { "" };
+    if (file_open_regular(path, &fd, &size, &ignored) != LS_OK)
         return NULL;
     unsigned char b[16] = { 0 };
     ssize_t n = read(fd, b, sizeof b);

@@ -222,9 +222,10 @@ void cli_comment_safe(char *dst, size_t cap, const char *src);
  * lockstep checkpoint, and a -wal/-shm/-journal name beside a SQLite
  * database. LS_EINVAL naming both paths; LS_OK for NULL or "-" (stdout). */
 ls_status cli_guard_output(const char *label, const char *out, const char *db_path, runlog *db, ls_err *err);
-/* LS_EIO ("LABEL PATH: is a FIFO, not a regular file") when path exists and
- * is not a regular file; LS_OK when it is one or does not exist. label may
- * be NULL. Looks with stat, so it never blocks on a FIFO. */
+/* file_check_regular (base/file.h) under the name the commands use: LS_EIO
+ * ("LABEL PATH: is a FIFO, not a regular file") when path exists and is not
+ * a regular file; LS_OK when it is one or does not exist. label may be NULL.
+ * Looks with stat, so it never blocks on a FIFO. */
 ls_status cli_check_regular(const char *label, const char *path, ls_err *err);
 /* After a recorded run failed: what the record at db_path holds of it, read
  * back from the database (a failed commit loses buffered steps the engine

@@ -28,64 +28,13 @@
 
 /* ---------- reading .gz files ---------- */
 
+/* Through the checked open, never past the file's size: a FIFO would wait
+ * forever for a writer, and a directory or a device is no data file (its
+ * bytes would not be the data set's identity either). A compressed file
+ * is bounded as its inflated size is. */
 static ls_status read_whole_file(const char *path, uint8_t **out, size_t *out_len, ls_err *err)
 {
-    *out = NULL;
-    *out_len = 0;
-    /* Opened without blocking and looked at before reading: a FIFO would
-     * wait forever for a writer, and a directory or a device is no data
-     * file (its bytes would not be the data set's identity either). */
-    int fd;
-    size_t size;
-    ls_status open_st = file_open_regular(path, &fd, &size, err);
-    if (open_st != LS_OK)
-        return open_st;
-    FILE *f = fdopen(fd, "rb");
-    if (f == NULL) {
-        int e = errno;
-        close(fd);
-        return ls_fail(err, LS_EIO, "%s: %s", path, strerror(e));
-    }
-    size_t cap = 1 << 16, len = 0;
-    uint8_t *buf = malloc(cap);
-    if (buf == NULL) {
-        fclose(f);
-        return ls_fail(err, LS_ENOMEM, "%s: out of memory", path);
-    }
-    for (;;) {
-        if (len == cap) {
-            /* The size is not taken from fseek/ftell so pipes and files that
-             * change while read behave the same: read until EOF. */
-            if (cap > SIZE_MAX / 2) {
-                free(buf);
-                fclose(f);
-                return ls_fail(err, LS_ENOMEM, "%s: file too large", path);
-            }
-            uint8_t *nb = realloc(buf, cap * 2);
-            if (nb == NULL) {
-                free(buf);
-                fclose(f);
-                return ls_fail(err, LS_ENOMEM, "%s: out of memory", path);
-            }
-            buf = nb;
-            cap *= 2;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0) {
-            if (ferror(f)) {
-                int e = errno;
-                free(buf);
-                fclose(f);
-                return ls_fail(err, LS_EIO, "%s: read error: %s", path, strerror(e != 0 ? e : EIO));
-            }
-            break;
-        }
-    }
-    fclose(f);
-    *out = buf;
-    *out_len = len;
-    return LS_OK;
+    return file_read_all(path, IDX_MAX_INFLATED, out, out_len, err);
 }
 
 /* Gunzip src into a malloc'ed buffer. Several concatenated gzip members are

@@ -462,6 +462,10 @@ typedef struct {
     int32_t **slot;           /* [hi - lo]: buffer slot of each root, NULL: not buffered */
     uint64_t *slot_room;
     int mode;                 /* 0 count total, 1 count per root, 2 fill */
+    /* counting a total under controls (NULL: none) */
+    const cliques_control *ctl;
+    atomic_llong roots_done;
+    atomic_int stopped;
 } job;
 
 static void job_run(void *ctx, int worker, int n_workers)
@@ -471,7 +475,12 @@ static void job_run(void *ctx, int worker, int n_workers)
     scratch *s = &jb->scr[worker];
     struct timespec t0, t1;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
+    const cliques_control *ctl = jb->ctl;
     for (;;) {
+        if (ctl != NULL && ctl->stop != NULL && *ctl->stop != 0) {
+            atomic_store_explicit(&jb->stopped, 1, memory_order_relaxed);
+            break;
+        }
         long long i = atomic_fetch_add_explicit(&jb->next, 1, memory_order_relaxed);
         if (i >= jb->hi - jb->lo)
             break;
@@ -486,6 +495,11 @@ static void job_run(void *ctx, int worker, int n_workers)
         } else if (jb->slot[i] != NULL) {
             sink out = {jb->slot[i], jb->slot_room[i], NULL, NULL, 0, 0};
             root_list(jb->o, s, r, jb->k, &out);
+        }
+        if (ctl != NULL) {
+            const long long done = atomic_fetch_add_explicit(&jb->roots_done, 1, memory_order_relaxed) + 1;
+            if (ctl->progress != NULL)
+                ctl->progress(ctl->ctx, (int64_t)done, (int64_t)(jb->hi - jb->lo));
         }
     }
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t1);
@@ -554,6 +568,12 @@ ls_status cliques_count(const graph *g, int k, pool *p, uint64_t *count, ls_err 
 
 ls_status cliques_count_stats(const graph *g, int k, pool *p, uint64_t *count, cliques_stats *stats, ls_err *err)
 {
+    return cliques_count_run(g, k, p, NULL, count, stats, err);
+}
+
+ls_status cliques_count_run(const graph *g, int k, pool *p, const cliques_control *ctl, uint64_t *count,
+                            cliques_stats *stats, ls_err *err)
+{
     *count = 0;
     if (stats != NULL)
         memset(stats, 0, sizeof *stats);
@@ -606,8 +626,17 @@ ls_status cliques_count_stats(const graph *g, int k, pool *p, uint64_t *count, c
     jb.hi = o.n;
     jb.sequence = sequence;
     jb.mode = 0;
+    jb.ctl = ctl;
+    atomic_init(&jb.roots_done, 0);
+    atomic_init(&jb.stopped, 0);
     run_job(p, &jb);
     free(sequence);
+    if (atomic_load(&jb.stopped)) {
+        const long long roots = (long long)atomic_load(&jb.roots_done);
+        scratch_free(scr, nw);
+        oriented_free(&o);
+        return ls_fail(err, LS_EINTR, "interrupted after %lld of %lld roots: no count", roots, (long long)o.n);
+    }
     uint64_t total = 0;
     int overflow = 0;
     if (stats != NULL) {
@@ -643,6 +672,13 @@ uint64_t cliques_list_budget_set(uint64_t cliques)
 
 ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(void *ctx, const int32_t *nodes, int k),
                        void *ctx, uint64_t *listed, ls_err *err)
+{
+    return cliques_list_run(g, k, p, max, fn, ctx, NULL, listed, err);
+}
+
+ls_status cliques_list_run(const graph *g, int k, pool *p, uint64_t max,
+                           int (*fn)(void *ctx, const int32_t *nodes, int k), void *ctx, const volatile int *stop,
+                           uint64_t *listed, ls_err *err)
 {
     if (listed != NULL)
         *listed = 0;
@@ -687,6 +723,11 @@ ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(v
     jb.root_counts = counts;
     jb.slot = slot;
     jb.slot_room = slot_room;
+    /* Only the stop flag: a window's roots are searched on the pool, and a
+     * stopped window is not delivered. */
+    const cliques_control ctl = { stop, NULL, NULL };
+    jb.ctl = stop != NULL ? &ctl : NULL;
+    atomic_init(&jb.stopped, 0);
     int stopped = 0;
     int32_t counted = 0;   /* roots below this have their counts in counts[r - base] */
     int32_t base = 0;
@@ -705,6 +746,8 @@ ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(v
             jb.limit = remaining < budget + 1 ? remaining : budget + 1;
             run_job(p, &jb);
             counted = hi;
+            if (atomic_load(&jb.stopped))
+                break;
         }
         if (base != lo) {
             memmove(counts, counts + (lo - base), (size_t)(counted - lo) * sizeof *counts);
@@ -744,6 +787,8 @@ ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(v
         jb.hi = end;
         jb.mode = 2;
         run_job(p, &jb);
+        if (atomic_load(&jb.stopped))
+            break;
         /* 3: deliver in root order. */
         for (int32_t r = lo; r < end && !stopped; r++) {
             uint64_t room = slot_room[r - lo];
@@ -768,6 +813,8 @@ ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(v
         }
         lo = end;
     }
+    if (st == LS_OK && atomic_load(&jb.stopped))
+        st = ls_fail(err, LS_EINTR, "interrupted after %llu cliques listed", (unsigned long long)done);
 done:
     if (listed != NULL)
         *listed = done;

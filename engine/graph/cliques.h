@@ -48,6 +48,22 @@ typedef struct {
 /* cliques_count, filling *stats (may be NULL); k <= 2 leave it zero. */
 ls_status cliques_count_stats(const graph *g, int k, pool *p, uint64_t *count, cliques_stats *stats, ls_err *err);
 
+/* A long count's controls, as ls_session_train takes them (the library
+ * never prints): either field may be NULL. progress is called from the
+ * worker that finishes a root, so it must be thread-safe and cheap (a
+ * caller that prints rate-limits it); *stop is read before each root is
+ * taken, so a count stops within one root's search. */
+typedef struct {
+    const volatile int *stop;   /* nonzero: stop with LS_EINTR */
+    void (*progress)(void *ctx, int64_t roots_done, int64_t n_roots);
+    void *ctx;
+} cliques_control;
+
+/* cliques_count_stats under *ctl (NULL: none). LS_EINTR when *ctl->stop
+ * became nonzero: *count is then 0 and *stats not filled. */
+ls_status cliques_count_run(const graph *g, int k, pool *p, const cliques_control *ctl, uint64_t *count,
+                            cliques_stats *stats, ls_err *err);
+
 /* Calls fn(ctx, nodes, k) for each k-clique, nodes sorted by id, in root
  * order then the order of the search inside each root (both fixed), for at
  * most `max` cliques (0: no cap); *listed (may be NULL) gets how many were
@@ -57,6 +73,12 @@ ls_status cliques_count_stats(const graph *g, int k, pool *p, uint64_t *count, c
  * are. */
 ls_status cliques_list(const graph *g, int k, pool *p, uint64_t max, int (*fn)(void *ctx, const int32_t *nodes, int k),
                        void *ctx, uint64_t *listed, ls_err *err);
+/* cliques_list with a stop flag (may be NULL), read before each root is
+ * searched: LS_EINTR when it became nonzero; the cliques delivered before
+ * are whole (a window of roots is delivered only when all are searched). */
+ls_status cliques_list_run(const graph *g, int k, pool *p, uint64_t max,
+                           int (*fn)(void *ctx, const int32_t *nodes, int k), void *ctx, const volatile int *stop,
+                           uint64_t *listed, ls_err *err);
 
 /* The degeneracy order: order[i] is the i-th node removed, rank[v] its
  * position; *degeneracy the largest remaining degree seen at a removal.

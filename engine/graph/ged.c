@@ -333,7 +333,15 @@ typedef struct {
     int32_t used;            /* b nodes used so far */
     int64_t floor;           /* the lower bound: a path of this cost ends the search */
     int done;
+    /* The controls: read every GED_PROGRESS_NODES nodes, never written
+     * into the search's state, so they cannot change a result. */
+    struct pairs_job *job;   /* NULL: no controls */
+    uint64_t tick;           /* nodes since the last report */
+    int stopped;             /* *stop was seen: the result is not exact */
 } search;
+
+static void job_tick(struct pairs_job *j, uint64_t nodes, int pair_done);
+static int job_stopped(const struct pairs_job *j);
 
 /* The least cost of the undecided operations (see the file comment). */
 /* Degrees sorted in decreasing order (insertion sort: short lists). */
@@ -413,6 +421,15 @@ static void dfs(search *s, int32_t t, int64_t g)
     ged_ws *w = s->w;
     const ged_costs *c = s->c;
     int32_t n = s->n, m = s->m;
+    if (s->job != NULL && ++s->tick == GED_PROGRESS_NODES) {
+        job_tick(s->job, s->tick, 0);
+        s->tick = 0;
+        if (job_stopped(s->job)) {
+            s->stopped = 1;
+            s->done = 1;
+            return;
+        }
+    }
     if (t == n) {
         int32_t rb = m - s->used;
         int64_t total = g + rb * c->node_ins + s->eb_rem * c->edge_ins;
@@ -532,7 +549,10 @@ static void dfs(search *s, int32_t t, int64_t g)
 
 /* ---- one pair ----------------------------------------------------------- */
 
-static void ged_one(ged_ws *w, const graph *a, const graph *b, const ged_costs *c, int node_cap, ged_result *r)
+/* job: the controls (NULL: none). Returns 1 when the search was stopped
+ * (r->exact is then -1: not computed). */
+static int ged_one(ged_ws *w, const graph *a, const graph *b, const ged_costs *c, int node_cap, ged_result *r,
+                   struct pairs_job *job)
 {
     int32_t n = a->n, m = b->n, N = n + m;
     int32_t L = ws_setup(w, a, b);
@@ -562,10 +582,10 @@ static void ged_one(ged_ws *w, const graph *a, const graph *b, const ged_costs *
     r->upper = upper;
     r->exact = -1;
     if (n > node_cap || m > node_cap)
-        return;
+        return 0;
     if (lower == upper) {
         r->exact = upper;
-        return;
+        return 0;
     }
     /* Exact: the search order is breadth first from the node of highest
      * degree (ties to the lower id), neighbours in id order, the next
@@ -594,7 +614,7 @@ static void ged_one(ged_ws *w, const graph *a, const graph *b, const ged_costs *
                 }
         }
     }
-    search s = {w, c, n, m, directed, upper + 1, 0, a->n_edges, b->n_edges, 0, lower, 0};
+    search s = {w, c, n, m, directed, upper + 1, 0, a->n_edges, b->n_edges, 0, lower, 0, job, 0, 0};
     memset(w->cnt_a, 0, (size_t)(L > 0 ? L : 1) * sizeof *w->cnt_a);
     memset(w->cnt_b, 0, (size_t)(L > 0 ? L : 1) * sizeof *w->cnt_b);
     for (int32_t i = 0; i < n; i++)
@@ -610,7 +630,12 @@ static void ged_one(ged_ws *w, const graph *a, const graph *b, const ged_costs *
     /* best starts one above the upper bound, so the search also finds a
      * path of exactly that cost; nothing cheaper than `lower` exists. */
     dfs(&s, 0, 0);
+    if (job != NULL)
+        job_tick(job, s.tick, 0);
+    if (s.stopped)
+        return 1;
     r->exact = s.best;
+    return 0;
 }
 
 static ls_status check_pair(const graph *a, const graph *b, const ged_costs *c, ls_err *err)
@@ -640,7 +665,7 @@ ls_status ged_compute(const graph *a, const graph *b, const ged_costs *c, int no
     ged_ws w;
     if ((st = ws_alloc(&w, a->n, b->n, err)) != LS_OK)
         return st;
-    ged_one(&w, a, b, c, node_cap, r);
+    ged_one(&w, a, b, c, node_cap, r, NULL);
     ws_free(&w);
     return LS_OK;
 }
@@ -659,7 +684,7 @@ int64_t ged_path_cost(const graph *a, const graph *b, const ged_costs *c, const 
     return cost;
 }
 
-typedef struct {
+struct pairs_job {
     const graph *const *a, *const *b;
     const ged_costs *c;
     int node_cap;
@@ -667,22 +692,57 @@ typedef struct {
     ged_ws *ws;
     size_t n_pairs;
     atomic_size_t next;
-} pairs_job;
+    const ged_control *ctl;      /* NULL: no controls (and no counting) */
+    atomic_size_t pairs_done;
+    atomic_uint_fast64_t nodes;
+    atomic_int stopped;
+};
+
+static void job_tick(struct pairs_job *j, uint64_t nodes, int pair_done)
+{
+    ged_progress p;
+    p.nodes = (uint64_t)atomic_fetch_add_explicit(&j->nodes, nodes, memory_order_relaxed) + nodes;
+    p.pairs_done = atomic_fetch_add_explicit(&j->pairs_done, pair_done ? 1u : 0u, memory_order_relaxed) +
+                   (pair_done ? 1u : 0u);
+    p.n_pairs = j->n_pairs;
+    if (j->ctl->progress != NULL)
+        j->ctl->progress(j->ctl->ctx, &p);
+}
+
+static int job_stopped(const struct pairs_job *j)
+{
+    return j->ctl->stop != NULL && *j->ctl->stop != 0;
+}
 
 static void pairs_run(void *ctx, int worker, int n_workers)
 {
     (void)n_workers;
-    pairs_job *j = ctx;
+    struct pairs_job *j = ctx;
     for (;;) {
+        if (j->ctl != NULL && (atomic_load_explicit(&j->stopped, memory_order_relaxed) || job_stopped(j))) {
+            atomic_store_explicit(&j->stopped, 1, memory_order_relaxed);
+            break;
+        }
         size_t i = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
         if (i >= j->n_pairs)
             break;
-        ged_one(&j->ws[worker], j->a[i], j->b[i], j->c, j->node_cap, &j->out[i]);
+        if (ged_one(&j->ws[worker], j->a[i], j->b[i], j->c, j->node_cap, &j->out[i], j->ctl != NULL ? j : NULL)) {
+            atomic_store_explicit(&j->stopped, 1, memory_order_relaxed);
+            break;
+        }
+        if (j->ctl != NULL)
+            job_tick(j, 0, 1);
     }
 }
 
 ls_status ged_pairs(const graph *const *a, const graph *const *b, size_t n_pairs, const ged_costs *c, int node_cap,
                     pool *p, ged_result *out, ls_err *err)
+{
+    return ged_pairs_run(a, b, n_pairs, c, node_cap, p, NULL, out, err);
+}
+
+ls_status ged_pairs_run(const graph *const *a, const graph *const *b, size_t n_pairs, const ged_costs *c,
+                        int node_cap, pool *p, const ged_control *ctl, ged_result *out, ls_err *err)
 {
     ged_costs unit = GED_COSTS_UNIT;
     if (c == NULL)
@@ -706,11 +766,27 @@ ls_status ged_pairs(const graph *const *a, const graph *const *b, size_t n_pairs
     for (int i = 0; i < nw && st == LS_OK; i++)
         st = ws_alloc(&ws[i], max_n, max_m, err);
     if (st == LS_OK) {
-        pairs_job j = {a, b, c, node_cap, out, ws, n_pairs, 0};
+        struct pairs_job j;
+        memset(&j, 0, sizeof j);
+        j.a = a;
+        j.b = b;
+        j.c = c;
+        j.node_cap = node_cap;
+        j.out = out;
+        j.ws = ws;
+        j.n_pairs = n_pairs;
+        j.ctl = ctl;
+        atomic_init(&j.next, 0);
+        atomic_init(&j.pairs_done, 0);
+        atomic_init(&j.nodes, 0);
+        atomic_init(&j.stopped, 0);
         if (p != NULL)
             pool_run(p, pairs_run, &j);
         else
             pairs_run(&j, 0, 1);
+        if (atomic_load(&j.stopped))
+            st = ls_fail(err, LS_EINTR, "interrupted after %zu of %zu pairs: no result printed",
+                         atomic_load(&j.pairs_done), n_pairs);
     }
     for (int i = 0; i < nw; i++)
         ws_free(&ws[i]);

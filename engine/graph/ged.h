@@ -54,12 +54,45 @@ typedef struct {
 /* c NULL: unit costs. Costs must be 0..2^40 (LS_EINVAL otherwise). */
 ls_status ged_compute(const graph *a, const graph *b, const ged_costs *c, int node_cap, ged_result *r, ls_err *err);
 
+/* How far ged_pairs_run has got: handed to the progress callback. */
+typedef struct {
+    size_t pairs_done;   /* pairs whose results are final */
+    size_t n_pairs;
+    uint64_t nodes;      /* exact-search nodes expanded so far, over all pairs and workers */
+} ged_progress;
+
+/* A long exact search's controls, as ls_session_train takes them: the
+ * library never prints and never installs a signal handler; the caller
+ * does both. Either field may be NULL. progress is called from whichever
+ * worker thread finishes a pair or expands another GED_PROGRESS_NODES
+ * search nodes, so it must be thread-safe and cheap (a caller that prints
+ * rate-limits it); *stop is read at the same points and between pairs. */
+typedef struct {
+    const volatile int *stop;   /* nonzero: stop promptly with LS_EINTR */
+    void (*progress)(void *ctx, const ged_progress *p);
+    void *ctx;
+} ged_control;
+
+#define GED_PROGRESS_NODES ((uint64_t)1 << 10)
+/* The largest node cap the command line takes. The exact search is
+ * exponential in the nodes, but how long it takes depends on the pair (a
+ * pair whose bounds meet costs nothing at any size), so no cap can say in
+ * advance that it will finish: a long search shows progress and stops on
+ * *stop instead. */
+#define GED_MAX_NODE_CAP 64
+
 /* Pairs (a[i], b[i]) for i < n_pairs, the pairs handed out to the pool's
  * workers dynamically, result i written to out[i] alone: the results are
  * the same at any thread count. p NULL: the calling thread. An error names
  * the first failing pair (by index). */
 ls_status ged_pairs(const graph *const *a, const graph *const *b, size_t n_pairs, const ged_costs *c, int node_cap,
                     pool *p, ged_result *out, ls_err *err);
+
+/* ged_pairs under *ctl (NULL: none). LS_EINTR when *ctl->stop became
+ * nonzero: out[] is then incomplete and must not be used. The results of a
+ * search that ends are the same as ged_pairs' (the controls only read). */
+ls_status ged_pairs_run(const graph *const *a, const graph *const *b, size_t n_pairs, const ged_costs *c,
+                        int node_cap, pool *p, const ged_control *ctl, ged_result *out, ls_err *err);
 
 /* "1,1,1,1,1" or "node-sub=2,edge-del=3,..." (keys node-sub node-del
  * node-ins edge-del edge-ins; unnamed ones stay as in *c). */

@@ -272,7 +272,13 @@ void graph_list_destroy(graph **gs, int32_t count)
 
 /* ---- reading files ------------------------------------------------------ */
 
-/* The whole file (gunzipped when it is gzip), NUL-terminated. */
+/* A graph file's text, inflated: bounded so a small gzip bomb fails cleanly
+ * rather than filling memory (the limit IDX files have; a graph this large
+ * would be more than the exact searches here can use). */
+#define GRAPH_FILE_MAX_BYTES ((size_t)1 << 31)
+
+/* The whole file (gunzipped when it is gzip), NUL-terminated, through the
+ * checked open (base/file.h): a FIFO or a device is refused at once. */
 static ls_status slurp(const char *path, char **buf, size_t *len, ls_err *err)
 {
     *buf = NULL;
@@ -318,6 +324,12 @@ static ls_status slurp(const char *path, char **buf, size_t *len, ls_err *err)
         if (got == 0)
             break;
         n += (size_t)got;
+        if (n > GRAPH_FILE_MAX_BYTES) {
+            free(b);
+            gzclose(z);
+            return ls_fail(err, LS_EFORMAT, "%s: more than the limit of %zu bytes (inflated)", path,
+                           (size_t)GRAPH_FILE_MAX_BYTES);
+        }
     }
     int zerr = Z_OK;
     gzerror(z, &zerr);
