@@ -14,24 +14,7 @@ case $BUILD in
     *) BIN=${LOCKSTEP_BIN:-$ROOT/$BUILD/lockstep} ;;
 esac
 
-T=$(mktemp -d) || exit 1
-trap 'rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
-log=$T/log
-failed=0
-
-check() {
-    echo "[ RUN      ] $1"
-    if "$2" >"$log" 2>&1; then
-        echo "[       OK ] $1"
-    else
-        echo "[  FAILED  ] $1"
-        sed 's/^/    /' "$log"
-        failed=1
-    fi
-}
-
-say() { echo "$*" >&2; }
+. "$ROOT/tests/cases.sh"
 
 # $1: the flag of `lockstep help`, $2: the file in the tree.
 same() {

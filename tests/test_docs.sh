@@ -22,24 +22,7 @@ case $BUILD in
 esac
 PY=/usr/bin/python3
 CHECK=$ROOT/tools/check_docs.py
-T=$(mktemp -d) || exit 1
-trap 'rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
-log=$T/log
-failed=0
-
-check() {
-    echo "[ RUN      ] $1"
-    if "$2" >"$log" 2>&1; then
-        echo "[       OK ] $1"
-    else
-        echo "[  FAILED  ] $1"
-        sed 's/^/    /' "$log"
-        failed=1
-    fi
-}
-
-say() { echo "$*" >&2; }
+. "$ROOT/tests/cases.sh"
 
 # docs ARGS...: the checker, its output in $T/out, its exit status echoed.
 docs() {

@@ -15,24 +15,9 @@ case $BUILD in
 esac
 KARATE=$ROOT/data/graphs/karate.edgelist
 
-T=$(mktemp -d) || exit 1
-trap 'rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
-log=$T/log
-failed=0
-
-check() {
-    echo "[ RUN      ] $1"
-    if (cd "$T" && "$2") >"$log" 2>&1; then
-        echo "[       OK ] $1"
-    else
-        echo "[  FAILED  ] $1"
-        sed 's/^/    /' "$log"
-        failed=1
-    fi
-}
-
-say() { echo "$*" >&2; }
+. "$ROOT/tests/cases.sh"
+# The cases run in the scratch folder: what they write stays there.
+cd "$T" || exit 1
 
 # expect_bad TEXT ARGS...: exit 2, stdout empty, one stderr line holding TEXT.
 expect_bad() {

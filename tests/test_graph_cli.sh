@@ -18,24 +18,7 @@ ATLAS=/usr/lib/python3/dist-packages/networkx/generators/atlas.dat.gz
 KARATE=$ROOT/data/graphs/karate.edgelist
 LESMIS=$ROOT/data/graphs/lesmis.edgelist
 
-T=$(mktemp -d) || exit 1
-trap 'rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
-log=$T/log
-failed=0
-
-check() {
-    echo "[ RUN      ] $1"
-    if "$2" >"$log" 2>&1; then
-        echo "[       OK ] $1"
-    else
-        echo "[  FAILED  ] $1"
-        sed 's/^/    /' "$log"
-        failed=1
-    fi
-}
-
-say() { echo "$*" >&2; }
+. "$ROOT/tests/cases.sh"
 
 # expect_out WANT CMD...: exit 0, stdout exactly WANT, stderr empty.
 expect_out() {

@@ -25,11 +25,8 @@ case $BUILD in
     *) BIN=${LOCKSTEP_BIN:-$ROOT/$BUILD/lockstep} ;;
 esac
 
-T=$(mktemp -d) || exit 1
-trap 'rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
+. "$ROOT/tests/cases.sh"
 cd "$T" || exit 1
-failed=0
 FIFO=$T/fifo
 ZERO=/dev/zero
 mkfifo "$FIFO" || exit 1

@@ -16,24 +16,7 @@ set -u
 
 ROOT=${LOCKSTEP_ROOT:-$(cd "$(dirname "$0")/.." && pwd)}
 CHECK=$ROOT/tools/check_layers.sh
-T=$(mktemp -d) || exit 1
-trap 'rm -rf "$T"' EXIT
-trap 'exit 130' INT TERM
-log=$T/log
-failed=0
-
-check() {
-    echo "[ RUN      ] $1"
-    if "$2" >"$log" 2>&1; then
-        echo "[       OK ] $1"
-    else
-        echo "[  FAILED  ] $1"
-        sed 's/^/    /' "$log"
-        failed=1
-    fi
-}
-
-say() { echo "$*" >&2; }
+. "$ROOT/tests/cases.sh"
 
 # A fresh copy of the folders check_layers.sh reads, in $T/$1.
 copy_tree() {
