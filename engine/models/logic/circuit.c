@@ -229,7 +229,7 @@ ls_status circuit_check_ca(const circuit_flat *f, const logic_ca_hard *h, ls_err
 /* Binarised inputs of samples [first, first + n) of split s, n <= 64, one word per input row. */
 static void net_inputs(const circuit_flat *f, const ls_split *s, size_t first, size_t n, float *xf, uint64_t *in)
 {
-    uint32_t ids[64];
+    uint32_t ids[64] = { 0 };   /* zeroed: gcc -O1 with ASan (check-asan) cannot see n <= 64 and stops -Werror */
     for (size_t i = 0; i < n; i++)
         ids[i] = (uint32_t)(first + i);
     dataset_gather(s, ids, n, xf, NULL);
