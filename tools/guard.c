@@ -1,13 +1,14 @@
 /* guard.c — what the command line checks so that a bad path costs nothing:
  * an output path that is a file the record owns or a data file a recorded
  * run was trained on (refused before any work: writing it would replace the
- * record, or leave a run that can no longer be resumed or audited), an input that is not a regular
- * file (a FIFO would block the open forever, a directory or device reads as
- * nonsense), and, after a run failed, what the record really holds (the
- * engine's own count includes steps still buffered when the disk filled up,
- * which the record never got); and the output file itself, written through
- * a temporary file and a rename so a failed command leaves no partial file
- * (cli_out_open, cli_out_commit, cli_out_abort).
+ * record, or leave a run that can no longer be resumed or audited), an
+ * input that is not a regular file (a FIFO would block the open forever, a
+ * directory or device reads as nonsense), and, after a run failed, what
+ * the record really holds (the engine's own count includes steps still
+ * buffered when the disk filled up, which the record never got); and the
+ * output file itself, written through a temporary file and a rename so a
+ * failed command leaves no partial file (cli_out_open, cli_out_commit,
+ * cli_out_abort).
  *
  * Paths are compared as files, not as names: by device and inode when both
  * exist (hard links, symbolic links, "./x" and "dir/../x" are all the same
