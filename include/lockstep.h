@@ -92,7 +92,7 @@ typedef enum {
     LS_EFORMAT = 4,    /* a file's contents are malformed */
     LS_EDB = 5,        /* the SQLite record failed */
     LS_ENOTFOUND = 6,  /* a run, file or key does not exist */
-    LS_EDIVERGED = 7,  /* the loss became NaN or infinite */
+    LS_EDIVERGED = 7,  /* the loss or a parameter became NaN or infinite */
     LS_EFPENV = 8,     /* the floating-point environment breaks the contract */
     LS_EMISMATCH = 9,  /* recomputed bits differ from recorded bits */
     LS_EINTR = 10,     /* interrupted by a signal */
@@ -208,7 +208,8 @@ typedef struct ls_dataset {
 
 /* A data set of float features, zeroed, for a task's loader to fill through
  * ls_dataset_x / ls_dataset_y; then ls_dataset_seal checks every label is
- * below n_classes (LS_EINVAL naming the first that is not) and computes the
+ * below n_classes and every feature finite (LS_EINVAL naming the first
+ * that is not: the data set's name, the split, sample and feature) and computes the
  * identity: XXH3_64bits over train x (binary32 LE), train y, test x, test y. */
 ls_status ls_dataset_create(ls_dataset **out, const char *name, size_t n_classes, size_t dim, size_t n_train,
                             size_t n_test, ls_err *err);
@@ -600,7 +601,8 @@ ls_status ls_session_reopen(ls_session **out, const char *db, const char *run, i
 
 /* One step: its loss with θ_{t−1}, the update, the hashes, the record (or
  * the check against it), and a checkpoint when one is due. A NaN or infinite
- * loss is LS_EDIVERGED and changes nothing. *loss may be NULL. */
+ * loss is LS_EDIVERGED and changes nothing; so is a parameter the update made
+ * NaN or infinite (nothing recorded; θ may hold the update). *loss may be NULL. */
 ls_status ls_session_step(ls_session *s, double *loss, ls_err *err);
 /* Steps until the run's target (or `until` when > 0), evaluating every
  * eval_every steps (0: the session's, from its options or its record; none:

@@ -1083,6 +1083,55 @@ static const bad_row BAD[] = {
       { "/dev/zero", "not a regular file" }, NULL, NULL, 0, 0 },
     { "import: a FIFO as the source", S_NPY, NULL, { "import", "fifo.npy", DB }, { "import: fifo.npy:", "FIFO" },
       NULL, NULL, 0, 0 },
+    /* ---- verdicts: sweep's seeds, one integer parser, non-finite data, a run's data files as outputs ---- */
+    /* The seed named twice is named right (the message was built from freed strings). */
+    { "sweep --seeds 1,01 (a seed twice)", S_PLAIN, NULL,
+      { "sweep", "--task", "teacher", "--steps", "5", DB, "--seeds", "1,01" },
+      { "--seeds", "seed 1 appears twice", "'1,01'" }, NULL, NULL, 0, 0 },
+    { "sweep --seeds 5,3-7 (a seed twice through a range)", S_PLAIN, NULL,
+      { "sweep", "--task", "teacher", "--steps", "5", DB, "--seeds", "5,3-7" },
+      { "--seeds", "seed 5 appears twice", "'5,3-7'" }, NULL, NULL, 0, 0 },
+    /* Numbers beyond 64 bits are refused, never saturated; one message form. */
+    { "sweep --seeds 99999999999999999999", S_PLAIN, NULL,
+      { "sweep", "--task", "teacher", "--steps", "5", DB, "--seeds", "99999999999999999999" },
+      { "--seeds: '99999999999999999999' is not an integer in 0..2^64-1" }, NULL, NULL, 0, 0 },
+    { "sweep --seeds 1-99999999999999999999", S_PLAIN, NULL,
+      { "sweep", "--task", "teacher", "--steps", "5", DB, "--seeds", "1-99999999999999999999" },
+      { "--seeds: '99999999999999999999' is not an integer in 0..2^64-1", "'1-99999999999999999999'" }, NULL, NULL,
+      0, 0 },
+    { "train --steps +5 (digits only)", S_PLAIN, NULL, { "train", "--task", "teacher", "--steps", "+5", DB },
+      { "--steps: '+5' is not an integer in 1..2^40" }, NULL, NULL, 0, 0 },
+    { "train --threads ' 2' (digits only)", S_PLAIN, NULL, { T, "--threads", " 2" },
+      { "--threads: ' 2' is not an integer in 1..256" }, NULL, NULL, 0, 0 },
+    { "equiv --threads 1,+2 (digits only)", S_PLAIN, NULL,
+      { "equiv", "--task", "teacher", "--steps", "5", "--threads", "1,+2", DB },
+      { "--threads: '+2' is not an integer in 1..256", "'1,+2'" }, NULL, NULL, 0, 0 },
+    { "runs --last ' 3' (digits only)", S_PLAIN, NULL, { "runs", DB, "--last", " 3" },
+      { "--last: ' 3' is not an integer in 1..2^63-1" }, NULL, NULL, 0, 0 },
+    { "export --split 99999999999999999999", S_PLAIN, NULL,
+      { "export", "good", "--circuit", DB, "--split", "99999999999999999999" },
+      { "--split: '99999999999999999999' is not an integer in 1..2^30" }, NULL, NULL, F_EXPORT, 0 },
+    /* A NaN or infinite feature is refused when the data are loaded (it trained a NaN model
+     * that ended 'done'), naming the file, the sample and the feature. */
+    { "npy: a NaN feature", S_NPY, NULL, { AR, "--train-x", "x-nan.npy", "--train-y", "y.npy" },
+      { "/x-nan.npy", "sample 2 feature 1 is NaN" }, "x-nan.npy", NULL, 0, 0 },
+    { "npy: a NaN test feature", S_NPY, NULL, { AR, XY, "--test-x", "x-nan.npy", "--test-y", "y.npy" },
+      { "/x-nan.npy", "sample 2 feature 1 is NaN" }, "x-nan.npy", NULL, 0, 0 },
+    { "npy: a float64 feature beyond float32", S_NPY, NULL, { AR, "--train-x", "x-big.npy", "--train-y", "y.npy" },
+      { "/x-big.npy", "sample 3 feature 0 is 1e+300" }, "x-big.npy", NULL, 0, 0 },
+    /* An output over a data file a recorded run was trained on: refused, naming the file and
+     * the run (the run could no longer be resumed or audited). */
+    { "predict -o its own run's train_x.npy", S_NPY, "run",
+      { "predict", "arr", DB, "--input", "x.npy", "-o", "x.npy", "--threads", "1" },
+      { "-o x.npy", "train_x of run 2", "/x.npy" }, "x.npy", NULL, 0, 0 },
+    { "predict -o dd/../y.npy (its run's train_y.npy)", S_NPY, "run",
+      { "predict", "arr", DB, "--input", "x.npy", "-o", "dd/../y.npy", "--threads", "1" },
+      { "-o dd/../y.npy", "train_y of run 2" }, "y.npy", NULL, 0, 0 },
+    { "export --weights another run's train_x.npy", S_NPY, "run",
+      { "export", "good", "--weights", "x.npy", DB }, { "--weights x.npy", "train_x of run 2" }, "x.npy", NULL,
+      F_EXPORT, 0 },
+    { "report -o a run's train_y.npy", S_NPY, "run", { "report", "good", "-o", "y.npy", DB },
+      { "-o y.npy", "train_y of run 2" }, "y.npy", NULL, 0, 0 },
 };
 
 #undef DB
@@ -1440,6 +1489,24 @@ static void prepare_npy(void)
                   xdata, 48);
     npy_file_dict("short-data.npy", 1, xdict, xdata, 47);
     npy_file_dict("long-data.npy", 1, xdict, xdata, 49);
+    /* x.npy with a NaN as sample 2's feature 1, and as float64 with 1e300
+     * (beyond float32) as sample 3's feature 0: numpy writes both. */
+    {
+        unsigned char nan_data[48];
+        memcpy(nan_data, xdata, 48);
+        npy_put(nan_data + 4 * 7, 'u', 4, 0, 0x7fc00000);
+        npy_file_dict("x-nan.npy", 1, xdict, nan_data, 48);
+        char d8[256];
+        npy_dict(d8, sizeof d8, "'<f8'", 0, "(4, 3)");
+        unsigned char big[96];
+        for (int i = 0; i < 12; i++)
+            npy_put(big + 8 * i, 'f', 8, 0, i);
+        const double huge = 1e300;
+        uint64_t hb;
+        memcpy(&hb, &huge, sizeof hb);
+        npy_put(big + 8 * 9, 'u', 8, 0, (int64_t)hb);
+        npy_file_dict("x-big.npy", 1, d8, big, 96);
+    }
 
     /* The sound files train (with a test split; uint8 features too). */
     char ok[PATH_MAX], db[PATH_MAX], p[4][PATH_MAX];
@@ -1817,8 +1884,10 @@ static void setup_golden(const row_ctx *x, const char *how)
 }
 
 /* S_NPY: every fixture copied into the row's directory, with dir.npy (a
- * directory) and fifo.npy (a FIFO nobody writes) beside them. */
-static void setup_npy(const row_ctx *x)
+ * directory) and fifo.npy (a FIFO nobody writes) beside them; with arg
+ * "run", run 2 'arr' of the arrays task trained on the row's x.npy and
+ * y.npy (their absolute paths are its recorded sources). */
+static void setup_npy(const row_ctx *x, const char *arg)
 {
     char from[PATH_MAX], to[PATH_MAX];
     for (size_t i = 0; i < g.n_npy; i++) {
@@ -1830,6 +1899,9 @@ static void setup_npy(const row_ctx *x)
     assert_int_equal(mkdir(to, 0755), 0);
     path_in(x->dir, "fifo.npy", to, sizeof to);
     assert_int_equal(mkfifo(to, 0644), 0);
+    if (arg != NULL && strcmp(arg, "run") == 0)
+        RUN_OK(x->dir, "train", "--task", "arrays", "--steps", "2", "--db", "rec.db", "--threads", "1", "--name",
+               "arr", "--no-progress", "--train-x", "x.npy", "--train-y", "y.npy");
 }
 
 /* The row's directory, database and setup; the env and child options. */
@@ -1883,7 +1955,7 @@ static void row_setup(row_ctx *x, const bad_row *row, size_t i)
         setup_names(x);
         break;
     case S_NPY:
-        setup_npy(x);
+        setup_npy(x, row->arg);
         break;
     case S_CKPT:
         setup_ckpt(x, row->arg);

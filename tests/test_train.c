@@ -306,9 +306,10 @@ static void poison_state(void *ctx)
 }
 
 /* trainer_param_hash joins the hash parts the update's workers wrote; it
- * must equal hash_params when θ holds a NaN (the parts flag it and the
- * trainer hashes the canonical bytes) and after trainer_params_mut (the
- * parts are stale), at thread counts below, at and above the cores. */
+ * must equal hash_params after trainer_params_mut (the parts are stale) and
+ * after a step that wrote a NaN into θ and so diverged (the parts are of θ
+ * that was not kept, or hold the NaN), at thread counts below, at and above
+ * the cores. */
 static void test_param_hash_parts(void **state)
 {
     (void)state;
@@ -335,16 +336,28 @@ static void test_param_hash_parts(void **state)
         assert_true(trainer_param_hash(t) == hash_params(trainer_params(t), n));
         assert_int_equal(trainer_step(t, &loss, &err), LS_OK);
         assert_true(trainer_param_hash(t) == hash_params(trainer_params(t), n));
+        /* A NaN written into θ by the update ends the step as diverged
+         * (the loss was finite), naming the last parameter; the hash is of
+         * whatever θ now holds: with one thread the update wrote it in
+         * place (the raw NaN is there), with more θ is the step before's. */
+        const uint64_t before = trainer_param_hash(t);
         trainer_set_test_hook(t, poison_state, t);
-        assert_int_equal(trainer_step(t, &loss, &err), LS_OK);
+        assert_int_equal(trainer_step(t, &loss, &err), LS_EDIVERGED);
+        char want[96];
+        snprintf(want, sizeof want, "step 3: parameter %zu is NaN", n - 1);
+        if (strstr(err.msg, want) == NULL)
+            fail_msg("%d threads: want '%s' in: %s", threads[ti], want, err.msg);
+        assert_int_equal(trainer_steps_done(t), 2);
         size_t raw_nans = 0;
         for (size_t i = 0; i < n; i++) {
             uint32_t u;
             memcpy(&u, trainer_params(t) + i, sizeof u);
             raw_nans += (u & 0x7fffffffu) > 0x7f800000u && u != 0x7fc00000u;
         }
-        assert_true(raw_nans > 0);   /* else this test checks nothing */
+        assert_true(raw_nans == (trainer_plan(t)->param_bufs == 1 ? 1u : 0u));
         assert_true(trainer_param_hash(t) == hash_params(trainer_params(t), n));
+        if (raw_nans == 0)
+            assert_true(trainer_param_hash(t) == before);
         trainer_destroy(t);
     }
     dataset_destroy(d);

@@ -195,11 +195,10 @@ int bench_peak(int argc, char **argv)
         if (strcmp(argv[i], "--peak") == 0)
             continue;
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
-            char *end;
-            long t = strtol(argv[++i], &end, 10);
-            if (*end != '\0' || t < 1 || t > PEAK_MAX_THREADS) {
-                fprintf(stderr, "lockstep bench: --threads %s: want one count 1..%d with --peak\n", argv[i],
-                        PEAK_MAX_THREADS);
+            ls_err err;
+            int64_t t;
+            if (flags_int("--threads", argv[++i], 1, PEAK_MAX_THREADS, &t, &err) != LS_OK) {
+                fprintf(stderr, "lockstep bench: %s (one count with --peak)\n", err.msg);
                 return EXIT_USAGE;
             }
             threads = (int)t;

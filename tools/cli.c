@@ -34,14 +34,9 @@ static ls_status parse_threads(const char *v, int list, cli_args *a, ls_err *err
     a->n_threads = 0;
     const char *p = v;
     do {
-        char num[24];
-        size_t w = strcspn(p, ",");
-        if (w == 0 || w >= sizeof num)
-            return ls_fail(err, LS_EINVAL, "--threads: '%s' is not %s", v, list ? "a list like 1,2,4" : "a number");
-        memcpy(num, p, w);
-        num[w] = '\0';
-        int64_t n;
-        ls_status st = flags_int("--threads", num, 1, POOL_MAX_THREADS, &n, err);
+        const size_t w = strcspn(p, ",");
+        uint64_t n;
+        ls_status st = flags_u64("--threads", v, p, w, 1, POOL_MAX_THREADS, &n, err);
         if (st != LS_OK)
             return st;
         if (a->n_threads == CLI_MAX_THREADS_LIST)
@@ -104,10 +99,8 @@ static ls_status set_common(cli_args *a, const char *name, const char *v, unsign
     } else if (strcmp(name, "--threads") == 0) {
         return parse_threads(v, (accept & CLI_THREAD_LIST) != 0, a, err);
     } else if (strcmp(name, "--steps") == 0) {
-        if ((st = flags_int("--steps", v, 0, CLI_STEPS_MAX, &a->steps, err)) != LS_OK)
+        if ((st = flags_int("--steps", v, 1, CLI_STEPS_MAX, &a->steps, err)) != LS_OK)
             return st;
-        if (a->steps == 0)
-            return ls_fail(err, LS_EINVAL, "--steps: must be at least 1");
         a->steps_given = 1;
     } else if (strcmp(name, "--eval-every") == 0) {
         return flags_int("--eval-every", v, 0, INT64_C(1) << 40, &a->eval_every, err);

@@ -18,7 +18,6 @@
 #include "tools/tools.h"
 #include "tools/escape.h"
 
-#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,11 +46,10 @@ static ls_status export_flag(void *ctx, const flag_spec *f, const char *v, ls_er
         ef->out = v;
     } else if (strcmp(f->name, "--split") == 0) {
         ef->split_given = 1;
-        char *end;
-        errno = 0;
-        unsigned long long n = strtoull(v, &end, 10);
-        if (*v < '0' || *v > '9' || *end != '\0' || errno != 0 || n < 1 || n > (1u << 30))
-            return ls_fail(err, LS_EINVAL, "--split: '%s' is not a gate count (1..%u)", v, 1u << 30);
+        uint64_t n;
+        ls_status st = flags_u64("--split", NULL, v, strlen(v), 1, UINT64_C(1) << 30, &n, err);
+        if (st != LS_OK)
+            return st;
         ef->split = (size_t)n;
     }
     return LS_OK;

@@ -40,17 +40,12 @@ static int bad(const char *cmd, const char *fmt, ...)
 
 static int parse_count(const char *cmd, const char *flag, const char *v, long long lo, long long hi, long long *out)
 {
-    char *end;
-    errno = 0;
-    long long x = v != NULL ? strtoll(v, &end, 10) : 0;
     if (v == NULL)
         return bad(cmd, "%s: needs a value", flag);
-    if (*v == 0 || *end != 0 || errno != 0 || x < lo || x > hi) {
-        char range[64];
-        snprintf(range, sizeof range, "%lld..%lld", lo, hi);
-        fprintf(stderr, "lockstep graph %s: %s: '%s' is not an integer in %s\n", cmd, flag, v, range);
-        return EXIT_USAGE;
-    }
+    ls_err err;
+    int64_t x;
+    if (flags_int(flag, v, lo, hi, &x, &err) != LS_OK)
+        return bad(cmd, "%s", err.msg);
     *out = x;
     return EXIT_OK;
 }

@@ -100,11 +100,10 @@ static ls_status list_flag(void *ctx, const flag_spec *f, const char *v, ls_err 
     } else if (strcmp(f->name, "--name") == 0) {
         lf->want_name = v;
     } else if (strcmp(f->name, "--last") == 0) {
-        char *end;
-        errno = 0;
-        long long x = strtoll(v, &end, 10);
-        if (*end != '\0' || errno != 0 || x < 1)
-            return ls_fail(err, LS_EINVAL, "--last: '%.40s' is not a count >= 1", v);
+        int64_t x;
+        ls_status st = flags_int("--last", v, 1, INT64_MAX, &x, err);
+        if (st != LS_OK)
+            return st;
         lf->last = x;
     }
     return LS_OK;

@@ -33,7 +33,6 @@
 #include "tools/escape.h"
 #include "tools/commands.h"
 
-#include <errno.h>
 #include <png.h>
 #include <setjmp.h>
 #include <stdlib.h>
@@ -63,15 +62,7 @@ static ls_status parse_size(const char *flag, const char *v, uint64_t lo, uint64
 {
     if (v == NULL || *v == '\0')
         return ls_fail(err, LS_EINVAL, "%s: needs a value", flag);
-    if (strspn(v, "0123456789") != strlen(v) || strlen(v) > 19)
-        return ls_fail(err, LS_EINVAL, "%s: '%s' is not a non-negative integer", flag, v);
-    errno = 0;
-    unsigned long long x = strtoull(v, NULL, 10);
-    if (errno != 0 || x < lo || x > hi)
-        return ls_fail(err, LS_EINVAL, "%s: %s is out of range (%llu..%llu)", flag, v, (unsigned long long)lo,
-                       (unsigned long long)hi);
-    *out = x;
-    return LS_OK;
+    return flags_u64(flag, NULL, v, strlen(v), lo, hi, out, err);
 }
 
 typedef struct {

@@ -55,65 +55,65 @@ static int key_type_any(const char *flag)
     return -1;
 }
 
-/* "1-8", "1,3,5", "1-4,10" into the seed axis (values as decimal text). */
+/* "1-8", "1,3,5", "1-4,10" into the seed axis (values as decimal text, so
+ * "01" is seed 1). Each number is read by the one integer parser (0..2^64-1,
+ * never saturated). */
 static ls_status parse_seeds(const char *v, sweep_axis *ax, ls_err *err)
 {
     snprintf(ax->flag, sizeof ax->flag, "--seed");
     snprintf(ax->label, sizeof ax->label, "seed");
-    size_t cap = 0;
     char *out = NULL;
-    ax->n = 0;
-    const char *p = v;
+    ls_status st = LS_OK;
     /* Two passes: count the bytes, then write them. */
-    for (int pass = 0; pass < 2; pass++) {
+    for (int pass = 0; pass < 2 && st == LS_OK; pass++) {
         size_t at = 0;
-        p = v;
+        const char *p = v;
         ax->n = 0;
         do {
-            char *end;
-            unsigned long long a, b;
-            if (*p < '0' || *p > '9')
-                return ls_fail(err, LS_EINVAL, "--seeds: '%s' is not a list like 1-8 or 1,3,5", v);
-            a = strtoull(p, &end, 10);
+            const size_t w = strcspn(p, ",");
+            const char *dash = memchr(p, '-', w);
+            const size_t wa = dash != NULL ? (size_t)(dash - p) : w;
+            uint64_t a, b;
+            if ((st = flags_u64("--seeds", v, p, wa, 0, UINT64_MAX, &a, err)) != LS_OK)
+                break;
             b = a;
-            if (*end == '-') {
-                p = end + 1;
-                if (*p < '0' || *p > '9')
-                    return ls_fail(err, LS_EINVAL, "--seeds: '%s' is not a list like 1-8 or 1,3,5", v);
-                b = strtoull(p, &end, 10);
-                if (b < a)
-                    return ls_fail(err, LS_EINVAL, "--seeds: '%s': a range must go up", v);
+            if (dash != NULL && (st = flags_u64("--seeds", v, dash + 1, w - wa - 1, 0, UINT64_MAX, &b, err)) != LS_OK)
+                break;
+            if (b < a) {
+                st = ls_fail(err, LS_EINVAL, "--seeds: '%s': a range must go up", v);
+                break;
             }
-            if (*end != ',' && *end != '\0')
-                return ls_fail(err, LS_EINVAL, "--seeds: '%s' is not a list like 1-8 or 1,3,5", v);
-            for (unsigned long long s = a;; s++) {
-                if (ax->n == SWEEP_MAX_RUNS)
-                    return ls_fail(err, LS_EINVAL, "--seeds: '%s' is more than %d seeds", v, SWEEP_MAX_RUNS);
+            for (uint64_t s = a;; s++) {
+                if (ax->n == SWEEP_MAX_RUNS) {
+                    st = ls_fail(err, LS_EINVAL, "--seeds: '%s' is more than %d seeds", v, SWEEP_MAX_RUNS);
+                    break;
+                }
                 char num[24];
-                int w = snprintf(num, sizeof num, "%llu", s);
+                int n = snprintf(num, sizeof num, "%llu", (unsigned long long)s);
                 if (pass == 1) {
-                    memcpy(out + at, num, (size_t)w + 1);
+                    memcpy(out + at, num, (size_t)n + 1);
                     ax->values[ax->n] = out + at;
                 }
                 ax->n++;
-                at += (size_t)w + 1;
+                at += (size_t)n + 1;
                 if (s == b)
                     break;
             }
-            p = end;
-        } while (*p++ == ',');
-        if (pass == 0) {
-            cap = at;
-            if ((out = malloc(cap)) == NULL)
-                return ls_fail(err, LS_ENOMEM, "--seeds: out of memory");
-        }
+            p += w;
+        } while (st == LS_OK && *p++ == ',');
+        if (st == LS_OK && pass == 0 && (out = malloc(at)) == NULL)
+            st = ls_fail(err, LS_ENOMEM, "--seeds: out of memory");
     }
-    for (size_t i = 0; i < ax->n; i++)
-        for (size_t j = 0; j < i; j++)
-            if (strcmp(ax->values[i], ax->values[j]) == 0) {
-                free(out);
-                return ls_fail(err, LS_EINVAL, "--seeds: seed %s appears twice in '%s'", ax->values[i], v);
-            }
+    /* The message is made while the values it names are still there. */
+    for (size_t i = 0; i < ax->n && st == LS_OK; i++)
+        for (size_t j = 0; j < i && st == LS_OK; j++)
+            if (strcmp(ax->values[i], ax->values[j]) == 0)
+                st = ls_fail(err, LS_EINVAL, "--seeds: seed %s appears twice in '%s'", ax->values[i], v);
+    if (st != LS_OK) {
+        free(out);
+        ax->n = 0;
+        return st;
+    }
     ax->text = out;
     return LS_OK;
 }

@@ -1,7 +1,6 @@
 /* flags.c — the one flag parser of the command line (flags.h). */
 #include "tools/flags.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -156,15 +155,93 @@ int flags_next(flags_iter *it, const char **value, ls_err *err, ls_status *st)
     return (int)(f - it->specs);
 }
 
+/* A bound for the message: decimal, or 2^k / 2^k-1 from 2^20 up, which read
+ * better than 1099511627776 or 18446744073709551615. */
+static void bound_text(char *buf, size_t cap, int neg, uint64_t mag)
+{
+    for (int k = 20; k <= 64; k++) {
+        const uint64_t p = k < 64 ? UINT64_C(1) << k : 0;   /* 2^64 wraps to 0 */
+        if (k < 64 && mag == p) {
+            snprintf(buf, cap, "%s2^%d", neg ? "-" : "", k);
+            return;
+        }
+        if (!neg && mag == p - 1) {
+            snprintf(buf, cap, "2^%d-1", k);
+            return;
+        }
+    }
+    snprintf(buf, cap, "%s%llu", neg ? "-" : "", (unsigned long long)mag);
+}
+
+/* "FLAG: 'V' is not an integer in LO..HI", the one message of both parsers
+ * (with " (in 'LIST')" for an item of a longer list). */
+static ls_status not_integer(const char *flag, const char *list, const char *v, size_t len, int lo_neg, uint64_t lo,
+                             uint64_t hi, ls_err *err)
+{
+    char a[32], b[32];
+    bound_text(a, sizeof a, lo_neg, lo);
+    bound_text(b, sizeof b, 0, hi);
+    const int in_list = list != NULL && strlen(list) != len;
+    return ls_fail(err, LS_EINVAL, "%s: '%.*s%s' is not an integer in %s..%s%s%.100s%s", flag,
+                   (int)(len > 40 ? 40 : len), v, len > 40 ? "..." : "", a, b, in_list ? " (in '" : "",
+                   in_list ? list : "", in_list ? "')" : "");
+}
+
+/* v[0, len) as an optional '-' and decimal digits: its sign and magnitude,
+ * or -1 (no digits, another character, beyond 2^64-1). */
+static int parse_decimal(const char *v, size_t len, int *neg, uint64_t *mag)
+{
+    size_t i = 0;
+    *neg = len > 0 && v[0] == '-';
+    i += (size_t)*neg;
+    if (i == len)
+        return -1;
+    uint64_t x = 0;
+    for (; i < len; i++) {
+        if (v[i] < '0' || v[i] > '9')
+            return -1;
+        const uint64_t d = (uint64_t)(v[i] - '0');
+        if (x > (UINT64_MAX - d) / 10)
+            return -1;
+        x = x * 10 + d;
+    }
+    *mag = x;
+    return 0;
+}
+
+ls_status flags_u64(const char *flag, const char *list, const char *v, size_t len, uint64_t lo, uint64_t hi,
+                    uint64_t *out, ls_err *err)
+{
+    int neg;
+    uint64_t x;
+    if (parse_decimal(v, len, &neg, &x) != 0 || (neg && x != 0) || x < lo || x > hi)
+        return not_integer(flag, list, v, len, 0, lo, hi, err);
+    *out = x;
+    return LS_OK;
+}
+
 ls_status flags_int(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out, ls_err *err)
 {
-    errno = 0;
-    char *end;
-    long long x = strtoll(v, &end, 10);
-    if (*v == '\0' || *end != '\0' || errno != 0)
-        return ls_fail(err, LS_EINVAL, "%s: '%s' is not an integer", flag, v);
-    if (x < lo || x > hi)
-        return ls_fail(err, LS_EINVAL, "%s: %lld is out of range (%lld..%lld)", flag, x, (long long)lo, (long long)hi);
-    *out = x;
+    const size_t len = strlen(v);
+    /* |lo| as a magnitude: -INT64_MIN does not fit in int64_t. */
+    const int lo_neg = lo < 0;
+    const uint64_t lo_mag = lo_neg ? (uint64_t)(-(lo + 1)) + 1 : (uint64_t)lo;
+    int neg;
+    uint64_t x;
+    if (parse_decimal(v, len, &neg, &x) != 0 || (neg && !lo_neg && x != 0))
+        return not_integer(flag, NULL, v, len, lo_neg, lo_mag, (uint64_t)hi, err);
+    int64_t s;
+    if (neg) {
+        if (x > lo_mag)
+            return not_integer(flag, NULL, v, len, lo_neg, lo_mag, (uint64_t)hi, err);
+        s = x == 0 ? 0 : -(int64_t)(x - 1) - 1;
+    } else {
+        if (x > (uint64_t)INT64_MAX)
+            return not_integer(flag, NULL, v, len, lo_neg, lo_mag, (uint64_t)hi, err);
+        s = (int64_t)x;
+    }
+    if (s < lo || s > hi)
+        return not_integer(flag, NULL, v, len, lo_neg, lo_mag, (uint64_t)hi, err);
+    *out = s;
     return LS_OK;
 }

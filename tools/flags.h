@@ -77,8 +77,19 @@ ls_status flags_unknown(const flags_iter *it, const char *name, ls_err *err);
 /* The spec named name (its name or alias) in specs, or NULL. */
 const flag_spec *flags_find(const flag_spec *specs, size_t n, const char *name);
 
-/* v as a decimal integer in lo..hi: "FLAG: 'v' is not an integer",
- * "FLAG: x is out of range (lo..hi)". */
+/* The one integer parser of tools/: every integer flag and list item goes
+ * through these two, so they all take the same text and refuse it with the
+ * same line. The text is decimal digits, with one '-' before them when lo
+ * is negative; leading zeros are allowed ("01" is 1); nothing else (no
+ * spaces, no '+', no hex), and a value beyond 64 bits is refused, never
+ * saturated. The one message: "FLAG: 'V' is not an integer in LO..HI" (V
+ * cut to 40 bytes; a bound of 2^k or 2^k-1 from 2^20 up shown that way,
+ * e.g. "0..2^64-1"). hi >= 0. */
 ls_status flags_int(const char *flag, const char *v, int64_t lo, int64_t hi, int64_t *out, ls_err *err);
+/* The same for unsigned values up to 2^64-1, the text v[0, len): the whole
+ * value, or an item of the list `list` (NULL: none), which the message then
+ * names too: "--seeds: 'x' is not an integer in 0..2^64-1 (in '1,x')". */
+ls_status flags_u64(const char *flag, const char *list, const char *v, size_t len, uint64_t lo, uint64_t hi,
+                    uint64_t *out, ls_err *err);
 
 #endif

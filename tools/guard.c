@@ -1,12 +1,14 @@
 /* guard.c — what the command line checks so that a bad path costs nothing:
- * an output path that is a file the record owns (refused before any work,
- * since writing it would replace the record), an input that is not a regular
- * file (a FIFO would block the open forever, a directory or device reads as
- * nonsense), and, after a run failed, what the record really holds (the
- * engine's own count includes steps still buffered when the disk filled up,
- * which the record never got); and the output file itself, written through
- * a temporary file and a rename so a failed command leaves no partial file
- * (cli_out_open, cli_out_commit, cli_out_abort).
+ * an output path that is a file the record owns or a data file a recorded
+ * run was trained on (refused before any work: writing it would replace the
+ * record, or leave a run that can no longer be resumed or audited), an
+ * input that is not a regular file (a FIFO would block the open forever, a
+ * directory or device reads as nonsense), and, after a run failed, what
+ * the record really holds (the engine's own count includes steps still
+ * buffered when the disk filled up, which the record never got); and the
+ * output file itself, written through a temporary file and a rename so a
+ * failed command leaves no partial file (cli_out_open, cli_out_commit,
+ * cli_out_abort).
  *
  * Paths are compared as files, not as names: by device and inode when both
  * exist (hard links, symbolic links, "./x" and "dir/../x" are all the same
@@ -94,6 +96,7 @@ typedef struct {
     char path[PATH_MAX];   /* as the record or the user names it */
     char what[96];
     int is_dir;            /* a checkpoint directory */
+    int is_source;         /* a run's data file (run_sources), not the record's own */
 } owned_file;
 
 typedef struct {
@@ -121,11 +124,35 @@ static ls_status owned_add(owned_list *l, const char *path, int is_dir, ls_err *
     vsnprintf(f->what, sizeof f->what, fmt, ap);
     va_end(ap);
     f->is_dir = is_dir;
+    f->is_source = 0;
     return LS_OK;
 }
 
+/* Run run_id's data files: its sources, "key=value" lines whose values are
+ * paths (config_source_text). */
+static ls_status owned_sources(owned_list *l, int64_t run_id, const char *text, ls_err *err)
+{
+    ls_status st = LS_OK;
+    for (const char *p = text; p != NULL && *p != '\0' && st == LS_OK;) {
+        const size_t n = strcspn(p, "\n");
+        const char *eq = memchr(p, '=', n);
+        if (eq != NULL && eq + 1 < p + n && (size_t)(p + n - eq - 1) < PATH_MAX) {
+            char path[PATH_MAX];
+            snprintf(path, sizeof path, "%.*s", (int)(p + n - eq - 1), eq + 1);
+            st = owned_add(l, path, 0, err, "the data file %.*s of run %lld", (int)(eq - p > 32 ? 32 : eq - p), p,
+                           (long long)run_id);
+            if (st == LS_OK)
+                l->v[l->n - 1].is_source = 1;
+        }
+        p += n;
+        p += *p == '\n';
+    }
+    return st;
+}
+
 /* The database, its side files, the default checkpoint directory and, when
- * db is open, every run's checkpoint directory and registered checkpoints. */
+ * db is open, every run's checkpoint directory, registered checkpoints and
+ * data files. */
 static ls_status owned_collect(owned_list *l, const char *db_path, runlog *db, ls_err *err)
 {
     static const struct { const char *sfx, *what; } SIDE[] = {
@@ -159,6 +186,12 @@ static ls_status owned_collect(owned_list *l, const char *db_path, runlog *db, l
                 st = owned_add(l, ck[k].path, 0, err, "run %lld's checkpoint at step %lld", (long long)runs[i].id,
                                (long long)ck[k].step);
             runlog_checkpoints_free(ck, nk);
+        }
+        /* Its data files (runlog_list does not read the sources). */
+        runlog_run full;
+        if (st == LS_OK && (st = runlog_get_run(db, runs[i].id, &full, err)) == LS_OK) {
+            st = owned_sources(l, runs[i].id, full.source_text, err);
+            runlog_run_free(&full);
         }
         runlog_run_free(&runs[i]);
     }
@@ -219,7 +252,10 @@ ls_status cli_guard_output(const char *label, const char *out, const char *db_pa
             const int have_cf = canon_path(f->path, cf, sizeof cf, 0) == 0;
             if (!same && have_co && have_cf)
                 same = strcmp(co, cf) == 0;
-            if (same)
+            if (same && f->is_source)
+                st = ls_fail(err, LS_EINVAL, "%s %s: is %s (%s); refusing to write over it: the run could no "
+                             "longer be resumed or audited", label, out, f->what, f->path);
+            else if (same)
                 st = ls_fail(err, LS_EINVAL, "%s %s: is %s %s; refusing to write over the record", label, out,
                              f->what, f->path);
         }

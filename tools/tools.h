@@ -215,7 +215,9 @@ void cli_comment_safe(char *dst, size_t cap, const char *src);
  * that is a file the record at db_path owns: the database, its -wal, -shm and
  * -journal, its checkpoint directory "<db>.ckpt", and when db (that record,
  * open) is not NULL every run's checkpoint directory and registered
- * checkpoint files, or a checkpoint file name inside such a directory.
+ * checkpoint files, or a checkpoint file name inside such a directory, and
+ * every run's recorded data files (its sources: overwritten, the run could
+ * no longer be resumed or audited).
  * Compared by device and inode when both exist, else by the resolved path
  * (symbolic links, "./", "..", hard links all caught). Also refuses, whatever
  * db_path (may be NULL), an existing SQLite database, write-ahead log or

@@ -629,11 +629,33 @@ static float exact_reciprocal(float div)
     return isnormal(r) ? r : 0.0f;
 }
 
-void optim_update(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
-                  size_t hi)
+/* Whether x[0, n) holds a NaN or an infinity (an exponent of all ones):
+ * the largest magnitude as bits, an integer max per element and one compare
+ * at the end, no branch and no float arithmetic, so it vectorises at any
+ * width and reads the piece the update has just written while it is still
+ * in this core's L1 (a piece is 16 KiB), leaving the update's loops, and
+ * so their bits, as they are. Measured on AVX2: about 0.08 ns an element,
+ * 2.5% of AdamW's update of the same piece (an OR of compares took half as
+ * long again). */
+LS_SIMD_CLONES
+static int any_nonfinite(const float *x, size_t n)
+{
+    uint32_t most = 0;
+    _Pragma("omp simd reduction(max:most)")
+    for (size_t i = 0; i < n; i++) {
+        uint32_t u;
+        memcpy(&u, &x[i], sizeof u);
+        u &= 0x7FFFFFFFu;
+        most = u > most ? u : most;
+    }
+    return most >= 0x7F800000u;
+}
+
+int optim_update(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
+                 size_t hi)
 {
     if (hi <= lo)
-        return;
+        return 0;
     float c = o->clip > 0.0f ? o->clip : INFINITY;
     const float scale = exact_reciprocal(grad_div);
     if (o->kind == OPT_SGD)
@@ -644,6 +666,15 @@ void optim_update(const optim *o, float *out, const float *in, const float *grad
         const adamw_hyper h = { o->lr, o->beta1, o->beta2, o->bc1, o->bc2, o->eps, o->decay, c, grad_div, scale };
         adamw(out + lo, in + lo, grad + lo, o->m + lo, o->v + lo, hi - lo, &h);
     }
+    return any_nonfinite(out + lo, hi - lo);
+}
+
+size_t optim_first_nonfinite(const float *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return i;
+    return n;
 }
 
 size_t optim_state_bytes(const optim *o)

@@ -32,9 +32,15 @@ void optim_begin_step(optim *o);
  * not overlap. Gradient element i is grad[i] / grad_div, one float division
  * (bit for bit; 1.0f: grad[i] itself), so a model's mean over the batch
  * (finish dividing the tree sum by (float)B) can be folded in here.
- * Callable on disjoint ranges in parallel. */
-void optim_update(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
-                  size_t hi);
+ * Callable on disjoint ranges in parallel. Returns 1 when an element of
+ * out[lo, hi) is now a NaN or an infinity, else 0: a run whose parameters
+ * stop being finite has diverged even when its loss has not (a ReLU maps a
+ * NaN input to 0 and hides it from the loss, not from the gradient). */
+int optim_update(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
+                 size_t hi);
+/* The index of the first NaN or infinity in x[0, n), n when none (the
+ * message of a run that diverged; one scan, after optim_update said so). */
+size_t optim_first_nonfinite(const float *x, size_t n);
 
 /* For tests: AdamW's lanes with tiny operands take a binary64 path that
  * gives the plain float loop's bits without subnormal arithmetic (optim.c).

@@ -35,6 +35,7 @@ struct trainer {
     float *grad;                /* [n_params] finish output */
     uint64_t *hash_parts;       /* θ's hash in parts, from the update's workers (trainer_param_hash) */
     uint64_t *hash_nan;         /* [threads] a worker's piece held a NaN; one allocation with hash_parts */
+    uint64_t *nonfinite;        /* [threads] a worker's piece of θ is no longer finite; the same allocation */
     int hash_fresh;             /* hash_parts are those of params */
     trainer_times times;        /* where the steps' time went (trainer_step_times) */
     void *param_mem;            /* param_buf and grad: one allocation */
@@ -193,9 +194,11 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
         t->params = t->params_next = t->param_buf[0];
     }
     const size_t hash_words = hash_parts_words(n);
-    t->hash_parts = malloc((hash_words + (size_t)threads) * sizeof(uint64_t));
-    if (t->hash_parts != NULL)
+    t->hash_parts = malloc((hash_words + 2 * (size_t)threads) * sizeof(uint64_t));
+    if (t->hash_parts != NULL) {
         t->hash_nan = t->hash_parts + hash_words;
+        t->nonfinite = t->hash_nan + threads;
+    }
     t->scratch_stride = t->plan.scratch_stride;
     t->scratch = aligned_alloc(64, (size_t)threads * t->scratch_stride + 64);
     t->ids = malloc(B * sizeof(uint32_t));
@@ -370,10 +373,12 @@ static void trainer_update_piece(void *ctx, size_t piece, int worker)
     trainer *t = ctx;
     const size_t n = t->plan.n_params, a = piece * PLAN_UPDATE_PIECE;
     const size_t b = n - a > PLAN_UPDATE_PIECE ? a + PLAN_UPDATE_PIECE : n;
+    int bad;
     if (t->plan.finish_folded)   /* the finish folded in: grad = sum / (float)B, the same division */
-        optim_update(t->opt, t->params_next, t->params, step_sum(t, a, b), (float)t->cfg.batch, a, b);
+        bad = optim_update(t->opt, t->params_next, t->params, step_sum(t, a, b), (float)t->cfg.batch, a, b);
     else
-        optim_update(t->opt, t->params_next, t->params, t->grad, 1.0f, a, b);
+        bad = optim_update(t->opt, t->params_next, t->params, t->grad, 1.0f, a, b);
+    t->nonfinite[worker] |= (uint64_t)bad;
     t->hash_nan[worker] |= (uint64_t)hash_params_part(t->hash_parts, t->params_next, n, a, b);
     t->worker_work[worker]++;
 }
@@ -511,9 +516,22 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
     } else {
         t->params_next = t->params;
     }
-    memset(t->hash_nan, 0, (size_t)pool_threads(t->pool) * sizeof *t->hash_nan);
+    memset(t->hash_nan, 0, 2 * (size_t)pool_threads(t->pool) * sizeof *t->hash_nan);   /* and nonfinite */
     pool_parallel_for(t->pool, t->plan.update_pieces, trainer_update_piece, t);
     t->times.update += trainer_clock() - c;
+    uint64_t bad = 0;
+    for (int w = 0; w < pool_threads(t->pool); w++)
+        bad |= t->nonfinite[w];
+    if (bad) {
+        /* The loss was finite but θ is not (a NaN hidden from the loss by a
+         * ReLU, an overflow): the run has diverged all the same. The step
+         * is not counted, as for a non-finite loss; which parameter is
+         * named does not depend on the thread count. */
+        const size_t n = t->model->info.n_params, i = optim_first_nonfinite(t->params_next, n);
+        t->hash_fresh = 0;   /* the parts hashed this step are not those of t->params */
+        return ls_fail(err, LS_EDIVERGED, "step %lld: parameter %zu is %s (the loss %.9g was finite); training "
+                       "diverged", (long long)step, i, isnan(t->params_next[i]) ? "NaN" : "infinite", total);
+    }
     t->hash_fresh = 1;
     t->params = t->params_next;
     t->done = step;

@@ -58,7 +58,10 @@ int64_t trainer_steps_done(const trainer *t);
 int trainer_threads(const trainer *t);
 
 /* One step. *loss is the batch loss computed with θ_{t-1} (the mean for mean
- * tasks). A NaN or infinite loss is LS_EDIVERGED and leaves θ unchanged. */
+ * tasks). A NaN or infinite loss is LS_EDIVERGED and leaves θ unchanged. So
+ * is a θ that the update made non-finite while the loss was finite (the
+ * message names the step and the first such parameter); the step is not
+ * counted, but θ may hold its update (one thread updates in place). */
 ls_status trainer_step(trainer *t, double *loss, ls_err *err);
 
 /* The model's evaluation figures with the current parameters (test_acc for

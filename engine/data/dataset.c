@@ -11,6 +11,7 @@
 #include "engine/data/dataset.h"
 #include "base/simd.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,6 +86,14 @@ ls_status ls_dataset_seal(ls_dataset *d, ls_err *err)
             if (sp->y[i] >= d->n_classes)
                 return ls_fail(err, LS_EINVAL, "data set %s: %s label %zu is %u, not below the %zu classes", d->name,
                                test ? "test" : "train", i, (unsigned)sp->y[i], d->n_classes);
+        /* A NaN or infinite feature would train a NaN model that the loss
+         * need not show (a ReLU maps NaN to 0): every task's data pass here. */
+        const size_t n = sp->xf != NULL ? sp->n * sp->dim : 0;
+        for (size_t k = 0; k < n; k++)
+            if (!isfinite(sp->xf[k]))
+                return ls_fail(err, LS_EINVAL, "data set %s: %s sample %zu feature %zu is %s; features must be finite",
+                               d->name, test ? "test" : "train", k / sp->dim, k % sp->dim,
+                               isnan(sp->xf[k]) ? "NaN" : sp->xf[k] > 0 ? "infinite" : "-infinite");
     }
     XXH3_state_t *hs = XXH3_createState();
     if (hs == NULL)

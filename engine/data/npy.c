@@ -4,6 +4,7 @@
 #include "engine/data/npy.h"
 
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,32 @@ float npy_float(const npy_array *a, size_t i)
         return (float)d;
     }
     return (float)npy_int(a, i);
+}
+
+ls_status npy_check_finite(const npy_array *a, size_t dim, const char *what, ls_err *err)
+{
+    if (a->kind != 'f' || dim == 0)
+        return LS_OK;
+    for (size_t i = 0; i < a->count; i++) {
+        const float f = npy_float(a, i);
+        if (isfinite(f))
+            continue;
+        char how[48];
+        if (a->size == 8 && !isnan(f)) {
+            double d;
+            const uint64_t v = load_bits(a, i);
+            memcpy(&d, &v, sizeof d);
+            if (isfinite(d))
+                snprintf(how, sizeof how, "%g, beyond float32's range", d);
+            else
+                snprintf(how, sizeof how, "%s", d > 0 ? "infinite" : "-infinite");
+        } else {
+            snprintf(how, sizeof how, "%s", isnan(f) ? "NaN" : f > 0 ? "infinite" : "-infinite");
+        }
+        return ls_fail(err, LS_EFORMAT, "%s: sample %zu feature %zu is %s; features must be finite", what, i / dim,
+                       i % dim, how);
+    }
+    return LS_OK;
 }
 
 int64_t npy_int(const npy_array *a, size_t i)

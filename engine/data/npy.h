@@ -47,6 +47,13 @@ ls_status npy_read_file(const char *path, uint8_t **buf, size_t *len, uint64_t *
 /* Element i as a float (floats rounded once to binary32; integers
  * converted exactly when they fit in 24 bits). */
 float npy_float(const npy_array *a, size_t i);
+/* Refuses (LS_EFORMAT) a float array with an element that is NaN or
+ * infinite as npy_float gives it (a float64 beyond binary32's range
+ * included), naming `what`, the sample and the feature of the first one,
+ * with dim features a sample: "x.npy: sample 3 feature 1 is NaN; features
+ * must be finite". Such a feature would train a NaN model: a ReLU hides the
+ * NaN from the loss, not from the gradient. Other kinds pass. */
+ls_status npy_check_finite(const npy_array *a, size_t dim, const char *what, ls_err *err);
 /* Element i of an integer or bool array as int64 (u8 beyond INT64_MAX
  * saturates; callers check the range they need). */
 int64_t npy_int(const npy_array *a, size_t i);

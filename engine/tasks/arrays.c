@@ -66,6 +66,9 @@ static ls_status check_pair(const npy_file *x, const npy_file *y, size_t *n, siz
         if (v < 0 || v > 255)
             return ls_fail(err, LS_EFORMAT, "%s: label %zu is %lld; labels must be 0..255", y->path, i, (long long)v);
     }
+    ls_status st = npy_check_finite(a, d, x->path, err);
+    if (st != LS_OK)
+        return st;
     *n = a->shape[0];
     *dim = d;
     return LS_OK;
