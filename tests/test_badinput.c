@@ -1132,6 +1132,10 @@ static const bad_row BAD[] = {
       F_EXPORT, 0 },
     { "report -o a run's train_y.npy", S_NPY, "run", { "report", "good", "-o", "y.npy", DB },
       { "-o y.npy", "train_y of run 2" }, "y.npy", NULL, 0, 0 },
+    /* predict's samples are checked as training features are: NaN scores would look like an answer. */
+    { "predict --input with a NaN feature", S_NPY, "run",
+      { "predict", "arr", DB, "--input", "x-nan.npy", "-o", "p.npy", "--threads", "1" },
+      { "x-nan.npy", "sample 2 feature 1 is NaN" }, NULL, NULL, 0, 0 },
 };
 
 #undef DB

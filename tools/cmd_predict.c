@@ -212,6 +212,10 @@ int cmd_predict(int argc, char **argv)
                 st = ls_fail(&err, LS_EFORMAT, "%s: shape %s is %zu features a sample; run %lld '%s' (model %s) "
                              "takes %zu", pf.input, shape_text(&x, sh, sizeof sh), per, (long long)run.id, ESC_NAME(run.name),
                              run.model, inputs);
+            /* A NaN or infinite feature would give NaN scores that look
+             * like an answer: refused as training data is. */
+            else
+                st = npy_check_finite(&x, per, pf.input, &err);
         }
         if (st == LS_OK) {
             bad_input = 0;
