@@ -497,7 +497,7 @@ ls_status ckpt_load(const char *path, uint64_t config_hash, size_t n_params, siz
                     float *params, void *opt_state, ls_err *err)
 {
     ckpt_expect want = { config_hash, n_params, opt_bytes, NULL, 0, 0 };
-    ckpt_info info;
+    ckpt_info info = { 0 };   /* gcc -O3 cannot see that LS_OK means it was filled */
     ls_status st = ckpt_load_checked(path, &want, params, opt_state, &info, err);
     if (st == LS_OK)
         *step = info.step;

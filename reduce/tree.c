@@ -26,11 +26,19 @@ size_t tree_split(size_t n)
 }
 
 LS_SIMD_CLONES
-void tree_add(float *restrict a, const float *restrict b, size_t n)
+static void tree_add_lanes(float *restrict a, const float *restrict b, size_t n)
 {
     #pragma omp simd
     for (size_t i = 0; i < n; i++)
         a[i] = a[i] + b[i];
+}
+
+/* The cloned loop stays static: clang 14 gives a function with
+ * target_clones no symbol that other files' plain declarations can reach.
+ * Each element is one rounded addition, so every clone gives the same bits. */
+void tree_add(float *restrict a, const float *restrict b, size_t n)
+{
+    tree_add_lanes(a, b, n);
 }
 
 /* out[i] = a[i] + b[i]: a leaf written and its sibling added in one pass. */
@@ -81,7 +89,7 @@ void tree_stream_push(tree_stream *s, double leaf_loss)
     /* Binary counter: two partials of equal count are siblings in the tree. */
     while (s->depth >= 2 && s->count[s->depth - 1] == s->count[s->depth - 2]) {
         int top = s->depth - 1;
-        tree_add(s->bufs[top - 1], s->bufs[top], s->len);
+        tree_add_lanes(s->bufs[top - 1], s->bufs[top], s->len);
         s->loss[top - 1] = s->loss[top - 1] + s->loss[top];
         s->count[top - 1] += s->count[top];
         s->depth--;
@@ -94,7 +102,7 @@ float *tree_stream_finish(tree_stream *s, double *loss)
      * from the top so the lower leaves stay the left operand. */
     while (s->depth >= 2) {
         int top = s->depth - 1;
-        tree_add(s->bufs[top - 1], s->bufs[top], s->len);
+        tree_add_lanes(s->bufs[top - 1], s->bufs[top], s->len);
         s->loss[top - 1] = s->loss[top - 1] + s->loss[top];
         s->count[top - 1] += s->count[top];
         s->depth--;
@@ -126,7 +134,7 @@ void tree_span_sum(const float *const *leaves, size_t n, size_t lo, size_t len, 
             int mode;
             float *slot = tree_stream_slot(&s, &mode);
             if (mode == TREE_ADD) {
-                tree_add(slot, leaves[i] + lo + a, m);
+                tree_add_lanes(slot, leaves[i] + lo + a, m);
             } else if (i + 1 < n) {
                 /* A leaf written is the next one's sibling (the stream then
                  * hands out TREE_ADD onto it): both in one pass, not a copy
@@ -411,7 +419,7 @@ static float *tree_combine(const tree_job *job, size_t l, size_t n, size_t lo, s
     size_t k = tree_split(n);
     float *a = tree_combine(job, l, k, lo, hi);
     float *b = tree_combine(job, l + k, n - k, lo, hi);
-    tree_add(a + lo, b + lo, hi - lo);
+    tree_add_lanes(a + lo, b + lo, hi - lo);
     return a;
 }
 
@@ -561,7 +569,7 @@ static void tree_unordered_top(void *arg, int worker, int n_workers)
     float *acc = tree_slot(r, (size_t)job->base);
     for (int w = job->base + 1; w < n_workers; w++)
         if (r->worker_leaves[w] > 0)
-            tree_add(acc + lo, tree_slot(r, (size_t)w) + lo, hi - lo);
+            tree_add_lanes(acc + lo, tree_slot(r, (size_t)w) + lo, hi - lo);
 }
 
 ls_status tree_reduce_unordered(tree_reducer *r, tree_leaf_fn fn, void *ctx, const float **sum,
@@ -746,7 +754,7 @@ static float *tree_top_combine(const tree_top *t, size_t l, size_t n, double *lo
     float *a = tree_top_combine(t, l, k, &la);
     float *b = tree_top_combine(t, l + k, n - k, &lb);
     if (a != NULL)
-        tree_add(a, b, t->len);
+        tree_add_lanes(a, b, t->len);
     *loss = la + lb;
     return a;
 }
