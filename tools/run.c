@@ -21,7 +21,9 @@ volatile int run_interrupted = 0;
 static void on_signal(int sig)
 {
     (void)sig;
-    run_interrupted = 1;
+    /* Atomic: the engine's workers read the flag (a ged or clique search,
+     * an audit's segments) while the handler writes it on the main thread. */
+    __atomic_store_n(&run_interrupted, 1, __ATOMIC_RELAXED);
 }
 
 void run_install_signals(void)

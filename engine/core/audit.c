@@ -80,7 +80,7 @@ static void audit_segment_run(void *ctx, size_t part, int worker)
     ls_session_state ss;
     ls_session_state_get(s, &ss);
     while (g->st == LS_OK && ss.step < g->to) {
-        if (j->stop != NULL && *j->stop) {
+        if (j->stop != NULL && __atomic_load_n(j->stop, __ATOMIC_RELAXED)) {
             g->st = ls_fail(&g->err, LS_EINTR, "interrupted after step %lld", (long long)ss.step);
             break;
         }

@@ -477,7 +477,7 @@ static void job_run(void *ctx, int worker, int n_workers)
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t0);
     const cliques_control *ctl = jb->ctl;
     for (;;) {
-        if (ctl != NULL && ctl->stop != NULL && *ctl->stop != 0) {
+        if (ctl != NULL && ctl->stop != NULL && __atomic_load_n(ctl->stop, __ATOMIC_RELAXED) != 0) {
             atomic_store_explicit(&jb->stopped, 1, memory_order_relaxed);
             break;
         }

@@ -711,7 +711,7 @@ static void job_tick(struct pairs_job *j, uint64_t nodes, int pair_done)
 
 static int job_stopped(const struct pairs_job *j)
 {
-    return j->ctl->stop != NULL && *j->ctl->stop != 0;
+    return j->ctl->stop != NULL && __atomic_load_n(j->ctl->stop, __ATOMIC_RELAXED) != 0;
 }
 
 static void pairs_run(void *ctx, int worker, int n_workers)
