@@ -34,7 +34,7 @@ FUZZ_SAN      := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omi
 FUZZ_WARN     ?= -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes \
                  -Wmissing-prototypes -Wno-pass-failed
 FUZZ_CFLAGS    = -g -O1 $(FUZZ_PINNED) $(FUZZ_WARN) $(FUZZ_SAN) -I. -pthread -MMD -MP
-FUZZ_LIBS     := -lsqlite3 -lxxhash -lz -lm -pthread
+FUZZ_LIBS     := -lsqlite3 -lxxhash -lpng -lz -lm -pthread
 
 FUZZ_TARGETS  := idx golden config checkpoint
 FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
@@ -50,7 +50,10 @@ FUZZ_LIB_SRC  := $(filter-out $(FUZZ_PLAIN_SRC),$(LIB_SRC))
 FUZZ_LIB_OBJ  := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_PLAIN_OBJ := $(FUZZ_PLAIN_SRC:%.c=$(FUZZ_BUILD)/plain/%.o)
 FUZZ_LIB      := $(FUZZ_BUILD)/liblockstep-fuzz.a
-FUZZ_CLI_OBJ  := $(FUZZ_BUILD)/obj/tools/cli.o
+# cli_parse (tools/cli.c) reads the command table and the flag parser, and
+# the table names every command: the tools' objects but main and MPI's.
+FUZZ_CLI_SRC  := $(filter-out tools/lockstep.c tools/mpi_main.c,$(wildcard tools/*.c))
+FUZZ_CLI_OBJ  := $(FUZZ_CLI_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_MAIN_OBJ := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/obj/$(FUZZ_DIR)/fuzz_%.o)
 
 .PHONY: fuzz fuzz-build fuzz-ci fuzz-clean
