@@ -723,6 +723,9 @@ typedef struct {
     size_t n_runs;              /* runs trained, in the order of opts->threads; fewer than asked
                                    when one failed (runs[n_runs - 1] is the one) or stop was set */
     ls_equiv_run runs[LS_EQUIV_MAX];
+    /* Added in 1.1, written only for an ls_equiv_opts of 1.1's size: the
+     * leaf size of each run (0: the config's). */
+    int leaf[LS_EQUIV_MAX];
 } ls_equiv_result;
 
 typedef struct {
@@ -739,9 +742,17 @@ typedef struct {
      * may be NULL. */
     void (*on_run)(void *ctx, const ls_equiv_run *run);
     void *ctx;
+    /* Added in 1.1 (an ls_equiv_opts of 1.0's size has none): leaf sizes
+     * (each LS_ATOM·2^m, each once; NULL or 0 of them: the config's leaf).
+     * Every thread count is trained at every leaf size, leaf by leaf, the
+     * first pair the reference; at most LS_EQUIV_MAX runs in all; with a
+     * name, run names end in "-l<leaf>". */
+    const int *leaves;
+    size_t n_leaves;
 } ls_equiv_opts;
+#define LS_EQUIV_OPTS_SIZE_1_0 offsetof(ls_equiv_opts, leaves)
 
-/* The equivalence check: cfg trained at each thread count in turn (opened,
+/* The equivalence check: cfg trained at each thread count (and leaf size) in turn (opened,
  * trained to its target with ls_session_train, evaluated after the last
  * step, closed), and every run compared with the first. A run is the same
  * when its config hash, step count and trajectory hash equal the first run's
