@@ -444,6 +444,106 @@ UNROLL
     }
 }
 
+/* micro_z64_body over atoms, for the weight gradient's full tiles: the
+ * accumulators start at 0.0f for each atom of LS_ATOM rows, and after the
+ * atom they merge, in registers, with the older partials of the tile's
+ * stack (one vector add per accumulator per merge, the stack's partial the
+ * left operand) before the result goes onto the stack: one store of the
+ * tile per atom. At the end the registers hold the newest partial and fold
+ * in the older ones from the top down; C = the sum, or C + the sum. The
+ * operations are atoms_tile_z's, so the bits are the scalar twin's. */
+#define ZSLOT (Z_MB * Z_NB)
+static FORCE_INLINE __attribute__((target("avx512f")))
+void micro_z64_atoms_body(const int in_register, float *c, size_t ldc, int add_c, const float *a, size_t a_i,
+                          size_t a_r, const float *b, size_t ldb, size_t R, float *stack)
+{
+    __m512 acc[Z_MB][4];
+    const float *x[Z_MB];
+UNROLL
+    for (int i = 0; i < Z_MB; i++)
+        x[i] = a + (size_t)i * a_i;
+    int depth = 0;
+    for (size_t a0 = 0, j = 0; a0 < R; a0 += LS_ATOM, j++) {
+        const size_t n = R - a0 < LS_ATOM ? R - a0 : LS_ATOM;
+UNROLL
+        for (int i = 0; i < Z_MB; i++)
+UNROLL
+            for (int v = 0; v < 4; v++)
+                acc[i][v] = _mm512_setzero_ps();
+        for (size_t r = 0; r < n; r++) {
+            const __m512 w0 = _mm512_loadu_ps(b), w1 = _mm512_loadu_ps(b + 16), w2 = _mm512_loadu_ps(b + 32),
+                         w3 = _mm512_loadu_ps(b + 48);
+            b += ldb;
+UNROLL
+            for (int i = 0; i < Z_MB; i++) {
+                if (in_register) {
+                    const __m512 xb = _mm512_set1_ps(*x[i]);
+                    acc[i][0] = _mm512_fmadd_ps(xb, w0, acc[i][0]);
+                    acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
+                    acc[i][2] = _mm512_fmadd_ps(xb, w2, acc[i][2]);
+                    acc[i][3] = _mm512_fmadd_ps(xb, w3, acc[i][3]);
+                } else {
+                    acc[i][0] = simd_fmadd_bcast_z(acc[i][0], w0, x[i]);
+                    acc[i][1] = simd_fmadd_bcast_z(acc[i][1], w1, x[i]);
+                    acc[i][2] = simd_fmadd_bcast_z(acc[i][2], w2, x[i]);
+                    acc[i][3] = simd_fmadd_bcast_z(acc[i][3], w3, x[i]);
+                }
+                x[i] += a_r;
+            }
+        }
+        for (size_t t = j; t & 1; t >>= 1) {
+            const float *p = stack + (size_t)--depth * ZSLOT;
+UNROLL
+            for (int i = 0; i < Z_MB; i++)
+UNROLL
+                for (int v = 0; v < 4; v++)
+                    acc[i][v] = _mm512_add_ps(_mm512_load_ps(p + i * Z_NB + 16 * v), acc[i][v]);
+        }
+        float *p = stack + (size_t)depth++ * ZSLOT;
+UNROLL
+        for (int i = 0; i < Z_MB; i++)
+UNROLL
+            for (int v = 0; v < 4; v++)
+                _mm512_store_ps(p + i * Z_NB + 16 * v, acc[i][v]);
+    }
+    if (depth == 0) {
+UNROLL
+        for (int i = 0; i < Z_MB; i++)
+UNROLL
+            for (int v = 0; v < 4; v++)
+                acc[i][v] = _mm512_setzero_ps();
+    }
+    for (int l = depth - 2; l >= 0; l--) {
+        const float *p = stack + (size_t)l * ZSLOT;
+UNROLL
+        for (int i = 0; i < Z_MB; i++)
+UNROLL
+            for (int v = 0; v < 4; v++)
+                acc[i][v] = _mm512_add_ps(_mm512_load_ps(p + i * Z_NB + 16 * v), acc[i][v]);
+    }
+UNROLL
+    for (int i = 0; i < Z_MB; i++)
+UNROLL
+        for (int v = 0; v < 4; v++) {
+            float *q = c + (size_t)i * ldc + 16 * v;
+            _mm512_storeu_ps(q, add_c ? _mm512_add_ps(_mm512_loadu_ps(q), acc[i][v]) : acc[i][v]);
+        }
+}
+
+static __attribute__((target("avx512f"), noinline))
+void micro_z64_atoms_reg(float *c, size_t ldc, int add_c, const float *a, size_t a_i, size_t a_r, const float *b,
+                         size_t ldb, size_t R, float *stack)
+{
+    micro_z64_atoms_body(1, c, ldc, add_c, a, a_i, a_r, b, ldb, R, stack);
+}
+
+static __attribute__((target("avx512f"), noinline))
+void micro_z64_atoms_mem(float *c, size_t ldc, int add_c, const float *a, size_t a_i, size_t a_r, const float *b,
+                         size_t ldb, size_t R, float *stack)
+{
+    micro_z64_atoms_body(0, c, ldc, add_c, a, a_i, a_r, b, ldb, R, stack);
+}
+
 /* The weight gradient's tile over atoms (dense.h): each atom of LS_ATOM
  * rows of the reduction runs through tile_z into a slot of the tile's stack
  * (slot d holds the d-th partial of the binary-counter stream, so a merge
@@ -451,12 +551,16 @@ UNROLL
  * as the canonical tree over atoms says, and the sum is stored to C (or
  * added: END_ADD) once. The stack is ZSLOT floats a level and stays in L1
  * for the tile's whole reduction. Lanes a masked tile does not compute are
- * merged too but never stored. */
-#define ZSLOT (Z_MB * Z_NB)
+ * merged too but never stored. Full tiles take micro_z64_atoms. */
 static FORCE_INLINE __attribute__((target("avx512f")))
 void atoms_tile_z(const gemm *g, const float *pb, size_t ldb, size_t i0, size_t n0, int end, const int mb,
                   const int nv, __mmask16 tail, float *stack)
 {
+    if (mb == Z_MB && nv == Z_NV && tail == (__mmask16)0xFFFF) {
+        (broadcast_in_register() ? micro_z64_atoms_reg : micro_z64_atoms_mem)(
+            g->c + i0 * g->ldc + n0, g->ldc, end == END_ADD, g->a + i0 * g->a_i, g->a_i, g->a_r, pb, ldb, g->R, stack);
+        return;
+    }
     gemm sub = { NULL, Z_NB, g->a + i0 * g->a_i, g->a_i, g->a_r, NULL, ldb, NULL, (size_t)mb, g->R, 0 };
     int depth = 0;
     for (size_t a0 = 0, j = 0; a0 < g->R; a0 += LS_ATOM, j++) {
@@ -634,8 +738,10 @@ UNROLL
 #define PACK_ROWS 128
 #define PACK_MIN_M 128   /* rows of A a panel must serve to be packed */
 
-static __attribute__((target("avx512f")))
-void gemm_z(const gemm *g, int start, int end, size_t rc, int atoms)
+/* The panel loop; atoms is a constant in each of the two functions below,
+ * so the forward's code carries nothing of the atoms. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+void gemm_z_body(const gemm *g, int start, int end, size_t rc, const int atoms)
 {
     _Alignas(64) float pack[PACK_ROWS * Z_NB];
     _Alignas(64) float stack[DENSE_MAX_LEVELS * ZSLOT];   /* 36 KiB, touched only with atoms */
@@ -698,8 +804,8 @@ UNROLL
     }
 }
 
-static __attribute__((target("avx2,fma")))
-void gemm_y(const gemm *g, int start, int end, size_t rc, int atoms)
+static FORCE_INLINE __attribute__((target("avx2,fma")))
+void gemm_y_body(const gemm *g, int start, int end, size_t rc, const int atoms)
 {
     _Alignas(32) float stack[DENSE_MAX_LEVELS * YSLOT];   /* touched only with atoms */
     for (size_t n0 = 0; n0 < g->N; n0 += Y_NB) {
@@ -750,14 +856,38 @@ void gemm_y(const gemm *g, int start, int end, size_t rc, int atoms)
 /* Reduction block of the forward pass: none (see Z_NB). */
 #define FWD_RC SIZE_MAX
 
+static __attribute__((target("avx512f"), noinline))
+void gemm_z(const gemm *g, int start, int end, size_t rc)
+{
+    gemm_z_body(g, start, end, rc, 0);
+}
+
+static __attribute__((target("avx512f"), noinline))
+void gemm_z_atoms(const gemm *g, int end)
+{
+    gemm_z_body(g, START_ZERO, end, SIZE_MAX, 1);
+}
+
+static __attribute__((target("avx2,fma"), noinline))
+void gemm_y(const gemm *g, int start, int end, size_t rc)
+{
+    gemm_y_body(g, start, end, rc, 0);
+}
+
+static __attribute__((target("avx2,fma"), noinline))
+void gemm_y_atoms(const gemm *g, int end)
+{
+    gemm_y_body(g, START_ZERO, end, SIZE_MAX, 1);
+}
+
 /* atoms: the reduction runs over atoms of LS_ATOM rows summed along the
  * canonical tree (the weight gradient, dense.h); 0: one sequential sum. */
 static void gemm_run(int path, const gemm *g, int start, int end, size_t rc, int atoms)
 {
     if (path == PATH_AVX512)
-        gemm_z(g, start, end, rc, atoms);
+        atoms ? gemm_z_atoms(g, end) : gemm_z(g, start, end, rc);
     else
-        gemm_y(g, start, end, rc, atoms);
+        atoms ? gemm_y_atoms(g, end) : gemm_y(g, start, end, rc);
 }
 
 /* dbias[n] = (dbias[n] +) the sum over b of dout[b][n] (row b at dout +
