@@ -243,7 +243,7 @@ $(BUILD)/examples/%: examples/%.c include/lockstep.h $(LIB) | $(BUILD)/deps-lib.
 	@$(CC) $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) -Iinclude $(LDFLAGS) -o $@ $< $(LIB) $(LIBS)
 
 # Objects of the shared test helpers are not intermediate files to delete.
-.SECONDARY: $(TEST_COMMON_OBJ)
+.SECONDARY: $(TEST_COMMON_OBJ) $(TEST_TOOL_BIN:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.o)
 
 test: deps
 	@$(MAKE) --no-print-directory build
