@@ -10,6 +10,8 @@
  *     xent) has the hand-written mlp model's loss and gradient bits;
  *   - parameter gradients are written, not accumulated, and dropout's mask
  *     does not depend on how the samples are split into calls;
+ *   - layers keep no state: 1, 2, 3 and 8 threads running every layer at
+ *     once each get the one-thread bits;
  *   - bad settings are refused with LS_EINVAL naming them. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,7 +207,7 @@ static void test_paths_equal(void **state)
         dense_set_simd(DENSE_SIMD_OFF);
         nn_set_simd(0);
         outputs scalar = run(&c[i], n);
-        char what[64];
+        char what[128];
         snprintf(what, sizeof what, "layer kind %d (case %zu), best vs scalar", (int)c[i].kind, i);
         same_bits(&best, &scalar, what);
         snprintf(what, sizeof what, "layer kind %d (case %zu), avx2 vs scalar", (int)c[i].kind, i);
@@ -213,6 +216,56 @@ static void test_paths_equal(void **state)
     }
     dense_set_simd(DENSE_SIMD_BEST);
     nn_set_simd(1);
+}
+
+/* Layers keep no state between calls: threads running every case at once
+ * (1, 2, 3 and 8 of them, more than this host's cores) get the bits one
+ * thread got. */
+#define WORKER_CASES 20
+typedef struct {
+    const nn_layer *c;
+    size_t count;
+    outputs out[WORKER_CASES];
+} worker;
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    for (size_t i = 0; i < w->count; i++)
+        w->out[i] = run(&w->c[i], 4);
+    return NULL;
+}
+
+static void test_threads(void **state)
+{
+    (void)state;
+    size_t count;
+    nn_layer *c = cases(&count);
+    assert_true(count <= WORKER_CASES);
+    static worker ref, ws[8];
+    ref.c = c;
+    ref.count = count;
+    work(&ref);
+    const size_t threads[] = {1, 2, 3, 8};
+    for (size_t t = 0; t < sizeof threads / sizeof threads[0]; t++) {
+        pthread_t tid[8];
+        for (size_t k = 0; k < threads[t]; k++) {
+            ws[k].c = c;
+            ws[k].count = count;
+            assert_int_equal(pthread_create(&tid[k], NULL, work, &ws[k]), 0);
+        }
+        for (size_t k = 0; k < threads[t]; k++) {
+            assert_int_equal(pthread_join(tid[k], NULL), 0);
+            for (size_t i = 0; i < count; i++) {
+                char what[128];
+                snprintf(what, sizeof what, "case %zu on thread %zu of %zu", i, k, threads[t]);
+                same_bits(&ws[k].out[i], &ref.out[i], what);
+                free_outputs(&ws[k].out[i]);
+            }
+        }
+    }
+    for (size_t i = 0; i < count; i++)
+        free_outputs(&ref.out[i]);
 }
 
 /* The dense layer is the kernels called directly. */
@@ -410,6 +463,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_paths_equal),
+        cmocka_unit_test(test_threads),
         cmocka_unit_test(test_dense_is_kernels),
         cmocka_unit_test(test_backward_writes),
         cmocka_unit_test(test_dropout_split),
