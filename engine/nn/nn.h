@@ -117,13 +117,24 @@ int nn_tensor_add(nn_layer *l, const char *name, size_t d0, size_t d1);
 /* Bytes rounded up to 64. */
 size_t nn_round64(size_t bytes);
 
-/* An element-wise loop with its twins: NAME_vec, built by LS_SIMD_CLONES
- * for every vector width (base/simd.h: element-wise, so every width gives
- * the same bits), and NAME_scalar, the plain loop; NAME calls one of them
- * by nn_simd_on(). BODY is one for-loop over i < n computing each element
- * on its own (no sum across elements). */
-#define NN_TWIN(NAME, PARAMS, ARGS, BODY)                 \
-    LS_SIMD_CLONES static void NAME##_vec PARAMS          \
+/* Loops of fmaf: LS_SIMD_CLONES's AVX2 clone has no FMA instructions, so
+ * gcc leaves an fmaf loop as library calls there; this set asks for an FMA
+ * clone instead (AVX and FMA, what every AVX2 CPU has). fmaf is correctly
+ * rounded on every path, so every clone gives the same bits. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(LS_NO_CLONES) && \
+    (!defined(__clang__) || __clang_major__ >= 14)
+#define NN_FMA_CLONES __attribute__((target_clones("avx512f", "fma", "default")))
+#else
+#define NN_FMA_CLONES
+#endif
+
+/* An element-wise loop with its twins: NAME_vec, built by CLONES (one of
+ * the two sets above; element-wise, so every width gives the same bits),
+ * and NAME_scalar, the plain loop; NAME calls one of them by nn_simd_on().
+ * BODY is one for-loop over i < n computing each element on its own (no
+ * sum across elements). NN_TWIN uses LS_SIMD_CLONES, NN_TWIN_FMA the FMA set. */
+#define NN_TWIN_WITH(CLONES, NAME, PARAMS, ARGS, BODY)    \
+    CLONES static void NAME##_vec PARAMS                  \
     {                                                     \
         _Pragma("omp simd") BODY                          \
     }                                                     \
@@ -135,5 +146,7 @@ size_t nn_round64(size_t bytes);
         else                                              \
             NAME##_scalar ARGS;                           \
     }
+#define NN_TWIN(NAME, PARAMS, ARGS, BODY) NN_TWIN_WITH(LS_SIMD_CLONES, NAME, PARAMS, ARGS, BODY)
+#define NN_TWIN_FMA(NAME, PARAMS, ARGS, BODY) NN_TWIN_WITH(NN_FMA_CLONES, NAME, PARAMS, ARGS, BODY)
 
 #endif

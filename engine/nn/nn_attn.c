@@ -46,6 +46,11 @@ ls_status nn_attn_describe(nn_layer *l, ls_err *err)
     return LS_OK;
 }
 
+/* y[d] = fmaf(a, x[d], y[d]) for d < n: one step of n chains at once, each
+ * chain in the order its caller walks (the header's orders). */
+NN_TWIN_FMA(axpy, (float *restrict y, float a, const float *restrict x, size_t n), (y, a, x, n),
+            for (size_t i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);)
+
 static float *at(void *base, size_t off)
 {
     return (float *)(void *)((char *)base + off);
@@ -86,12 +91,9 @@ void nn_attn_forward(const nn_layer *l, float *y, float *act, const float *x, co
                 for (size_t u = 0; u < T; u++)
                     arow[u] = u <= t ? (float)(e[u] / S) : 0.0f;
                 float *orow = ob + t * C;
-                for (size_t d = 0; d < hs; d++) {
-                    float s = 0.0f;
-                    for (size_t u = 0; u <= t; u++)
-                        s = fmaf(arow[u], qb[u * C3 + 2 * C + d], s);
-                    orow[d] = s;
-                }
+                memset(orow, 0, hs * sizeof(float));
+                for (size_t u = 0; u <= t; u++)
+                    axpy(orow, arow[u], qb + u * C3 + 2 * C, hs);
             }
         }
     dense_forward(y, o, wo, bo, n * T, C, C);
@@ -133,23 +135,21 @@ void nn_attn_backward(const nn_layer *l, float *dx, float *dw, const float *dy, 
                 for (size_t u = 0; u <= t; u++)
                     drow[u] = (float)((double)arow[u] * ((double)drow[u] - D)) * scale;
             }
-            for (size_t t = 0; t < T; t++)
-                for (size_t d = 0; d < hs; d++) {
-                    float sq = 0.0f;
-                    for (size_t u = 0; u <= t; u++)
-                        sq = fmaf(ds[t * T + u], qb[u * C3 + C + d], sq);
-                    dqb[t * C3 + d] = sq;
+            for (size_t t = 0; t < T; t++) {
+                float *dq = dqb + t * C3;
+                memset(dq, 0, hs * sizeof(float));
+                for (size_t u = 0; u <= t; u++)
+                    axpy(dq, ds[t * T + u], qb + u * C3 + C, hs);
+            }
+            for (size_t u = 0; u < T; u++) {
+                float *dk = dqb + u * C3 + C, *dv = dqb + u * C3 + 2 * C;
+                memset(dk, 0, hs * sizeof(float));
+                memset(dv, 0, hs * sizeof(float));
+                for (size_t t = u; t < T; t++) {
+                    axpy(dk, ds[t * T + u], qb + t * C3, hs);
+                    axpy(dv, ab[t * T + u], dob + t * C, hs);
                 }
-            for (size_t u = 0; u < T; u++)
-                for (size_t d = 0; d < hs; d++) {
-                    float sk = 0.0f, sv = 0.0f;
-                    for (size_t t = u; t < T; t++) {
-                        sk = fmaf(ds[t * T + u], qb[t * C3 + d], sk);
-                        sv = fmaf(ab[t * T + u], dob[t * C + d], sv);
-                    }
-                    dqb[u * C3 + C + d] = sk;
-                    dqb[u * C3 + 2 * C + d] = sv;
-                }
+            }
         }
     dense_backward_weights(dwqkv, dbqkv, x, dqkv, n * T, C, C3, 0);
     if (dx == NULL)

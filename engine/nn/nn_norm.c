@@ -19,7 +19,7 @@ ls_status nn_norm_describe(nn_layer *l, ls_err *err)
 /* gain·xhat + bias, and the two parameter sums of backward, per vector. */
 NN_TWIN(affine, (float *restrict y, const float *restrict g, const float *restrict b, size_t n),
         (y, g, b, n), for (size_t i = 0; i < n; i++) y[i] = y[i] * g[i] + b[i];)
-NN_TWIN(acc_gain, (float *restrict dg, float *restrict db, const float *restrict dy, const float *restrict xh, size_t n),
+NN_TWIN_FMA(acc_gain, (float *restrict dg, float *restrict db, const float *restrict dy, const float *restrict xh, size_t n),
         (dg, db, dy, xh, n), for (size_t i = 0; i < n; i++) { dg[i] = fmaf(dy[i], xh[i], dg[i]); db[i] = db[i] + dy[i]; })
 
 static void stats(const float *x, size_t C, double eps, double *mean, double *rstd)
