@@ -10,9 +10,10 @@
 #include "engine/num/dmath.h"
 
 /* Scratch layout (bytes from the start): wqkv^T [3C][C], wo^T [C][C],
- * ds [T][T], e [T] binary64; then per call do [n·T][C], dqkv [n·T][3C]. */
+ * ds [T][T], e [T] binary64, one head's k and v transposed [hs][T] each;
+ * then per call do [n·T][C], dqkv [n·T][3C]. */
 typedef struct {
-    size_t wqkvt, wot, ds, e, fixed;
+    size_t wqkvt, wot, ds, e, kt, vt, fixed;
 } layout;
 
 static layout plan(const nn_layer *l)
@@ -23,7 +24,9 @@ static layout plan(const nn_layer *l)
     s.wot = s.wqkvt + nn_round64(3 * C * C * sizeof(float));
     s.ds = s.wot + nn_round64(C * C * sizeof(float));
     s.e = s.ds + nn_round64(T * T * sizeof(float));
-    s.fixed = s.e + nn_round64(T * sizeof(double));
+    s.kt = s.e + nn_round64(T * sizeof(double));
+    s.vt = s.kt + nn_round64(C / l->heads * T * sizeof(float));
+    s.fixed = s.vt + nn_round64(C / l->heads * T * sizeof(float));
     return s;
 }
 
@@ -47,7 +50,9 @@ ls_status nn_attn_describe(nn_layer *l, ls_err *err)
 }
 
 /* y[d] = fmaf(a, x[d], y[d]) for d < n: one step of n chains at once, each
- * chain in the order its caller walks (the header's orders). */
+ * chain in the order its caller walks (the header's orders). A dot product
+ * over d of every u at once is hs such steps over u, with the other
+ * operand transposed ([hs][T]): the same chain for each element. */
 NN_TWIN_FMA(axpy, (float *restrict y, float a, const float *restrict x, size_t n), (y, a, x, n),
             for (size_t i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);)
 
@@ -63,23 +68,25 @@ void nn_attn_forward(const nn_layer *l, float *y, float *act, const float *x, co
     const float scale = (float)(1.0 / sqrt((double)hs));
     const float *wqkv = w, *bqkv = w + C * C3, *wo = bqkv + C3, *bo = wo + C * C;
     float *qkv = act, *att = qkv + n * T * C3, *o = att + n * H * T * T;
-    double *e = (double *)(void *)at(scratch, plan(l).e);
+    const layout lay = plan(l);
+    double *e = (double *)(void *)at(scratch, lay.e);
+    float *kt = at(scratch, lay.kt);
     dense_forward(qkv, x, wqkv, bqkv, n * T, C, C3);
     for (size_t b = 0; b < n; b++)
         for (size_t h = 0; h < H; h++) {
             const float *qb = qkv + b * T * C3 + h * hs;
             float *ab = att + (b * H + h) * T * T;
             float *ob = o + b * T * C + h * hs;
+            dense_transpose_block(kt, T, qb + C, C3, T, hs);
             for (size_t t = 0; t < T; t++) {
                 const float *q = qb + t * C3;
                 float *arow = ab + t * T;
+                memset(arow, 0, (t + 1) * sizeof(float));
+                for (size_t d = 0; d < hs; d++)
+                    axpy(arow, q[d], kt + d * T, t + 1);
                 float m = 0.0f;
                 for (size_t u = 0; u <= t; u++) {
-                    const float *k = qb + u * C3 + C;
-                    float s = 0.0f;
-                    for (size_t d = 0; d < hs; d++)
-                        s = fmaf(q[d], k[d], s);
-                    arow[u] = s * scale;
+                    arow[u] = arow[u] * scale;
                     if (u == 0 || arow[u] > m)
                         m = arow[u];
                 }
@@ -110,7 +117,7 @@ void nn_attn_backward(const nn_layer *l, float *dx, float *dw, const float *dy, 
     const float *qkv = act, *att = qkv + n * T * C3, *o = att + n * H * T * T;
     const layout s = plan(l);
     float *wot = at(scratch, s.wot), *wqkvt = at(scratch, s.wqkvt), *ds = at(scratch, s.ds);
-    float *dov = at(scratch, s.fixed), *dqkv = dov + n * T * C;
+    float *dov = at(scratch, s.fixed), *dqkv = dov + n * T * C, *vt = at(scratch, s.vt);
 
     dense_backward_weights(dwo, dbo, o, dy, n * T, C, C, 0);
     dense_transpose(wot, wo, C, C);
@@ -121,17 +128,16 @@ void nn_attn_backward(const nn_layer *l, float *dx, float *dw, const float *dy, 
             const float *ab = att + (b * H + h) * T * T;
             const float *dob = dov + b * T * C + h * hs;
             float *dqb = dqkv + b * T * C3 + h * hs;
+            dense_transpose_block(vt, T, qb + 2 * C, C3, T, hs);
             for (size_t t = 0; t < T; t++) {
                 const float *arow = ab + t * T;
-                float *drow = ds + t * T;
+                float *drow = ds + t * T;   /* datt, replaced by ds below */
+                memset(drow, 0, (t + 1) * sizeof(float));
+                for (size_t d = 0; d < hs; d++)
+                    axpy(drow, dob[t * C + d], vt + d * T, t + 1);
                 double D = 0.0;
-                for (size_t u = 0; u <= t; u++) {
-                    float s1 = 0.0f;
-                    for (size_t d = 0; d < hs; d++)
-                        s1 = fmaf(dob[t * C + d], qb[u * C3 + 2 * C + d], s1);
-                    drow[u] = s1;   /* datt, replaced by ds below */
-                    D = D + (double)arow[u] * (double)s1;
-                }
+                for (size_t u = 0; u <= t; u++)
+                    D = D + (double)arow[u] * (double)drow[u];
                 for (size_t u = 0; u <= t; u++)
                     drow[u] = (float)((double)arow[u] * ((double)drow[u] - D)) * scale;
             }
