@@ -12,6 +12,7 @@
  *     does not depend on how the samples are split into calls;
  *   - layers keep no state: 1, 2, 3 and 8 threads running every layer at
  *     once each get the one-thread bits;
+ *   - labels and ids outside the table give NaN, never a stray read;
  *   - bad settings are refused with LS_EINVAL naming them. */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -20,6 +21,7 @@
 
 #include <cmocka.h>
 
+#include <math.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -434,6 +436,39 @@ static void test_declared_mlp(void **state)
     free(params), free(x), free(mscratch), free(g_ref), free(g), free(dz), free(dh), free(scratch);
 }
 
+/* Labels and ids outside the table (a corrupt data set): a NaN loss or a
+ * NaN row, never a read outside the buffers; valid rows are unchanged. */
+static void test_out_of_range(void **state)
+{
+    (void)state;
+    nn_layer xent = layer((nn_layer){.kind = NN_XENT, .in = {1, 1, 5}});
+    const float z[15] = {1, 2, 3, 4, 5, -1, 0, 1, 0, -1, 0.5f, 0.25f, 0, 0, 0};
+    int32_t good[3] = {4, 0, 2}, bad[3] = {4, INT32_MAX, -1};
+    void *scratch = zalloc64(nn_scratch_bytes(&xent, 3));
+    float dz[15];
+    const double lgood = nn_loss_xent_forward(&xent, z, good, 1, scratch);
+    assert_true(lgood == lgood);
+    assert_true(isnan(nn_loss_xent_forward(&xent, z, bad, 3, scratch)));
+    assert_true(isnan(nn_loss_xent_forward(&xent, z + 10, bad + 2, 1, scratch)));
+    nn_loss_xent_backward(&xent, dz, z, bad, 3, scratch);
+    for (int i = 5; i < 15; i++)
+        assert_true(dz[i] > 0.0f);   /* probabilities, no one-hot term */
+    assert_true(dz[4] < 0.0f);
+
+    nn_layer emb = layer((nn_layer){.kind = NN_EMBED, .in = {3, 1, 1}, .vocab = 4, .units = 2});
+    const float table[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+    const int32_t id[3] = {3, 4, INT32_MIN};
+    float y[6], dw[8];
+    const float dy[6] = {1, 1, 1, 1, 1, 1};
+    nn_embed_forward(&emb, y, id, table, 1);
+    assert_true(y[0] == 7.0f && y[1] == 8.0f && isnan(y[2]) && isnan(y[5]));
+    nn_embed_backward(&emb, dw, dy, id, 1);
+    for (int i = 0; i < 6; i++)
+        assert_true(dw[i] == 0.0f);
+    assert_true(dw[6] == 1.0f && dw[7] == 1.0f);
+    free(scratch);
+}
+
 static void refused(nn_layer l, const char *needle)
 {
     ls_err err = {{0}};
@@ -454,7 +489,7 @@ static void test_bad_settings(void **state)
     refused((nn_layer){.kind = NN_ATTN, .in = {4, 1, 10}, .heads = 3}, "heads");
     refused((nn_layer){.kind = NN_EMBED, .in = {4, 1, 1}, .vocab = 0, .units = 3}, "vocab");
     refused((nn_layer){.kind = NN_DROPOUT, .in = {4, 1, 1}, .p = 1.0f}, "p = 1");
-    refused((nn_layer){.kind = NN_XENT, .in = {1, 1, (size_t)INT32_MAX + 1}}, "2^31-1");
+    refused((nn_layer){.kind = NN_XENT, .in = {1, 1, (size_t)INT32_MAX + 2}}, "at most 2^31");
     refused((nn_layer){.kind = (nn_kind)99, .in = {1, 1, 1}}, "kind 99");
     refused((nn_layer){.kind = NN_DENSE, .in = {1, 1, SIZE_MAX / 2}, .units = 4}, "too");
 }
@@ -468,6 +503,7 @@ int main(void)
         cmocka_unit_test(test_backward_writes),
         cmocka_unit_test(test_dropout_split),
         cmocka_unit_test(test_declared_mlp),
+        cmocka_unit_test(test_out_of_range),
         cmocka_unit_test(test_bad_settings),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -9,8 +9,8 @@ ls_status nn_loss_describe(nn_layer *l, ls_err *err)
 {
     if (l->in[1] != 1)
         return ls_fail(err, LS_EINVAL, "xent: input width %zu; logits come as rows x 1 x classes", l->in[1]);
-    if (l->in[2] > (size_t)INT32_MAX)
-        return ls_fail(err, LS_EINVAL, "xent: %zu classes; labels are int32, so at most 2^31-1", l->in[2]);
+    if (l->in[2] > (size_t)INT32_MAX + 1)
+        return ls_fail(err, LS_EINVAL, "xent: %zu classes; labels are int32 (0 .. 2^31-1), so at most 2^31", l->in[2]);
     if (!nn_mul(l->in[2], sizeof(double), &l->scratch_fixed))
         return ls_fail(err, LS_EINVAL, "xent: %zu classes are too many", l->in[2]);
     l->scratch_fixed = nn_round64(l->scratch_fixed);

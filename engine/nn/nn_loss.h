@@ -1,5 +1,5 @@
 /* nn_loss.h — softmax cross-entropy over any number of classes, int32
- * labels (0 .. 2^31-2: classes up to 2^31-1).
+ * labels (0 .. 2^31-1: classes up to 2^31).
  *
  * Settings: in = {rows, 1, C} logits (rows = tokens of a sequence, 1 for
  * a classifier), C >= 1 classes, one int32 label per row. Output: the loss
