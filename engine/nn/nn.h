@@ -29,6 +29,13 @@
  * used twice (a residual's skip) are added by the caller with
  * nn_act_add_forward, the first consumer's gradient the left operand.
  *
+ * Composing: a model is a table of nn_layer; each layer's `in` is the
+ * previous layer's `out` (a flatten is only that: {H, W, C} read as
+ * {1, 1, H·W·C}, the same floats); parameter blocks, activations and saved
+ * floats are laid end to end (running sums of n_params, out_size and
+ * act_floats), scratch is the largest nn_scratch_bytes, so a plan is one
+ * allocation per kind.
+ *
  * Every sum has a written order (each family's header), every exp, log and
  * tanh comes from engine/num/dmath.h, so a layer's bits depend on nothing
  * but its inputs. Each loop that the compiler may vectorise has a scalar
