@@ -74,7 +74,7 @@ mk() {
 # The trajectory hash a train/resume result line ends with.
 traj() { sed -n 's/^\(train\|resume\): run .* trajectory \([0-9a-f]\{16\}\)$/\2/p' "$1" | tail -n 1; }
 
-MLP="--task fashion-mnist --batch 64 --leaf 8 --steps 30"
+MLP="--task fashion-mnist --batch 64 --leaf 16 --steps 30"
 CA="--task checkerboard --steps 3"
 
 t_build() {
@@ -107,7 +107,7 @@ t_ca() { ranks_equal ca "$CA"; }
 
 # Rank 1 of 3 dies at its step 25 (a checkpoint at step 20 exists).
 t_kill() {
-    KF="--task fashion-mnist --batch 64 --leaf 8"
+    KF="--task fashion-mnist --batch 64 --leaf 16"
     # shellcheck disable=SC2086
     "$LS" train $KF --steps 90 --threads 1 --db "$T/k-ref.db" --no-progress >"$T/ref.out" || return 1
     want=$(traj "$T/ref.out")

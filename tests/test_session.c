@@ -54,7 +54,7 @@ static ls_config *teacher_config(void)
         fail_err("ls_config_create", st, &err);
     /* A leaf that does not divide the batch: a partial last leaf. */
     assert_int_equal(ls_config_set(cfg, "batch", "37", &err), LS_OK);
-    assert_int_equal(ls_config_set(cfg, "leaf", "5", &err), LS_OK);
+    assert_int_equal(ls_config_set(cfg, "leaf", "16", &err), LS_OK);
     return cfg;
 }
 
