@@ -22,9 +22,11 @@
  * Layers never allocate and may run on any number of workers at once.
  *
  * The atom rule (docs/contract.md): backward WRITES dw (never accumulates)
- * as the sum over the call's n samples in sample order, each term in the
- * order its family documents; a model calls it on one atom of samples at a
- * time and adds atoms with the canonical tree. dx is written too (dx may be
+ * as the sum over the call's n samples, in the order its family documents
+ * (the families on dense.h sum the call's rows as dense_backward_weights
+ * does: atoms of LS_ATOM rows, the canonical tree; the others in sample
+ * order); a model calls it on one atom of samples at a time and adds atoms
+ * with the canonical tree, so the bits depend on the atom alone. dx is written too (dx may be
  * NULL: the first layer needs no input gradient). Gradients of a tensor
  * used twice (a residual's skip) are added by the caller with
  * nn_act_add_forward, the first consumer's gradient the left operand.

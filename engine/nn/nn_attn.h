@@ -24,7 +24,8 @@
  *   dk[u][d] = 0.0f, fmaf(ds[t][u], q[t][d], ·) for t = u .. T-1
  *   dv[u][d] = 0.0f, fmaf(att[t][u], do[t][d], ·) for t = u .. T-1
  *   dwqkv, dbqkv = dense_backward_weights(x, dqkv); dx = dqkv · wqkv^T
- * The parameter sums run over the call's rows (sample, then t) in order.
+ * The parameter sums are dense_backward_weights' over the call's rows
+ * (sample, then t): atoms of LS_ATOM rows in order, the canonical tree.
  */
 #ifndef LS_NN_ATTN_H
 #define LS_NN_ATTN_H

@@ -17,10 +17,10 @@
  *   Orders (R = n·Ho·Wo rows, r = (sample·Ho + oy)·Wo + ox):
  *   forward   y[r][o]  = dense_forward(col, W, b): s = b[o], then
  *                        s = fmaf(col[r][q], W[q][o], s) for q in index order.
- *   backward  dW[q][o] = dense_backward_weights: s = 0.0f,
- *                        s = fmaf(col[r][q], dy[r][o], s) for r = 0 .. R-1
- *                        (sample order, then output positions row by row);
- *             db[o]    likewise s = s + dy[r][o];
+ *   backward  dW[q][o], db[o] = dense_backward_weights over the R rows of
+ *                        col and dy (sample order, then output positions
+ *                        row by row): atoms of LS_ATOM rows summed in order
+ *                        with fmaf (db: s + dy), added by the canonical tree;
  *             dcol     = dense_forward(dy, W^T): over o in order;
  *             dx[y][x][c] = 0.0f + the dcol terms that read (y, x, c), added
  *                        in the order of their output position r, and for

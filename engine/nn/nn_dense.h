@@ -10,10 +10,14 @@
  * Orders (R = n·rows rows, r = sample·rows + row):
  *   forward   y[r][j]  = dense_forward: s = b[j] (0.0f without bias), then
  *                        s = fmaf(x[r][k], W[k][j], s) for k = 0 .. K-1.
- *   backward  dW[k][j] = dense_backward_weights: s = 0.0f, then
- *                        s = fmaf(x[r][k], dy[r][j], s) for r = 0 .. R-1
- *                        (sample order, then row order within a sample);
- *             db[j]    = likewise s = s + dy[r][j];
+ *   backward  dW[k][j], db[j] = dense_backward_weights over the R rows:
+ *                        atoms of LS_ATOM consecutive rows, each summed in
+ *                        row order (s = fmaf(x[r][k], dy[r][j], s); for db
+ *                        s = s + dy[r][j]), the atoms added by the canonical
+ *                        tree (dense.h). With rows = 1, a call on one atom of
+ *                        samples is one sum in sample order: the mlp's order;
+ *                        with longer samples the tree runs over the atom's
+ *                        rows, the same whatever the leaf.
  *             dx[r][k] = dense_forward of dy with W^T and no bias: s = 0.0f,
  *                        s = fmaf(dy[r][j], W[k][j], s) for j = 0 .. N-1.
  */
