@@ -69,16 +69,16 @@ extern "C" {
 #endif
 
 #define LS_VERSION_MAJOR 1
-#define LS_VERSION_MINOR 0
+#define LS_VERSION_MINOR 1
 #define LS_VERSION_PATCH 0
-#define LS_VERSION_STRING "1.0.0"
+#define LS_VERSION_STRING "1.1.0"
 
 #define LS_HASH_FORMAT 1
 #define LS_CONFIG_FORMAT 1
 #define LS_RECORD_SCHEMA 1
 #define LS_GOLDEN_FORMAT 1
 
-/* "1.0.0": the version of the library actually linked. */
+/* "1.1.0": the version of the library actually linked. */
 const char *ls_version(void);
 
 /* ---- status ------------------------------------------------------------- */
@@ -376,6 +376,11 @@ typedef struct {
     size_t inputs, outputs;   /* scores: features per sample in, scores per sample out (0: none) */
     size_t prepare_parts;     /* parts of prepare_part (0: none) */
     ls_model_hints hints;     /* speed-only promises (ls_model_hints); all 0: none */
+    /* Added in 1.1 (the engine zeroes info before create, so a model built
+     * against 1.0 leaves it NULL): [n_tensors], 1 where tensor i takes no
+     * weight decay under decay_groups=weights (biases, norms, embeddings);
+     * NULL: every tensor decays. Owned by the instance. */
+    const unsigned char *no_decay;
 } ls_model_info;
 
 /* One evaluation figure, recorded under its name. */
