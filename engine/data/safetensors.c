@@ -346,11 +346,11 @@ ls_status safetensors_load_params(const char *path, const ls_tensor *ts, size_t 
         if (got == 0)
             break;
     }
-    const int bad = ferror(f);
+    const int bad = ferror(f) ? errno : 0;
     fclose(f);
     if (bad) {
         free(buf);
-        return ls_fail(err, LS_EIO, "--init %s: a read failed", path);
+        return ls_fail(err, LS_EIO, "--init %s: %s", path, strerror(bad));
     }
     *hash = XXH3_64bits(buf, len);
     char what[LS_SOURCE_MAX + 16];
