@@ -181,7 +181,8 @@ uint64_t ls_config_u64(const ls_config *cfg, const char *key);
 float ls_config_float(const ls_config *cfg, const char *key);
 const char *ls_config_str(const ls_config *cfg, const char *key);
 size_t ls_config_list(const ls_config *cfg, const char *key, const size_t **values);
-/* The value of a task's source key ("" when not given). */
+/* The value of a task's source key, or of the engine's "init" (the
+ * starting weights, --init; 1.1) ("" when not given). */
 #define LS_MAX_SOURCES 4
 #define LS_SOURCE_MAX 4096
 const char *ls_config_source(const ls_config *cfg, const char *key);

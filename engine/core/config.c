@@ -791,8 +791,9 @@ size_t config_help(const ls_config *cfg, char *buf, size_t len)
             if (*p == '_')
                 *p = '-';
         if (keys[i].owner == OWNER_SOURCE) {
-            at = append(buf, len, at, "  %-16s %s (where the data are: recorded with the run, not part of its "
-                        "config)\n", flag, k->help);
+            at = append(buf, len, at, "  %-16s %s (%s: recorded with the run, not part of its config)\n", flag,
+                        k->help, keys[i].slot == CONFIG_INIT_SOURCE ? "its XXH3 is the config's init_hash"
+                                                                    : "where the data are");
             continue;
         }
         config_value v;
