@@ -159,8 +159,8 @@ float optim_lr_at(const ls_config *cfg, int64_t t)
     if (strcmp(cfg->lr_schedule, "cosine") == 0) {
         const int64_t w = cfg->warmup, d = cfg->decay_steps;
         const double lo = cfg->lr_min;
-        if (t <= w)
-            return (float)(lr * (double)t / (double)w);   /* t >= 1 here, so w >= 1 */
+        if (t <= w)   /* a step has t >= 1, so w >= 1 here; t = 0 (no step) with w = 0 gives lr */
+            return w > 0 ? (float)(lr * (double)t / (double)w) : (float)lr;
         if (t >= d)
             return (float)lo;
         const double p = (double)(t - w) / (double)(d - w);
