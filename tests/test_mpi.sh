@@ -103,6 +103,8 @@ ranks_equal() {
     done
 }
 t_mlp() { ranks_equal mlp "$MLP"; }
+# A schedule and global-norm clipping (the norm's pass over the combined sum).
+t_sched() { ranks_equal sched "$MLP --lr-schedule cosine --warmup 5 --decay-steps 25 --clip-norm 0.05 --decay-groups weights --weight-decay 0.1"; }
 t_ca() { ranks_equal ca "$CA"; }
 
 # Rank 1 of 3 dies at its step 25 (a checkpoint at step 20 exists).
@@ -155,5 +157,6 @@ t_kill() {
 check mpi_build t_build
 check mpi_mlp_ranks_threads t_mlp
 check mpi_ca_ranks_threads t_ca
+check mpi_schedule_clip_norm t_sched
 check mpi_rank_killed_resume t_kill
 exit 0
