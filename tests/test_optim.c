@@ -19,7 +19,8 @@
  *     larger than any norm gives the parameters of no clip_norm at every
  *     step, a small one changes them;
  *   - `lockstep export RUN --weights F.safetensors` then `train --init F`:
- *     step 0's param_hash is the exported step's.
+ *     step 0's param_hash is the exported step's; other weights written
+ *     under that path later make reopening the run a mismatch.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -411,6 +412,17 @@ static void test_init_from_export(void **state)
     }
     ls_session_close(b, LS_OK, &e);
     ls_session_close(a, LS_OK, &e);
+    /* Other weights under the recorded path: the run is not what the file
+     * says any more; reopening it is a mismatch naming init_hash. */
+    ls_ok(c, (const char *const[]){ "export", "b", "--db", "r.db", "--weights", "w2.safetensors", NULL });
+    char w2[PATH_MAX];
+    proc_tpath(c, "w2.safetensors", w2, sizeof w2);
+    assert_int_equal(rename(w2, w), 0);   /* export itself refuses to write over a run's init file */
+    o = opts(2, db, "b", 0);
+    st = ls_session_reopen(&b, db, "b", LS_REOPEN_AUDIT, &o, &e);
+    assert_int_equal(st, LS_EMISMATCH);
+    assert_non_null(strstr(e.msg, "init_hash"));
+    assert_non_null(strstr(e.msg, w));
 }
 
 /* The configs of the runs below: a schedule, clip_norm small enough to
