@@ -1,11 +1,12 @@
 /* safetensors.c — a strict .safetensors reader (safetensors.h). */
 #include "engine/data/safetensors.h"
 
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
+
+#include "base/file.h"
 
 /* A cursor over the JSON header; every error names the file and the byte. */
 typedef struct {
@@ -325,38 +326,19 @@ ls_status safetensors_load_params(const char *path, const ls_tensor *ts, size_t 
         ts = &whole;
         n_ts = 1;
     }
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return ls_fail(err, LS_EIO, "--init %s: %s", path, strerror(errno));
+    /* A regular file only (a FIFO would block, /dev/zero never end), read
+     * whole: its hash is the config's init_hash. */
     uint8_t *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? 2 * cap : 1 << 16;
-            uint8_t *nb = realloc(buf, cap);
-            if (nb == NULL) {
-                free(buf);
-                fclose(f);
-                return ls_fail(err, LS_ENOMEM, "--init %s: out of memory", path);
-            }
-            buf = nb;
-        }
-        const size_t got = fread(buf + len, 1, cap - len, f);
-        len += got;
-        if (got == 0)
-            break;
-    }
-    const int bad = ferror(f) ? errno : 0;
-    fclose(f);
-    if (bad) {
-        free(buf);
-        return ls_fail(err, LS_EIO, "--init %s: %s", path, strerror(bad));
-    }
+    size_t len = 0;
+    ls_err e;
+    ls_status st = file_read_all(path, SAFETENSORS_MAX_BYTES, &buf, &len, &e);
+    if (st != LS_OK)
+        return ls_fail(err, st, "--init %s", e.msg);
     *hash = XXH3_64bits(buf, len);
     char what[LS_SOURCE_MAX + 16];
     snprintf(what, sizeof what, "--init %s", path);
     safetensors_file sf;
-    ls_status st = safetensors_parse(buf, len, what, &sf, err);
+    st = safetensors_parse(buf, len, what, &sf, err);
     if (st != LS_OK) {
         free(buf);
         return st;
@@ -399,10 +381,10 @@ ls_status safetensors_load_params(const char *path, const ls_tensor *ts, size_t 
                          ts[k].name, n_params);
             break;
         }
-        for (size_t e = 0; e < count; e++) {   /* little-endian whatever the host */
-            const uint8_t *b = t->data + 4 * e;
+        for (size_t x = 0; x < count; x++) {   /* little-endian whatever the host */
+            const uint8_t *b = t->data + 4 * x;
             const uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-            memcpy(&params[ts[k].offset + e], &u, sizeof u);
+            memcpy(&params[ts[k].offset + x], &u, sizeof u);
         }
     }
     safetensors_free(&sf);
