@@ -418,10 +418,15 @@ static ls_status reopen_resume(ls_session *s, const runlog_run *run, ls_err *err
     if ((st = session_claim(s, &env, err)) != LS_OK)
         return st;
     session_crash_arm(s->t, s->db);
+    /* The tensor names, unless the run has them (recorded before schema
+     * version 2, it gets them now: its later steps have per-tensor hashes). */
+    if (s->t != NULL && (st = session_record_tensors(s, err)) != LS_OK)
+        return st;
     if (s->last_recorded < 0) {
         /* Killed before its first commit: step 0 is recorded now. */
         ls_step row0 = { 0, 0, 0, s->st.param_hash, s->st.traj_hash, 0.0 };
-        if ((st = runlog_step(s->db, run->id, &row0, err)) != LS_OK)
+        if ((st = session_tensor_hashes(s, err)) != LS_OK ||
+            (st = runlog_step_tensors(s->db, run->id, &row0, s->thash, s->n_thash, err)) != LS_OK)
             return st;
     }
     return LS_OK;
