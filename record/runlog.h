@@ -311,6 +311,13 @@ ls_status runlog_step_hashes(runlog *r, int64_t run_id, int64_t step, uint64_t *
  * name[cap]; "" when the hashes agree or either run has none at that step. */
 ls_status runlog_first_tensor_diff(runlog *r, int64_t a, int64_t b, int64_t step, char *name, size_t cap,
                                    ls_err *err);
+/* The same for runs in two databases (ra may be rb). */
+ls_status runlog_first_tensor_diff2(runlog *ra, int64_t a, runlog *rb, int64_t b, int64_t step, char *name,
+                                    size_t cap, ls_err *err);
+
+/* verify's loss tolerance: 1 when |a − b| <= atol + rtol·|b|, or a and b
+ * have the same bits; a NaN on either side otherwise fails. */
+int runlog_loss_within(double a, double b, double rtol, double atol);
 
 /* Test-only crash hook: when set, every batch commit of step rows calls
  * hook(ctx) after BEGIN IMMEDIATE and the inserts, just before COMMIT (a

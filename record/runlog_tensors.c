@@ -161,6 +161,14 @@ static void rl_sort_names(const runlog_tensor *t, size_t n, size_t *idx)
 ls_status runlog_first_tensor_diff(runlog *r, int64_t a, int64_t b, int64_t step, char *name, size_t cap,
                                    ls_err *err)
 {
+    return runlog_first_tensor_diff2(r, a, r, b, step, name, cap, err);
+}
+
+ls_status runlog_first_tensor_diff2(runlog *ra, int64_t a, runlog *rb, int64_t b, int64_t step, char *name,
+                                    size_t cap, ls_err *err)
+{
+    runlog *const r = ra;   /* for messages */
+    runlog *const dbs[2] = { ra, rb };
     name[0] = 0;
     runlog_tensor *t[2] = { NULL, NULL };
     size_t nt[2] = { 0, 0 }, nh[2] = { 0, 0 };
@@ -169,8 +177,8 @@ ls_status runlog_first_tensor_diff(runlog *r, int64_t a, int64_t b, int64_t step
     const int64_t run[2] = { a, b };
     ls_status s = LS_OK;
     for (int k = 0; k < 2 && s == LS_OK; k++) {
-        if ((s = runlog_tensors(r, run[k], &t[k], &nt[k], err)) == LS_OK)
-            s = runlog_step_hashes(r, run[k], step, &h[k], &nh[k], err);
+        if ((s = runlog_tensors(dbs[k], run[k], &t[k], &nt[k], err)) == LS_OK)
+            s = runlog_step_hashes(dbs[k], run[k], step, &h[k], &nh[k], err);
     }
     /* Nothing to name unless both runs have a full vector at the step. */
     if (s != LS_OK || nt[0] == 0 || nt[1] == 0 || nh[0] != nt[0] || nh[1] != nt[1])
@@ -203,4 +211,18 @@ out:
         free(idx[k]);
     }
     return s;
+}
+
+/* The tolerance rule of verify --loss-rtol/--loss-atol: |a − b| <= atol +
+ * rtol·|b|. Equal bit patterns always pass (two NaNs of one pattern
+ * included); any other NaN fails. */
+int runlog_loss_within(double a, double b, double rtol, double atol)
+{
+    if (memcmp(&a, &b, sizeof a) == 0)
+        return 1;
+    double d = a - b;
+    if (d < 0)
+        d = -d;
+    double mb = b < 0 ? -b : b;
+    return d <= atol + rtol * mb;   /* false for a NaN on either side */
 }

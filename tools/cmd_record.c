@@ -551,6 +551,11 @@ int cmd_show(int argc, char **argv)
 
 int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
 {
+    return verify_runs_tol(db, a, b, kind, quiet, NULL);
+}
+
+int verify_runs_tol(runlog *db, int64_t a, int64_t b, const char *kind, int quiet, const compare_tol *tol)
+{
     const char *cmd = strncmp(kind, "equiv", 5) == 0 ? "equiv" : "verify";
     ls_err err = { "" };
     runlog_run ra, rb;
@@ -615,6 +620,11 @@ int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
                cr.span, (unsigned long long)cr.last_traj);
     else if (!quiet)
         printf("runs %lld and %lld differ first at %s\n", (long long)a, (long long)b, detail);
+    /* The first tensor (also into the stored detail) and the tolerance. */
+    if (compare_extra(cmd, db, a, sa, na, db, b, sb, nb, &cr, quiet ? NULL : tol) != 0) {
+        rc = 2;
+        goto out;
+    }
     /* A verdict nobody could read is not stored: the printed line is what
      * the command delivers, so a failed stdout fails the command first. */
     if (!quiet && (fflush(stdout) != 0 || ferror(stdout))) {
@@ -634,11 +644,28 @@ out:
     return rc;
 }
 
+/* --loss-rtol R, --loss-atol A: finite, 0 or more. */
+static ls_status verify_flag(void *ctx, const flag_spec *f, const char *v, ls_err *err)
+{
+    compare_tol *tol = ctx;
+    char *end = NULL;
+    double x = strtod(v, &end);
+    if (end == v || *end != 0 || !(x >= 0) || x > 1e300)
+        return ls_fail(err, LS_EINVAL, "%s: '%.40s' is not a finite number of 0 or more", f->name, v);
+    if (strcmp(f->name, "--loss-rtol") == 0)
+        tol->rtol = x;
+    else
+        tol->atol = x;
+    tol->on = 1;
+    return LS_OK;
+}
+
 int cmd_verify(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse_cmd("verify", argc, argv, CLI_DB, 2, NULL, NULL, &a, &err);
+    compare_tol tol = { 0, 0.0, 0.0 };
+    ls_status st = cli_parse_cmd("verify", argc, argv, CLI_DB, 2, verify_flag, &tol, &a, &err);
     if (st == LS_OK && !a.help && a.n_positional != 2)
         st = ls_fail(&err, LS_EINVAL, "needs two runs: lockstep verify RUN_A RUN_B");
     if (st != LS_OK) {
@@ -656,7 +683,7 @@ int cmd_verify(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (!runref_same_file(ra.db, rb.db) && strcmp(ra.db, rb.db) != 0)
-        return compare_verify_across(&ra, &rb);
+        return compare_verify_across(&ra, &rb, &tol);
     runlog *db;
     if (!open_or_fail("verify", ra.db, &db))
         return EXIT_USAGE;
@@ -667,7 +694,7 @@ int cmd_verify(int argc, char **argv)
         runlog_close(db);
         return EXIT_USAGE;
     }
-    int rc = verify_runs(db, ia, ib, "verify", 0);
+    int rc = verify_runs_tol(db, ia, ib, "verify", 0, &tol);
     runlog_close(db);
     return rc;
 }

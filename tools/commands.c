@@ -128,6 +128,13 @@ static const flag_spec SHOW_FLAGS[] = {
 
 static const flag_spec DB_ONLY_FLAGS[] = { DB_FLAG };
 
+static const flag_spec VERIFY_FLAGS[] = {
+    DB_FLAG,
+    { "--loss-rtol", NULL, "R", "also name the first step whose losses a, b fail |a - b| <= A + R*|b|\n"
+      "(default 0)", "a value" },
+    { "--loss-atol", NULL, "A", "the absolute part of that tolerance (default 0)", "a value" },
+};
+
 static const flag_spec REPORT_FLAGS[] = {
     { "-o", "--output", "FILE.html", "the page to write (through a temporary file and a rename); - for stdout",
       "a file name" },
@@ -308,8 +315,14 @@ static const command COMMANDS[] = {
       "A run is an id or a name in --db, or DB:RUN, a run in another database (runs recorded on two\n"
       "machines, compared without merging): an argument is DB:RUN when the text before one of its\n"
       "':' names an existing file (the longest such text), else a run in --db. Runs in two\n"
-      "different files are only read: no verdict is stored (in one file, it is, as usual).",
-      FLAGS(DB_ONLY_FLAGS),
+      "different files are only read: no verdict is stored (in one file, it is, as usual).\n"
+      "\n"
+      "Where the parameters differ, the first tensor (in name order) whose hash differs at that step\n"
+      "is named, when both runs recorded per-tensor hashes there. With --loss-rtol/--loss-atol it\n"
+      "also names the first step whose losses leave the tolerance (where it started to matter),\n"
+      "beside the first bitwise difference (where the bits split); the exit status stays bitwise.\n"
+      "Runs of other frameworks (ls_record_*, lockstep.record in Python) are compared alike.",
+      FLAGS(VERIFY_FLAGS),
       "exit status: 0 equal, 1 differ (naming the first step and the two losses), 2 bad usage or\n"
       "unknown run" },
     { "report", cmd_report,
