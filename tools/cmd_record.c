@@ -288,6 +288,7 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
     json_key_str("reduce", run->reduce, 0);
     json_key_str("config", run->config_text, 0);
     json_key_str("sources", run->source_text, 1);
+    json_key_str("framework", run->framework, 1);   /* null for lockstep's own runs */
     ls_status st = LS_OK;
     runlog_process *pr;
     size_t n_pr;
@@ -432,11 +433,23 @@ int cmd_show(int argc, char **argv)
     printf("  started %s, ended %s\n", run.started, run.ended[0] ? run.ended : "-");
     printf("  steps %lld, trajectory %016llx, config hash %016llx\n", (long long)run.n_steps,
            (unsigned long long)run.last_traj_hash, (unsigned long long)run.config_hash);
-    printf("  engine %s, threads %d, reduce %s\n", run.engine_version, run.threads, run.reduce);
     char host[512], cpu[512];
-    printf("  compiler %s\n  flags %s\n  host %s, cpu %s, git %s\n", run.compiler, run.cflags,
-           esc_str(host, sizeof host, run.host), esc_str(cpu, sizeof cpu, run.cpu),
-           run.git_commit[0] ? run.git_commit : "-");
+    if (run.external) {
+        /* Trained elsewhere: no engine, threads or build of lockstep's. */
+        char fw[512];
+        runlog_tensor *tt = NULL;
+        size_t nt = 0;
+        if (runlog_tensors(db, id, &tt, &nt, &err) != LS_OK)
+            nt = 0;
+        free(tt);
+        printf("  external run: recorded by %s through %s, %zu tensors hashed per step\n",
+               esc_str(fw, sizeof fw, run.framework), run.engine_version, nt);
+    } else {
+        printf("  engine %s, threads %d, reduce %s\n", run.engine_version, run.threads, run.reduce);
+        printf("  compiler %s\n  flags %s\n  host %s, cpu %s, git %s\n", run.compiler, run.cflags,
+               esc_str(host, sizeof host, run.host), esc_str(cpu, sizeof cpu, run.cpu),
+               run.git_commit[0] ? run.git_commit : "-");
+    }
     runlog_process *pr;
     size_t n_pr;
     if (runlog_processes(db, id, &pr, &n_pr, &err) == LS_OK && n_pr > 0) {

@@ -486,7 +486,10 @@ ls_status ls_session_reopen(ls_session **out, const char *db, const char *run_na
     runlog_run run;
     memset(&run, 0, sizeof run);
     if ((st = runlog_find(s->db, run_name, &s->st.run_id, err)) == LS_OK &&
-        (st = runlog_get_run(s->db, s->st.run_id, &run, err)) == LS_OK)
+        (st = runlog_get_run(s->db, s->st.run_id, &run, err)) == LS_OK && run.external)
+        st = ls_fail(err, LS_EINVAL, "run %lld was recorded by %s, not trained by lockstep: nothing to re-execute "
+                     "(runs, show, verify, report and golden read it)", (long long)run.id, run.framework);
+    else if (st == LS_OK)
         st = how == LS_REOPEN_RESUME ? reopen_resume(s, &run, err)
              : how == LS_REOPEN_AUDIT ? reopen_audit(s, &run, err) : reopen_restore(s, &run, err);
     const int claimed = s->recording;
