@@ -41,7 +41,9 @@
  *   - the record's schema version (LS_RECORD_SCHEMA, SQLite user_version;
  *     version 2 added per-tensor hashes and external runs, and a writer
  *     upgrades a version-1 file in place when it opens it);
- *   - the golden file format (LS_GOLDEN_FORMAT, "# lockstep golden v1");
+ *   - the golden file formats (LS_GOLDEN_FORMAT: "# lockstep golden v1", a
+ *     config re-run by `golden check`, still read and written; "v2", a
+ *     recorded run of any framework with its per-tensor hashes, ls_golden_*);
  *   - the numbers of ls_status.
  * Versions. Everything else here may change, but only as follows: a new
  * LS_VERSION_MAJOR whenever a public struct's layout or a function's
@@ -80,7 +82,7 @@ extern "C" {
 #define LS_HASH_FORMAT 1
 #define LS_CONFIG_FORMAT 1
 #define LS_RECORD_SCHEMA 2
-#define LS_GOLDEN_FORMAT 1
+#define LS_GOLDEN_FORMAT 2
 #define LS_TENSOR_HASH_FORMAT 1
 
 /* "1.1.0": the version of the library actually linked. */
@@ -858,6 +860,36 @@ typedef struct {
  * a negative or NaN rtol or atol: LS_EINVAL. */
 ls_status ls_verify_ex(const char *db, const char *run_a, const char *run_b, const ls_verify_opts *opts,
                        ls_verify_result *out, ls_err *err);
+
+/* ---- golden files of recorded runs (1.1) ------------------------------------ */
+
+/* A golden file of format v2 pins a recorded run — lockstep's own or an
+ * external one — with its losses, parameter hashes and per-tensor hashes
+ * (docs/formats.md); a later recorded run is compared with it. This is the
+ * golden check of a training test that another framework runs (the pytest
+ * plugin); `lockstep golden save` and `golden compare` are the same calls. */
+typedef struct {
+    int equal;                  /* 1: the run has exactly the file's steps, with the same loss bits and
+                                   parameter hashes */
+    int64_t steps;              /* steps the file pins */
+    int64_t first_diff;         /* the first step that differs or that only one side has; -1 when equal */
+    char first_tensor[LS_TENSOR_NAME_MAX + 1];   /* at first_diff, in name order; "" as ls_verify_result's */
+    int has_loss;               /* 1: loss_file and loss_run are both losses at first_diff */
+    double loss_file, loss_run;
+    int config_differs;         /* 1: the run's config text is not the file's (a note: not part of equal) */
+    char detail[1024];          /* one line: "step 3: loss ... in the file, ... in the run; ...; first tensor w" */
+} ls_golden_result;
+
+/* Writes recorded run `run` of database db as a v2 golden file at path
+ * (a temporary file, fsync, rename). A run without steps, a config line
+ * starting with '#' or holding a control character: LS_EINVAL. */
+ls_status ls_golden_save(const char *db, const char *run, const char *path, ls_err *err);
+/* Compares recorded run `run` of db with the golden file at path (v2, or a
+ * v1 file, whose steps carry no per-tensor hashes). Differing is not an
+ * error: LS_OK with out->equal 0. A malformed file: LS_EFORMAT naming its
+ * line. */
+ls_status ls_golden_compare(const char *db, const char *run, const char *path, ls_golden_result *out,
+                            ls_err *err);
 
 #ifdef __cplusplus
 }
