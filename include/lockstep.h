@@ -16,7 +16,11 @@
  *     (ls_exp, ls_log, ...), whose bits are the same on every build;
  *   - a session's model applied to samples (ls_session_predict), θ as named
  *     tensors (ls_session_tensor), and ls_equiv, one config trained at
- *     several thread counts and compared bit for bit.
+ *     several thread counts and compared bit for bit;
+ *   - (1.1) runs of other frameworks recorded step by step (ls_record_*)
+ *     with the canonical tensor hash (ls_tensor_hash), verify naming the
+ *     first differing tensor and a loss tolerance (ls_verify_ex), and golden
+ *     files of recorded runs (ls_golden_save, ls_golden_compare).
  *
  * The contract. For a config C the parameters after step t are a function of
  * C alone: not of the thread count, the schedule, a resume, the compiler, the
@@ -52,7 +56,7 @@
  * library), a new LS_VERSION_MINOR when functions or constants are added, a
  * new LS_VERSION_PATCH for fixes. Major version 1 added the size field:
  * every descriptor and option struct (ls_model_desc, ls_task_desc,
- * ls_session_opts, ls_equiv_opts) opens with
+ * ls_session_opts, ls_equiv_opts, and since 1.1 ls_verify_opts) opens with
  *     size_t size;   = sizeof(the struct) as the caller compiled it
  * which registration, ls_session_open / ls_session_reopen and ls_equiv
  * check: 0, or a size this library does not know, is LS_EINVAL naming the
@@ -819,9 +823,12 @@ ls_status ls_record_open(ls_recorder **out, const char *db, const char *name, co
  * LS_EINVAL) with its loss (any binary64: a NaN is recorded as the
  * canonical NaN) and the parameters after it, tensors[n] in any order. Each
  * tensor is checked (ls_tensor_check); two with one name, or a set of names
- * that is not the first step's, is LS_EINVAL naming the tensor; nothing is
- * recorded then and the step may be given again. n may be 0 (a loss-only
- * run). */
+ * that is not the first hashed step's, is LS_EINVAL naming the tensor;
+ * nothing is recorded then and the step may be given again. tensors NULL
+ * (n 0): a step whose parameters are not hashed (a caller hashing every K-th
+ * step only, e.g. tensors copied from a GPU): its loss is recorded with
+ * parameter hash 0 and no per-tensor hashes. tensors not NULL with n 0: a
+ * step of no tensors (the empty set). */
 ls_status ls_record_step(ls_recorder *rec, int64_t step, double loss, const ls_tensor_data *tensors, size_t n,
                          ls_err *err);
 /* What has been recorded: the run's id, the last step (0 before the

@@ -126,6 +126,23 @@ static void rec_free_names(ls_recorder *rec)
     rec->hashes = NULL;
 }
 
+/* A step whose parameters were not hashed (tensors NULL: a caller that
+ * hashes every K-th step only): its loss, parameter hash 0, no vector. */
+static ls_status rec_loss_only(ls_recorder *rec, int64_t step, double loss, ls_err *err)
+{
+    const uint64_t traj = hash_traj_next(rec->traj_hash, 0, loss);
+    ls_step row = { step, 1, hash_loss_bits(loss), 0, traj, 0.0 };
+    ls_status st = runlog_step(rec->db, rec->run_id, &row, err);
+    if (st == LS_OK)
+        st = runlog_flush(rec->db, err);
+    if (st != LS_OK)
+        return st;
+    rec->step = step;
+    rec->param_hash = 0;
+    rec->traj_hash = traj;
+    return LS_OK;
+}
+
 ls_status ls_record_step(ls_recorder *rec, int64_t step, double loss, const ls_tensor_data *tensors, size_t n,
                          ls_err *err)
 {
@@ -136,6 +153,8 @@ ls_status ls_record_step(ls_recorder *rec, int64_t step, double loss, const ls_t
                        (long long)step, (long long)(rec->step + 1));
     if (n > 0 && tensors == NULL)
         return ls_fail(err, LS_EINVAL, "step %lld: %zu tensors but no array", (long long)step, n);
+    if (tensors == NULL)
+        return rec_loss_only(rec, step, loss, err);
     for (size_t i = 0; i < n; i++) {
         ls_status st = ls_tensor_check(&tensors[i], err);
         if (st != LS_OK)

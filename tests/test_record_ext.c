@@ -117,6 +117,19 @@ static void test_tensor_hash_documented(void **state)
     assert_true(ls_tensor_set_hash(names, hs, 3) == XXH3_64bits(buf, o));
 }
 
+static int64_t raw_int_db(const char *path, const char *sql)
+{
+    sqlite3 *db;
+    sqlite3_stmt *st;
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+    int64_t v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
 /* ---- recording, verifying --------------------------------------------------- */
 
 typedef struct {
@@ -171,6 +184,8 @@ static void toy_at(toy *t, int s, int bump_step, const char *bump)
             t->w[5] += 1.0f;
         else if (strcmp(bump, "b.bias") == 0)
             t->bias[2] ^= 1;   /* the last bit of a bfloat16: still another pattern */
+        else
+            t->count[1] += 1;
     }
 }
 
@@ -381,6 +396,33 @@ static void test_bad_steps(void **state)
     runlog_close(rl);
     /* A taken name. */
     assert_int_equal(ls_record_open(&r, c->db, "bad", "", "x", &err), LS_EEXIST);
+}
+
+/* Hashing every K-th step only: the other steps keep their loss, parameter
+ * hash 0 and no vector; the tensor set is fixed by the first hashed step. */
+static void test_every_k(void **state)
+{
+    ctx *c = *state;
+    ls_err err = { "" };
+    for (int k = 0; k < 2; k++) {
+        ls_recorder *r;
+        assert_int_equal(ls_record_open(&r, c->db, k ? "k-b" : "k-a", "", "x", &err), LS_OK);
+        for (int s = 1; s <= 6; s++) {
+            toy t;
+            ls_tensor_data tt[TOY_N];
+            toy_at(&t, s, k ? 5 : 0, "c.count");
+            toy_tensors(&t, tt);
+            assert_int_equal(ls_record_step(r, s, 1.0 / s, s % 2 == 0 ? NULL : tt, s % 2 == 0 ? 0 : TOY_N, &err),
+                             LS_OK);
+        }
+        assert_int_equal(ls_record_close(r, LS_OK, &err), LS_OK);
+    }
+    ls_verify_result v;
+    assert_int_equal(ls_verify_ex(c->db, "k-a", "k-b", NULL, &v, &err), LS_OK);
+    assert_int_equal(v.verdict.first_diff, 5);   /* step 6 is not hashed; step 5 is */
+    assert_string_equal(v.first_tensor, "c.count");
+    assert_int_equal(raw_int_db(c->db, "SELECT param_hash FROM steps WHERE run = 1 AND step = 4"), 0);
+    assert_int_equal(raw_int_db(c->db, "SELECT count(*) FROM step_tensors WHERE run = 1"), 3);
 }
 
 /* ---- golden files of recorded runs ------------------------------------------ */
@@ -736,6 +778,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_record_and_verify, setup, teardown),
         cmocka_unit_test_setup_teardown(test_loss_tolerance, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_steps, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_every_k, setup, teardown),
         cmocka_unit_test_setup_teardown(test_golden_v2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_migrate_v1, setup, teardown),
         cmocka_unit_test_setup_teardown(test_own_run_tensor_hashes, setup, teardown),
