@@ -58,6 +58,12 @@ ls_status golden_read_text(const char *path, char **text, size_t *text_len, ls_e
 ls_status golden_save_with(const char *path, ls_status (*write)(FILE *f, const void *ctx), const void *ctx,
                            ls_err *err);
 
+/* Parses the text of a v2 golden file (record/golden_run.c) and says how
+ * many steps and tensors it pins; LS_EFORMAT naming the line otherwise. For
+ * the fuzzer and the tests: ls_golden_compare reads files itself. */
+ls_status golden_run_check(const char *text, size_t len, const char *what, size_t *n_steps, size_t *n_tensors,
+                           ls_err *err);
+
 /* The text of line `step`'s row as golden_write writes it (no newline). */
 void golden_format_step(const ls_step *s, char *buf, size_t len);
 

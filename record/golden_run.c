@@ -400,6 +400,19 @@ out:
     return st;
 }
 
+ls_status golden_run_check(const char *text, size_t len, const char *what, size_t *n_steps, size_t *n_tensors,
+                           ls_err *err)
+{
+    gr_run g;
+    ls_status st = gr_parse(text, len, what != NULL ? what : "golden", &g, err);
+    if (st == LS_OK) {
+        *n_steps = g.n_steps;
+        *n_tensors = g.n_tensors;
+        gr_free(&g);
+    }
+    return st;
+}
+
 /* A v1 file (a config `golden check` re-runs) read as a lockstep run
  * without per-tensor hashes, so a recorded run can be compared with it too. */
 static ls_status gr_from_v1(const char *text, size_t len, const char *what, gr_run *g, ls_err *err)
