@@ -4,7 +4,7 @@
 # (docs/architecture.md). Bottom to top:
 #
 #   include/ (lockstep.h) < base/ < reduce/, record/
-#     < engine/num/ < engine/data/, engine/graph/ < engine/core/
+#     < engine/num/ < engine/nn/ < engine/data/, engine/graph/ < engine/core/
 #     < engine/models/ < engine/tasks/ < engine/ (builtins.c) < tools/
 #
 # Layers that share a rank sit side by side and may not include each other:
@@ -34,6 +34,7 @@ layer() {
     reduce/*) echo reduce ;;
     record/*) echo record ;;
     engine/num/*) echo engine/num ;;
+    engine/nn/*) echo engine/nn ;;
     engine/data/*) echo engine/data ;;
     engine/graph/*) echo engine/graph ;;
     engine/core/*) echo engine/core ;;
@@ -52,12 +53,13 @@ rank() {
     base) echo 1 ;;
     reduce | record) echo 2 ;;
     engine/num) echo 3 ;;
-    engine/data | engine/graph) echo 4 ;;
-    engine/core) echo 5 ;;
-    engine/models) echo 6 ;;
-    engine/tasks) echo 7 ;;
-    engine) echo 8 ;;
-    tools) echo 9 ;;
+    engine/nn) echo 4 ;;
+    engine/data | engine/graph) echo 5 ;;
+    engine/core) echo 6 ;;
+    engine/models) echo 7 ;;
+    engine/tasks) echo 8 ;;
+    engine) echo 9 ;;
+    tools) echo 10 ;;
     *) echo "" ;;
     esac
 }
@@ -74,7 +76,7 @@ for f in $sources; do
     n=$((n + 1))
     own=$(layer "$f")
     if [ -z "$own" ]; then
-        echo "$f: not in a layer (engine/ holds core, num, data, graph, models, tasks and builtins.c)"
+        echo "$f: not in a layer (engine/ holds core, num, nn, data, graph, models, tasks and builtins.c)"
         fail=1
         continue
     fi
@@ -144,7 +146,7 @@ name_check() {
         fail=1
     done
 }
-for dir in engine/core engine/num engine/data engine/graph; do
+for dir in engine/core engine/num engine/nn engine/data engine/graph; do
     name_check "$dir" task "$tasks"
     name_check "$dir" model "$models"
 done
