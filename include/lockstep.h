@@ -69,16 +69,16 @@ extern "C" {
 #endif
 
 #define LS_VERSION_MAJOR 1
-#define LS_VERSION_MINOR 0
+#define LS_VERSION_MINOR 1
 #define LS_VERSION_PATCH 0
-#define LS_VERSION_STRING "1.0.0"
+#define LS_VERSION_STRING "1.1.0"
 
 #define LS_HASH_FORMAT 1
 #define LS_CONFIG_FORMAT 1
 #define LS_RECORD_SCHEMA 1
 #define LS_GOLDEN_FORMAT 1
 
-/* "1.0.0": the version of the library actually linked. */
+/* "1.1.0": the version of the library actually linked. */
 const char *ls_version(void);
 
 /* ---- status ------------------------------------------------------------- */
@@ -736,6 +736,19 @@ typedef struct {
  * (LS_EDIVERGED, LS_EINTR, ...) and err; the runs before it are in *out.
  * Differing runs are not an error: LS_OK with out->equal 0. */
 ls_status ls_equiv(const ls_config *cfg, const ls_equiv_opts *opts, ls_equiv_result *out, ls_err *err);
+
+/* ---- in-memory data (since 1.1) ------------------------------------------ */
+
+/* The `arrays` task's data set from .npy images held in memory, for
+ * ls_session_opts.data: npy[0..3] = train_x, train_y, test_x, test_y, each
+ * the bytes numpy.save writes (NULL for test_x and test_y together: no test
+ * split), len[i] their sizes. The same checks, samples and identity (hash,
+ * the config's data_hash) as the task's loader gives for the same bytes read
+ * from .npy files, so a run fed from memory and one fed from those files
+ * have one config and one trajectory. A malformed image: LS_EFORMAT naming
+ * it by its key (train_x, ...). Free with ls_dataset_destroy; the images may
+ * be freed once it returns. */
+ls_status ls_arrays_dataset(ls_dataset **out, const void *const npy[4], const size_t len[4], ls_err *err);
 
 #ifdef __cplusplus
 }
