@@ -12,8 +12,8 @@
  * a second caller instead of racing it.
  *
  * Failures become exceptions: lockstep.Error carries the ls_status in
- * .status and the library's one line as its text; EINVAL is also a
- * ValueError, ENOTFOUND a LookupError, EIO an OSError, ENOMEM a MemoryError.
+ * .status and the library's one line as its text; EINVAL and EFORMAT are
+ * also ValueErrors, ENOTFOUND a LookupError, EIO an OSError, ENOMEM a MemoryError.
  * Arguments this module checks itself raise TypeError / ValueError naming
  * the argument.
  */
@@ -561,19 +561,15 @@ static PyObject *Session_predict_shape(SessionObject *self, PyObject *noargs)
     return Py_BuildValue("(nn)", (Py_ssize_t)in, (Py_ssize_t)out);
 }
 
-/* A float32 C-contiguous buffer of obj, named `what` in errors. */
+/* A float32 C-contiguous buffer of obj, named `what` in errors: not a
+ * buffer or not float32 is a TypeError, a strided one a ValueError (the
+ * buffer is asked with its strides, so the two are told apart). */
 static int get_f32(PyObject *obj, Py_buffer *view, const char *what)
 {
-    if (PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) {
-        if (PyErr_ExceptionMatches(PyExc_BufferError) && PyObject_CheckBuffer(obj)) {
-            PyErr_Clear();
-            PyErr_Format(PyExc_ValueError, "%s: the array is not C-contiguous (numpy.ascontiguousarray makes it so)",
-                         what);
-        } else {
-            PyErr_Clear();
-            PyErr_Format(PyExc_TypeError, "%s: needs a float32 array (an object with the buffer protocol), not %s",
-                         what, Py_TYPE(obj)->tp_name);
-        }
+    if (PyObject_GetBuffer(obj, view, PyBUF_RECORDS_RO) < 0) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_TypeError, "%s: needs a float32 array (an object with the buffer protocol), not %s",
+                     what, Py_TYPE(obj)->tp_name);
         return -1;
     }
     const char *f = view->format != NULL ? view->format : "B";
@@ -582,6 +578,12 @@ static int get_f32(PyObject *obj, Py_buffer *view, const char *what)
     if (strcmp(f, "f") != 0 || view->itemsize != 4) {
         PyErr_Format(PyExc_TypeError, "%s: needs float32 values, not buffer format '%s'", what,
                      view->format != NULL ? view->format : "B");
+        PyBuffer_Release(view);
+        return -1;
+    }
+    if (!PyBuffer_IsContiguous(view, 'C')) {
+        PyErr_Format(PyExc_ValueError, "%s: the array is not C-contiguous (numpy.ascontiguousarray makes it so)",
+                     what);
         PyBuffer_Release(view);
         return -1;
     }
@@ -894,9 +896,11 @@ static int add_exceptions(PyObject *m)
         { "StoppedError", LS_EINTR }, { "FPEnvError", LS_EFPENV },
     };
     for (size_t i = 0; i < sizeof table / sizeof table[0]; i++) {
-        PyObject *also = table[i].st == LS_EINVAL ? PyExc_ValueError : table[i].st == LS_ENOTFOUND ? PyExc_LookupError
-                       : table[i].st == LS_EIO ? PyExc_OSError : table[i].st == LS_ENOMEM ? PyExc_MemoryError
-                       : table[i].st == LS_EINTR ? PyExc_InterruptedError : NULL;
+        const ls_status st = table[i].st;
+        PyObject *also = st == LS_EINVAL || st == LS_EFORMAT ? PyExc_ValueError
+                       : st == LS_ENOTFOUND ? PyExc_LookupError
+                       : st == LS_EIO ? PyExc_OSError : st == LS_ENOMEM ? PyExc_MemoryError
+                       : st == LS_EINTR ? PyExc_InterruptedError : NULL;
         PyObject *bases = also != NULL ? PyTuple_Pack(2, Error, also) : PyTuple_Pack(1, Error);
         if (bases == NULL)
             return -1;
