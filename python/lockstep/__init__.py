@@ -161,6 +161,7 @@ class Session:
 
     def __init__(self, raw):
         self._s = raw
+        self._final = None   # the state at close, so the hashes read after the block
 
     # -- driving the run
     def step(self):
@@ -193,14 +194,15 @@ class Session:
         (status: "done", "interrupted", "diverged" or "failed" to say so)."""
         if self._s.closed:
             return
+        st = self._s.state()
         if status is None:
-            st = self._s.state()
             status = "done" if st["step"] >= st["target"] else "interrupted"
         codes = {"done": 0, "interrupted": _lockstep.EINTR, "diverged": _lockstep.EDIVERGED,
                  "failed": _lockstep.EINVAL}
         if status not in codes:
             raise ValueError("status: %r (done, interrupted, diverged or failed)" % (status,))
         self._s.close(codes[status])
+        self._final = st
 
     def __enter__(self):
         return self
@@ -221,29 +223,33 @@ class Session:
     # -- what it did
     @property
     def state(self):
-        """A dict: run_id, step, target, loss, config_hash, param_hash, traj_hash, ..."""
+        """A dict: run_id, step, target, loss, config_hash, param_hash,
+        traj_hash (ints), resumed_from, replayed, checkpoints, threads; after
+        close, the state the run ended in."""
+        if self._final is not None:
+            return dict(self._final)
         return self._s.state()
 
     @property
     def run_id(self):
-        return self._s.state()["run_id"]
+        return self.state["run_id"]
 
     @property
     def step_count(self):
-        return self._s.state()["step"]
+        return self.state["step"]
 
     @property
     def traj_hash(self):
         """The trajectory hash after the last step, as 16 hex digits (as the CLI prints it)."""
-        return "%016x" % self._s.state()["traj_hash"]
+        return "%016x" % self.state["traj_hash"]
 
     @property
     def param_hash(self):
-        return "%016x" % self._s.state()["param_hash"]
+        return "%016x" % self.state["param_hash"]
 
     @property
     def config_hash(self):
-        return "%016x" % self._s.state()["config_hash"]
+        return "%016x" % self.state["config_hash"]
 
     @property
     def config_text(self):
