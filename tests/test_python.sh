@@ -79,6 +79,21 @@ check python_deps_and_build t_deps
 # The package's own cases, each on its own cmocka line.
 PYTHONPATH=$B/python LOCKSTEP_BIN=$BIN py -m lockstep.tests || failed=1
 
+# The ```python blocks of docs/python.md, each run as it stands (in one
+# scratch folder, in order): the page's examples stay runnable.
+t_doc_examples() {
+    mkdir -p "$T/doc" && cd "$T/doc" || return 1
+    awk -v dir="$T/doc" '/^```python$/ { n++; f = dir "/ex" n ".py"; on = 1; next }
+        /^```$/ { on = 0 } on { print > f }' "$ROOT/docs/python.md" || return 1
+    set -- "$T/doc"/ex*.py
+    [ -f "$1" ] || { say "docs/python.md has no python block"; return 1; }
+    for f in "$@"; do
+        say "== $f"
+        PYTHONPATH=$B/python LOCKSTEP_BIN=$BIN py "$f" || { say "docs/python.md: $(basename "$f") failed"; return 1; }
+    done
+}
+check python_doc_examples t_doc_examples
+
 # Offline into a venv, from a copy of python/ (the checkout stays clean): the
 # library is this build's, named by LOCKSTEP_ROOT / LOCKSTEP_BUILD.
 t_venv() {

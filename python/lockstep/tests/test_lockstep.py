@@ -237,7 +237,7 @@ class TestArrays(Base):
             s.train()
             self.assertEqual(s.step_count, 8)
         # other arrays are other data: refused, naming data_hash
-        with self.assertRaises(lockstep.Error) as e:
+        with self.assertRaises(lockstep.MismatchError) as e:
             lockstep.reopen(self.db, "mem", how="restore", train_x=x + 1, train_y=y)
         self.assertIn("data_hash", str(e.exception))
 
