@@ -16,7 +16,9 @@ import io
 import json
 import os
 import shutil
+import signal
 import subprocess
+import threading
 
 from . import _lockstep
 from ._lockstep import (Error, InvalidError, NotFoundError, FileError, FormatError, DatabaseError,
@@ -39,6 +41,13 @@ OPTIONS = ("threads", "db", "name", "steps", "checkpoint_every", "checkpoint_dir
 ARRAY_SOURCES = ("train_x", "train_y", "test_x", "test_y")
 _HOW = {"resume": _lockstep.REOPEN_RESUME, "restore": _lockstep.REOPEN_RESTORE,
         "audit": _lockstep.REOPEN_AUDIT}
+
+
+def _catch_sigint():
+    """True when a long call should catch Ctrl-C itself: on the main thread,
+    while Python's own SIGINT handler (KeyboardInterrupt) is in place."""
+    return (threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler)
 
 
 def version():
@@ -170,7 +179,8 @@ class Session:
 
     def train(self, steps=None, eval_every=0):
         """Train `steps` more steps (None: up to the run's target); returns
-        the last evaluation as a dict {metric: value}."""
+        the last evaluation as a dict {metric: value}. Ctrl-C (on the main
+        thread) stops it at the next step boundary with KeyboardInterrupt."""
         if steps is None:
             until = 0
         else:
@@ -179,7 +189,7 @@ class Session:
             if steps == 0:
                 return {}
             until = self._s.state()["step"] + steps
-        return dict(self._s.train(until, eval_every))
+        return dict(self._s.train(until, eval_every, _catch_sigint()))
 
     def evaluate(self):
         """The evaluation figures now (recorded at the current step when recording)."""
@@ -378,7 +388,8 @@ def equiv(config=None, threads=(1, 2, 3, 8), **kw):
     opts.pop("threads", None)
     if isinstance(threads, int):
         threads = [threads]
-    return EquivResult(_lockstep.equiv(task, model, pairs, list(threads), data=data, **opts))
+    return EquivResult(_lockstep.equiv(task, model, pairs, list(threads), data=data, sigint=_catch_sigint(),
+                                       **opts))
 
 
 class AuditResult:

@@ -11,6 +11,12 @@
  * a session is driven by one thread at a time, so a session in use refuses
  * a second caller instead of racing it.
  *
+ * Ctrl-C: train and equiv, called with sigint=1 (the Python layer does so
+ * on the main thread while Python's own SIGINT handler is in place), catch
+ * SIGINT for the length of the call and hand the library the stop flag it
+ * checks between steps; the call then ends at a step boundary and raises
+ * KeyboardInterrupt, the run intact and resumable.
+ *
  * Failures become exceptions: lockstep.Error carries the ls_status in
  * .status and the library's one line as its text; EINVAL and EFORMAT are
  * also ValueErrors, ENOTFOUND a LookupError, EIO an OSError, ENOMEM a MemoryError.
@@ -20,6 +26,7 @@
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
+#include <signal.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -51,6 +58,46 @@ static PyObject *raise_status(ls_status st, const ls_err *err)
     PyErr_SetObject(type, e);
     Py_DECREF(e);
     return NULL;
+}
+
+/* ---- Ctrl-C ---------------------------------------------------------------- */
+
+/* Set by the SIGINT handler while a train or equiv call holds it; read by
+ * the library between steps (an int, as ls_session_train's stop is: a
+ * store of one int is what a handler may do on every platform we build on). */
+static volatile int stop_flag;
+
+static void on_sigint(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+typedef struct {
+    int on;
+    struct sigaction old;
+} sigint_hold;
+
+static void sigint_catch(sigint_hold *h, int want)
+{
+    h->on = 0;
+    stop_flag = 0;
+    if (!want)
+        return;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_sigint;
+    sigemptyset(&sa.sa_mask);
+    h->on = sigaction(SIGINT, &sa, &h->old) == 0;
+}
+
+/* Puts the old handler back; 1 when SIGINT came meanwhile. */
+static int sigint_release(sigint_hold *h)
+{
+    if (h->on)
+        sigaction(SIGINT, &h->old, NULL);
+    h->on = 0;
+    return stop_flag != 0;
 }
 
 /* ---- data sets ----------------------------------------------------------- */
@@ -440,12 +487,13 @@ static PyObject *Session_step(SessionObject *self, PyObject *noargs)
     return PyFloat_FromDouble(loss);
 }
 
-/* train(until=0, eval_every=0) -> [(metric, value), ...] of the last evaluation */
+/* train(until=0, eval_every=0, sigint=0) -> [(metric, value), ...] of the last evaluation */
 static PyObject *Session_train(SessionObject *self, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = { "until", "eval_every", NULL };
+    static char *kwlist[] = { "until", "eval_every", "sigint", NULL };
     long long until = 0, eval_every = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "|LL:train", kwlist, &until, &eval_every))
+    int sigint = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|LLp:train", kwlist, &until, &eval_every, &sigint))
         return NULL;
     if (check_nonneg(until, "until") < 0 || check_nonneg(eval_every, "eval_every") < 0 || claim(self) < 0)
         return NULL;
@@ -453,10 +501,17 @@ static PyObject *Session_train(SessionObject *self, PyObject *args, PyObject *kw
     size_t n = 0;
     ls_err err = { { 0 } };
     ls_status st;
+    sigint_hold h;
+    sigint_catch(&h, sigint);
     Py_BEGIN_ALLOW_THREADS
-    st = ls_session_train(self->s, until, eval_every, NULL, m, &n, &err);
+    st = ls_session_train(self->s, until, eval_every, &stop_flag, m, &n, &err);
     Py_END_ALLOW_THREADS
+    const int stopped = sigint_release(&h);
     self->busy = 0;
+    if (stopped && (st == LS_OK || st == LS_EINTR)) {
+        PyErr_SetNone(PyExc_KeyboardInterrupt);
+        return NULL;
+    }
     if (st != LS_OK)
         return raise_status(st, &err);
     return metrics_list(m, n);
@@ -763,11 +818,12 @@ static PyObject *mod_verify(PyObject *mod, PyObject *args)
 static PyObject *mod_equiv(PyObject *mod, PyObject *args, PyObject *kw)
 {
     (void)mod;
-    static char *kwlist[] = { "task", "model", "pairs", "thread_counts", OPT_KWS, NULL };
+    static char *kwlist[] = { "task", "model", "pairs", "thread_counts", OPT_KWS, "sigint", NULL };
     PyObject *task, *model, *pairs, *tlist;
     py_opts p = { 0, 0, 0, 0, 0, NULL, NULL, NULL, NULL };
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|$" OPT_FMT ":equiv", kwlist, &task, &model, &pairs, &tlist,
-                                     OPT_ARGS(p)))
+    int sigint = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OOOO|$" OPT_FMT "p:equiv", kwlist, &task, &model, &pairs, &tlist,
+                                     OPT_ARGS(p), &sigint))
         return NULL;
     int threads[LS_EQUIV_MAX];
     PyObject *seq = PySequence_Fast(tlist, "threads: needs a list of thread counts");
@@ -815,11 +871,19 @@ static PyObject *mod_equiv(PyObject *mod, PyObject *args, PyObject *kw)
     }
     ls_err err = { { 0 } };
     ls_status st;
+    sigint_hold h;
+    sigint_catch(&h, sigint);
+    eo.stop = &stop_flag;
     Py_BEGIN_ALLOW_THREADS
     st = ls_equiv(cfg, &eo, r, &err);
     Py_END_ALLOW_THREADS
+    const int stopped = sigint_release(&h);
     ls_config_destroy(cfg);
     PyObject *out = NULL;
+    if (stopped && (st == LS_OK || st == LS_EINTR)) {
+        PyErr_SetNone(PyExc_KeyboardInterrupt);
+        goto done;
+    }
     if (st != LS_OK) {
         raise_status(st, &err);
         goto done;

@@ -5,11 +5,14 @@ against each other: no hash computed today is written here."""
 import json
 import os
 import shutil
+import signal
 import sqlite3
 import struct
 import subprocess
+import sys
 import tempfile
 import threading
+import time
 import unittest
 
 import lockstep
@@ -178,6 +181,38 @@ class TestTrain(Base):
         lockstep.report(self.db, ["r"], out)
         with open(out, encoding="utf-8") as f:
             self.assertIn("<html", f.read(2000).lower())
+
+    def test_ctrl_c_stops_train_at_a_step(self):
+        # a long train in another process, Ctrl-C: KeyboardInterrupt at a step
+        # boundary, the run interrupted with its steps recorded, resumable
+        code = ("import sys, lockstep\n"
+                "s = lockstep.open(task='teacher', steps=10**8, threads=2, db=sys.argv[1], name='long')\n"
+                "print('go', flush=True)\n"
+                "try:\n"
+                "    s.train()\n"
+                "except KeyboardInterrupt:\n"
+                "    print('stopped at', s.step_count, flush=True)\n"
+                "    s.close()\n")
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(lockstep.__file__)))
+        p = subprocess.Popen([sys.executable, "-c", code, self.db], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env=env)
+        try:
+            self.assertEqual(p.stdout.readline().strip(), "go")
+            time.sleep(0.5)
+            p.send_signal(signal.SIGINT)
+            out, err = p.communicate(timeout=60)
+        finally:
+            if p.poll() is None:
+                p.kill()
+        self.assertEqual(p.returncode, 0, err)
+        self.assertTrue(out.startswith("stopped at "), out + err)
+        steps = int(out.split()[-1])
+        self.assertGreater(steps, 0)
+        row = self.run_row("long")
+        self.assertEqual(row["status"], "interrupted")
+        self.assertEqual(row["steps"], steps)
+        with lockstep.reopen(self.db, "long", how="restore", threads=3) as r:
+            self.assertEqual(r.step_count, steps)
 
     def test_gil_released_during_train(self):
         # two sessions trained on two Python threads at once give the bits of one alone
