@@ -54,6 +54,13 @@ case $SAN in
     *-fsanitize=address*) preload=$(san_rt libasan.so libclang_rt.asan-x86_64.so) ;;
     *-fsanitize=thread*) preload=$(san_rt libtsan.so libclang_rt.tsan-x86_64.so) ;;
 esac
+# gcc keeps UBSan's handlers in a library of their own (clang's ASan run-time has them).
+case $SAN:$preload in
+    *-fsanitize=*undefined*:*clang_rt.asan*) ;;
+    *-fsanitize=*undefined*:*)
+        ub=$(san_rt libubsan.so libclang_rt.ubsan_standalone-x86_64.so)
+        preload=${preload:+$preload }$ub ;;
+esac
 py() {
     if [ -n "$preload" ]; then
         LD_PRELOAD=$preload ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 "$PYTHON" "$@"
@@ -69,7 +76,8 @@ t_deps() {
             { say "python3 cannot import ${mp%%:*}: install the Debian package ${mp#*:} (make deps)"; return 1; }
     done
     case $SAN in *-fsanitize=*)
-        [ -n "$preload" ] || { say "no shared sanitizer run-time for $SAN from ${LS_TEST_CC:-cc}"; return 1; } ;;
+        [ -n "$preload" ] || { say "no shared sanitizer run-time for $SAN from ${LS_TEST_CC:-cc}"; return 1; }
+        say "preloaded: $preload" ;;
     esac
     mk python
 }

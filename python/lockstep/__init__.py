@@ -154,6 +154,8 @@ def _check_opts(opts):
                 opts[k] = os.fspath(v)
         elif not isinstance(v, int) or isinstance(v, bool):
             raise TypeError("%s: needs an int, not %s" % (k, type(v).__name__))
+        elif not -2**62 < v < 2**62:
+            raise ValueError("%s: %d is out of range" % (k, v))
     return opts
 
 

@@ -668,13 +668,19 @@ static PyObject *Session_predict(SessionObject *self, PyObject *args, PyObject *
         goto out;
     }
     const size_t n_floats = (size_t)view.len / 4;
-    if (view.ndim >= 1 && (view.ndim == 1 ? (size_t)view.shape[0] != in : n_floats / (size_t)view.shape[0] != in)) {
-        PyErr_Format(PyExc_ValueError, "x: %zu features a sample; the model takes %zu", view.ndim == 1 ? n_floats
-                     : n_floats / (size_t)view.shape[0], in);
+    if (n_floats == 0 || (view.ndim >= 1 && view.shape[0] == 0)) {
+        PyErr_SetString(PyExc_ValueError, "x: no samples");
         goto out;
     }
-    if (in == 0 || n_floats % in != 0 || n_floats == 0) {
-        PyErr_Format(PyExc_ValueError, "x: %zu values are not samples of %zu features", n_floats, in);
+    if (in == 0 || outs == 0) {
+        PyErr_Format(PyExc_ValueError, "x: the model takes %zu features and gives %zu scores a sample", in, outs);
+        goto out;
+    }
+    /* [count][inputs] as a 2-D array, or one sample as a 1-D one; any
+     * other shape only needs whole samples. */
+    const size_t width = view.ndim >= 2 ? n_floats / (size_t)view.shape[0] : view.ndim == 1 ? n_floats : in;
+    if (width != in || n_floats % in != 0) {
+        PyErr_Format(PyExc_ValueError, "x: %zu features a sample; the model takes %zu", width, in);
         goto out;
     }
     const size_t count = n_floats / in;

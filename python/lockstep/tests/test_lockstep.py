@@ -373,6 +373,9 @@ class TestBadInput(Base):
         with self.assertRaises(TypeError) as e:
             lockstep.open(TEACHER, threads="2")
         self.assertIn("threads", str(e.exception))
+        with self.assertRaises(ValueError) as e:
+            lockstep.open(TEACHER, threads=10**30)
+        self.assertIn("threads", str(e.exception))
         for bad in ([1, 1], [0, 2], [], [1, "2"]):
             with self.assertRaises((ValueError, TypeError)) as e:
                 lockstep.equiv(TEACHER, threads=bad, steps=2)
@@ -396,6 +399,12 @@ class TestBadInput(Base):
         with self.assertRaises(TypeError) as e:
             s._s.predict(42)
         self.assertIn("x", str(e.exception))
+        for empty in (np.zeros((0, inputs), dtype=np.float32), np.zeros(0, dtype=np.float32), b""):
+            with self.assertRaises((ValueError, TypeError)) as e:
+                s.predict(empty)
+            self.assertIn("x", str(e.exception))
+        # one sample as a 1-D array is [1, outputs]
+        self.assertEqual(s.predict(np.zeros(inputs, dtype=np.float32)).shape[0], 1)
         self.assert_kept(s)
 
     def test_bad_arrays(self):
