@@ -99,8 +99,8 @@ PY_CFLAGS   = $(OPT) $(CFLAGS) -std=c11 -ffp-contract=off -fPIC $(WARN) -Wno-mis
 
 DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-dev \
             dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy \
-            libopenmpi-dev openmpi-bin python3-networkx python3-dev python3-pytest python3-setuptools \
-            python3-venv python3-pip
+            libopenmpi-dev openmpi-bin python3-networkx python3-dev python3-setuptools python3-wheel \
+            python3-venv python3-pytest
 # `make bench-peer` only (PyTorch with OpenBLAS, the peer it is timed against).
 PEER_PKGS := python3-torch libopenblas0-pthread python3-scipy
 
@@ -129,8 +129,9 @@ help:
 	@echo "                   screenshot not blank, DOM holds both curves and the first diverging step"
 	@echo "make fuzz          libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS=60 each; fuzz-ci: 20 s each"
 	@echo "make examples      build examples/*.c against this build into $(BUILD)/examples/"
+	@echo "make python        the Python package against this build into $(BUILD)/python/ (PYTHONPATH=$(BUILD)/python)"
 	@echo "make install       lockstep, liblockstep.a/.so, lockstep.h, lockstep.pc, the man page into"
-	@echo "                   \$$(DESTDIR)\$$(PREFIX) (PREFIX=$(PREFIX))"
+	@echo "                   \$$(DESTDIR)\$$(PREFIX) (PREFIX=$(PREFIX)), and the Python package for $(or $(PYTHON),no python3)"
 	@echo "make uninstall     remove exactly those files (same PREFIX and DESTDIR)"
 	@echo "make clean         remove $(BUILD)/"
 	@echo "variables: CC=clang  OPT='-O3'  BUILD=build-x  WERROR=  PREFIX=/usr  DESTDIR=/tmp/stage"
