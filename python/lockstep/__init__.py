@@ -95,7 +95,8 @@ def _npy_image(key, value, labels):
     if labels:
         if a.dtype.kind not in "iu":
             raise TypeError("%s: labels need an integer dtype, not %s" % (key, a.dtype))
-    elif not (a.dtype == np.float32 or a.dtype == np.float64 or a.dtype == np.uint8):
+    elif not ((a.dtype.kind == "f" and a.dtype.itemsize in (4, 8)) or (a.dtype.kind == "u" and a.dtype.itemsize == 1)):
+        # (either byte order: the task reads both, as it does in files)
         raise TypeError("%s: features need float32, float64 or uint8, not %s" % (key, a.dtype))
     buf = io.BytesIO()
     # numpy.save(file, a) is numpy.lib.format.write_array(file, a): the same bytes.
@@ -286,12 +287,18 @@ class Session:
         C-contiguous); float64 is rounded once to float32 and uint8 read as
         v/255, as `lockstep predict` reads X.npy."""
         np = _numpy()
+        if isinstance(x, (list, tuple)):
+            x = np.asarray(x, dtype=np.float64)
         if isinstance(x, np.ndarray):
-            if x.dtype == np.float64:
-                x = x.astype(np.float32)
-            elif x.dtype == np.uint8:
+            kind, size = x.dtype.kind, x.dtype.itemsize
+            if kind == "f" and size == 4:
+                if not x.dtype.isnative:
+                    x = x.astype(np.float32)   # the same values, in this machine's byte order
+            elif kind == "f" and size == 8:
+                x = x.astype(np.float32)       # rounded once, as `lockstep predict` does
+            elif kind == "u" and size == 1:
                 x = x.astype(np.float32) / np.float32(255.0)
-            elif x.dtype != np.float32:
+            else:
                 raise TypeError("x: needs float32, float64 or uint8 samples, not %s" % x.dtype)
         _, outputs = self._s.predict_shape()
         scores = np.frombuffer(self._s.predict(x), dtype=np.float32).reshape(-1, outputs)

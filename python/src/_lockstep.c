@@ -307,8 +307,8 @@ static int check_nonneg(long long v, const char *what)
     return 0;
 }
 
-/* Keyword options shared by open, reopen and equiv, parsed into opts;
- * *data_obj borrows the Dataset (or NULL). */
+/* Keyword options shared by open, reopen and equiv; finish_opts checks them
+ * and fills an ls_session_opts (data: a borrowed Dataset, or NULL / None). */
 typedef struct {
     long long threads, steps, checkpoint_every, eval_every, keep_checkpoints;
     const char *db, *name, *checkpoint_dir;

@@ -319,8 +319,14 @@ class TestPredictWeights(Base):
             self.assertEqual(list(weights[k].shape), head[k]["shape"])
             self.assertEqual(weights[k].tobytes(), body[lo:hi], k)
         self.assertEqual(b"".join(w.tobytes() for w in weights.values()), params.tobytes())
-        # float64 and uint8 samples read as predict reads X.npy
+        # float64, big-endian and uint8 samples read as predict reads X.npy
         self.assertEqual(s_bytes(self, "p", xt.astype(np.float64)), scores.tobytes())
+        self.assertEqual(s_bytes(self, "p", xt.astype(">f4")), scores.tobytes())
+        x8 = (np.abs(xt) * 40).clip(0, 255).astype(np.uint8)
+        np.save(os.path.join(self.dir, "x8.npy"), x8)
+        self.cli("predict", "p", "--db", self.db, "--input", os.path.join(self.dir, "x8.npy"), "-o",
+                 os.path.join(self.dir, "s8.npy"), "--no-progress")
+        self.assertEqual(s_bytes(self, "p", x8), np.load(os.path.join(self.dir, "s8.npy")).tobytes())
 
 
 def s_bytes(case, run, x):
