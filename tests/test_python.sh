@@ -5,8 +5,10 @@
 # from this build's $BUILD/python (make python: the extension with this
 # build's liblockstep.a linked in); then `pip install --no-build-isolation
 # --no-index` of a copy of python/ into a fresh virtual environment, offline,
-# and one step from there; then `make install` into a temporary DESTDIR and
-# one step through the installed package and shared library.
+# and one step from there; then `make install` into a temporary DESTDIR, one
+# step through the installed package and shared library, and pip building
+# the package against that installation alone (pkg-config lockstep). Also
+# the ```python examples of docs/python.md, run as they stand.
 #
 # A missing python3, numpy, venv, setuptools or wheel fails the first case,
 # naming the Debian package (make deps installs them): never a skip. Under
@@ -130,7 +132,9 @@ py_venv() {
 check python_venv_pip_install_offline t_venv
 
 # make install (staged): the package lands where Debian's python3 looks under
-# PREFIX and works through the installed shared library; uninstall removes it.
+# PREFIX and works through the installed shared library; pip builds it from a
+# copy of python/ against that installation through pkg-config; uninstall
+# removes the package.
 t_install() {
     D=$T/stage
     mk install DESTDIR="$D" >"$T/install.log" 2>&1 || { cat "$T/install.log"; return 1; }
@@ -146,6 +150,19 @@ with lockstep.open(task="teacher", steps=2, threads=3) as s:
 print(lockstep.__file__, s.traj_hash)' || return 1
     readelf -d "$D$site"/lockstep/_lockstep*.so | grep -q 'NEEDED.*liblockstep\.so\.' ||
         { say "the installed extension does not link liblockstep.so"; return 1; }
+    # pip against the installed library alone (pkg-config lockstep), no build folder
+    rm -rf "$T/src2" && cp -R "$ROOT/python" "$T/src2" && rm -rf "$T/src2/build" "$T/src2"/*.egg-info &&
+        "$PYTHON" -m venv --system-site-packages "$T/venv2" || return 1
+    LOCKSTEP_BUILD=$T/no-build PKG_CONFIG_PATH=$D$PREFIX/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$D \
+        "$T/venv2/bin/pip" install --no-build-isolation --no-index --disable-pip-version-check "$T/src2" || return 1
+    readelf -d "$T"/venv2/lib/python*/site-packages/lockstep/_lockstep*.so | grep -q 'NEEDED.*liblockstep\.so\.' ||
+        { say "pip's extension (pkg-config) does not link liblockstep.so"; return 1; }
+    if [ -n "$preload" ]; then
+        LD_PRELOAD=$preload ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+            "$T/venv2/bin/python" -c 'import lockstep; lockstep.open(task="teacher", steps=1, threads=2).step()'
+    else
+        "$T/venv2/bin/python" -c 'import lockstep; lockstep.open(task="teacher", steps=1, threads=2).step()'
+    fi || return 1
     mk uninstall DESTDIR="$D" >>"$T/install.log" 2>&1 || { cat "$T/install.log"; return 1; }
     left=$(find "$D$PREFIX/lib" -path '*python*' \( -type f -o -type l -o -name lockstep \))
     [ -z "$left" ] || { say "left after uninstall:"; say "$left"; return 1; }
