@@ -234,6 +234,11 @@ static ls_config *make_config(PyObject *task, PyObject *model, PyObject *pairs)
     for (Py_ssize_t i = 0; i < PySequence_Fast_GET_SIZE(seq); i++) {
         PyObject *p = PySequence_Fast_GET_ITEM(seq, i);
         const char *k, *v;
+        if (!PyTuple_Check(p) || PyTuple_GET_SIZE(p) != 2) {
+            PyErr_Format(PyExc_TypeError, "config: item %zd is %s, not a (key, value) tuple", i, Py_TYPE(p)->tp_name);
+            Py_DECREF(seq);
+            goto fail;
+        }
         if (!PyArg_ParseTuple(p, "ss;config: each item needs a (key, value) pair of str", &k, &v)) {
             Py_DECREF(seq);
             goto fail;

@@ -438,6 +438,12 @@ class TestBadInput(Base):
         with self.assertRaises(TypeError) as e:
             lockstep._lockstep.arrays_dataset("text", b"")
         self.assertIn("train_x", str(e.exception))
+        with self.assertRaises(ValueError) as e:
+            lockstep.open(task="arrays", train_x=x)
+        self.assertIn("train_y", str(e.exception))
+        with self.assertRaises(TypeError) as e:
+            lockstep._lockstep.open("teacher", None, [["lr", "0.1"]])
+        self.assertIn("config", str(e.exception))
 
     def test_errors_keep_the_record(self):
         s = self.recorded()
