@@ -129,6 +129,8 @@ def _split(config, kw):
     model = merged.pop("model", None)
     opts = {k: merged.pop(k) for k in OPTIONS if k in merged}
     data = merged.pop("data", None)
+    if task == "arrays" and data is None and not all(k in merged for k in ("train_x", "train_y")):
+        raise ValueError("train_x, train_y: the arrays task needs both (numpy arrays, or paths of .npy files)")
     arrays = {k: merged[k] for k in ARRAY_SOURCES if k in merged and _is_array(merged[k])}
     if arrays:
         if data is not None:
@@ -139,8 +141,6 @@ def _split(config, kw):
         for k in arrays:
             del merged[k]
         data = arrays_dataset(**arrays)
-    if task == "arrays" and data is None and not all(k in merged for k in ("train_x", "train_y")):
-        raise ValueError("train_x, train_y: the arrays task needs both (numpy arrays, or paths of .npy files)")
     if data is not None and not isinstance(data, Dataset):
         raise TypeError("data: needs a lockstep.Dataset (lockstep.arrays_dataset), not %s"
                         % type(data).__name__)
