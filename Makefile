@@ -50,11 +50,13 @@ TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
-TEST_COMMON_SRC := $(filter-out tests/test_%.c,$(wildcard tests/*.c))
+TEST_COMMON_SRC := $(filter-out tests/test_%.c tests/nn_oracle.c,$(wildcard tests/*.c))
 TEST_COMMON_OBJ := $(TEST_COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 # Tests written in shell: run_tests.sh runs every executable $(BUILD)/tests/test_*.
 TEST_SH  := $(wildcard tests/test_*.sh)
 TEST_SH_BIN := $(TEST_SH:tests/%.sh=$(BUILD)/tests/%)
+# Programs the shell tests run (each a main of its own, not a shared helper).
+TEST_TOOL_BIN := $(BUILD)/tests/nn_oracle
 LIB      := $(BUILD)/liblockstep.a
 SONAME   := liblockstep.so.$(VERSION_MAJOR)
 SO       := $(BUILD)/liblockstep.so.$(VERSION)
@@ -99,8 +101,8 @@ PY_CFLAGS   = $(OPT) $(CFLAGS) -std=c11 -ffp-contract=off -fPIC $(WARN) \
 
 DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-dev \
             dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy \
-            libopenmpi-dev openmpi-bin python3-networkx python3-dev python3-setuptools python3-wheel \
-            python3-venv python3-pytest
+            libopenmpi-dev openmpi-bin python3-networkx python3-torch python3-dev python3-setuptools \
+            python3-wheel python3-venv python3-pytest
 # `make bench-peer` only (PyTorch with OpenBLAS, the peer it is timed against).
 PEER_PKGS := python3-torch libopenblas0-pthread python3-scipy
 
@@ -109,7 +111,7 @@ PEER_PKGS := python3-torch libopenblas0-pthread python3-scipy
 .PHONY: check-report docs-cli
 .DEFAULT_GOAL := all
 
-all: $(BIN) $(LIB) $(SO) $(SO_LINKS) $(TEST_BIN) $(TEST_SH_BIN)
+all: $(BIN) $(LIB) $(SO) $(SO_LINKS) $(TEST_BIN) $(TEST_SH_BIN) $(TEST_TOOL_BIN)
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get, as root)"
@@ -147,7 +149,7 @@ deps:
 	  apt-get update -q && apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
-build: $(BIN) $(LIB) $(SO) $(SO_LINKS) $(TEST_BIN) $(TEST_SH_BIN) python
+build: $(BIN) $(LIB) $(SO) $(SO_LINKS) $(TEST_BIN) $(TEST_SH_BIN) $(TEST_TOOL_BIN) python
 
 # Before the first compile in a build folder: is there a compiler, and are
 # the headers of the libraries there? Without them a machine would stop at a
@@ -290,7 +292,7 @@ $(BUILD)/python/lockstep/%.py: python/lockstep/%.py
 	@cp $< $@
 
 # Objects of the shared test helpers are not intermediate files to delete.
-.SECONDARY: $(TEST_COMMON_OBJ)
+.SECONDARY: $(TEST_COMMON_OBJ) $(TEST_TOOL_BIN:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.o)
 
 test: deps
 	@$(MAKE) --no-print-directory build

@@ -24,9 +24,15 @@
  * ls_register_model keeps the contract as the built-in ones do, provided its
  * functions are pure (each result a function of the parameters, the batch
  * and addressed random numbers) and every sum inside them has an order fixed
- * in its code. The engine sums the leaves with one fixed binary tree:
- *     sum(l, n) = leaf(l)                       if n == 1
+ * in its code. Every sum over a batch's samples runs over atoms: LS_ATOM
+ * consecutive samples from slot 0 (the last atom shorter when LS_ATOM does
+ * not divide the batch), each atom summed in sample order, and the atoms
+ * added along one fixed binary tree over their indices:
+ *     sum(l, n) = atom(l)                       if n == 1
  *               = sum(l, k) + sum(l + k, n - k) otherwise, k = largest power of two < n.
+ * A leaf (the unit of work: a speed and memory setting, not part of the
+ * config) is LS_ATOM·2^m samples, so it is a subtree, and so is every block
+ * of leaves a thread or a rank sums: the bits depend on no leaf size.
  *
  * Frozen (a change needs a new version number of that format and readers of
  * the old one):
@@ -74,7 +80,9 @@ extern "C" {
 #define LS_VERSION_STRING "1.1.0"
 
 #define LS_HASH_FORMAT 1
-#define LS_CONFIG_FORMAT 1
+#define LS_CONFIG_FORMAT 2
+/* Samples per atom (above): part of the contract, the same for every model. */
+#define LS_ATOM 16
 #define LS_RECORD_SCHEMA 1
 #define LS_GOLDEN_FORMAT 1
 
@@ -457,7 +465,18 @@ typedef struct ls_model_desc {
      * asked to write, and the engine does the add. The sum must be the
      * same either way: LOCKSTEP_HINTS=off has the engine add for every model. */
     int leaf_adds;
+    /* Added in 1.1 (a descriptor of 1.0's size reads it as 0). 1: the
+     * model's leaf key ("leaf", samples per leaf) may be any LS_ATOM·2^m,
+     * and leaf sums its leaf's samples as the canonical tree over the
+     * leaf's atoms (the subtree: include/lockstep.h, the contract). 0: the
+     * engine creates the model with leaf = LS_ATOM, so each of its leaves
+     * is one atom, summed in sample order, and the engine's tree does the
+     * rest; --leaf then changes nothing. A model without a leaf key is
+     * unaffected. */
+    int leaf_atoms;
 } ls_model_desc;
+/* The size of a 1.0 ls_model_desc (before leaf_atoms), also accepted. */
+#define LS_MODEL_DESC_SIZE_1_0 offsetof(ls_model_desc, leaf_atoms)
 
 /* ---- tasks --------------------------------------------------------------- */
 
@@ -704,6 +723,9 @@ typedef struct {
     size_t n_runs;              /* runs trained, in the order of opts->threads; fewer than asked
                                    when one failed (runs[n_runs - 1] is the one) or stop was set */
     ls_equiv_run runs[LS_EQUIV_MAX];
+    /* Added in 1.1, written only for an ls_equiv_opts of 1.1's size: the
+     * leaf size of each run (0: the config's). */
+    int leaf[LS_EQUIV_MAX];
 } ls_equiv_result;
 
 typedef struct {
@@ -720,9 +742,17 @@ typedef struct {
      * may be NULL. */
     void (*on_run)(void *ctx, const ls_equiv_run *run);
     void *ctx;
+    /* Added in 1.1 (an ls_equiv_opts of 1.0's size has none): leaf sizes
+     * (each LS_ATOM·2^m, each once; NULL or 0 of them: the config's leaf).
+     * Every thread count is trained at every leaf size, leaf by leaf, the
+     * first pair the reference; at most LS_EQUIV_MAX runs in all; with a
+     * name, run names end in "-l<leaf>". */
+    const int *leaves;
+    size_t n_leaves;
 } ls_equiv_opts;
+#define LS_EQUIV_OPTS_SIZE_1_0 offsetof(ls_equiv_opts, leaves)
 
-/* The equivalence check: cfg trained at each thread count in turn (opened,
+/* The equivalence check: cfg trained at each thread count (and leaf size) in turn (opened,
  * trained to its target with ls_session_train, evaluated after the last
  * step, closed), and every run compared with the first. A run is the same
  * when its config hash, step count and trajectory hash equal the first run's

@@ -83,7 +83,7 @@ static ls_config *arrays(const char *x, const char *y, const char *tx, const cha
         assert_int_equal(ls_config_set(cfg, keys[i], path, &err), LS_OK);
     }
     assert_int_equal(ls_config_set(cfg, "batch", "50", &err), LS_OK);
-    assert_int_equal(ls_config_set(cfg, "leaf", "7", &err), LS_OK);
+    assert_int_equal(ls_config_set(cfg, "leaf", "16", &err), LS_OK);
     return cfg;
 }
 

@@ -260,7 +260,7 @@ static ls_config *lib_config(const char *model, const char *batch, const char *s
     assert_int_equal(ls_config_create(&cfg, "teacher", model, &err), LS_OK);
     assert_int_equal(ls_config_set(cfg, "batch", batch, &err), LS_OK);
     assert_int_equal(ls_config_set(cfg, "seed", seed, &err), LS_OK);
-    assert_int_equal(ls_config_set(cfg, "leaf", "5", &err), LS_OK);
+    assert_int_equal(ls_config_set(cfg, "leaf", "16", &err), LS_OK);
     return cfg;
 }
 

@@ -4,7 +4,7 @@
 # (docs/architecture.md). Bottom to top:
 #
 #   include/ (lockstep.h) < base/ < reduce/, record/
-#     < engine/num/ < engine/data/, engine/graph/ < engine/core/
+#     < engine/num/ < engine/nn/ < engine/data/, engine/graph/ < engine/core/
 #     < engine/models/ < engine/tasks/ < engine/ (builtins.c) < tools/
 #     < python/ (the Python package's C, which uses include/lockstep.h alone)
 #
@@ -35,6 +35,7 @@ layer() {
     reduce/*) echo reduce ;;
     record/*) echo record ;;
     engine/num/*) echo engine/num ;;
+    engine/nn/*) echo engine/nn ;;
     engine/data/*) echo engine/data ;;
     engine/graph/*) echo engine/graph ;;
     engine/core/*) echo engine/core ;;
@@ -54,13 +55,14 @@ rank() {
     base) echo 1 ;;
     reduce | record) echo 2 ;;
     engine/num) echo 3 ;;
-    engine/data | engine/graph) echo 4 ;;
-    engine/core) echo 5 ;;
-    engine/models) echo 6 ;;
-    engine/tasks) echo 7 ;;
-    engine) echo 8 ;;
-    tools) echo 9 ;;
-    python) echo 10 ;;
+    engine/nn) echo 4 ;;
+    engine/data | engine/graph) echo 5 ;;
+    engine/core) echo 6 ;;
+    engine/models) echo 7 ;;
+    engine/tasks) echo 8 ;;
+    engine) echo 9 ;;
+    tools) echo 10 ;;
+    python) echo 11 ;;
     *) echo "" ;;
     esac
 }
@@ -77,7 +79,7 @@ for f in $sources; do
     n=$((n + 1))
     own=$(layer "$f")
     if [ -z "$own" ]; then
-        echo "$f: not in a layer (engine/ holds core, num, data, graph, models, tasks and builtins.c)"
+        echo "$f: not in a layer (engine/ holds core, num, nn, data, graph, models, tasks and builtins.c)"
         fail=1
         continue
     fi
@@ -153,7 +155,7 @@ name_check() {
         fail=1
     done
 }
-for dir in engine/core engine/num engine/data engine/graph; do
+for dir in engine/core engine/num engine/nn engine/data engine/graph; do
     name_check "$dir" task "$tasks"
     name_check "$dir" model "$models"
 done

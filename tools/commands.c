@@ -155,6 +155,7 @@ static const flag_spec REPRODUCE_FLAGS[] = {
 
 static const flag_spec EQUIV_FLAGS[] = {
     THREADS("the thread counts, a list like 1,2,4,8"),
+    { "--leaf", NULL, "L,...", "leaf sizes, a list like 16,64,1024: each thread count at each", NULL },
     DB_FLAG,
     { "--steps", NULL, "N", "steps to train (default: the task's)", NULL },
     { "--name", NULL, "NAME", "the runs' name prefix", NULL },
@@ -377,11 +378,11 @@ static const command COMMANDS[] = {
       FLAGS(DB_ONLY_FLAGS),
       "exit status: 0 renamed, 2 bad usage or input (no such run, a bad or taken name)" },
     { "equiv", cmd_equiv,
-      { "--threads 1,2,4,8 [train flags]" },
-      "train one config at each thread count and verify all against the first",
-      "Trains one config at each thread count, records each run, and verifies every run\n"
-      "against the first, bit for bit at every step. The verdict is stored in the database.\n"
-      "Every train flag is taken (lockstep train --help).",
+      { "--threads 1,2,4,8 [--leaf 16,64,...] [train flags]" },
+      "train one config at each thread count (and leaf size) and verify all against the first",
+      "Trains one config at each thread count, and with --leaf at each leaf size, records each\n"
+      "run, and verifies every run against the first, bit for bit at every step. The verdict is\n"
+      "stored in the database. Every train flag is taken (lockstep train --help).",
       FLAGS(EQUIV_FLAGS),
       "exit status: 0 all identical, 1 some run differs, 2 bad usage or input" },
     { "golden", cmd_golden,

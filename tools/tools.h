@@ -33,6 +33,8 @@ typedef struct {
     int steps_given;                     /* --steps was on the command line */
     int threads[CLI_MAX_THREADS_LIST];   /* one entry for train */
     int n_threads;
+    int leaves[CLI_MAX_THREADS_LIST];    /* equiv --leaf 16,64: leaf sizes (0 of them: the config's) */
+    int n_leaves;
     const char *db;
     const char *name;
     int64_t eval_every;                  /* 0: only at the end */
@@ -62,7 +64,8 @@ enum {
     CLI_STEPS_FLAG = 32, /* --steps (without the rest of CLI_TRAIN) */
     CLI_THREADS = 64,    /* --threads N (one number, without the rest of CLI_TRAIN) */
     CLI_CKPT = 128,      /* --checkpoint-every K --checkpoint-dir DIR */
-    CLI_PROGRESS = 256   /* --no-progress (without the rest of CLI_TRAIN) */
+    CLI_PROGRESS = 256,  /* --no-progress (without the rest of CLI_TRAIN) */
+    CLI_LEAF_LIST = 512  /* --leaf 16,64 (equiv): a list of leaf sizes */
 };
 
 /* The flags of the accept bits, through the one flag parser (tools/flags.h):

@@ -31,7 +31,7 @@ static const engine_key ENGINE[] = {
     { { "data_hash", LS_KEY_U64, "0", 0, 0, NULL, NULL, "identity of the data (set by the engine)", 0 },
       FIELD(data_hash) },
     { { "eps", LS_KEY_FLOAT, "1e-8", 0, 1, NULL, "optimizer=adamw", "AdamW epsilon", 0 }, FIELD(eps) },
-    { { "format", LS_KEY_INT, "1", CONFIG_FORMAT, CONFIG_FORMAT, NULL, NULL, "engine format version", 0 },
+    { { "format", LS_KEY_INT, "2", CONFIG_FORMAT, CONFIG_FORMAT, NULL, NULL, "engine format version", 0 },
       FIELD(format) },
     { { "lr", LS_KEY_FLOAT, "0.001", 0, 1e6, NULL, NULL, "learning rate", 0 }, FIELD(lr) },
     { { "model", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "model", 0 }, FIELD(model) },
@@ -604,6 +604,13 @@ ls_status config_validate(const ls_config *cfg, ls_err *err)
     ls_status st = check_unused(cfg, err);
     if (st != LS_OK)
         return st;
+    if (config_has_key(cfg, "leaf")) {
+        /* A leaf must be a subtree of the tree over atoms. */
+        const int64_t leaf = ls_config_int(cfg, "leaf");
+        if (leaf % LS_ATOM != 0 || ((leaf / LS_ATOM) & (leaf / LS_ATOM - 1)) != 0)
+            return ls_fail(err, LS_EINVAL, "leaf: %lld is not %d times a power of two (%d, %d, %d, ...)", (long long)leaf,
+                           LS_ATOM, LS_ATOM, 2 * LS_ATOM, 4 * LS_ATOM);
+    }
     return m->check != NULL ? m->check(cfg, err) : LS_OK;
 }
 
@@ -631,6 +638,11 @@ static size_t applying_keys(const ls_config *cfg, keyref *out)
     return n;
 }
 
+int config_key_is_setting(const char *key)
+{
+    return strcmp(key, "leaf") == 0;
+}
+
 size_t config_text(const ls_config *cfg, char *buf, size_t len)
 {
     keyref keys[N_ENGINE + 2 * CONFIG_MAX_KEYS];
@@ -638,6 +650,8 @@ size_t config_text(const ls_config *cfg, char *buf, size_t len)
     if (len > 0)
         buf[0] = '\0';
     for (size_t i = 0; i < n; i++) {
+        if (config_key_is_setting(keys[i].k->name))
+            continue;
         config_value v;
         load(cfg, &keys[i], &v);
         at = append(buf, len, at, "%s=", keys[i].k->name);

@@ -81,6 +81,10 @@ int config_has_key(const ls_config *cfg, const char *key);
 int config_key_is_switch(const ls_config *cfg, const char *key);
 /* 1 when key is data_hash or format: set by the engine, not by a flag. */
 int config_key_is_internal(const char *key);
+/* 1 for a key that only chooses how the work is cut (leaf): it is a key
+ * like the others for parsing and --help, but stays out of the canonical
+ * text, since no bit depends on it (the atoms of include/lockstep.h). */
+int config_key_is_setting(const char *key);
 
 /* Cross-field checks (pairing, format, a key set that the run does not use,
  * then the model's own check); LS_EINVAL naming the field. */

@@ -172,7 +172,7 @@ static ls_status lin_create(void **self, ls_model_info *info, const ls_config *c
 }
 
 static const ls_key lin_keys[] = {
-    { "leaf", LS_KEY_INT, "32", 1, 1 << 20, NULL, NULL, "samples per leaf (unit of gradient work)", 0 },
+    { "leaf", LS_KEY_INT, "16", 1, 1 << 20, NULL, NULL, "samples per leaf (its leaves are atoms of 16: no effect)", 0 },
 };
 
 const ls_model_desc linear_model = {

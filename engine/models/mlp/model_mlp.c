@@ -199,7 +199,7 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
 
 static const ls_key mm_keys[] = {
     { "hidden", LS_KEY_LIST, "256,256", 1, 65536, NULL, NULL, "hidden widths, e.g. 256,256", 0 },
-    { "leaf", LS_KEY_INT, "64", 1, 1 << 20, NULL, NULL, "samples per leaf (unit of gradient work)", 0 },
+    { "leaf", LS_KEY_INT, "64", LS_ATOM, 1 << 20, NULL, NULL, "samples per leaf, 16 times a power of two (speed only)", 0 },
 };
 
 const ls_model_desc mlp_model = {
@@ -215,6 +215,7 @@ const ls_model_desc mlp_model = {
     .prepare_part = mm_prepare_part,
     .leaf = mm_leaf,
     .leaf_adds = 1,   /* its kernels add a leaf's statistics into buf as they go */
+    .leaf_atoms = 1,  /* its kernels sum a leaf over atoms (engine/num/dense.h) */
     .finish = mm_finish,
     .eval = mm_eval,
     .scores = mm_scores,
