@@ -250,10 +250,7 @@ static void test_in_memory(void **state)
     static const int counts[] = { 2, 3, 8 };
     for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
         const int threads = counts[k];
-        ls_config *mem;
-        assert_int_equal(ls_config_create(&mem, "arrays", NULL, &err), LS_OK);
-        assert_int_equal(ls_config_set(mem, "batch", "50", &err), LS_OK);
-        assert_int_equal(ls_config_set(mem, "leaf", "7", &err), LS_OK);
+        ls_config *mem = arrays(NULL, NULL, NULL, NULL);   /* the same settings, no sources */
         ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = threads, .steps = 30, .data = d };
         ls_session *s;
         if (ls_session_open(&s, mem, &o, &err) != LS_OK)
