@@ -189,7 +189,8 @@ uint64_t ls_config_u64(const ls_config *cfg, const char *key);
 float ls_config_float(const ls_config *cfg, const char *key);
 const char *ls_config_str(const ls_config *cfg, const char *key);
 size_t ls_config_list(const ls_config *cfg, const char *key, const size_t **values);
-/* The value of a task's source key ("" when not given). */
+/* The value of a task's source key, or of the engine's "init" (the
+ * starting weights, --init; 1.1) ("" when not given). */
 #define LS_MAX_SOURCES 4
 #define LS_SOURCE_MAX 4096
 const char *ls_config_source(const ls_config *cfg, const char *key);
@@ -384,6 +385,11 @@ typedef struct {
     size_t inputs, outputs;   /* scores: features per sample in, scores per sample out (0: none) */
     size_t prepare_parts;     /* parts of prepare_part (0: none) */
     ls_model_hints hints;     /* speed-only promises (ls_model_hints); all 0: none */
+    /* Added in 1.1 (the engine zeroes info before create, so a model built
+     * against 1.0 leaves it NULL): [n_tensors], 1 where tensor i takes no
+     * weight decay under decay_groups=weights (biases, norms, embeddings);
+     * NULL: every tensor decays. Owned by the instance. */
+    const unsigned char *no_decay;
 } ls_model_info;
 
 /* One evaluation figure, recorded under its name. */

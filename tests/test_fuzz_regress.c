@@ -12,7 +12,8 @@
  *   - config: each NUL-separated piece through config_parse_text, and the
  *     pieces as flags through config_set — the library half of cli_parse,
  *     which lives in tools/ and is not linked here;
- *   - checkpoint: ckpt_parse, raw and with the checksum fixed.
+ *   - checkpoint: ckpt_parse, raw and with the checksum fixed;
+ *   - safetensors: safetensors_parse (the --init reader).
  * The checks: no crash, status OK or a documented code, a message on error,
  * and what a parser accepts round-trips. One more for idx_read_gz, since
  * without ASan a huge allocation does not crash: the address space is capped
@@ -175,6 +176,8 @@ static int replay(const char *target, const char *path, const unsigned char *buf
         return fr_config_text(buf, len, why) || fr_config_pairs(buf, len, why);
     if (strcmp(target, "checkpoint") == 0)
         return fr_checkpoint(buf, len, why);
+    if (strcmp(target, "safetensors") == 0)
+        return fr_safetensors(buf, len, why);
     return fr_fail(why, "unknown fuzz target '%s'", target);
 }
 
@@ -218,6 +221,12 @@ static void test_idx(void **state)
 {
     (void)state;
     replay_target("idx");
+}
+
+static void test_safetensors(void **state)
+{
+    (void)state;
+    replay_target("safetensors");
 }
 
 static void test_golden(void **state)
@@ -274,6 +283,7 @@ int main(void)
         cmocka_unit_test(test_golden),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_checkpoint),
+        cmocka_unit_test(test_safetensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }

@@ -125,6 +125,8 @@ t_models() {
     ranks3_equal logic "--task teacher --model logic --batch 45 --steps 4" || return 1
     ranks3_equal gnn "--task karate --batch 17 --steps 5"
 }
+# A schedule and global-norm clipping (the norm's pass over the combined sum).
+t_sched() { ranks_equal sched "$MLP --lr-schedule cosine --warmup 5 --decay-steps 25 --clip-norm 0.05 --decay-groups weights --weight-decay 0.1"; }
 t_ca() { ranks_equal ca "$CA"; }
 
 # Rank 1 of 3 dies at its step 25 (a checkpoint at step 20 exists).
@@ -178,5 +180,6 @@ check mpi_build t_build
 check mpi_mlp_ranks_threads t_mlp
 check mpi_ca_ranks_threads t_ca
 check mpi_leaf_models_3_ranks t_models
+check mpi_schedule_clip_norm t_sched
 check mpi_rank_killed_resume t_kill
 exit 0

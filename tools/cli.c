@@ -293,7 +293,9 @@ ls_status cli_parse_cmd(const char *cmd, int argc, char **argv, unsigned accept,
          * export find the data again from any directory: as absolute paths
          * when they name existing files (others are left for the task to
          * name in its error). */
-        for (size_t j = 0; a->cfg.task_desc != NULL && j < a->cfg.task_desc->n_sources; j++) {
+        for (size_t j = 0; a->cfg.task_desc != NULL && j <= a->cfg.task_desc->n_sources; j++) {
+            if (j == a->cfg.task_desc->n_sources)
+                j = CONFIG_INIT_SOURCE;   /* and the starting weights' file (--init) */
             char abs[PATH_MAX];
             const char *src = a->cfg.src[j];
             if (src[0] != '\0' && src[0] != '/' && realpath(src, abs) != NULL && strlen(abs) < sizeof a->cfg.src[j])

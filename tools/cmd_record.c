@@ -491,6 +491,8 @@ int cmd_show(int argc, char **argv)
         } else if (l > 10 && strncmp(p, "data_hash=", 10) == 0) {
             /* Decimal in the config text (its hash is frozen), hex in every output: both here. */
             snprintf(dec, sizeof dec, "  (%016llx)", strtoull(p + 10, NULL, 10));
+        } else if (l > 10 && strncmp(p, "init_hash=", 10) == 0) {
+            snprintf(dec, sizeof dec, "  (%016llx)", strtoull(p + 10, NULL, 10));   /* as data_hash */
         }
         printf("  %.*s%s\n", (int)l, p, dec);
         p += l + (p[l] == '\n');

@@ -226,12 +226,16 @@ static const command COMMANDS[] = {
     { "train", cmd_train,
       { "[--task T] [--model M] [--steps N] [--threads N] [--db FILE] [--name NAME]\n"
         "[--eval-every K] [--no-progress] [--checkpoint-every K [--checkpoint-dir DIR]\n"
-        "[--keep-checkpoints N|all]] [--print-plan] [config flags]" },
+        "[--keep-checkpoints N|all]] [--print-plan] [--init FILE.safetensors]\n"
+        "[config flags]" },
       "train one run, recording every step's loss, parameter hash and trajectory hash",
       "Trains one run and records every step (loss, parameter hash, trajectory hash) in the database.\n"
-      "Config flags (--batch B, --leaf L, --seed S, --optimizer sgd|adamw, --lr, ..., and the model's\n"
-      "and task's own keys) are part of the run's config: `lockstep train --help` lists every task,\n"
-      "model and key with its range and default.",
+      "Config flags (--batch B, --leaf L, --seed S, --optimizer sgd|adamw, --lr, --lr-schedule,\n"
+      "--clip-norm, ..., and the model's and task's own keys) are part of the run's config: `lockstep\n"
+      "train --help` lists every task, model and key with its range and default. --init FILE.safetensors\n"
+      "starts from the file's tensors (as `lockstep export RUN --weights` writes them) instead of the\n"
+      "model's initialisation: their names and shapes must be the model's, in F32; the file's XXH3 is\n"
+      "init_hash in the config, its path is recorded with the run.",
       FLAGS(TRAIN_FLAGS),
       "exit status: 0 done, 1 diverged, 2 bad usage or input, 130 interrupted" },
     { "resume", cmd_resume,

@@ -262,7 +262,7 @@ ls_status ls_session_open(ls_session **out, const ls_config *cfg_in, const ls_se
     if (s->db != NULL) {
         session_env env;
         session_env_read(&env);
-        char sources[LS_MAX_SOURCES * (LS_SOURCE_MAX + 40)];
+        char sources[(LS_MAX_SOURCES + 1) * (LS_SOURCE_MAX + 40)];
         config_source_text(&cfg, sources, sizeof sources);
         runlog_run_info info = {
             .name = opts != NULL ? opts->name : NULL, .model = cfg.model, .task = cfg.task, .config_text = text,

@@ -32,6 +32,7 @@ typedef struct {
     size_t x_bytes, y_bytes;  /* gather area at the front of the scratch */
     ls_tensor tensors[2 * MLP_MAX_LAYERS];
     char names[2 * MLP_MAX_LAYERS][24];  /* "W1", "b1", ... (room for any size_t) */
+    unsigned char no_decay[2 * MLP_MAX_LAYERS];   /* the biases (decay_groups=weights) */
 } mlp_model_t;
 
 static void mm_init(const void *self, float *params, uint64_t seed)
@@ -169,6 +170,7 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
             t->name = a->names[2 * l + (size_t)bias];
             t->offset = mlp_tensor(a->net, l, bias, t->shape);
             t->ndim = bias ? 1 : 2;
+            a->no_decay[2 * l + (size_t)bias] = (unsigned char)bias;
         }
     /* Multiply-adds of the forward pass, the weight gradient and the input
      * gradient (none into the first layer's input), two operations each. */
@@ -190,6 +192,7 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
         .prepare_parts = mlp_prepare_parts(a->net),
         .tensors = a->tensors,
         .n_tensors = 2 * (n - 1),
+        .no_decay = a->no_decay,
         .inputs = a->dim,
         .outputs = data->n_classes,
     };
