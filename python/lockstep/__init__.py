@@ -222,6 +222,12 @@ class Session:
     def __enter__(self):
         return self
 
+    def __repr__(self):
+        st = self.state
+        run = "run %d" % st["run_id"] if st["run_id"] >= 0 else "not recorded"
+        return "<lockstep.Session %s, step %d of %d, trajectory %016x%s>" % (
+            run, st["step"], st["target"], st["traj_hash"], ", closed" if self.closed else "")
+
     def __exit__(self, etype, evalue, tb):
         if etype is None:
             self.close()
