@@ -1181,6 +1181,14 @@ static const bad_row BAD[] = {
       { "w.safetensors", "safetensors header" }, "w.safetensors", NULL, 0, 0 },
     { "--init data_offsets past the data", S_SAFETENSORS, "offsets", { T, "--init", "w.safetensors" },
       { "w.safetensors", "'b2'", "data_offsets" }, "w.safetensors", NULL, 0, 0 },
+    /* -- atoms: a leaf is 16 times a power of two (docs/contract.md, "Leaves") -- */
+    { "--leaf 48", S_PLAIN, NULL, { T, "--leaf", "48" }, { "leaf", "48", "16 times a power of two" }, NULL, NULL, 0,
+      0 },
+    { "--leaf 8", S_PLAIN, NULL, { T, "--leaf", "8" }, { "leaf", "8", "16 times a power of two" }, NULL, NULL, 0, 0 },
+    { "equiv --leaf 16,16", S_PLAIN, NULL, { "equiv", "--task", "teacher", "--steps", "2", DB, "--threads", "1",
+      "--leaf", "16,16" }, { "--leaf", "16", "twice" }, NULL, NULL, 0, 0 },
+    { "equiv --leaf 16,24", S_PLAIN, NULL, { "equiv", "--task", "teacher", "--steps", "2", DB, "--threads", "1",
+      "--leaf", "16,24" }, { "leaf", "24" }, NULL, NULL, 0, 0 },
 };
 
 #undef DB
