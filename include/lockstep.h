@@ -934,6 +934,19 @@ ls_status ls_golden_save(const char *db, const char *run, const char *path, ls_e
 ls_status ls_golden_compare(const char *db, const char *run, const char *path, ls_golden_result *out,
                             ls_err *err);
 
+/* ---- in-memory data (since 1.1) ------------------------------------------ */
+
+/* The `arrays` task's data set from .npy images held in memory, for
+ * ls_session_opts.data: npy[0..3] = train_x, train_y, test_x, test_y, each
+ * the bytes numpy.save writes (NULL for test_x and test_y together: no test
+ * split), len[i] their sizes. The same checks, samples and identity (hash,
+ * the config's data_hash) as the task's loader gives for the same bytes read
+ * from .npy files, so a run fed from memory and one fed from those files
+ * have one config and one trajectory. A malformed image: LS_EFORMAT naming
+ * it by its key (train_x, ...). Free with ls_dataset_destroy; the images may
+ * be freed once it returns. */
+ls_status ls_arrays_dataset(ls_dataset **out, const void *const npy[4], const size_t len[4], ls_err *err);
+
 #ifdef __cplusplus
 }
 #endif
