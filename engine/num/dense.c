@@ -544,6 +544,44 @@ void micro_z64_atoms_mem(float *c, size_t ldc, int add_c, const float *a, size_t
     micro_z64_atoms_body(0, c, ldc, add_c, a, a_i, a_r, b, ldb, R, stack);
 }
 
+/* The edge tiles' stack of atom partials, slot floats a level (the tile's
+ * rows times its padded width), shared by both ISAs: element-wise adds, the
+ * older partial the left operand, so the bits are the scalar twin's
+ * whatever the compiler makes of the loops; `used` floats of a slot are the
+ * tile's rows (the lanes a masked tile leaves alone hold zeros or old sums,
+ * merged but never stored). After atom j: merge once per trailing 1 bit of
+ * j. */
+static void atoms_merge(float *stack, int *depth, size_t j, size_t slot, size_t used)
+{
+    for (; j & 1; j >>= 1, (*depth)--) {
+        float *lo = stack + (size_t)(*depth - 2) * slot;
+        const float *hi = lo + slot;
+        for (size_t e = 0; e < used; e++)
+            lo[e] = lo[e] + hi[e];
+    }
+}
+
+/* Levels a stack holds at most for R rows: floor(log2(atoms)) + 1, and one
+ * for the atom being computed. */
+static size_t atoms_levels(size_t R)
+{
+    size_t levels = 2;
+    for (size_t n = (R + LS_ATOM - 1) / LS_ATOM; n > 1; n >>= 1)
+        levels++;
+    return levels < DENSE_MAX_LEVELS ? levels : DENSE_MAX_LEVELS;
+}
+
+/* The stack folded from the top: the sum in slot 0 (depth >= 1). */
+static void atoms_fold(float *stack, int depth, size_t slot, size_t used)
+{
+    for (; depth > 1; depth--) {
+        float *lo = stack + (size_t)(depth - 2) * slot;
+        const float *hi = lo + slot;
+        for (size_t e = 0; e < used; e++)
+            lo[e] = lo[e] + hi[e];
+    }
+}
+
 /* The weight gradient's tile over atoms (dense.h): each atom of LS_ATOM
  * rows of the reduction runs through tile_z into a slot of the tile's stack
  * (slot d holds the d-th partial of the binary-counter stream, so a merge
@@ -568,27 +606,10 @@ void atoms_tile_z(const gemm *g, const float *pb, size_t ldb, size_t i0, size_t 
         sub.c = stack + (size_t)depth * ZSLOT;
         tile_z(&sub, pb + a0 * ldb, ldb, 0, 0, a0, a1, START_ZERO, END_STORE, mb, nv, tail);
         depth++;
-        for (size_t t = j; t & 1; t >>= 1, depth--) {
-            float *lo = stack + (size_t)(depth - 2) * ZSLOT;
-            const float *hi = lo + ZSLOT;
-UNROLL
-            for (int i = 0; i < mb; i++)
-UNROLL
-                for (int v = 0; v < nv; v++)
-                    _mm512_store_ps(lo + i * Z_NB + 16 * v, _mm512_add_ps(_mm512_load_ps(lo + i * Z_NB + 16 * v),
-                                                                          _mm512_load_ps(hi + i * Z_NB + 16 * v)));
-        }
+        atoms_merge(stack, &depth, j, ZSLOT, (size_t)mb * Z_NB);
     }
-    for (; depth > 1; depth--) {
-        float *lo = stack + (size_t)(depth - 2) * ZSLOT;
-        const float *hi = lo + ZSLOT;
-UNROLL
-        for (int i = 0; i < mb; i++)
-UNROLL
-            for (int v = 0; v < nv; v++)
-                _mm512_store_ps(lo + i * Z_NB + 16 * v,
-                                _mm512_add_ps(_mm512_load_ps(lo + i * Z_NB + 16 * v), _mm512_load_ps(hi + i * Z_NB + 16 * v)));
-    }
+    if (depth > 0)
+        atoms_fold(stack, depth, ZSLOT, (size_t)mb * Z_NB);
 UNROLL
     for (int i = 0; i < mb; i++) {
 UNROLL
@@ -682,27 +703,10 @@ void atoms_tile_y(const gemm *g, size_t i0, size_t n0, int end, const int mb, co
         sub.c = stack + (size_t)depth * YSLOT;
         tile_y(&sub, 0, 0, a0, a1, START_ZERO, END_STORE, mb, nv, masked, tmask);
         depth++;
-        for (size_t t = j; t & 1; t >>= 1, depth--) {
-            float *lo = stack + (size_t)(depth - 2) * YSLOT;
-            const float *hi = lo + YSLOT;
-UNROLL
-            for (int i = 0; i < mb; i++)
-UNROLL
-                for (int v = 0; v < nv; v++)
-                    _mm256_store_ps(lo + i * Y_NB + 8 * v, _mm256_add_ps(_mm256_load_ps(lo + i * Y_NB + 8 * v),
-                                                                         _mm256_load_ps(hi + i * Y_NB + 8 * v)));
-        }
+        atoms_merge(stack, &depth, j, YSLOT, (size_t)mb * Y_NB);
     }
-    for (; depth > 1; depth--) {
-        float *lo = stack + (size_t)(depth - 2) * YSLOT;
-        const float *hi = lo + YSLOT;
-UNROLL
-        for (int i = 0; i < mb; i++)
-UNROLL
-            for (int v = 0; v < nv; v++)
-                _mm256_store_ps(lo + i * Y_NB + 8 * v,
-                                _mm256_add_ps(_mm256_load_ps(lo + i * Y_NB + 8 * v), _mm256_load_ps(hi + i * Y_NB + 8 * v)));
-    }
+    if (depth > 0)
+        atoms_fold(stack, depth, YSLOT, (size_t)mb * Y_NB);
 UNROLL
     for (int i = 0; i < mb; i++) {
 UNROLL
@@ -745,6 +749,8 @@ void gemm_z_body(const gemm *g, int start, int end, size_t rc, const int atoms)
 {
     _Alignas(64) float pack[PACK_ROWS * Z_NB];
     _Alignas(64) float stack[DENSE_MAX_LEVELS * ZSLOT];   /* 36 KiB, touched only with atoms */
+    if (atoms)   /* lanes a masked tile never writes are merged: zeros, not stale bits */
+        memset(stack, 0, atoms_levels(g->R) * ZSLOT * sizeof(float));
     for (size_t n0 = 0; n0 < g->N; n0 += Z_NB) {
         const size_t rem = g->N - n0;
         const int nv = rem >= Z_NB ? Z_NV : (int)((rem + 15) / 16);
@@ -808,6 +814,8 @@ static FORCE_INLINE __attribute__((target("avx2,fma")))
 void gemm_y_body(const gemm *g, int start, int end, size_t rc, const int atoms)
 {
     _Alignas(32) float stack[DENSE_MAX_LEVELS * YSLOT];   /* touched only with atoms */
+    if (atoms)
+        memset(stack, 0, atoms_levels(g->R) * YSLOT * sizeof(float));
     for (size_t n0 = 0; n0 < g->N; n0 += Y_NB) {
         const size_t rem = g->N - n0;
         const int nv = rem >= Y_NB ? Y_NV : (int)((rem + 7) / 8);
