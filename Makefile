@@ -77,7 +77,7 @@ INSTALLED = $(bindir)/lockstep $(libdir)/liblockstep.a $(libdir)/liblockstep.so.
             $(pkgconfigdir)/lockstep.pc $(mandir)/man1/lockstep.1
 
 DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-dev \
-            dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy \
+            dataset-fashion-mnist fortunes sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy \
             libopenmpi-dev openmpi-bin python3-networkx python3-torch
 # `make bench-peer` only (PyTorch with OpenBLAS, the peer it is timed against).
 PEER_PKGS := python3-torch libopenblas0-pthread python3-scipy
