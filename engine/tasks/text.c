@@ -193,7 +193,7 @@ static const ls_key text_sources[] = {
 
 static const ls_task_defaults text_defaults[] = {
     { "*", "batch=64\n" },
-    { "mlp", "lr=0.001\n" },
+    { "mlp", "lr=0.003\ncontext=16\n" },
     { NULL, NULL },
 };
 
