@@ -641,13 +641,8 @@ static int sweep_row_cmp(const void *pa, const void *pb)
         int ha = strcmp(a->first, sort_metric) == 0, hb = strcmp(b->first, sort_metric) == 0;
         if (ha != hb)
             return hb - ha;
-        if (ha && a->key != b->key) {
-            /* accuracies: higher first; a loss (test_loss, test_bpb: the text task's first figure) lower first */
-            const size_t len = strlen(sort_metric);
-            const int lower = (len >= 5 && strcmp(sort_metric + len - 5, "_loss") == 0) ||
-                              (len >= 4 && strcmp(sort_metric + len - 4, "_bpb") == 0);
-            return (a->key > b->key) == !lower ? -1 : 1;
-        }
+        if (ha && a->key != b->key)
+            return a->key > b->key ? -1 : 1;   /* accuracies: higher first */
     }
     if (a->has_loss != b->has_loss)
         return b->has_loss - a->has_loss;
@@ -714,8 +709,8 @@ int cli_sweep_runs(runlog *db, const char *db_path, const char *sweep_id)
         free(rows);
         return EXIT_USAGE;
     }
-    /* Best first: by the evaluation every run has (accuracy, higher first;
-     * a loss, lower first), else by the final loss. */
+    /* Best first: by the evaluation every run has (accuracy, higher first),
+     * else by the final loss. */
     sort_metric = rows[0].first[0] ? rows[0].first : NULL;
     for (size_t i = 1; i < m && sort_metric != NULL; i++)
         if (strcmp(rows[i].first, sort_metric) != 0)

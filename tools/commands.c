@@ -128,8 +128,7 @@ static const flag_spec RUNS_FLAGS[] = {
     { "--csv", NULL, NULL, "a header line, then one line a run (columns: id name status model task\n"
       "steps threads trajectory config_hash started ended host; docs/formats.md)", NULL },
     { "--sweep", NULL, "ID", "instead: the runs of sweep ID (lockstep sweep) with final loss and\n"
-      "evaluation, best first (by the first evaluation figure: the highest accuracy or the\n"
-      "lowest loss, *_loss and *_bpb; else the lowest final loss)", "a value" },
+      "evaluation, best first (highest evaluation, else lowest final loss)", "a value" },
 };
 
 static const flag_spec SHOW_FLAGS[] = {
