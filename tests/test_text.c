@@ -22,7 +22,7 @@
  *   - `lockstep sample` prints the same bytes at 1 and 8 threads and for
  *     the same seed twice, other bytes for another seed, and at
  *     temperature 0 the prompt and then the byte of the highest score that
- *     this test computes from ls_session_predict itself.
+ *     this test computes from ls_session_predict itself; its escapes.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -443,6 +443,16 @@ static void test_sample(void **state)
         snprintf(want, sizeof want, "\\x%02x", (unsigned)best & 0xffu);
     if (strncmp(g1 + 4, want, strlen(want)) != 0)
         fail_msg("temperature 0: the first byte should be %d ('%s'):\n%s", best, want, g1);
+    /* The output's escapes: a backslash doubled, tab and newline as they
+     * are, any other byte outside printable ASCII as \xNN. */
+    const char *esc[] = { "sample", "s", "--db", g_db, "--prompt", "a\\b\tc\n\001\377", "--tokens", "1",
+                          "--no-progress", NULL };
+    run_ls(&r, esc);
+    proc_expect(&r, 0, NULL, 1);
+    const char *want_esc = "a\\\\b\tc\n\\x01\\xff";
+    if (strncmp(r.out, want_esc, strlen(want_esc)) != 0)
+        fail_msg("escapes: got '%s'", r.out);
+    proc_res_free(&r);
     free(a1);
     free(a8);
     free(again);
