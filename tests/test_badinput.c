@@ -1181,6 +1181,34 @@ static const bad_row BAD[] = {
       { "w.safetensors", "safetensors header" }, "w.safetensors", NULL, 0, 0 },
     { "--init data_offsets past the data", S_SAFETENSORS, "offsets", { T, "--init", "w.safetensors" },
       { "w.safetensors", "'b2'", "data_offsets" }, "w.safetensors", NULL, 0, 0 },
+    /* -- atoms: a leaf is 16 times a power of two (docs/contract.md, "Leaves") -- */
+    { "--leaf 48", S_PLAIN, NULL, { T, "--leaf", "48" }, { "leaf", "48", "16 times a power of two" }, NULL, NULL, 0,
+      0 },
+    { "--leaf 8", S_PLAIN, NULL, { T, "--leaf", "8" }, { "leaf", "8", "16 times a power of two" }, NULL, NULL, 0, 0 },
+    { "equiv --leaf 16,16", S_PLAIN, NULL, { "equiv", "--task", "teacher", "--steps", "2", DB, "--threads", "1",
+      "--leaf", "16,16" }, { "--leaf", "16", "twice" }, NULL, NULL, 0, 0 },
+    { "equiv --leaf 16,24", S_PLAIN, NULL, { "equiv", "--task", "teacher", "--steps", "2", DB, "--threads", "1",
+      "--leaf", "16,24" }, { "leaf", "24" }, NULL, NULL, 0, 0 },
+    /* ---- recording runs of other frameworks: verify's tolerance, golden save/compare
+     * (issue 35; tests/test_record_ext.c has the library's refusals: bad tensors, steps). */
+    { "verify --loss-rtol -1", S_PLAIN, NULL, { "verify", "good", "good", DB, "--loss-rtol", "-1" },
+      { "--loss-rtol: '-1' is not a finite number of 0 or more" }, NULL, NULL, 0, 0 },
+    { "verify --loss-atol nan", S_PLAIN, NULL, { "verify", "good", "good", DB, "--loss-atol", "nan" },
+      { "--loss-atol: 'nan' is not a finite number" }, NULL, NULL, 0, 0 },
+    { "verify --loss-rtol 1e999 (infinite)", S_PLAIN, NULL, { "verify", "good", "good", DB, "--loss-rtol", "1e999" },
+      { "--loss-rtol: '1e999'" }, NULL, NULL, 0, 0 },
+    { "golden save with one argument", S_PLAIN, NULL, { "golden", "save", "good", DB },
+      { "save needs RUN FILE" }, NULL, NULL, 0, 0 },
+    { "golden save of an unknown run", S_PLAIN, NULL, { "golden", "save", "nope", "n.golden", DB },
+      { "nope" }, NULL, "n.golden", 0, 0 },
+    { "golden save over the record", S_PLAIN, NULL, { "golden", "save", "good", "rec.db", DB },
+      { "rec.db" }, "rec.db", NULL, F_KEEP_DB, 0 },
+    { "golden compare of a missing file", S_PLAIN, NULL, { "golden", "compare", "none.golden", "good", DB },
+      { "none.golden" }, NULL, "none.golden", 0, 0 },
+    { "golden compare of a database as the golden file", S_PLAIN, NULL, { "golden", "compare", "rec.db", "good", DB },
+      { "rec.db", "line 1" }, "rec.db", NULL, F_KEEP_DB, 0 },
+    { "golden check --db (only save and compare take it)", S_PLAIN, NULL, { "golden", "check", DB },
+      { "--db: only with save and compare" }, NULL, NULL, 0, 0 },
 
     /* -- the text task and lockstep sample (txt: 24 bytes; good: a teacher run) -- */
 #define TX "train", "--task", "text", "--steps", "2", DB, "--threads", "1"

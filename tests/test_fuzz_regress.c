@@ -9,6 +9,7 @@
  *   - idx: idx_parse on the bytes, and idx_read_gz on the file itself;
  *   - golden: golden_parse (+ write/re-parse), its config through
  *     config_parse_text;
+ *   - golden_run: golden_run_check (v2 golden files of recorded runs);
  *   - config: each NUL-separated piece through config_parse_text, and the
  *     pieces as flags through config_set — the library half of cli_parse,
  *     which lives in tools/ and is not linked here;
@@ -172,6 +173,8 @@ static int replay(const char *target, const char *path, const unsigned char *buf
         golden_free(&g);
         return r;
     }
+    if (strcmp(target, "golden_run") == 0)
+        return fr_golden_run((const char *)buf, len, why);
     if (strcmp(target, "config") == 0)
         return fr_config_text(buf, len, why) || fr_config_pairs(buf, len, why);
     if (strcmp(target, "checkpoint") == 0)
@@ -235,6 +238,12 @@ static void test_golden(void **state)
     replay_target("golden");
 }
 
+static void test_golden_run(void **state)
+{
+    (void)state;
+    replay_target("golden_run");
+}
+
 static void test_config(void **state)
 {
     (void)state;
@@ -281,6 +290,7 @@ int main(void)
         cmocka_unit_test(test_harness_detects),
         cmocka_unit_test(test_idx),
         cmocka_unit_test(test_golden),
+        cmocka_unit_test(test_golden_run),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_checkpoint),
         cmocka_unit_test(test_safetensors),

@@ -6,6 +6,7 @@
 #   include/ (lockstep.h) < base/ < reduce/, record/
 #     < engine/num/ < engine/nn/ < engine/data/, engine/graph/ < engine/core/
 #     < engine/models/ < engine/tasks/ < engine/ (builtins.c) < tools/
+#     < python/ (the Python package's C, which uses include/lockstep.h alone)
 #
 # Layers that share a rank sit side by side and may not include each other:
 # the tree must not learn about the record, nor the record about threads; a
@@ -43,6 +44,7 @@ layer() {
     engine/*/*) echo "" ;;
     engine/*) echo engine ;;
     tools/*) echo tools ;;
+    python/*) echo python ;;
     *) echo "" ;;
     esac
 }
@@ -60,6 +62,7 @@ rank() {
     engine/tasks) echo 8 ;;
     engine) echo 9 ;;
     tools) echo 10 ;;
+    python) echo 11 ;;
     *) echo "" ;;
     esac
 }
@@ -69,7 +72,7 @@ engine/core/audit.h engine/core/sweep.h engine/data/dataset.h engine/data/npy.h 
 engine/graph/cliques.h engine/graph/ged.h engine/models/logic/circuit.h engine/models/logic_ca/logic_ca.h
 engine/num/dense.h engine/num/rng.h"
 
-sources=$(find include base reduce record engine tools -name '*.[ch]' 2>/dev/null | LC_ALL=C sort)
+sources=$(find include base reduce record engine tools python -name '*.[ch]' 2>/dev/null | LC_ALL=C sort)
 fail=0
 n=0
 for f in $sources; do
@@ -104,6 +107,12 @@ for f in $sources; do
         to=$(layer "$target")
         [ "$to" = "$own" ] && continue
         case $own:$target in
+        python:include/*) ;;
+        python:*)
+            echo "$f:$line: includes $target (python/ is a client of the public API: include/lockstep.h alone)"
+            fail=1
+            continue
+            ;;
         tools:engine/*)
             case " $(echo $TOOL_ONLY) " in
             *" $target "*) ;;

@@ -341,6 +341,15 @@ int cmd_audit(int argc, char **argv)
     int rc = cli_open_run("audit", a.db, a.positional[0], &db, &run);
     if (rc != EXIT_OK)
         return rc;
+    if (run.external) {
+        /* Its hashes are of another framework's tensors: lockstep can
+         * neither re-execute it nor rebuild its chain from a config. */
+        fprintf(stderr, "lockstep audit: run %lld was recorded by %s, not trained by lockstep: nothing to "
+                "re-execute (verify compares it with another run)\n", (long long)run.id, run.framework);
+        runlog_run_free(&run);
+        runlog_close(db);
+        return EXIT_USAGE;
+    }
     cli_out out;
     memset(&out, 0, sizeof out);
     if (cert != NULL && (st = cli_out_open(&out, "--certificate", cert, a.db, db, &err)) != LS_OK) {

@@ -141,6 +141,13 @@ static const flag_spec SHOW_FLAGS[] = {
 
 static const flag_spec DB_ONLY_FLAGS[] = { DB_FLAG };
 
+static const flag_spec VERIFY_FLAGS[] = {
+    DB_FLAG,
+    { "--loss-rtol", NULL, "R", "also name the first step whose losses a, b fail |a - b| <= A + R*|b|\n"
+      "(default 0)", "a value" },
+    { "--loss-atol", NULL, "A", "the absolute part of that tolerance (default 0)", "a value" },
+};
+
 static const flag_spec REPORT_FLAGS[] = {
     { "-o", "--output", "FILE.html", "the page to write (through a temporary file and a rename); - for stdout",
       "a file name" },
@@ -186,6 +193,7 @@ static const flag_spec BENCH_FLAGS[] = {
 
 static const flag_spec GOLDEN_FLAGS[] = {
     { "--steps", NULL, "N", "update FILE from flags: the steps to pin", NULL },
+    { "--db", NULL, "FILE", "save and compare: the SQLite record (default runs.db)", "a file name" },
 };
 
 static const flag_spec SWEEP_FLAGS[] = {
@@ -342,8 +350,14 @@ static const command COMMANDS[] = {
       "A run is an id or a name in --db, or DB:RUN, a run in another database (runs recorded on two\n"
       "machines, compared without merging): an argument is DB:RUN when the text before one of its\n"
       "':' names an existing file (the longest such text), else a run in --db. Runs in two\n"
-      "different files are only read: no verdict is stored (in one file, it is, as usual).",
-      FLAGS(DB_ONLY_FLAGS),
+      "different files are only read: no verdict is stored (in one file, it is, as usual).\n"
+      "\n"
+      "Where the parameters differ, the first tensor (in name order) whose hash differs at that step\n"
+      "is named, when both runs recorded per-tensor hashes there. With --loss-rtol/--loss-atol it\n"
+      "also names the first step whose losses leave the tolerance (where it started to matter),\n"
+      "beside the first bitwise difference (where the bits split); the exit status stays bitwise.\n"
+      "Runs of other frameworks (ls_record_*, lockstep.record in Python) are compared alike.",
+      FLAGS(VERIFY_FLAGS),
       "exit status: 0 equal, 1 differ (naming the first step and the two losses), 2 bad usage or\n"
       "unknown run" },
     { "report", cmd_report,
@@ -419,15 +433,20 @@ static const command COMMANDS[] = {
       FLAGS(EQUIV_FLAGS),
       "exit status: 0 all identical, 1 some run differs, 2 bad usage or input" },
     { "golden", cmd_golden,
-      { "check [FILE...]", "update [FILE...]", "update FILE --steps N [train flags]" },
-      "re-run the golden files at several thread counts, or rewrite them",
+      { "check [FILE...]", "update [FILE...]", "update FILE --steps N [train flags]",
+        "save RUN FILE [--db FILE]", "compare FILE RUN [--db FILE]" },
+      "re-run the golden files at several thread counts, or rewrite them; pin a recorded run",
       "check re-runs each golden file's config at 1, 2, 3 and 8 threads and compares every step\n"
       "(loss bits, parameter hash, trajectory hash). Default files: golden/*.golden.\n"
       "update rewrites files from their own config (refused when CI is set), or creates FILE from\n"
       "train flags; every change to a golden file needs a line in golden/CHANGES saying what changed\n"
       "and why. A golden file pins seconds of training: at most " STR(GOLDEN_MAX_STEPS) " steps. Every file is\n"
       "read and checked before any is run or written; update never writes over a database, a\n"
-      "checkpoint or anything that is not a golden file.",
+      "checkpoint or anything that is not a golden file.\n"
+      "save writes a recorded run (lockstep's own, or another framework's recorded with ls_record_* or\n"
+      "lockstep.record) as a v2 golden file: its losses, parameter hashes and per-tensor hashes\n"
+      "(refused when CI is set). compare checks a recorded run against such a file (or a v1 one) and\n"
+      "names the first differing step, the first tensor there (in name order) and both losses.",
       FLAGS(GOLDEN_FLAGS),
       "exit status: 0 all match, 1 a file differs, 2 a file is missing or unparseable,\n"
       "130 interrupted" },

@@ -243,6 +243,14 @@ void cli_run_fate(const char *db_path, int64_t run_id, char *buf, size_t cap);
  * differ or nothing in common (a run without step rows is not equal to any:
  * one line on stderr names it, no verdict is stored), 2 the record failed. */
 int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet);
+/* verify --loss-rtol R --loss-atol A (tools/compare.h): on = 1 when either
+ * flag was given. verify_runs_tol: verify_runs with it (NULL: none). */
+typedef struct {
+    int on;
+    double rtol, atol;
+} compare_tol;
+
+int verify_runs_tol(runlog *db, int64_t a, int64_t b, const char *kind, int quiet, const compare_tol *tol);
 
 /* The default picture of `lockstep render` (no flags) of a restored
  * logic-ca run's trainer, as a PNG written to f (tools/cmd_render.c). */

@@ -656,6 +656,13 @@ ls_status config_validate(const ls_config *cfg, ls_err *err)
     ls_status st = check_unused(cfg, err);
     if (st != LS_OK)
         return st;
+    if (config_has_key(cfg, "leaf")) {
+        /* A leaf must be a subtree of the tree over atoms. */
+        const int64_t leaf = ls_config_int(cfg, "leaf");
+        if (leaf % LS_ATOM != 0 || ((leaf / LS_ATOM) & (leaf / LS_ATOM - 1)) != 0)
+            return ls_fail(err, LS_EINVAL, "leaf: %lld is not %d times a power of two (%d, %d, %d, ...)", (long long)leaf,
+                           LS_ATOM, LS_ATOM, 2 * LS_ATOM, 4 * LS_ATOM);
+    }
     if (strcmp(cfg->lr_schedule, "cosine") == 0 && cfg->decay_steps <= cfg->warmup)
         return ls_fail(err, LS_EINVAL, "decay_steps: %d must be greater than warmup (%d)", cfg->decay_steps,
                        cfg->warmup);

@@ -160,6 +160,22 @@ static inline int fr_golden_same(const golden_file *a, const golden_file *b, cha
     return 0;
 }
 
+/* golden_run_check (v2 golden files) over exactly len bytes: LS_OK, or
+ * LS_EFORMAT / LS_ENOMEM with a message; what parses pins at least one step. */
+static inline int fr_golden_run(const char *text, size_t len, char *why)
+{
+    static const ls_status allowed[] = { LS_EFORMAT, LS_ENOMEM };
+    ls_err e;
+    memset(&e, 0, sizeof e);
+    size_t steps = 0, tensors = 0;
+    ls_status st = golden_run_check(text, len, "fuzz.golden", &steps, &tensors, &e);
+    if (fr_status("golden_run_check", st, &e, allowed, 2, why))
+        return 1;
+    if (st == LS_OK && steps == 0)
+        return fr_fail(why, "golden_run_check accepted a file without rows");
+    return 0;
+}
+
 /* golden_parse over exactly len bytes (the fuzzer's buffer has no NUL after
  * it, so ASan sees any read past the end). What parses must be well formed
  * and survive golden_write + golden_parse unchanged. */

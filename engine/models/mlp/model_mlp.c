@@ -202,7 +202,7 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
 
 static const ls_key mm_keys[] = {
     { "hidden", LS_KEY_LIST, "256,256", 1, 65536, NULL, NULL, "hidden widths, e.g. 256,256", 0 },
-    { "leaf", LS_KEY_INT, "64", LS_ATOM, 1 << 20, NULL, NULL, "samples per leaf, 16 times a power of two (speed only)", 0 },
+    { "leaf", LS_KEY_INT, "64", 1, 1 << 20, NULL, NULL, "samples per leaf, 16 times a power of two (speed only)", 0 },
 };
 
 const ls_model_desc mlp_model = {
