@@ -114,7 +114,9 @@ static ls_status text_load(const ls_config *cfg, ls_dataset **out, ls_err *err)
         te = v.buf;
     } else if (st == LS_OK) {
         const size_t cut = f.len - f.len / 10;
-        st = text_windows(&f, 0, cut, T, " (its first 90%, the training text)", &n_tr, err);
+        st = text_windows(&f, 0, f.len, T, "", &n_tr, err);   /* the whole file first: the plainer message */
+        if (st == LS_OK)
+            st = text_windows(&f, 0, cut, T, " (its first 90%, the training text)", &n_tr, err);
         if (st == LS_OK)
             st = text_windows(&f, cut, f.len, T, " (its last 10%, the validation text)", &n_te, err);
         te = f.buf + cut;
