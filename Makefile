@@ -100,7 +100,7 @@ PY_CFLAGS   = $(OPT) $(CFLAGS) -std=c11 -ffp-contract=off -fPIC $(WARN) \
               -Iinclude -isystem $(PY_INCLUDE) -pthread
 
 DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-dev \
-            dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy \
+            dataset-fashion-mnist fortunes sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy \
             libopenmpi-dev openmpi-bin python3-networkx python3-torch python3-dev python3-setuptools \
             python3-wheel python3-venv python3-pytest
 # `make bench-peer` only (PyTorch with OpenBLAS, the peer it is timed against).

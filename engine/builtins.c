@@ -7,7 +7,7 @@
 #define BUILTIN_MODELS(X) X(mlp_model) X(logic_model) X(logic_ca_model) X(linear_model) X(gnn_model)
 #define BUILTIN_TASKS(X)                                                                                        \
     X(fashion_mnist_task) X(teacher_task) X(gol_task) X(checkerboard_task) X(arrays_task) X(atlas_task)           \
-        X(karate_task) X(graph_edit_task)
+        X(karate_task) X(graph_edit_task) X(text_task)
 
 #define DECLARE_MODEL(d) extern const ls_model_desc d;
 #define DECLARE_TASK(d) extern const ls_task_desc d;

@@ -531,7 +531,18 @@ typedef struct ls_task_desc {
      * gives that model nothing. `model` is the model's name. A model reads
      * what differs between its tasks here, never from the task's name. */
     const void *(*model_hooks)(const char *model);
+    /* Added in 1.1 (a descriptor of 1.0's size reads it as NULL). Optional:
+     * the task's say in its evaluation figures. Called after the model's
+     * evaluation with the figures it gave (m[0 .. *n), test_acc, test_loss,
+     * ...), it may reorder them and add figures computed from them alone,
+     * up to LS_MAX_METRICS (the first is the run's figure that tables
+     * show). A pure function of them, so the figures' bits stay a function
+     * of θ and the data (the text task: test_loss first, then its bits per
+     * byte). */
+    void (*figures)(const ls_config *cfg, ls_metric *m, size_t *n);
 } ls_task_desc;
+/* The size of a 1.0 ls_task_desc (before figures), also accepted. */
+#define LS_TASK_DESC_SIZE_1_0 offsetof(ls_task_desc, figures)
 
 /* Add a model or task defined outside the library (descriptors must outlive
  * every use). A size field that is not this library's sizeof of the struct

@@ -218,10 +218,13 @@ static void test_size_refused(void **state)
     static ls_task_desc t;
     t = *ls_task_find("teacher");
     t.name = "api-sized";
-    for (size_t i = 0; i < sizeof wrong / sizeof wrong[0]; i++) {
-        t.size = wrong[i];
+    /* sizeof t - sizeof(void *) is 1.0's layout (before figures), which
+     * registers: one pointer less than that stands in for it. */
+    const size_t wrong_task[] = { 0, LS_TASK_DESC_SIZE_1_0 - sizeof(void *), sizeof t + 8, 1 };
+    for (size_t i = 0; i < sizeof wrong_task / sizeof wrong_task[0]; i++) {
+        t.size = wrong_task[i];
         assert_int_equal(ls_register_task(&t, &err), LS_EINVAL);
-        expect_size_message(&err, "ls_task_desc", wrong[i], sizeof t);
+        expect_size_message(&err, "ls_task_desc", wrong_task[i], sizeof t);
         assert_null(ls_task_find("api-sized"));
     }
     /* With the right size the same descriptors register. */
@@ -230,6 +233,16 @@ static void test_size_refused(void **state)
     t.size = sizeof t;
     t.models = "api-sized";
     assert_int_equal(ls_register_task(&t, &err), LS_OK);
+    /* A task descriptor of 1.0's layout registers too; its figures (past
+     * its end) read as NULL, whatever follows it in the caller's memory. */
+    static ls_task_desc t10;
+    t10 = t;
+    t10.name = "api-sized-10";
+    t10.size = LS_TASK_DESC_SIZE_1_0;
+    t10.figures = (void (*)(const ls_config *, ls_metric *, size_t *))1;
+    assert_int_equal(ls_register_task(&t10, &err), LS_OK);
+    assert_non_null(ls_task_find("api-sized-10"));
+    assert_null(ls_task_find("api-sized-10")->figures);
 
     /* Session options: NULL is every default; a set size is accepted; 0 and
      * others are not. */

@@ -172,6 +172,7 @@ db_args() {
         resume | show | audit | rm) echo "1" ;;
         export) echo "1 --circuit" ;;
         predict) echo "1 --input $T/x.npy -o $T/pred.npy" ;;
+        sample) echo "1 --prompt a --tokens 1" ;;
         render) echo "1 -o $T/r.png" ;;
         runs) echo "" ;;
         verify) echo "1 1" ;;
@@ -269,6 +270,12 @@ for src in "$FIFO" "$ZERO"; do
                         # shellcheck disable=SC2086
                         run_case "$name" 2 "$src" "$T/src.db" $cmd $pre --db "$T/src.db" --train-x "$T/x.npy" \
                             --train-y "$T/y.npy" --test-x "$T/x.npy" --test-y "$src" ;;
+                    "text|--val-file")
+                        # a training text of 200 bytes (the validation file is the one read last)
+                        head -c 200 "$ROOT/README.md" >"$T/text.txt"
+                        # shellcheck disable=SC2086
+                        run_case "$name" 2 "$src" "$T/src.db" $cmd $pre --db "$T/src.db" --file "$T/text.txt" \
+                            --val-file "$src" ;;
                     *)
                         # A source key on its own (the others keep their defaults).
                         # shellcheck disable=SC2086

@@ -163,6 +163,7 @@ int cmd_resume(int argc, char **argv);
 int cmd_export(int argc, char **argv);
 int cmd_render(int argc, char **argv);
 int cmd_predict(int argc, char **argv);
+int cmd_sample(int argc, char **argv);
 int cmd_audit(int argc, char **argv);
 int cmd_reproduce(int argc, char **argv);
 int cmd_report(int argc, char **argv);

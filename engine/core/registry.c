@@ -18,9 +18,11 @@
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const ls_model_desc *extra_models[MAX_EXTRA];
 /* Registered descriptors, copied at the layout of this library: one of an
- * older, shorter layout reads its missing fields as zero. */
+ * older, shorter layout reads its missing fields as zero (a task's copy
+ * says so in its size). */
 static ls_model_desc extra_model_copies[MAX_EXTRA];
 static const ls_task_desc *extra_tasks[MAX_EXTRA];
+static ls_task_desc extra_task_copies[MAX_EXTRA];
 static atomic_size_t n_extra_models, n_extra_tasks;
 
 const ls_model_desc *ls_model_at(size_t i)
@@ -98,7 +100,8 @@ ls_status ls_register_task(const ls_task_desc *d, ls_err *err)
 {
     if (d == NULL)
         return ls_fail(err, LS_EINVAL, "ls_register_task: no descriptor");
-    ls_status st = api_size_check("ls_task_desc", NULL, d->size, sizeof *d, err);
+    ls_status st = d->size == LS_TASK_DESC_SIZE_1_0 ? LS_OK
+                                                    : api_size_check("ls_task_desc", NULL, d->size, sizeof *d, err);
     if (st != LS_OK)
         return st;
     if ((st = check_name("task", d->name, err)) != LS_OK)
@@ -121,7 +124,11 @@ ls_status ls_register_task(const ls_task_desc *d, ls_err *err)
     else if (atomic_load(&n_extra_tasks) == MAX_EXTRA)
         st = ls_fail(err, LS_EINVAL, "task %s: the registry holds at most %d added tasks", d->name, MAX_EXTRA);
     else {
-        extra_tasks[atomic_load(&n_extra_tasks)] = d;
+        const size_t i = atomic_load(&n_extra_tasks);
+        memset(&extra_task_copies[i], 0, sizeof extra_task_copies[i]);
+        memcpy(&extra_task_copies[i], d, d->size);
+        extra_task_copies[i].size = sizeof extra_task_copies[i];   /* the copy has this library's layout */
+        extra_tasks[i] = &extra_task_copies[i];
         atomic_fetch_add(&n_extra_tasks, 1);
     }
     pthread_mutex_unlock(&lock);

@@ -705,7 +705,19 @@ static void trainer_metric_part(void *ctx, size_t sample, int worker)
                                 t->scratch + (size_t)worker * t->scratch_stride);
 }
 
+static ls_status trainer_model_metrics(trainer *t, ls_metric *out, size_t *n_out, ls_err *err);
+
+/* The model's figures, then the task's say in them (ls_task_desc.figures). */
 ls_status trainer_metrics(trainer *t, ls_metric *out, size_t *n_out, ls_err *err)
+{
+    ls_status st = trainer_model_metrics(t, out, n_out, err);
+    const ls_task_desc *task = t->cfg.task_desc;
+    if (st == LS_OK && task != NULL && task->figures != NULL && *n_out > 0)
+        task->figures(&t->cfg, out, n_out);
+    return st;
+}
+
+static ls_status trainer_model_metrics(trainer *t, ls_metric *out, size_t *n_out, ls_err *err)
 {
     *n_out = 0;
     if (t->model->desc->metrics != NULL) {
