@@ -30,7 +30,7 @@
 
 /* The rng.h purpose of dropout masks: a = step, b = sample, c = element.
  * (rng.h's enum lists it; never reuse the number.) */
-#define NN_RNG_DROPOUT 9
+#define NN_RNG_DROPOUT RNG_DROPOUT
 
 ls_status nn_act_describe(nn_layer *l, ls_err *err);
 
