@@ -192,11 +192,17 @@ for src in "$FIFO" "$ZERO"; do
         cn=$(echo "$cmd" | tr ' ' '_')
         name="inputs_${cn}_${flag#--}_$kind"
         case "$cmd|$flag" in
-            *"|-o" | *"|--output" | "export|--weights" | "audit|--certificate" | "golden update|pos")
+            *"|-o" | *"|--output" | "export|--weights" | "audit|--certificate" | "golden update|pos" | "golden save|pos")
                 # Written, not read: an output to a FIFO or a device is written
                 # in place by design (tools/guard.c), a golden FILE is checked
                 # by golden check below.
                 continue ;;
+            "golden save|--db")
+                run_case "$name" 2 "$src" - golden save 1 "$T/saved.golden" --db "$src" ;;
+            "golden compare|--db" | "golden|--db")
+                run_case "$name" 2 "$src" - golden compare "$ROOT/golden/teacher-sgd.golden" 1 --db "$src" ;;
+            "golden compare|pos")
+                run_case "$name" 2 "$src" "$REC" golden compare "$src" 1 --db "$REC" ;;
             *"|--db")
                 if args=$(db_args "$cmd"); then
                     # shellcheck disable=SC2086
