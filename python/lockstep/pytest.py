@@ -69,6 +69,7 @@ class Golden:
     def check(self):
         """Compare the recorded run with the golden file (or write it with
         --lockstep-update); raises GoldenMismatch describing the first difference."""
+        __tracebackhide__ = True   # pytest shows the test's line, not the plugin's
         if self.checked:
             return self.result
         if self.recorder is None:
@@ -120,12 +121,14 @@ class _CheckedRecorder:
         return self.rec.step(loss, model, step)
 
     def close(self):
+        __tracebackhide__ = True
         self.golden.check()
 
     def __enter__(self):
         return self
 
     def __exit__(self, etype, evalue, tb):
+        __tracebackhide__ = True
         if etype is None:
             self.golden.check()
         else:
@@ -148,5 +151,6 @@ def lockstep_golden(request, tmp_path):
     g = Golden(golden_path(request.node), str(tmp_path / "lockstep-runs.db"),
                request.config.getoption("lockstep_update", False), "test")
     yield g
+    __tracebackhide__ = True
     if g.recorder is not None and not g.checked:
         g.check()
