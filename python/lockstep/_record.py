@@ -99,13 +99,12 @@ def _torch_dtype_name(t, name, what):
 def _torch_entry(name, t, what):
     """(name, dtype, shape, buffer, keep) of a torch tensor: its bytes in place."""
     dtype = _torch_dtype_name(t, name, what)
+    torch = _torch()
+    if t.layout != torch.strided:
+        raise TypeError("%s: %r is a %s tensor: give it dense (.to_dense())" % (what, name, t.layout))
     t = t.detach()
     if t.device.type != "cpu":
         t = t.to("cpu")                  # a GPU tensor: copied to the host
-    if t.is_conj() if hasattr(t, "is_conj") else False:
-        t = t.resolve_conj()
-    if t.is_neg() if hasattr(t, "is_neg") else False:
-        t = t.resolve_neg()
     t = t.contiguous()                   # C order (a copy only when it was not)
     nbytes = t.numel() * t.element_size()
     if nbytes == 0:

@@ -135,20 +135,23 @@ class RecordBase(Base):
 
 
 class TestRecordTorch(RecordBase):
-    def test_torch_loop_at_1_and_2_threads_verifies_equal(self):
+    def test_torch_loop_at_1_2_3_8_threads_verifies_equal(self):
         a = train_torch(self.db, "t1", 1)
-        b = train_torch(self.db, "t2", 2)
-        self.assertEqual(a.traj_hash, b.traj_hash)
         self.assertTrue(a.framework.startswith("pytorch "))
-        p = self.cli("verify", "t1", "t2", "--db", self.db)
-        self.assertIn("bit-identical over steps 1..6", p.stdout)
-        v = lockstep.verify(self.db, "t1", "t2")
-        self.assertTrue(v.equal)
-        self.assertIsNone(v.first_diff)
-        self.assertIsNone(v.first_tensor)
-        self.assertEqual(v.steps, 6)
+        for t in (2, 3, 8):
+            b = train_torch(self.db, "t%d" % t, t)
+            self.assertEqual(a.traj_hash, b.traj_hash, "threads %d" % t)
+            p = self.cli("verify", "t1", "t%d" % t, "--db", self.db)
+            self.assertIn("bit-identical over steps 1..6", p.stdout)
+            v = lockstep.verify(self.db, "t1", "t%d" % t)
+            self.assertTrue(v.equal)
+            self.assertIsNone(v.first_diff)
+            self.assertIsNone(v.first_tensor)
+            self.assertEqual(v.steps, 6)
         row = self.run_row("t2")
         self.assertEqual(row["model"], "external")
+        with self.assertRaisesRegex(TypeError, "model: 'w' is a torch.sparse_coo tensor"):
+            lockstep.tensor_hashes({"w": torch.zeros(2).to_sparse()})
 
     def test_changed_lr_names_step_1_and_the_first_differing_tensor(self):
         ka, kb = [], []
