@@ -102,7 +102,7 @@ PY_CFLAGS   = $(OPT) $(CFLAGS) -std=c11 -ffp-contract=off -fPIC $(WARN) \
 DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-dev \
             dataset-fashion-mnist fortunes sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy \
             libopenmpi-dev openmpi-bin python3-networkx python3-torch python3-dev python3-setuptools \
-            python3-wheel python3-venv python3-pytest
+            python3-wheel python3-venv python3-pytest python3-xxhash
 # `make bench-peer` only (PyTorch with OpenBLAS, the peer it is timed against).
 PEER_PKGS := python3-torch libopenblas0-pthread python3-scipy
 

@@ -67,5 +67,7 @@ setup(
     license="see LICENSE in the lockstep repository",
     packages=["lockstep", "lockstep.tests"],
     ext_modules=[ext],
+    # the pytest plugin (golden files of training tests), named as `-p lockstep.pytest` names it
+    entry_points={"pytest11": ["lockstep.pytest = lockstep.pytest"]},
     python_requires=">=3.9",
 )

@@ -7,10 +7,13 @@
 # --no-index` of a copy of python/ into a fresh virtual environment, offline,
 # and one step from there; then `make install` into a temporary DESTDIR, one
 # step through the installed package and shared library, and pip building
-# the package against that installation alone (pkg-config lockstep). Also
-# the ```python examples of docs/python.md, run as they stand.
+# the package against that installation alone (pkg-config lockstep), whose
+# pytest plugin then loads through its entry point. Also the ```python
+# examples of docs/python.md and the README's PyTorch example, run as they
+# stand. The package's tests include runs of PyTorch recorded with
+# lockstep.record and the pytest plugin run on a sample test.
 #
-# A missing python3, numpy, venv, setuptools or wheel fails the first case,
+# A missing python3, numpy, venv, setuptools, wheel, torch, xxhash or pytest fails the first case,
 # naming the Debian package (make deps installs them): never a skip. Under
 # the sanitizers the extension carries their run-time calls, so python3 gets
 # the sanitizer's shared run-time preloaded (leak checking off: the
@@ -73,7 +76,8 @@ py() {
 
 t_deps() {
     [ -x "$PYTHON" ] || { say "no $PYTHON: install the Debian package python3 (make deps)"; return 1; }
-    for mp in numpy:python3-numpy venv:python3-venv setuptools:python3-setuptools wheel:python3-wheel; do
+    for mp in numpy:python3-numpy venv:python3-venv setuptools:python3-setuptools wheel:python3-wheel \
+              torch:python3-torch xxhash:python3-xxhash pytest:python3-pytest; do
         "$PYTHON" -c "import ${mp%%:*}" 2>/dev/null ||
             { say "python3 cannot import ${mp%%:*}: install the Debian package ${mp#*:} (make deps)"; return 1; }
     done
@@ -104,6 +108,21 @@ t_doc_examples() {
 }
 check python_doc_examples t_doc_examples
 
+# The README's PyTorch example (the ```python block that imports torch), run
+# as it stands in a scratch folder: it must print an equal verdict.
+t_readme_torch() {
+    mkdir -p "$T/readme" && cd "$T/readme" || return 1
+    awk -v dir="$T/readme" '/^```python$/ { n++; f = dir "/ex" n ".py"; on = 1; next }
+        /^```$/ { on = 0 } on { print > f }' "$ROOT/README.md" || return 1
+    f=$(grep -l '^import torch' "$T/readme"/ex*.py 2>/dev/null | head -n 1)
+    [ -n "$f" ] || { say "README.md has no python block that imports torch"; return 1; }
+    out=$(PYTHONPATH=$B/python LOCKSTEP_BIN=$BIN py "$f") || { say "README.md: the PyTorch example failed"; return 1; }
+    say "$out"
+    case $out in "Verdict(equal over "*) ;; *) say "README.md: the PyTorch example's runs are not equal"; return 1 ;; esac
+    "$BIN" verify torch-t1 torch-t2 --db torch.db
+}
+check python_readme_torch_example t_readme_torch
+
 # Offline into a venv, from a copy of python/ (the checkout stays clean): the
 # library is this build's, named by LOCKSTEP_ROOT / LOCKSTEP_BUILD.
 t_venv() {
@@ -120,7 +139,11 @@ print(lockstep.__file__, lockstep.version(), loss > 0)') || return 1
     say "$out"
     case $out in "$T/venv/"*" True") ;; *) say "not imported from the venv"; return 1 ;; esac
     # its shipped tests run from there too (one of them: the rest ran above)
-    LOCKSTEP_BIN=$BIN py_venv -m lockstep.tests -k unknown_config_key
+    LOCKSTEP_BIN=$BIN py_venv -m lockstep.tests -k unknown_config_key || return 1
+    # the pytest plugin loads through the package's entry point (pytest11), no -p needed
+    py_venv -m pytest -p no:cacheprovider --help >"$T/venv-pytest.txt" 2>&1 || { cat "$T/venv-pytest.txt"; return 1; }
+    grep -q -- '--lockstep-update' "$T/venv-pytest.txt" ||
+        { say "pytest in the venv does not load lockstep.pytest from its entry point"; return 1; }
 }
 py_venv() {
     if [ -n "$preload" ]; then

@@ -2,7 +2,8 @@
 
 A thin layer over the C extension lockstep._lockstep, which binds the
 public C API (include/lockstep.h). Sessions, verify, equiv and audit run
-in-process through that API; report and runs (listing a record) run the
+in-process through that API, as does record() (runs of PyTorch or any
+framework, hashed tensor by tensor); report and runs (listing a record) run the
 `lockstep` command-line program (found as $LOCKSTEP_BIN, else on PATH),
 since the C API has no call for them. See docs/python.md.
 
@@ -24,12 +25,14 @@ from . import _lockstep
 from ._lockstep import (Error, InvalidError, NotFoundError, FileError, FormatError, DatabaseError,
                         DivergedError, MismatchError, ExistsError, OutOfMemoryError, StoppedError,
                         FPEnvError, Dataset)
+from ._record import record, Recorder, tensor_hashes
 
 __all__ = [
     "open", "reopen", "Session", "arrays_dataset", "config_text", "verify", "equiv", "audit",
     "report", "runs", "version", "Verdict", "EquivResult", "Error", "InvalidError", "NotFoundError",
     "FileError", "FormatError", "DatabaseError", "DivergedError", "MismatchError", "ExistsError",
-    "OutOfMemoryError", "StoppedError", "FPEnvError", "Dataset",
+    "OutOfMemoryError", "StoppedError", "FPEnvError", "Dataset", "record", "Recorder", "tensor_hashes",
+    "golden_save", "golden_compare", "GoldenResult",
 ]
 
 __version__ = _lockstep.HEADER_VERSION
@@ -354,7 +357,11 @@ def reopen(db, run, how="resume", data=None, **kw):
 
 
 class Verdict:
-    """Two recorded runs compared bit for bit (verify)."""
+    """Two recorded runs compared bit for bit (verify): equal, steps,
+    first_diff (None when equal), first_tensor (the first tensor in name
+    order whose hash differs there; None when none is named), loss_a and
+    loss_b there; with a loss tolerance, tol_first (the first step whose
+    losses leave it, None when none) and tol_loss_a, tol_loss_b."""
 
     def __init__(self, d):
         self.equal = d["equal"]
@@ -363,19 +370,91 @@ class Verdict:
         self.steps_a = d["steps_a"]
         self.steps_b = d["steps_b"]
         self.same_config = d["same_config"]
+        self.first_tensor = d.get("first_tensor") or None
+        self.loss_a = d.get("loss_a")
+        self.loss_b = d.get("loss_b")
+        self.tolerance = d.get("tolerance")
+        tf = d.get("tol_first", -1)
+        self.tol_first = tf if tf is not None and tf >= 0 else None
+        self.tol_loss_a = d.get("tol_loss_a") if self.tol_first is not None else None
+        self.tol_loss_b = d.get("tol_loss_b") if self.tol_first is not None else None
 
     def __bool__(self):
         return self.equal
 
     def __repr__(self):
         if self.equal:
-            return "Verdict(equal over steps 0..%d)" % (self.steps - 1)
-        return "Verdict(first diverging step %d)" % self.first_diff
+            # (steps 0..steps-1 of lockstep's runs, 1..steps of an external run's)
+            text = "equal over %d steps" % self.steps
+        else:
+            text = "first diverging step %d" % self.first_diff
+            if self.first_tensor:
+                text += ", tensor %s" % self.first_tensor
+        if self.tolerance is not None:
+            if self.tol_first is None:
+                text += "; losses within rtol %g, atol %g" % self.tolerance
+            else:
+                text += "; loss leaves rtol %g, atol %g first at step %d: %r vs %r" % (
+                    self.tolerance + (self.tol_first, self.tol_loss_a, self.tol_loss_b))
+        return "Verdict(%s)" % text
 
 
-def verify(db, a, b):
-    """Compare runs a and b (names or ids) of db bit for bit, step by step."""
-    return Verdict(_lockstep.verify(os.fspath(db), str(a), str(b)))
+def verify(db, a, b, loss_rtol=None, loss_atol=None):
+    """Compare runs a and b (names or ids) of db bit for bit, step by step:
+    the first diverging step and tensor. With loss_rtol and/or loss_atol
+    (the other 0), also the first step whose losses a, b fail
+    |a - b| <= atol + rtol*|b| (Verdict.tol_first); equal stays bitwise."""
+    if loss_rtol is None and loss_atol is None:
+        return Verdict(_lockstep.verify(os.fspath(db), str(a), str(b)))
+    tol = []
+    for k, v in (("loss_rtol", loss_rtol), ("loss_atol", loss_atol)):
+        if v is None:
+            v = 0.0
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise TypeError("%s: needs a number, not %s" % (k, type(v).__name__))
+        if not v >= 0:
+            raise ValueError("%s: %r is not a tolerance (a number >= 0)" % (k, v))
+        tol.append(float(v))
+    d = _lockstep.verify(os.fspath(db), str(a), str(b), True, tol[0], tol[1])
+    d["tolerance"] = tuple(tol)
+    return Verdict(d)
+
+
+class GoldenResult:
+    """A recorded run against a golden file (golden_compare): equal, steps,
+    first_diff (None when equal), first_tensor, loss_file, loss_run (None
+    when the step has no loss on one side), config_differs, detail (one line)."""
+
+    def __init__(self, d, path, run):
+        self.path, self.run = path, run
+        self.equal = d["equal"]
+        self.steps = d["steps"]
+        self.first_diff = d["first_diff"] if d["first_diff"] >= 0 else None
+        self.first_tensor = d["first_tensor"] or None
+        self.loss_file = d["loss_file"] if d["has_loss"] else None
+        self.loss_run = d["loss_run"] if d["has_loss"] else None
+        self.config_differs = d["config_differs"]
+        self.detail = d["detail"]
+
+    def __bool__(self):
+        return self.equal
+
+    def __repr__(self):
+        if self.equal:
+            return "GoldenResult(equal over %d steps)" % self.steps
+        return "GoldenResult(first diverging step %d%s)" % (
+            self.first_diff, ", tensor %s" % self.first_tensor if self.first_tensor else "")
+
+
+def golden_save(db, run, path):
+    """Write recorded run `run` of db as a golden file at path (as `lockstep golden save`)."""
+    _lockstep.golden_save(os.fspath(db), str(run), os.fspath(path))
+    return path
+
+
+def golden_compare(db, run, path):
+    """Compare recorded run `run` of db with the golden file at path; a GoldenResult."""
+    return GoldenResult(_lockstep.golden_compare(os.fspath(db), str(run), os.fspath(path)), os.fspath(path), run)
 
 
 class EquivResult:

@@ -3,7 +3,10 @@
  *
  * The pure-Python layer (python/lockstep/__init__.py) builds the friendly
  * API on top; this module keeps to what needs C: sessions, data sets made
- * from .npy images in memory, verify and equiv. Arrays come in through the
+ * from .npy images in memory, verify and equiv, and the record of runs of
+ * other frameworks (a Recorder over ls_record_*, tensors as (name, dtype,
+ * shape, buffer) tuples whose buffers are read in place), tensor hashes
+ * and golden files. Arrays come in through the
  * buffer protocol (float32, C-contiguous, checked with PyBUF_FORMAT) and go
  * out as bytearrays the caller wraps with numpy.frombuffer, so no numpy C
  * API is needed and nothing is copied twice. Long C calls (open, reopen,
@@ -808,21 +811,44 @@ static PyObject *verdict_dict(const ls_verdict *v)
                          (long long)v->steps_b, "same_config", v->same_config ? Py_True : Py_False);
 }
 
+/* verify(db, run_a, run_b, tolerance, rtol, atol) -> dict, through ls_verify_ex:
+ * the verdict, the first differing tensor, both losses there and, with a
+ * tolerance, the first step whose losses leave it. */
 static PyObject *mod_verify(PyObject *mod, PyObject *args)
 {
     (void)mod;
     const char *db, *a, *b;
-    if (!PyArg_ParseTuple(args, "sss:verify", &db, &a, &b))
+    int tol = 0;
+    double rtol = 0, atol = 0;
+    if (!PyArg_ParseTuple(args, "sss|pdd:verify", &db, &a, &b, &tol, &rtol, &atol))
         return NULL;
-    ls_verdict v;
+    ls_verify_opts o;
+    memset(&o, 0, sizeof o);
+    o.size = sizeof o;
+    o.loss_tolerance = tol;
+    o.loss_rtol = rtol;
+    o.loss_atol = atol;
+    ls_verify_result r;
+    memset(&r, 0, sizeof r);
     ls_err err = { { 0 } };
     ls_status st;
     Py_BEGIN_ALLOW_THREADS
-    st = ls_verify(db, a, b, &v, &err);
+    st = ls_verify_ex(db, a, b, &o, &r, &err);
     Py_END_ALLOW_THREADS
     if (st != LS_OK)
         return raise_status(st, &err);
-    return verdict_dict(&v);
+    PyObject *d = verdict_dict(&r.verdict);
+    PyObject *more = d != NULL
+        ? Py_BuildValue("{sssdsdsLsdsd}", "first_tensor", r.first_tensor, "loss_a", r.loss_a, "loss_b", r.loss_b,
+                        "tol_first", (long long)r.tol_first, "tol_loss_a", r.tol_loss_a, "tol_loss_b", r.tol_loss_b)
+        : NULL;
+    if (more == NULL || PyDict_Update(d, more) < 0) {
+        Py_XDECREF(more);
+        Py_XDECREF(d);
+        return NULL;
+    }
+    Py_DECREF(more);
+    return d;
 }
 
 /* equiv(task, model, pairs, threads, *, db=None, name=None, steps=0, ...) -> dict */
@@ -927,6 +953,335 @@ done:
     return out;
 }
 
+/* ---- tensors of any framework and their record (since 1.1) ------------------- */
+
+/* Tensors handed in from Python: a sequence of (name, dtype, shape, buffer)
+ * tuples, each buffer C-contiguous bytes in the layout ls_tensor_data wants
+ * (the Python layer makes them so). The views stay held, and the names and
+ * shapes alive, until tensors_release. */
+typedef struct {
+    Py_ssize_t n;
+    ls_tensor_data *t;
+    Py_buffer *views;
+    size_t *shapes;     /* n x LS_TENSOR_NDIM_MAX */
+    PyObject *seq;      /* the tuples, which own the name and dtype texts */
+} tensor_pack;
+
+static void tensors_release(tensor_pack *p)
+{
+    for (Py_ssize_t i = 0; p->views != NULL && i < p->n; i++)
+        if (p->views[i].obj != NULL)
+            PyBuffer_Release(&p->views[i]);
+    PyMem_Free(p->t);
+    PyMem_Free(p->views);
+    PyMem_Free(p->shapes);
+    Py_XDECREF(p->seq);
+    memset(p, 0, sizeof *p);
+}
+
+static const char *text_arg(PyObject *o, const char *what, Py_ssize_t i)
+{
+    if (!PyUnicode_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "tensors: item %zd: %s needs a str, not %s", i, what, Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t len;
+    const char *s = PyUnicode_AsUTF8AndSize(o, &len);
+    if (s != NULL && (size_t)len != strlen(s)) {
+        PyErr_Format(PyExc_ValueError, "tensors: item %zd: %s holds a NUL character", i, what);
+        return NULL;
+    }
+    return s;
+}
+
+/* -1 with an exception naming the item; else p is filled (tensors_release it). */
+static int tensors_parse(PyObject *obj, tensor_pack *p)
+{
+    memset(p, 0, sizeof *p);
+    p->seq = PySequence_Fast(obj, "tensors: needs a list of (name, dtype, shape, buffer)");
+    if (p->seq == NULL)
+        return -1;
+    p->n = PySequence_Fast_GET_SIZE(p->seq);
+    const size_t n = p->n > 0 ? (size_t)p->n : 1;
+    p->t = PyMem_Calloc(n, sizeof *p->t);
+    p->views = PyMem_Calloc(n, sizeof *p->views);
+    p->shapes = PyMem_Calloc(n * LS_TENSOR_NDIM_MAX, sizeof *p->shapes);
+    if (p->t == NULL || p->views == NULL || p->shapes == NULL) {
+        PyErr_NoMemory();
+        goto fail;
+    }
+    for (Py_ssize_t i = 0; i < p->n; i++) {
+        PyObject *it = PySequence_Fast_GET_ITEM(p->seq, i);
+        if (!PyTuple_Check(it) || PyTuple_GET_SIZE(it) != 4) {
+            PyErr_Format(PyExc_TypeError, "tensors: item %zd is not a (name, dtype, shape, buffer) tuple", i);
+            goto fail;
+        }
+        ls_tensor_data *t = &p->t[i];
+        if ((t->name = text_arg(PyTuple_GET_ITEM(it, 0), "the name", i)) == NULL ||
+            (t->dtype = text_arg(PyTuple_GET_ITEM(it, 1), "the dtype", i)) == NULL)
+            goto fail;
+        PyObject *shape = PySequence_Fast(PyTuple_GET_ITEM(it, 2), "tensors: the shape needs a sequence of int");
+        if (shape == NULL)
+            goto fail;
+        const Py_ssize_t nd = PySequence_Fast_GET_SIZE(shape);
+        if (nd > LS_TENSOR_NDIM_MAX) {
+            Py_DECREF(shape);
+            PyErr_Format(PyExc_ValueError, "tensors: %s: %zd dimensions (at most %d)", t->name, nd,
+                         LS_TENSOR_NDIM_MAX);
+            goto fail;
+        }
+        size_t *dims = p->shapes + (size_t)i * LS_TENSOR_NDIM_MAX;
+        for (Py_ssize_t d = 0; d < nd; d++) {
+            PyObject *v = PySequence_Fast_GET_ITEM(shape, d);
+            const long long x = PyLong_Check(v) && !PyBool_Check(v) ? PyLong_AsLongLong(v) : -1;
+            if (x < 0) {
+                Py_DECREF(shape);
+                if (!PyErr_Occurred())
+                    PyErr_Format(PyExc_ValueError, "tensors: %s: dimension %zd is not a size", t->name, d);
+                goto fail;
+            }
+            dims[d] = (size_t)x;
+        }
+        Py_DECREF(shape);
+        t->ndim = (size_t)nd;
+        t->shape = dims;
+        if (PyObject_GetBuffer(PyTuple_GET_ITEM(it, 3), &p->views[i], PyBUF_C_CONTIGUOUS) < 0) {
+            p->views[i].obj = NULL;
+            PyErr_Format(PyExc_ValueError, "tensors: %s: its data are not a C-contiguous buffer", t->name);
+            goto fail;
+        }
+        t->data = p->views[i].buf;
+        t->nbytes = (size_t)p->views[i].len;
+        ls_err err = { { 0 } };
+        const ls_status st = ls_tensor_check(t, &err);
+        if (st != LS_OK) {
+            raise_status(st, &err);
+            goto fail;
+        }
+    }
+    return 0;
+fail:
+    tensors_release(p);
+    return -1;
+}
+
+/* tensor_hashes([(name, dtype, shape, buffer), ...]) -> ([hash, ...], set hash) */
+static PyObject *mod_tensor_hashes(PyObject *mod, PyObject *obj)
+{
+    (void)mod;
+    tensor_pack p;
+    if (tensors_parse(obj, &p) < 0)
+        return NULL;
+    PyObject *list = PyList_New(p.n);
+    const size_t n = p.n > 0 ? (size_t)p.n : 1;
+    uint64_t *h = PyMem_Calloc(n, sizeof *h);
+    const char **names = PyMem_Calloc(n, sizeof *names);
+    PyObject *out = NULL;
+    if (list == NULL || h == NULL || names == NULL) {
+        if (list != NULL)
+            PyErr_NoMemory();
+        goto done;
+    }
+    for (Py_ssize_t i = 0; i < p.n; i++) {
+        h[i] = ls_tensor_hash(&p.t[i]);
+        names[i] = p.t[i].name;
+        PyObject *v = PyLong_FromUnsignedLongLong((unsigned long long)h[i]);
+        if (v == NULL)
+            goto done;
+        PyList_SET_ITEM(list, i, v);
+    }
+    out = Py_BuildValue("(OK)", list, (unsigned long long)ls_tensor_set_hash(names, h, (size_t)p.n));
+done:
+    Py_XDECREF(list);
+    PyMem_Free(h);
+    PyMem_Free(names);
+    tensors_release(&p);
+    return out;
+}
+
+typedef struct {
+    PyObject_HEAD
+    ls_recorder *r;
+    int busy;           /* 1 while a step is recorded without the GIL */
+} RecorderObject;
+
+static void Recorder_dealloc(RecorderObject *self)
+{
+    /* dropped without close(): the run ends interrupted, every step kept */
+    if (self->r != NULL)
+        ls_record_close(self->r, LS_EINTR, NULL);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int recorder_claim(RecorderObject *self)
+{
+    if (self->r == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the recorder is closed");
+        return -1;
+    }
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the recorder is in use by another thread");
+        return -1;
+    }
+    self->busy = 1;
+    return 0;
+}
+
+/* step(step, loss, tensors or None) */
+static PyObject *Recorder_step(RecorderObject *self, PyObject *args)
+{
+    long long step;
+    double loss;
+    PyObject *obj;
+    if (!PyArg_ParseTuple(args, "LdO:step", &step, &loss, &obj) || recorder_claim(self) < 0)
+        return NULL;
+    tensor_pack p;
+    memset(&p, 0, sizeof p);
+    if (obj != Py_None && tensors_parse(obj, &p) < 0) {
+        self->busy = 0;
+        return NULL;
+    }
+    ls_err err = { { 0 } };
+    ls_status st;
+    const ls_tensor_data *t = obj != Py_None ? p.t : NULL;
+    Py_BEGIN_ALLOW_THREADS
+    st = ls_record_step(self->r, (int64_t)step, loss, t, (size_t)p.n, &err);
+    Py_END_ALLOW_THREADS
+    tensors_release(&p);
+    self->busy = 0;
+    if (st != LS_OK)
+        return raise_status(st, &err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Recorder_state(RecorderObject *self, PyObject *noargs)
+{
+    (void)noargs;
+    if (self->r == NULL) {
+        PyErr_SetString(PyExc_ValueError, "the recorder is closed");
+        return NULL;
+    }
+    int64_t run_id, step;
+    uint64_t ph, th;
+    ls_record_state(self->r, &run_id, &step, &ph, &th);
+    return Py_BuildValue("{sLsLsKsK}", "run_id", (long long)run_id, "step", (long long)step, "param_hash",
+                         (unsigned long long)ph, "traj_hash", (unsigned long long)th);
+}
+
+/* close(how): how an ls_status (0 done, EINTR interrupted, EDIVERGED, else failed) */
+static PyObject *Recorder_close(RecorderObject *self, PyObject *args)
+{
+    int how = 0;
+    if (!PyArg_ParseTuple(args, "|i:close", &how))
+        return NULL;
+    if (self->r == NULL)
+        Py_RETURN_NONE;
+    if (self->busy) {
+        PyErr_SetString(PyExc_RuntimeError, "the recorder is in use by another thread");
+        return NULL;
+    }
+    ls_recorder *r = self->r;
+    self->r = NULL;
+    ls_err err = { { 0 } };
+    const ls_status st = ls_record_close(r, (ls_status)how, &err);
+    if (st != LS_OK)
+        return raise_status(st, &err);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Recorder_closed(RecorderObject *self, void *unused)
+{
+    (void)unused;
+    return PyBool_FromLong(self->r == NULL);
+}
+
+static PyMethodDef Recorder_methods[] = {
+    { "step", (PyCFunction)Recorder_step, METH_VARARGS, "step(step, loss, tensors or None)" },
+    { "state", (PyCFunction)Recorder_state, METH_NOARGS, "the run id, last step, param and trajectory hashes" },
+    { "close", (PyCFunction)Recorder_close, METH_VARARGS, "close(how=0): end the run" },
+    { NULL, NULL, 0, NULL },
+};
+
+static PyGetSetDef Recorder_getset[] = {
+    { "closed", (getter)Recorder_closed, NULL, "True after close()", NULL },
+    { NULL, NULL, NULL, NULL, NULL },
+};
+
+static PyTypeObject RecorderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "lockstep._lockstep.Recorder",
+    .tp_basicsize = sizeof(RecorderObject),
+    .tp_dealloc = (destructor)Recorder_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "a run of another framework being recorded (from record_open)",
+    .tp_methods = Recorder_methods,
+    .tp_getset = Recorder_getset,
+};
+
+/* record_open(db, name, config_text, framework) -> Recorder */
+static PyObject *mod_record_open(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    const char *db, *name, *text, *framework;
+    if (!PyArg_ParseTuple(args, "szzz:record_open", &db, &name, &text, &framework))
+        return NULL;
+    ls_recorder *r = NULL;
+    ls_err err = { { 0 } };
+    ls_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ls_record_open(&r, db, name, text, framework, &err);
+    Py_END_ALLOW_THREADS
+    if (st != LS_OK)
+        return raise_status(st, &err);
+    RecorderObject *o = PyObject_New(RecorderObject, &RecorderType);
+    if (o == NULL) {
+        ls_record_close(r, LS_EINTR, NULL);
+        return NULL;
+    }
+    o->r = r;
+    o->busy = 0;
+    return (PyObject *)o;
+}
+
+/* golden_save(db, run, path) */
+static PyObject *mod_golden_save(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    const char *db, *run, *path;
+    if (!PyArg_ParseTuple(args, "sss:golden_save", &db, &run, &path))
+        return NULL;
+    ls_err err = { { 0 } };
+    ls_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ls_golden_save(db, run, path, &err);
+    Py_END_ALLOW_THREADS
+    if (st != LS_OK)
+        return raise_status(st, &err);
+    Py_RETURN_NONE;
+}
+
+/* golden_compare(db, run, path) -> dict */
+static PyObject *mod_golden_compare(PyObject *mod, PyObject *args)
+{
+    (void)mod;
+    const char *db, *run, *path;
+    if (!PyArg_ParseTuple(args, "sss:golden_compare", &db, &run, &path))
+        return NULL;
+    ls_golden_result g;
+    memset(&g, 0, sizeof g);
+    ls_err err = { { 0 } };
+    ls_status st;
+    Py_BEGIN_ALLOW_THREADS
+    st = ls_golden_compare(db, run, path, &g, &err);
+    Py_END_ALLOW_THREADS
+    if (st != LS_OK)
+        return raise_status(st, &err);
+    return Py_BuildValue("{sOsLsLsssOsdsdsOss}", "equal", g.equal ? Py_True : Py_False, "steps",
+                         (long long)g.steps, "first_diff", (long long)g.first_diff, "first_tensor", g.first_tensor,
+                         "has_loss", g.has_loss ? Py_True : Py_False, "loss_file", g.loss_file, "loss_run",
+                         g.loss_run, "config_differs", g.config_differs ? Py_True : Py_False, "detail", g.detail);
+}
+
 static PyObject *mod_version(PyObject *mod, PyObject *noargs)
 {
     (void)mod;
@@ -943,7 +1298,11 @@ static PyMethodDef mod_methods[] = {
       "open(task, model, pairs, **opts) -> Session" },
     { "reopen", (PyCFunction)(void (*)(void))mod_reopen, METH_VARARGS | METH_KEYWORDS,
       "reopen(db, run, how, **opts) -> Session" },
-    { "verify", mod_verify, METH_VARARGS, "verify(db, run_a, run_b) -> dict" },
+    { "verify", mod_verify, METH_VARARGS, "verify(db, run_a, run_b, tolerance=False, rtol=0, atol=0) -> dict" },
+    { "tensor_hashes", mod_tensor_hashes, METH_O, "tensor_hashes([(name, dtype, shape, buffer)]) -> (hashes, set hash)" },
+    { "record_open", mod_record_open, METH_VARARGS, "record_open(db, name, config_text, framework) -> Recorder" },
+    { "golden_save", mod_golden_save, METH_VARARGS, "golden_save(db, run, path)" },
+    { "golden_compare", mod_golden_compare, METH_VARARGS, "golden_compare(db, run, path) -> dict" },
     { "equiv", (PyCFunction)(void (*)(void))mod_equiv, METH_VARARGS | METH_KEYWORDS,
       "equiv(task, model, pairs, thread_counts, **opts) -> dict" },
     { NULL, NULL, 0, NULL },
@@ -995,12 +1354,13 @@ static int add_exceptions(PyObject *m)
 PyMODINIT_FUNC PyInit__lockstep(void);
 PyMODINIT_FUNC PyInit__lockstep(void)
 {
-    if (PyType_Ready(&DatasetType) < 0 || PyType_Ready(&SessionType) < 0)
+    if (PyType_Ready(&DatasetType) < 0 || PyType_Ready(&SessionType) < 0 || PyType_Ready(&RecorderType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&moddef);
     if (m == NULL)
         return NULL;
     if (add_exceptions(m) < 0 || PyModule_AddType(m, &DatasetType) < 0 || PyModule_AddType(m, &SessionType) < 0 ||
+        PyModule_AddType(m, &RecorderType) < 0 ||
         PyModule_AddIntConstant(m, "REOPEN_RESUME", LS_REOPEN_RESUME) < 0 ||
         PyModule_AddIntConstant(m, "REOPEN_RESTORE", LS_REOPEN_RESTORE) < 0 ||
         PyModule_AddIntConstant(m, "REOPEN_AUDIT", LS_REOPEN_AUDIT) < 0 ||

@@ -57,7 +57,7 @@ def main(argv=None):
     loader = unittest.TestLoader()
     if args.pattern:
         loader.testNamePatterns = ["*%s*" % args.pattern]
-    suite = loader.loadTestsFromName("lockstep.tests.test_lockstep")
+    suite = loader.loadTestsFromNames(["lockstep.tests.test_lockstep", "lockstep.tests.test_record"])
     result = CmockaResult()
     suite.run(result)
     print("%d passed, %d failed" % (result.testsRun - result.bad, result.bad))
