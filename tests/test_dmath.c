@@ -23,6 +23,9 @@
 #include <xmmintrin.h>
 #define HAVE_MXCSR 1
 #endif
+#if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_FPCR 1
+#endif
 
 #include "engine/num/dmath.h"
 
@@ -754,6 +757,50 @@ static void test_fpenv_mxcsr(void **state)
 }
 #endif
 
+#ifdef HAVE_FPCR
+static uint64_t get_fpcr(void)
+{
+    uint64_t v;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(v));
+    return v;
+}
+
+static void set_fpcr(uint64_t v)
+{
+    __asm__ __volatile__("msr fpcr, %0" : : "r"(v));
+}
+
+/* Sets FPCR to fpcr | bits, runs the check, restores, then returns: the
+ * aarch64 twin of check_with_mxcsr (run under qemu by make check-cross). */
+static ls_status check_with_fpcr(uint64_t bits, ls_err *err)
+{
+    uint64_t saved = get_fpcr();
+    set_fpcr(saved | bits);
+    ls_status st = dmath_check_fpenv(err);
+    set_fpcr(saved);
+    return st;
+}
+
+static void test_fpenv_fpcr(void **state)
+{
+    (void)state;
+    ls_err err = {{0}};
+    assert_int_equal(check_with_fpcr(1ull << 24, &err), LS_EFPENV); /* FZ */
+    printf("  FZ: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "flush-to-zero is on (FPCR=0x"));
+    assert_non_null(strstr(err.msg, "lockstep needs IEEE denormals"));
+
+    memset(&err, 0, sizeof err);
+    assert_int_equal(check_with_fpcr(1ull << 25, &err), LS_EFPENV); /* DN */
+    printf("  DN: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "default-NaN is on (FPCR=0x"));
+
+    /* Everything restored. */
+    assert_int_equal(dmath_check_fpenv(NULL), LS_OK);
+    assert_int_equal(get_fpcr() & (3ull << 24), 0);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -771,6 +818,9 @@ int main(void)
         cmocka_unit_test(test_fpenv_rounding),
 #ifdef HAVE_MXCSR
         cmocka_unit_test(test_fpenv_mxcsr),
+#endif
+#ifdef HAVE_FPCR
+        cmocka_unit_test(test_fpenv_fpcr),
 #endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;

@@ -22,7 +22,7 @@ double dmath_cos(double x);      /* for Box-Muller; accurate for |x| <= 8 (2π a
 double dmath_sin(double x);
 
 /* LS_OK when rounding is to nearest and denormals are neither flushed to zero
- * nor treated as zero (x86 MXCSR FTZ/DAZ, aarch64 FPCR.FZ); otherwise
+ * nor treated as zero (x86 MXCSR FTZ/DAZ, aarch64 FPCR.FZ), nor NaNs made default (FPCR.DN); otherwise
  * LS_EFPENV with a line saying which. */
 ls_status dmath_check_fpenv(ls_err *err);
 
