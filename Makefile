@@ -20,6 +20,13 @@ $(foreach f,$(BANNED),$(if $(filter $(f),$(CC) $(OPT) $(CFLAGS)),\
   $(error $(f) breaks the lockstep contract (docs/contract.md, arithmetic order): the arithmetic order must stay fixed)))
 
 LS_PINNED := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -ffp-contract=off -fno-fast-math -fno-math-errno -fopenmp-simd
+# gcc for s390x in a strict C mode says FLT_EVAL_METHOD 1 and computes every
+# float expression in double, rounding once at the end: a*b+c is then not the
+# x86-64 or aarch64 value (engine/num/dmath.c refuses to build). The machine
+# has binary32 arithmetic; -fexcess-precision=fast uses it, one rounding per
+# operation, FLT_EVAL_METHOD 0 (make check-cross builds for s390x).
+LS_TARGET := $(shell $(CC) -dumpmachine 2>/dev/null)
+LS_PINNED += $(if $(filter s390%,$(LS_TARGET)),-fexcess-precision=fast)
 WARN      := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes \
              -Wmissing-prototypes -Wpointer-arith -Wformat=2 $(WERROR)
 # PIC and INC_BUILD are set per target below (library objects, build facts).

@@ -128,10 +128,14 @@ build() { # arch -> builds build-<arch>/lockstep and the test programs
     sr="$SYSROOT/$a"
     progs="build-$a/lockstep"
     for p in $DET_TESTS $KAT_TESTS; do progs="$progs build-$a/tests/$p"; done
-    # The default build's flags (the Makefile's OPT and LS_PINNED; no -march).
+    # The default build's flags (the Makefile's OPT and LS_PINNED; no -march,
+    # no CFLAGS: the sysroot's headers come by gcc's environment,
+    # so the build facts recorded with a run are the default build's). The
+    # sysroot's libraries are found by an rpath, an old-style DT_RPATH: a
+    # DT_RUNPATH would not serve libpng's own need of libz.
+    C_INCLUDE_PATH="$sr/usr/include:$sr/usr/include/$t" \
     make --no-print-directory -j"${LS_JOBS:-2}" BUILD="build-$a" CC="$t-gcc" \
-        CFLAGS="-isystem $sr/usr/include -isystem $sr/usr/include/$t" \
-        LDFLAGS="-L$sr/usr/lib/$t -Wl,-rpath-link,$sr/usr/lib/$t:$sr/lib/$t -Wl,-rpath,$sr/usr/lib/$t:$sr/lib/$t" \
+        LDFLAGS="-L$sr/usr/lib/$t -Wl,--disable-new-dtags -Wl,-rpath-link,$sr/usr/lib/$t:$sr/lib/$t -Wl,-rpath,$sr/usr/lib/$t:$sr/lib/$t" \
         $progs >"$log" 2>&1
 }
 
