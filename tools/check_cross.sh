@@ -104,7 +104,7 @@ deps || exit 2
 # The programs run under qemu, chosen for what they prove and for time (CI
 # gives check-cross about 8 minutes on 2 cores; qemu costs 20-60x native):
 #   determinism (runs compared across 1, 2, 3 and 8 threads, against each
-#   other): test_tree, test_pool, test_linear, test_gnn; and golden check,
+#   other): test_tree, test_linear, test_gnn; and golden check,
 #   which runs every golden file at 1, 2, 3 and 8 threads against x86-64's
 #   bits. test_train and test_session (15 and 23 s native, most of it
 #   Fashion-MNIST) repeat what golden check shows: LS_CROSS_FULL=1 adds them.
@@ -112,7 +112,14 @@ deps || exit 2
 #   test_rng, test_dmath (and the FPCR refusal), test_dense, test_npy,
 #   test_checkpoint, test_runlog, test_golden; on s390x also test_export and
 #   test_weights (safetensors and .npy through the CLI) and test_dataset.
-DET_TESTS="test_tree test_pool test_linear test_gnn"
+#   test_pool is not run: besides the pool's results (test_tree and golden
+#   check show those) it bounds how often workers are woken, a timing that
+#   an emulator on a shared machine does not keep (it failed under -cpu max).
+#   test_dmath's accuracy sweeps against libm run a twentieth of their
+#   samples (LOCKSTEP_TEST_SWEEP_DIV): aarch64's 128-bit long double
+#   reference is emulated in software; the known answers and frozen grids,
+#   which pin dmath's bits, run whole.
+DET_TESTS="test_tree test_linear test_gnn"
 [ -n "${LS_CROSS_FULL:-}" ] && DET_TESTS="$DET_TESTS test_train test_session"
 KAT_TESTS="test_hash test_rng test_dmath test_dense test_npy test_checkpoint test_runlog test_golden"
 BE_TESTS="test_hash test_rng test_npy test_checkpoint test_runlog test_golden test_export test_weights test_dataset"
@@ -181,7 +188,8 @@ run_test() { # arch cpu name
     if [ ! -x "$bin" ]; then line FAIL "$a $cpu $p" 0 "not built"; return; fi
     log="$tmp/$a-$cpu-$p.log"
     s=$(date +%s)
-    LOCKSTEP_ROOT=$ROOT BUILD="build-$a" LOCKSTEP_BIN=$(wrapper "$a" "$cpu") run_q "$a" "$cpu" "$bin" >"$log" 2>&1
+    LOCKSTEP_ROOT=$ROOT BUILD="build-$a" LOCKSTEP_BIN=$(wrapper "$a" "$cpu") LOCKSTEP_TEST_SWEEP_DIV=20 \
+        run_q "$a" "$cpu" "$bin" >"$log" 2>&1
     rc=$?
     ok=$(grep -c '^\[       OK \]' "$log")
     sk=$(grep '^\[  SKIPPED \]' "$log" | grep -vc 'test(s)')
