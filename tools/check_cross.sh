@@ -120,7 +120,7 @@ deps || exit 2
 #   reference is emulated in software; the known answers and frozen grids,
 #   which pin dmath's bits, run whole.
 DET_TESTS="test_tree test_linear test_gnn"
-[ -n "${LS_CROSS_FULL:-}" ] && DET_TESTS="$DET_TESTS test_train test_session"
+if [ -n "${LS_CROSS_FULL:-}" ]; then DET_TESTS="$DET_TESTS test_train test_session"; fi
 KAT_TESTS="test_hash test_rng test_dmath test_dense test_npy test_checkpoint test_runlog test_golden"
 BE_TESTS="test_hash test_rng test_npy test_checkpoint test_runlog test_golden test_export test_weights test_dataset"
 
@@ -180,6 +180,22 @@ wrapper() { # arch cpu -> path of the CLI wrapper
     echo "$w"
 }
 
+# Golden files too slow for check-cross's budget under qemu, with why: the
+# time of `lockstep golden check FILE` natively and under qemu-aarch64, on
+# this 2-core machine under load (qemu ran 17-42 times the native time). Each
+# is printed as a skip line, never dropped silently; LS_CROSS_FULL=1 runs
+# them all. Their models run in the smaller golden files too (logic in
+# logic-teacher, the MLP in teacher-*, the logic CA in gol-short).
+slow_golden() { # name -> prints why, or fails
+    case $1 in
+    logic-fashion-mnist-short) echo "61 s native, about 40 min under qemu" ;;
+    fashion-mnist-short) echo "19 s native, about 13 min under qemu" ;;
+    checkerboard-short) echo "12 s native, about 8 min under qemu" ;;
+    checkerboard-async-short) echo "8 s native, 351 s under qemu (both CPU models passed)" ;;
+    *) return 1 ;;
+    esac
+}
+
 # A cmocka program passes when it exits 0, reports at least one case and
 # skips none.
 run_test() { # arch cpu name
@@ -205,6 +221,11 @@ run_golden() { # arch cpu: each golden file at 1, 2, 3 and 8 threads
     a=$1; cpu=$2
     for g in golden/*.golden; do
         [ -f "$g" ] || continue
+        name=$(basename "$g" .golden)
+        if [ -z "${LS_CROSS_FULL:-}" ] && slow_golden "$name"; then
+            line skip "$a $cpu golden $name" 0 "$(slow_golden "$name") (LS_CROSS_FULL=1 runs it)"
+            continue
+        fi
         log="$tmp/$a-$cpu-golden.log"
         s=$(date +%s)
         if run_q "$a" "$cpu" "build-$a/lockstep" golden check "$g" >"$log" 2>&1; then
