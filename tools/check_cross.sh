@@ -110,8 +110,10 @@ deps || exit 2
 #   Fashion-MNIST) repeat what golden check shows: LS_CROSS_FULL=1 adds them.
 #   known answers of the hashes, the record and the formats: test_hash,
 #   test_rng, test_dmath (and the FPCR refusal), test_dense, test_npy,
-#   test_checkpoint, test_runlog, test_golden; on s390x also test_export and
-#   test_weights (safetensors and .npy through the CLI) and test_dataset.
+#   test_checkpoint, test_runlog, test_golden; on s390x also test_weights
+#   (safetensors and .npy through the CLI) and test_dataset (IDX, the data
+#   hash). test_export (the circuit export) trains gol through the CLI: more
+#   than 2 minutes a run under qemu-s390x, so not here.
 #   test_pool is not run: besides the pool's results (test_tree and golden
 #   check show those) it bounds how often workers are woken, a timing that
 #   an emulator on a shared machine does not keep (it failed under -cpu max).
@@ -122,7 +124,7 @@ deps || exit 2
 DET_TESTS="test_tree test_linear test_gnn"
 if [ -n "${LS_CROSS_FULL:-}" ]; then DET_TESTS="$DET_TESTS test_train test_session"; fi
 KAT_TESTS="test_hash test_rng test_dmath test_dense test_npy test_checkpoint test_runlog test_golden"
-BE_TESTS="test_hash test_rng test_npy test_checkpoint test_runlog test_golden test_export test_weights test_dataset"
+BE_TESTS="test_hash test_rng test_npy test_checkpoint test_runlog test_golden test_weights test_dataset"
 
 start_all=$(date +%s)
 tmp=$(mktemp -d)
@@ -222,7 +224,7 @@ run_golden() { # arch cpu: each golden file at 1, 2, 3 and 8 threads
     for g in golden/*.golden; do
         [ -f "$g" ] || continue
         name=$(basename "$g" .golden)
-        if [ -z "${LS_CROSS_FULL:-}" ] && slow_golden "$name"; then
+        if [ -z "${LS_CROSS_FULL:-}" ] && slow_golden "$name" >/dev/null; then
             line skip "$a $cpu golden $name" 0 "$(slow_golden "$name") (LS_CROSS_FULL=1 runs it)"
             continue
         fi
