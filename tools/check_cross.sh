@@ -33,7 +33,7 @@
 # Environment: LS_CROSS_SYSROOT (default /opt/lockstep-cross),
 # LS_CROSS_ARCHES (default "aarch64 s390x").
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 2
 ROOT=$PWD
 SYSROOT=${LS_CROSS_SYSROOT:-/opt/lockstep-cross}
 ARCHES=${LS_CROSS_ARCHES:-aarch64 s390x}
@@ -86,7 +86,7 @@ deps() {
         # shellcheck disable=SC2086
         (cd "$tmp" && apt-get download -q -o APT::Sandbox::User=root $pkgs >/dev/null) ||
             { echo "deps-cross: apt-get download of the :$da libraries failed" >&2; rm -rf "$tmp"; exit 2; }
-        rm -rf "$SYSROOT/$a"
+        rm -rf "${SYSROOT:?}/$a"
         mkdir -p "$SYSROOT/$a"
         for d in "$tmp"/*.deb; do dpkg -x "$d" "$SYSROOT/$a" || { rm -rf "$tmp"; exit 2; }; done
         (cd "$tmp" && ls *.deb) >"$SYSROOT/$a/.complete"
@@ -148,7 +148,7 @@ build() { # arch -> build-<arch>/lockstep and the test programs
     # build facts recorded with a run are the default build's). The
     # sysroot's libraries are found by an rpath, an old-style DT_RPATH: a
     # DT_RUNPATH would not serve libpng's own need of libz.
-    # shellcheck disable=SC2086
+    # shellcheck disable=SC2046
     C_INCLUDE_PATH="$sr/usr/include:$sr/usr/include/$t" \
     make --no-print-directory -j"${LS_JOBS:-2}" BUILD="build-$a" CC="$t-gcc" \
         LDFLAGS="-L$sr/usr/lib/$t -Wl,--disable-new-dtags -Wl,-rpath-link,$sr/usr/lib/$t:$sr/lib/$t -Wl,-rpath,$sr/usr/lib/$t:$sr/lib/$t" \
@@ -277,10 +277,9 @@ run_suites() {
     for sc in "$@"; do
         a=${sc%%:*}; cpu=${sc#*:}
         res=$tmp/2-$a-$cpu
+        # shellcheck disable=SC2086
         case $a in
-        # shellcheck disable=SC2086
         aarch64) suite "$a" "$cpu" $KAT_TESTS $DET_TESTS ;;
-        # shellcheck disable=SC2086
         s390x) suite "$a" "$cpu" $BE_TESTS ;;
         esac
     done
