@@ -57,12 +57,14 @@ TOOL_OBJ := $(TOOL_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_SRC := $(wildcard tests/test_*.c)
 TEST_BIN := $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
-TEST_COMMON_SRC := $(filter-out tests/test_%.c,$(wildcard tests/*.c))
+TEST_COMMON_SRC := $(filter-out tests/test_%.c tests/nn_oracle.c,$(wildcard tests/*.c))
 TEST_COMMON_OBJ := $(TEST_COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 # Tests written in shell: run_tests.sh runs every executable $(BUILD)/tests/test_*.
 # test_fma_guard.sh needs the aarch64 cross compiler: `make check-cross` runs it.
 TEST_SH  := $(filter-out tests/test_fma_guard.sh,$(wildcard tests/test_*.sh))
 TEST_SH_BIN := $(TEST_SH:tests/%.sh=$(BUILD)/tests/%)
+# Programs the shell tests run (each a main of its own, not a shared helper).
+TEST_TOOL_BIN := $(BUILD)/tests/nn_oracle
 LIB      := $(BUILD)/liblockstep.a
 SONAME   := liblockstep.so.$(VERSION_MAJOR)
 SO       := $(BUILD)/liblockstep.so.$(VERSION)
@@ -80,20 +82,44 @@ pkgconfigdir = $(libdir)/pkgconfig
 # Every file and symlink install writes, and exactly what uninstall removes.
 INSTALLED = $(bindir)/lockstep $(libdir)/liblockstep.a $(libdir)/liblockstep.so.$(VERSION) \
             $(libdir)/$(SONAME) $(libdir)/liblockstep.so $(includedir)/lockstep.h \
-            $(pkgconfigdir)/lockstep.pc $(mandir)/man1/lockstep.1
+            $(pkgconfigdir)/lockstep.pc $(mandir)/man1/lockstep.1 $(PY_INSTALLED)
+
+# The Python package (python/, docs/python.md): the extension lockstep._lockstep
+# in C over include/lockstep.h, for Debian's python3 (PYTHON= skips it in
+# install). `make python` builds it against this build's liblockstep.a into
+# $(BUILD)/python/ (the tests put that on PYTHONPATH); install builds it
+# against the shared library it installs, into the folder python3 reads.
+PYTHON  ?= /usr/bin/python3
+PY_CONF := $(if $(PYTHON),$(shell $(PYTHON) -c 'import sys, sysconfig; \
+             print(sysconfig.get_paths()["include"], sysconfig.get_config_var("EXT_SUFFIX"), \
+             "%d.%d" % sys.version_info[:2])' 2>/dev/null))
+PY_INCLUDE := $(word 1,$(PY_CONF))
+PY_EXT     := $(word 2,$(PY_CONF))
+PY_VER     := $(word 3,$(PY_CONF))
+# Debian's python3 reads /usr/lib/python3/dist-packages and /usr/local/lib/python3.X/dist-packages.
+pythondir   = $(if $(filter /usr,$(PREFIX)),$(PREFIX)/lib/python3/dist-packages,$(PREFIX)/lib/python$(PY_VER)/dist-packages)
+PY_SRC     := $(wildcard python/lockstep/*.py python/lockstep/tests/*.py)
+PY_MOD     := $(BUILD)/python/lockstep/_lockstep$(PY_EXT)
+PY_MOD_SO  := $(BUILD)/python-so/_lockstep$(PY_EXT)
+PY_FILES   := $(PY_SRC:python/%=$(BUILD)/python/%)
+PY_INSTALLED = $(if $(PY_CONF),$(PY_SRC:python/%=$(pythondir)/%) $(pythondir)/lockstep/_lockstep$(PY_EXT))
+# Python.h comes in as a system header (-isystem): the strict warnings stay on for our code.
+PY_CFLAGS   = $(OPT) $(CFLAGS) -std=c11 -ffp-contract=off -fPIC $(WARN) \
+              -Iinclude -isystem $(PY_INCLUDE) -pthread
 
 DEB_PKGS := build-essential libxxhash-dev libsqlite3-dev libcmocka-dev zlib1g-dev \
             dataset-fashion-mnist sqlite3 clang libclang-rt-14-dev libpng-dev pkg-config python3-numpy \
-            libopenmpi-dev openmpi-bin python3-networkx
+            libopenmpi-dev openmpi-bin python3-networkx python3-torch python3-dev python3-setuptools \
+            python3-wheel python3-venv python3-pytest
 # `make bench-peer` only (PyTorch with OpenBLAS, the peer it is timed against).
 PEER_PKGS := python3-torch libopenblas0-pthread python3-scipy
 
 .PHONY: all deps build test demo bench bench-peer golden-check golden-update help clean mpi \
-        check-builds check-asan check-tsan check-layers install uninstall examples
+        check-builds check-asan check-tsan check-layers install uninstall examples python
 .PHONY: check-report docs-cli deps-cross check-cross
 .DEFAULT_GOAL := all
 
-all: $(BIN) $(LIB) $(SO) $(SO_LINKS) $(TEST_BIN) $(TEST_SH_BIN)
+all: $(BIN) $(LIB) $(SO) $(SO_LINKS) $(TEST_BIN) $(TEST_SH_BIN) $(TEST_TOOL_BIN)
 
 help:
 	@echo "make deps          install missing Debian packages (apt-get, as root)"
@@ -116,8 +142,9 @@ help:
 	@echo "                   screenshot not blank, DOM holds both curves and the first diverging step"
 	@echo "make fuzz          libFuzzer targets (clang, ASan+UBSan), FUZZ_SECONDS=60 each; fuzz-ci: 20 s each"
 	@echo "make examples      build examples/*.c against this build into $(BUILD)/examples/"
+	@echo "make python        the Python package against this build into $(BUILD)/python/ (PYTHONPATH=$(BUILD)/python)"
 	@echo "make install       lockstep, liblockstep.a/.so, lockstep.h, lockstep.pc, the man page into"
-	@echo "                   \$$(DESTDIR)\$$(PREFIX) (PREFIX=$(PREFIX))"
+	@echo "                   \$$(DESTDIR)\$$(PREFIX) (PREFIX=$(PREFIX)), and the Python package for $(or $(PYTHON),no python3)"
 	@echo "make uninstall     remove exactly those files (same PREFIX and DESTDIR)"
 	@echo "make clean         remove $(BUILD)/"
 	@echo "variables: CC=clang  OPT='-O3'  BUILD=build-x  WERROR=  PREFIX=/usr  DESTDIR=/tmp/stage"
@@ -133,7 +160,7 @@ deps:
 	  apt-get update -q && apt-get install -y -q --no-install-recommends $$missing; \
 	fi
 
-build: $(BIN) $(LIB) $(SO) $(SO_LINKS) $(TEST_BIN) $(TEST_SH_BIN)
+build: $(BIN) $(LIB) $(SO) $(SO_LINKS) $(TEST_BIN) $(TEST_SH_BIN) $(TEST_TOOL_BIN) python
 
 # Before the first compile in a build folder: is there a compiler, and are
 # the headers of the libraries there? Without them a machine would stop at a
@@ -251,8 +278,32 @@ $(BUILD)/examples/%: examples/%.c include/lockstep.h $(LIB) | $(BUILD)/deps-lib.
 	@echo "CC $<"
 	@$(CC) $(OPT) $(CFLAGS) $(LS_PINNED) $(WARN) -Iinclude $(LDFLAGS) -o $@ $< $(LIB) $(LIBS)
 
+# The Python package against this build: $(BUILD)/python/lockstep/ holds the
+# extension (liblockstep.a linked in, so no library path is needed) and
+# copies of python/lockstep/ (tests/test_python.sh runs it from there).
+python: $(PY_MOD) $(PY_FILES)
+$(BUILD)/deps-python.ok:
+	@[ -n "$(PY_CONF)" ] || { echo "lockstep: no $(or $(PYTHON),python3) (Debian package python3): run 'make deps' as root" >&2; exit 2; }
+	@[ -f "$(PY_INCLUDE)/Python.h" ] || \
+	  { echo "lockstep: missing <Python.h> (Debian package python3-dev): run 'make deps' as root" >&2; exit 2; }
+	@mkdir -p $(dir $@) && touch $@
+$(PY_MOD): python/src/_lockstep.c include/lockstep.h $(LIB) | $(BUILD)/deps-python.ok
+	@mkdir -p $(dir $@)
+	@echo "CC $< (Python $(PY_VER))"
+	@$(CC) $(PY_CFLAGS) $(LDFLAGS) -shared -o $@ $< $(LIB) $(LIB_LIBS)
+# For install: linked to the shared library (its soname), found through the
+# loader's cache, or through a run path when libdir is not a system folder.
+PY_RPATH = $(if $(filter /usr/lib /usr/local/lib,$(libdir)),,-Wl$(comma)-rpath$(comma)$(libdir))
+$(PY_MOD_SO): python/src/_lockstep.c include/lockstep.h $(SO) FORCE | $(BUILD)/deps-python.ok
+	@mkdir -p $(dir $@)
+	@echo "CC $< (Python $(PY_VER), shared)"
+	@$(CC) $(PY_CFLAGS) $(LDFLAGS) -shared -o $@.tmp $< $(SO) $(PY_RPATH) -pthread && mv $@.tmp $@
+$(BUILD)/python/lockstep/%.py: python/lockstep/%.py
+	@mkdir -p $(dir $@)
+	@cp $< $@
+
 # Objects of the shared test helpers are not intermediate files to delete.
-.SECONDARY: $(TEST_COMMON_OBJ)
+.SECONDARY: $(TEST_COMMON_OBJ) $(TEST_TOOL_BIN:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.o)
 
 test: deps
 	@$(MAKE) --no-print-directory build
@@ -299,7 +350,7 @@ $(MPI_BIN): tools/mpi_main.c $(filter-out $(BUILD)/obj/tools/lockstep.o,$(TOOL_O
 # pkg-config --define-variable=prefix=... can move them all.
 pc_dir = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
 
-install: $(BIN) $(LIB) $(SO) include/lockstep.h lockstep.pc.in doc/lockstep.1
+install: $(BIN) $(LIB) $(SO) include/lockstep.h lockstep.pc.in doc/lockstep.1 $(if $(PY_CONF),$(PY_MOD_SO))
 	@echo "install into $(DESTDIR)$(PREFIX)"
 	@install -d "$(DESTDIR)$(bindir)" "$(DESTDIR)$(libdir)" "$(DESTDIR)$(includedir)" \
 	    "$(DESTDIR)$(pkgconfigdir)" "$(DESTDIR)$(mandir)/man1"
@@ -319,6 +370,13 @@ install: $(BIN) $(LIB) $(SO) include/lockstep.h lockstep.pc.in doc/lockstep.1
 	    > "$(DESTDIR)$(mandir)/man1/lockstep.1.tmp"
 	@chmod 644 "$(DESTDIR)$(mandir)/man1/lockstep.1.tmp"
 	@mv "$(DESTDIR)$(mandir)/man1/lockstep.1.tmp" "$(DESTDIR)$(mandir)/man1/lockstep.1"
+	@# The Python package, for the python3 that PYTHON names (import lockstep).
+	@$(if $(PY_CONF),install -d "$(DESTDIR)$(pythondir)/lockstep/tests" && \
+	    install -m 644 $(filter python/lockstep/%.py,$(filter-out python/lockstep/tests/%,$(PY_SRC))) \
+	        "$(DESTDIR)$(pythondir)/lockstep/" && \
+	    install -m 644 $(filter python/lockstep/tests/%,$(PY_SRC)) "$(DESTDIR)$(pythondir)/lockstep/tests/" && \
+	    install -m 755 $(PY_MOD_SO) "$(DESTDIR)$(pythondir)/lockstep/_lockstep$(PY_EXT)",\
+	    echo "install: no $(or $(PYTHON),PYTHON): the Python package is left out")
 	@# Into the live system as root: refresh the loader's cache for the new .so.
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
@@ -327,6 +385,9 @@ uninstall:
 	@for f in $(INSTALLED); do \
 	  if [ -e "$(DESTDIR)$$f" ] || [ -L "$(DESTDIR)$$f" ]; then echo "rm $(DESTDIR)$$f"; rm -f "$(DESTDIR)$$f"; fi; \
 	done
+	@# The package's folders are its own: their byte-code caches go, then the folders if empty.
+	@$(if $(PY_CONF),for d in "$(DESTDIR)$(pythondir)/lockstep/tests" "$(DESTDIR)$(pythondir)/lockstep"; do \
+	  rm -rf "$$d/__pycache__"; if [ -d "$$d" ]; then rmdir "$$d" 2>/dev/null || true; fi; done)
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 demo: deps
@@ -380,9 +441,16 @@ check-asan: deps
 # ThreadSanitizer cannot run the ifunc resolvers of function multiversioning
 # (they run before its runtime is up), so this build has one version of each
 # element-wise loop; the dense kernels' run-time dispatch is still exercised.
+# It runs the programs whose cases drive the pool, the tree, training, the
+# record's writers (TSAN_TESTS): the rest (the CLI through the binary,
+# formats, bad input, docs) run no thread the unit tests do not, and under
+# ThreadSanitizer they would cost most of CI's time budget.
+TSAN_TESTS := test_pool test_tree test_train test_session test_plan test_reference test_sweep test_audit \
+              test_crash test_api test_nn test_optim test_cliques test_ged test_logic_ca test_gnn test_arrays \
+              test_record_ext
 check-tsan: deps
 	@$(MAKE) --no-print-directory BUILD=build-tsan OPT="$(SAN_COMMON) -fsanitize=thread -DLS_NO_CLONES" build
-	@TSAN_OPTIONS=halt_on_error=1:exitcode=66 BUILD=build-tsan sh tests/run_tests.sh
+	@TSAN_OPTIONS=halt_on_error=1:exitcode=66 BUILD=build-tsan ONLY="$(TSAN_TESTS)" sh tests/run_tests.sh
 
 clean:
 	rm -rf $(BUILD) build-asan build-tsan build-check-* build-fuzz build-aarch64 build-s390x

@@ -67,7 +67,7 @@ static softmax_scratch scratch_of(const softmax *m, void *scratch)
 }
 
 static const ls_key SOFTMAX_KEYS[] = {
-    { .name = "leaf", .type = LS_KEY_INT, .def = "8", .lo = 1, .hi = 1 << 20,
+    { .name = "leaf", .type = LS_KEY_INT, .def = "16", .lo = 1, .hi = 1 << 20,
       .help = "samples per leaf (the unit of gradient work)" },
 };
 

@@ -16,7 +16,11 @@
  *     (ls_exp, ls_log, ...), whose bits are the same on every build;
  *   - a session's model applied to samples (ls_session_predict), θ as named
  *     tensors (ls_session_tensor), and ls_equiv, one config trained at
- *     several thread counts and compared bit for bit.
+ *     several thread counts and compared bit for bit;
+ *   - (1.1) runs of other frameworks recorded step by step (ls_record_*)
+ *     with the canonical tensor hash (ls_tensor_hash), verify naming the
+ *     first differing tensor and a loss tolerance (ls_verify_ex), and golden
+ *     files of recorded runs (ls_golden_save, ls_golden_compare).
  *
  * The contract. For a config C the parameters after step t are a function of
  * C alone: not of the thread count, the schedule, a resume, the compiler, the
@@ -24,9 +28,15 @@
  * ls_register_model keeps the contract as the built-in ones do, provided its
  * functions are pure (each result a function of the parameters, the batch
  * and addressed random numbers) and every sum inside them has an order fixed
- * in its code. The engine sums the leaves with one fixed binary tree:
- *     sum(l, n) = leaf(l)                       if n == 1
+ * in its code. Every sum over a batch's samples runs over atoms: LS_ATOM
+ * consecutive samples from slot 0 (the last atom shorter when LS_ATOM does
+ * not divide the batch), each atom summed in sample order, and the atoms
+ * added along one fixed binary tree over their indices:
+ *     sum(l, n) = atom(l)                       if n == 1
  *               = sum(l, k) + sum(l + k, n - k) otherwise, k = largest power of two < n.
+ * A leaf (the unit of work: a speed and memory setting, not part of the
+ * config) is LS_ATOM·2^m samples, so it is a subtree, and so is every block
+ * of leaves a thread or a rank sums: the bits depend on no leaf size.
  *
  * Frozen (a change needs a new version number of that format and readers of
  * the old one):
@@ -36,8 +46,14 @@
  *     XXH3_64bits(traj_{t−1} ‖ param_hash_t ‖ binary64 bits of the loss of step
  *     t), each 8 bytes LE;
  *   - the canonical config text (LS_CONFIG_FORMAT, the key format=1);
- *   - the record's schema version (LS_RECORD_SCHEMA, SQLite user_version);
- *   - the golden file format (LS_GOLDEN_FORMAT, "# lockstep golden v1");
+ *   - the tensor hash (LS_TENSOR_HASH_FORMAT, ls_tensor_hash) and the
+ *     parameter hash of an external run's step (ls_tensor_set_hash);
+ *   - the record's schema version (LS_RECORD_SCHEMA, SQLite user_version;
+ *     version 2 added per-tensor hashes and external runs, and a writer
+ *     upgrades a version-1 file in place when it opens it);
+ *   - the golden file formats (LS_GOLDEN_FORMAT: "# lockstep golden v1", a
+ *     config re-run by `golden check`, still read and written; "v2", a
+ *     recorded run of any framework with its per-tensor hashes, ls_golden_*);
  *   - the numbers of ls_status.
  * Versions. Everything else here may change, but only as follows: a new
  * LS_VERSION_MAJOR whenever a public struct's layout or a function's
@@ -46,7 +62,7 @@
  * library), a new LS_VERSION_MINOR when functions or constants are added, a
  * new LS_VERSION_PATCH for fixes. Major version 1 added the size field:
  * every descriptor and option struct (ls_model_desc, ls_task_desc,
- * ls_session_opts, ls_equiv_opts) opens with
+ * ls_session_opts, ls_equiv_opts, and since 1.1 ls_verify_opts) opens with
  *     size_t size;   = sizeof(the struct) as the caller compiled it
  * which registration, ls_session_open / ls_session_reopen and ls_equiv
  * check: 0, or a size this library does not know, is LS_EINVAL naming the
@@ -69,16 +85,19 @@ extern "C" {
 #endif
 
 #define LS_VERSION_MAJOR 1
-#define LS_VERSION_MINOR 0
+#define LS_VERSION_MINOR 1
 #define LS_VERSION_PATCH 0
-#define LS_VERSION_STRING "1.0.0"
+#define LS_VERSION_STRING "1.1.0"
 
 #define LS_HASH_FORMAT 1
-#define LS_CONFIG_FORMAT 1
-#define LS_RECORD_SCHEMA 1
-#define LS_GOLDEN_FORMAT 1
+#define LS_CONFIG_FORMAT 2
+/* Samples per atom (above): part of the contract, the same for every model. */
+#define LS_ATOM 16
+#define LS_RECORD_SCHEMA 2
+#define LS_GOLDEN_FORMAT 2
+#define LS_TENSOR_HASH_FORMAT 1
 
-/* "1.0.0": the version of the library actually linked. */
+/* "1.1.0": the version of the library actually linked. */
 const char *ls_version(void);
 
 /* ---- status ------------------------------------------------------------- */
@@ -181,7 +200,8 @@ uint64_t ls_config_u64(const ls_config *cfg, const char *key);
 float ls_config_float(const ls_config *cfg, const char *key);
 const char *ls_config_str(const ls_config *cfg, const char *key);
 size_t ls_config_list(const ls_config *cfg, const char *key, const size_t **values);
-/* The value of a task's source key ("" when not given). */
+/* The value of a task's source key, or of the engine's "init" (the
+ * starting weights, --init; 1.1) ("" when not given). */
 #define LS_MAX_SOURCES 4
 #define LS_SOURCE_MAX 4096
 const char *ls_config_source(const ls_config *cfg, const char *key);
@@ -376,6 +396,11 @@ typedef struct {
     size_t inputs, outputs;   /* scores: features per sample in, scores per sample out (0: none) */
     size_t prepare_parts;     /* parts of prepare_part (0: none) */
     ls_model_hints hints;     /* speed-only promises (ls_model_hints); all 0: none */
+    /* Added in 1.1 (the engine zeroes info before create, so a model built
+     * against 1.0 leaves it NULL): [n_tensors], 1 where tensor i takes no
+     * weight decay under decay_groups=weights (biases, norms, embeddings);
+     * NULL: every tensor decays. Owned by the instance. */
+    const unsigned char *no_decay;
 } ls_model_info;
 
 /* One evaluation figure, recorded under its name. */
@@ -457,7 +482,18 @@ typedef struct ls_model_desc {
      * asked to write, and the engine does the add. The sum must be the
      * same either way: LOCKSTEP_HINTS=off has the engine add for every model. */
     int leaf_adds;
+    /* Added in 1.1 (a descriptor of 1.0's size reads it as 0). 1: the
+     * model's leaf key ("leaf", samples per leaf) may be any LS_ATOM·2^m,
+     * and leaf sums its leaf's samples as the canonical tree over the
+     * leaf's atoms (the subtree: include/lockstep.h, the contract). 0: the
+     * engine creates the model with leaf = LS_ATOM, so each of its leaves
+     * is one atom, summed in sample order, and the engine's tree does the
+     * rest; --leaf then changes nothing. A model without a leaf key is
+     * unaffected. */
+    int leaf_atoms;
 } ls_model_desc;
+/* The size of a 1.0 ls_model_desc (before leaf_atoms), also accepted. */
+#define LS_MODEL_DESC_SIZE_1_0 offsetof(ls_model_desc, leaf_atoms)
 
 /* ---- tasks --------------------------------------------------------------- */
 
@@ -704,6 +740,9 @@ typedef struct {
     size_t n_runs;              /* runs trained, in the order of opts->threads; fewer than asked
                                    when one failed (runs[n_runs - 1] is the one) or stop was set */
     ls_equiv_run runs[LS_EQUIV_MAX];
+    /* Added in 1.1, written only for an ls_equiv_opts of 1.1's size: the
+     * leaf size of each run (0: the config's). */
+    int leaf[LS_EQUIV_MAX];
 } ls_equiv_result;
 
 typedef struct {
@@ -720,9 +759,17 @@ typedef struct {
      * may be NULL. */
     void (*on_run)(void *ctx, const ls_equiv_run *run);
     void *ctx;
+    /* Added in 1.1 (an ls_equiv_opts of 1.0's size has none): leaf sizes
+     * (each LS_ATOM·2^m, each once; NULL or 0 of them: the config's leaf).
+     * Every thread count is trained at every leaf size, leaf by leaf, the
+     * first pair the reference; at most LS_EQUIV_MAX runs in all; with a
+     * name, run names end in "-l<leaf>". */
+    const int *leaves;
+    size_t n_leaves;
 } ls_equiv_opts;
+#define LS_EQUIV_OPTS_SIZE_1_0 offsetof(ls_equiv_opts, leaves)
 
-/* The equivalence check: cfg trained at each thread count in turn (opened,
+/* The equivalence check: cfg trained at each thread count (and leaf size) in turn (opened,
  * trained to its target with ls_session_train, evaluated after the last
  * step, closed), and every run compared with the first. A run is the same
  * when its config hash, step count and trajectory hash equal the first run's
@@ -736,6 +783,169 @@ typedef struct {
  * (LS_EDIVERGED, LS_EINTR, ...) and err; the runs before it are in *out.
  * Differing runs are not an error: LS_OK with out->equal 0. */
 ls_status ls_equiv(const ls_config *cfg, const ls_equiv_opts *opts, ls_equiv_result *out, ls_err *err);
+
+/* ---- tensors of any framework: the canonical tensor hash (1.1) ------------ */
+
+/* One tensor as another framework holds it (a PyTorch parameter, a numpy
+ * array): a name, a dtype, a shape and its bytes in C order. data points to
+ * nbytes bytes, each element in the host's byte order (little-endian on
+ * every platform lockstep builds for); bfloat16 and float16 elements are
+ * their 2-byte patterns, never converted. bool elements are one byte, 0 or
+ * 1. Nothing is copied: the caller keeps the memory alive during the call. */
+typedef struct {
+    const char *name;           /* non-empty, at most LS_TENSOR_NAME_MAX bytes, no newline */
+    const char *dtype;          /* "float32", "float64", "float16", "bfloat16", "int64", "int32",
+                                   "int16", "int8", "uint8", "bool" */
+    size_t ndim;                /* 0 (a scalar) .. LS_TENSOR_NDIM_MAX */
+    const size_t *shape;        /* [ndim]; may be NULL when ndim is 0 */
+    const void *data;           /* nbytes bytes; may be NULL when nbytes is 0 */
+    size_t nbytes;              /* = product of shape x the dtype's size */
+} ls_tensor_data;
+
+#define LS_TENSOR_NAME_MAX 255
+#define LS_TENSOR_NDIM_MAX 32
+
+/* The size in bytes of one element of dtype, 0 when it is not one of the
+ * names above. */
+size_t ls_dtype_size(const char *dtype);
+/* LS_EINVAL naming the tensor (and what is wrong: an empty or too long
+ * name, an unknown dtype, too many dimensions, nbytes not equal to the
+ * shape's product times the dtype's size, NULL data with nbytes > 0). */
+ls_status ls_tensor_check(const ls_tensor_data *t, ls_err *err);
+/* The canonical tensor hash (LS_TENSOR_HASH_FORMAT 1, frozen):
+ * XXH3_64bits (seed 0) over
+ *     name bytes, 0x00, dtype name bytes, 0x00, ndim as u64 LE,
+ *     each dim as u64 LE, then the nbytes data bytes (C order, little-endian)
+ * — no NaN canonicalisation: the bytes are the bytes. Call ls_tensor_check
+ * first: the hash of a tensor it refuses is meaningless (0 for NULL). */
+uint64_t ls_tensor_hash(const ls_tensor_data *t);
+/* A tensor of a lockstep session (float32, its shape) as an ls_tensor_data; the
+ * view must outlive *out, whose shape points into the view. */
+void ls_tensor_from_view(const ls_tensor_view *v, ls_tensor_data *out);
+/* The parameter hash of one step of an external run (frozen with
+ * LS_TENSOR_HASH_FORMAT): with the tensors sorted by name (strcmp order),
+ * XXH3_64bits over, for each tensor, its name bytes, 0x00 and its
+ * ls_tensor_hash as u64 LE. names[n] and hashes[n] need not be sorted. A
+ * lockstep run keeps its own param_hash (LS_HASH_FORMAT), not this one. */
+uint64_t ls_tensor_set_hash(const char *const *names, const uint64_t *hashes, size_t n);
+
+/* ---- recording a run of any framework (1.1) ------------------------------ */
+
+/* A run trained by another framework (PyTorch, JAX, numpy), recorded step
+ * by step in the same SQLite record as lockstep's own runs: `lockstep runs`,
+ * `show`, `verify`, `report` and `golden save/compare` read it; `audit` and
+ * `resume` refuse it (there is nothing lockstep could re-execute). Its run
+ * row has model and task "external"; its config text (free "key=value"
+ * lines, stored as given) and framework are kept with it.
+ *
+ * Each step stores the loss (binary64 bits), one hash per tensor (in name
+ * order: the run's tensor list is fixed by its first step) and the step's
+ * parameter hash ls_tensor_set_hash; the trajectory chains them as for
+ * lockstep's runs, from traj_0 = XXH3_64bits(config text ‖ 8 zero bytes):
+ * traj_t = XXH3_64bits(traj_{t−1} ‖ param_hash_t ‖ loss bits_t). There is no
+ * step-0 row. Every step is committed before ls_record_step returns, so a
+ * crash keeps every earlier step; a run never closed reads as interrupted.
+ *
+ * One recorder is driven by one thread at a time. */
+typedef struct ls_recorder ls_recorder;
+
+/* Opens (or creates) the database db and starts a run: name as for
+ * ls_session_opts.name (NULL: "run-<id>"; taken: LS_EEXIST), config_text
+ * any text ("" allowed, NULL as ""), framework a short free text such as
+ * "pytorch 1.13.1" (NULL or "": "unknown"). */
+ls_status ls_record_open(ls_recorder **out, const char *db, const char *name, const char *config_text,
+                         const char *framework, ls_err *err);
+/* Records step `step` (1 for the first, then consecutive: anything else is
+ * LS_EINVAL) with its loss (any binary64: a NaN is recorded as the
+ * canonical NaN) and the parameters after it, tensors[n] in any order. Each
+ * tensor is checked (ls_tensor_check); two with one name, or a set of names
+ * that is not the first hashed step's, is LS_EINVAL naming the tensor;
+ * nothing is recorded then and the step may be given again. tensors NULL
+ * (n 0): a step whose parameters are not hashed (a caller hashing every K-th
+ * step only, e.g. tensors copied from a GPU): its loss is recorded with
+ * parameter hash 0 and no per-tensor hashes. tensors not NULL with n 0: a
+ * step of no tensors (the empty set). */
+ls_status ls_record_step(ls_recorder *rec, int64_t step, double loss, const ls_tensor_data *tensors, size_t n,
+                         ls_err *err);
+/* What has been recorded: the run's id, the last step (0 before the
+ * first), its parameter hash and trajectory hash. Any pointer may be NULL. */
+void ls_record_state(const ls_recorder *rec, int64_t *run_id, int64_t *step, uint64_t *param_hash,
+                     uint64_t *traj_hash);
+/* Ends the run: status "done" for LS_OK, "interrupted" for LS_EINTR,
+ * "diverged" for LS_EDIVERGED, else "failed"; frees rec (NULL accepted). */
+ls_status ls_record_close(ls_recorder *rec, ls_status how, ls_err *err);
+
+/* ---- verify, with the first tensor and a loss tolerance (1.1) ----------- */
+
+typedef struct {
+    size_t size;                /* sizeof(ls_verify_opts) as the caller compiled it */
+    int loss_tolerance;         /* 1: also find the first step whose loss leaves the tolerance */
+    double loss_rtol, loss_atol;  /* |a − b| <= atol + rtol·|b| (a: run_a's loss, b: run_b's) */
+} ls_verify_opts;
+
+typedef struct {
+    ls_verdict verdict;         /* as ls_verify's */
+    /* At verdict.first_diff: the first tensor in name (strcmp) order whose
+     * hash differs or that one run lacks there; "" when the parameters are
+     * equal there (only the loss differs) or a run has no per-tensor hashes
+     * at that step (recorded before schema version 2). */
+    char first_tensor[LS_TENSOR_NAME_MAX + 1];
+    double loss_a, loss_b;      /* both runs' losses at verdict.first_diff (0 at step 0 or when equal) */
+    /* With opts->loss_tolerance: the first common step (from 1) whose losses
+     * a, b fail |a − b| <= atol + rtol·|b| (a NaN fails unless both bit
+     * patterns are equal), −1 when none; tol_loss_a, tol_loss_b its losses. */
+    int64_t tol_first;
+    double tol_loss_a, tol_loss_b;
+} ls_verify_result;
+
+/* ls_verify and more: the first differing tensor and the loss tolerance.
+ * opts NULL: no tolerance. A size that is not sizeof(ls_verify_opts),
+ * a negative or NaN rtol or atol: LS_EINVAL. */
+ls_status ls_verify_ex(const char *db, const char *run_a, const char *run_b, const ls_verify_opts *opts,
+                       ls_verify_result *out, ls_err *err);
+
+/* ---- golden files of recorded runs (1.1) ------------------------------------ */
+
+/* A golden file of format v2 pins a recorded run — lockstep's own or an
+ * external one — with its losses, parameter hashes and per-tensor hashes
+ * (docs/formats.md); a later recorded run is compared with it. This is the
+ * golden check of a training test that another framework runs (the pytest
+ * plugin); `lockstep golden save` and `golden compare` are the same calls. */
+typedef struct {
+    int equal;                  /* 1: the run has exactly the file's steps, with the same loss bits and
+                                   parameter hashes */
+    int64_t steps;              /* steps the file pins */
+    int64_t first_diff;         /* the first step that differs or that only one side has; -1 when equal */
+    char first_tensor[LS_TENSOR_NAME_MAX + 1];   /* at first_diff, in name order; "" as ls_verify_result's */
+    int has_loss;               /* 1: loss_file and loss_run are both losses at first_diff */
+    double loss_file, loss_run;
+    int config_differs;         /* 1: the run's config text is not the file's (a note: not part of equal) */
+    char detail[1024];          /* one line: "step 3: loss ... in the file, ... in the run; ...; first tensor w" */
+} ls_golden_result;
+
+/* Writes recorded run `run` of database db as a v2 golden file at path
+ * (a temporary file, fsync, rename). A run without steps, a config line
+ * starting with '#' or holding a control character: LS_EINVAL. */
+ls_status ls_golden_save(const char *db, const char *run, const char *path, ls_err *err);
+/* Compares recorded run `run` of db with the golden file at path (v2, or a
+ * v1 file, whose steps carry no per-tensor hashes). Differing is not an
+ * error: LS_OK with out->equal 0. A malformed file: LS_EFORMAT naming its
+ * line. */
+ls_status ls_golden_compare(const char *db, const char *run, const char *path, ls_golden_result *out,
+                            ls_err *err);
+
+/* ---- in-memory data (since 1.1) ------------------------------------------ */
+
+/* The `arrays` task's data set from .npy images held in memory, for
+ * ls_session_opts.data: npy[0..3] = train_x, train_y, test_x, test_y, each
+ * the bytes numpy.save writes (NULL for test_x and test_y together: no test
+ * split), len[i] their sizes. The same checks, samples and identity (hash,
+ * the config's data_hash) as the task's loader gives for the same bytes read
+ * from .npy files, so a run fed from memory and one fed from those files
+ * have one config and one trajectory. A malformed image: LS_EFORMAT naming
+ * it by its key (train_x, ...). Free with ls_dataset_destroy; the images may
+ * be freed once it returns. */
+ls_status ls_arrays_dataset(ls_dataset **out, const void *const npy[4], const size_t len[4], ls_err *err);
 
 #ifdef __cplusplus
 }

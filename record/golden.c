@@ -38,7 +38,9 @@
 #include "base/file.h"
 
 #define GOLDEN_MAGIC "# lockstep golden v1"
-_Static_assert(LS_GOLDEN_FORMAT == 1, "the golden format in include/lockstep.h is the one this file reads and writes");
+/* Version 1, the files `golden check/update` re-run: still read and written
+ * here; version 2 (LS_GOLDEN_FORMAT) pins a recorded run (record/golden_run.c). */
+_Static_assert(LS_GOLDEN_FORMAT == 2, "the golden formats in include/lockstep.h are those record/golden*.c know");
 #define GOLDEN_VERSION_PREFIX "# lockstep golden v"
 #define GOLDEN_CONFIG "# config"
 #define GOLDEN_STEPS "# steps: step loss_bits loss param_hash traj_hash"
@@ -251,7 +253,8 @@ static ls_status parse_pass(const char *text, size_t len, const char *what, ls_s
                 size_t pl = strlen(GOLDEN_VERSION_PREFIX);
                 if (n > pl && memcmp(s, GOLDEN_VERSION_PREFIX, pl) == 0 && first_unprintable(s, n) == n)
                     return golden_fail(err, LS_EFORMAT, what, line,
-                                       "unsupported golden version '%.*s' (this reader knows v1)",
+                                       "unsupported golden version '%.*s' (this reader knows v1; a v2 "
+                                       "file pins a recorded run: lockstep golden compare FILE RUN)",
                                        (int)(n - pl < 32 ? n - pl : 32), s + pl);
                 return golden_fail(err, LS_EFORMAT, what, line,
                                    "not a lockstep golden file (expected '" GOLDEN_MAGIC "')");
@@ -347,6 +350,19 @@ ls_status golden_parse(const char *text, size_t len, const char *what, golden_fi
 ls_status golden_read(const char *path, golden_file *out, ls_err *err)
 {
     memset(out, 0, sizeof *out);
+    char *buf = NULL;
+    size_t len = 0;
+    ls_status st = golden_read_text(path, &buf, &len, err);
+    if (st == LS_OK)
+        st = golden_parse(buf, len, path, out, err);
+    free(buf);
+    return st;
+}
+
+ls_status golden_read_text(const char *path, char **text, size_t *text_len, ls_err *err)
+{
+    *text = NULL;
+    *text_len = 0;
     /* Opened without blocking and looked at before reading: a FIFO would
      * wait forever for a writer, a directory or a device is no golden file. */
     int fd;
@@ -388,10 +404,13 @@ ls_status golden_read(const char *path, golden_file *out, ls_err *err)
         }
     }
     fclose(f);
-    if (st == LS_OK)
-        st = golden_parse(buf, len, path, out, err);
-    free(buf);
-    return st;
+    if (st != LS_OK) {
+        free(buf);
+        return st;
+    }
+    *text = buf;
+    *text_len = len;
+    return LS_OK;
 }
 
 void golden_free(golden_file *g)
@@ -476,6 +495,18 @@ ls_status golden_write(FILE *f, const char *config_text, const ls_step *steps, s
     return ferror(f) ? LS_EIO : LS_OK;
 }
 
+typedef struct {
+    const char *config_text;
+    const ls_step *steps;
+    size_t n_steps;
+} golden_v1_ctx;
+
+static ls_status golden_write_v1(FILE *f, const void *ctx)
+{
+    const golden_v1_ctx *c = ctx;
+    return golden_write(f, c->config_text, c->steps, c->n_steps);
+}
+
 ls_status golden_save(const char *path, const char *config_text, const ls_step *steps, size_t n_steps,
                       ls_err *err)
 {
@@ -484,6 +515,14 @@ ls_status golden_save(const char *path, const char *config_text, const ls_step *
     ls_status st = golden_check_input(config_text, steps, n_steps, path, err);
     if (st != LS_OK)
         return st;
+    golden_v1_ctx c = { config_text, steps, n_steps };
+    return golden_save_with(path, golden_write_v1, &c, err);
+}
+
+ls_status golden_save_with(const char *path, ls_status (*write)(FILE *f, const void *ctx), const void *ctx,
+                           ls_err *err)
+{
+    ls_status st = LS_OK;
     size_t plen = strlen(path);
     char *tmp = malloc(plen + 32);
     if (tmp == NULL)
@@ -500,7 +539,7 @@ ls_status golden_save(const char *path, const char *config_text, const ls_step *
      * whole new one, never a part. */
     int e = 0;
     errno = 0;
-    if (golden_write(f, config_text, steps, n_steps) != LS_OK || fflush(f) != 0 || fsync(fileno(f)) != 0)
+    if (write(f, ctx) != LS_OK || fflush(f) != 0 || fsync(fileno(f)) != 0)
         e = errno != 0 ? errno : EIO;
     if (fclose(f) != 0 && e == 0)
         e = errno != 0 ? errno : EIO;

@@ -50,6 +50,20 @@ ls_status golden_write(FILE *f, const char *config_text, const ls_step *steps, s
 ls_status golden_save(const char *path, const char *config_text, const ls_step *steps,
                       size_t n_steps, ls_err *err);
 
+/* The whole file at path (malloc'ed, *text_len bytes; free it): a path that
+ * is not a regular file is LS_EIO naming it, found without blocking. */
+ls_status golden_read_text(const char *path, char **text, size_t *text_len, ls_err *err);
+/* Write path through a temporary file, fsync and rename, the text written
+ * by write(f, ctx) (any golden version). */
+ls_status golden_save_with(const char *path, ls_status (*write)(FILE *f, const void *ctx), const void *ctx,
+                           ls_err *err);
+
+/* Parses the text of a v2 golden file (record/golden_run.c) and says how
+ * many steps and tensors it pins; LS_EFORMAT naming the line otherwise. For
+ * the fuzzer and the tests: ls_golden_compare reads files itself. */
+ls_status golden_run_check(const char *text, size_t len, const char *what, size_t *n_steps, size_t *n_tensors,
+                           ls_err *err);
+
 /* The text of line `step`'s row as golden_write writes it (no newline). */
 void golden_format_step(const ls_step *s, char *buf, size_t len);
 

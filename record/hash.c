@@ -18,7 +18,10 @@
 #include "base/bytes.h"
 #include "base/simd.h"
 
+#include <stdlib.h>
 #include <string.h>
+
+#include "include/lockstep.h"
 
 /* The implementation is compiled into this file: the stack-allocated
  * XXH3_state_t below then has the layout of the code that uses it, never that
@@ -405,4 +408,181 @@ uint64_t hash_traj_next(uint64_t traj_prev, uint64_t param_hash, double loss)
     bytes_put_le64(buf + 8, param_hash);
     bytes_put_le64(buf + 16, hash_loss_bits(loss));
     return (uint64_t)XXH3_64bits(buf, sizeof buf);
+}
+
+/* ---- the canonical tensor hash (include/lockstep.h, LS_TENSOR_HASH_FORMAT) ----
+ *
+ * A tensor of any framework is hashed through its bytes, with its name,
+ * dtype and shape in front so that two tensors with the same bytes but
+ * another name, dtype or shape never hash alike. Elements are taken as the
+ * bytes the framework holds (bfloat16 and float16 as their 2-byte patterns):
+ * nothing is converted, so the hash says exactly whether two runs hold the
+ * same bits. */
+
+static const struct {
+    const char *name;
+    size_t size;
+} hash_dtypes[] = {
+    { "float32", 4 }, { "float64", 8 }, { "float16", 2 }, { "bfloat16", 2 }, { "int64", 8 },
+    { "int32", 4 },   { "int16", 2 },   { "int8", 1 },    { "uint8", 1 },    { "bool", 1 },
+};
+
+size_t ls_dtype_size(const char *dtype)
+{
+    for (size_t i = 0; dtype != NULL && i < sizeof hash_dtypes / sizeof hash_dtypes[0]; i++)
+        if (strcmp(dtype, hash_dtypes[i].name) == 0)
+            return hash_dtypes[i].size;
+    return 0;
+}
+
+ls_status ls_tensor_check(const ls_tensor_data *t, ls_err *err)
+{
+    if (t == NULL)
+        return ls_fail(err, LS_EINVAL, "tensor: NULL");
+    if (t->name == NULL || t->name[0] == 0)
+        return ls_fail(err, LS_EINVAL, "tensor: empty name");
+    size_t nl = strlen(t->name);
+    if (nl > LS_TENSOR_NAME_MAX)
+        return ls_fail(err, LS_EINVAL, "tensor %.40s...: name of %zu bytes (at most %d)", t->name, nl,
+                       LS_TENSOR_NAME_MAX);
+    if (strpbrk(t->name, "\n\r") != NULL)
+        return ls_fail(err, LS_EINVAL, "tensor '%s': name holds a line break", t->name);
+    size_t es = ls_dtype_size(t->dtype);
+    if (es == 0)
+        return ls_fail(err, LS_EINVAL, "tensor '%s': unknown dtype '%s' (float32, float64, float16, bfloat16, int64, "
+                       "int32, int16, int8, uint8, bool)", t->name, t->dtype != NULL ? t->dtype : "(null)");
+    if (t->ndim > LS_TENSOR_NDIM_MAX)
+        return ls_fail(err, LS_EINVAL, "tensor '%s': %zu dimensions (at most %d)", t->name, t->ndim,
+                       LS_TENSOR_NDIM_MAX);
+    if (t->ndim > 0 && t->shape == NULL)
+        return ls_fail(err, LS_EINVAL, "tensor '%s': %zu dimensions but no shape", t->name, t->ndim);
+    size_t count = 1;
+    for (size_t i = 0; i < t->ndim; i++) {
+        if (t->shape[i] != 0 && count > SIZE_MAX / t->shape[i])
+            return ls_fail(err, LS_EINVAL, "tensor '%s': shape overflows", t->name);
+        count *= t->shape[i];
+    }
+    if (count > SIZE_MAX / es)
+        return ls_fail(err, LS_EINVAL, "tensor '%s': shape overflows", t->name);
+    if (count * es != t->nbytes)
+        return ls_fail(err, LS_EINVAL, "tensor '%s': nbytes %zu, but its shape and dtype %s make %zu", t->name,
+                       t->nbytes, t->dtype, count * es);
+    if (t->nbytes > 0 && t->data == NULL)
+        return ls_fail(err, LS_EINVAL, "tensor '%s': no data", t->name);
+    return LS_OK;
+}
+
+static void hash_u64_le(unsigned char b[8], uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        b[i] = (unsigned char)(v >> (8 * i));
+}
+
+uint64_t ls_tensor_hash(const ls_tensor_data *t)
+{
+    if (t == NULL || t->name == NULL || t->dtype == NULL)
+        return 0;
+    XXH3_state_t stt;
+    XXH3_64bits_reset(&stt);
+    XXH3_64bits_update(&stt, t->name, strlen(t->name) + 1);   /* with its 0 byte */
+    XXH3_64bits_update(&stt, t->dtype, strlen(t->dtype) + 1);
+    unsigned char b[8];
+    hash_u64_le(b, (uint64_t)t->ndim);
+    XXH3_64bits_update(&stt, b, 8);
+    for (size_t i = 0; i < t->ndim; i++) {
+        hash_u64_le(b, (uint64_t)t->shape[i]);
+        XXH3_64bits_update(&stt, b, 8);
+    }
+    if (t->nbytes > 0 && t->data != NULL) {
+#if HASH_BIG_ENDIAN
+        /* Each element's bytes reversed into little-endian order. */
+        size_t es = ls_dtype_size(t->dtype);
+        unsigned char chunk[4096];
+        const unsigned char *p = t->data;
+        for (size_t off = 0; off < t->nbytes;) {
+            size_t m = t->nbytes - off < sizeof chunk ? t->nbytes - off : sizeof chunk;
+            m -= m % (es ? es : 1);
+            for (size_t e = 0; e < m; e += es)
+                for (size_t k = 0; k < es; k++)
+                    chunk[e + k] = p[off + e + es - 1 - k];
+            XXH3_64bits_update(&stt, chunk, m);
+            off += m;
+        }
+#else
+        XXH3_64bits_update(&stt, t->data, t->nbytes);
+#endif
+    }
+    return XXH3_64bits_digest(&stt);
+}
+
+void ls_tensor_from_view(const ls_tensor_view *v, ls_tensor_data *out)
+{
+    out->name = v->name;
+    out->dtype = "float32";
+    out->ndim = v->ndim;
+    out->shape = v->shape;
+    out->data = v->data;
+    out->nbytes = v->count * sizeof(float);
+}
+
+static int hash_name_cmp(const void *a, const void *b, void *names)
+{
+    const char *const *n = names;
+    return strcmp(n[*(const size_t *)a], n[*(const size_t *)b]);
+}
+
+/* A small insertion sort of indices by name: tensor lists are short (tens
+ * to a few thousand), and qsort_r is not in C11. */
+static void hash_sort_idx(size_t *idx, size_t n, const char *const *names)
+{
+    for (size_t i = 1; i < n; i++) {
+        size_t v = idx[i], j = i;
+        while (j > 0 && hash_name_cmp(&idx[j - 1], &v, (void *)names) > 0) {
+            idx[j] = idx[j - 1];
+            j--;
+        }
+        idx[j] = v;
+    }
+}
+
+static void hash_feed_named(XXH3_state_t *stt, const char *name, uint64_t h)
+{
+    unsigned char b[8];
+    XXH3_64bits_update(stt, name, strlen(name) + 1);
+    hash_u64_le(b, h);
+    XXH3_64bits_update(stt, b, 8);
+}
+
+uint64_t ls_tensor_set_hash(const char *const *names, const uint64_t *hashes, size_t n)
+{
+    XXH3_state_t stt;
+    XXH3_64bits_reset(&stt);
+    size_t stack_idx[256];
+    size_t *idx = n <= 256 ? stack_idx : malloc(n * sizeof *idx);
+    if (idx != NULL) {
+        for (size_t j = 0; j < n; j++)
+            idx[j] = j;
+        hash_sort_idx(idx, n, names);
+        for (size_t i = 0; i < n; i++)
+            hash_feed_named(&stt, names[idx[i]], hashes[idx[i]]);
+        if (idx != stack_idx)
+            free(idx);
+    } else {
+        /* No memory for an index (the function has no error to return):
+         * each next name found by a scan, the smallest above the last one
+         * taken. Quadratic, and only when malloc failed; names are unique
+         * (the recorder refuses duplicates). */
+        const char *prev = NULL;
+        for (size_t i = 0; i < n; i++) {
+            size_t k = n;
+            for (size_t j = 0; j < n; j++)
+                if ((prev == NULL || strcmp(names[j], prev) > 0) && (k == n || strcmp(names[j], names[k]) < 0))
+                    k = j;
+            if (k == n)
+                break;
+            hash_feed_named(&stt, names[k], hashes[k]);
+            prev = names[k];
+        }
+    }
+    return XXH3_64bits_digest(&stt);
 }

@@ -98,6 +98,33 @@ static const char rl_schema[] =
     "  created TEXT NOT NULL\n"
     ") STRICT;\n";
 
+/* Schema version 2: what version 1 lacked for runs of other frameworks and
+ * per-tensor hashes. run_external marks a run recorded by ls_record_* (its
+ * framework); run_tensors names a run's tensors once (idx in the run's own
+ * order: name order for an external run, θ's order for lockstep's own);
+ * step_tensors holds each step's per-tensor hashes as one BLOB of n x 8
+ * bytes, the hash of tensor idx at bytes 8·idx (u64 little-endian). A
+ * version-1 file gains these tables in place (rl_migrate). */
+const char rl_v2_schema[] =
+    "CREATE TABLE IF NOT EXISTS run_external(\n"
+    "  run INTEGER PRIMARY KEY REFERENCES runs(id),\n"
+    "  framework TEXT NOT NULL\n"
+    ") STRICT;\n"
+    "CREATE TABLE IF NOT EXISTS run_tensors(\n"
+    "  run INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  idx INTEGER NOT NULL,\n"
+    "  name TEXT NOT NULL,\n"
+    "  dtype TEXT NOT NULL,\n"
+    "  shape TEXT NOT NULL,\n"
+    "  PRIMARY KEY(run, idx)\n"
+    ") STRICT, WITHOUT ROWID;\n"
+    "CREATE TABLE IF NOT EXISTS step_tensors(\n"
+    "  run INTEGER NOT NULL REFERENCES runs(id),\n"
+    "  step INTEGER NOT NULL,\n"
+    "  hashes BLOB NOT NULL,\n"
+    "  PRIMARY KEY(run, step)\n"
+    ") STRICT, WITHOUT ROWID;\n";
+
 /* Where a run's data are (a task's sources, "key=value" lines): kept with
  * the run so it can be reopened, apart from the config (not part of it).
  * Created when a run first has sources; a database without the table reads
@@ -313,6 +340,7 @@ void rl_copy(char *dst, size_t cap, const unsigned char *src)
  * 0 = a lockstep database of a schema we read, or LS_EFORMAT naming it. */
 static ls_status rl_check_file(runlog *r, int *fresh, ls_err *err)
 {
+    r->schema = 0;
     static const char sql[] =
         "SELECT (SELECT application_id FROM pragma_application_id),"
         "       (SELECT user_version FROM pragma_user_version),"
@@ -347,9 +375,10 @@ static ls_status rl_check_file(runlog *r, int *fresh, ls_err *err)
     if (ver > RUNLOG_SCHEMA_VERSION)
         return ls_fail(err, LS_EFORMAT, "%s: schema version %lld is newer than this "
                        "lockstep's (%d)", r->path, (long long)ver, RUNLOG_SCHEMA_VERSION);
-    if (ver != RUNLOG_SCHEMA_VERSION)
+    if (ver != RUNLOG_SCHEMA_VERSION && ver != 1)
         return ls_fail(err, LS_EFORMAT, "%s: unknown schema version %lld", r->path,
                        (long long)ver);
+    r->schema = (int)ver;
     return LS_OK;
 }
 
@@ -367,14 +396,44 @@ static ls_status rl_create_schema(runlog *r, ls_err *err)
         snprintf(pragmas, sizeof pragmas, "PRAGMA application_id=%d; PRAGMA user_version=%d;",
                  RUNLOG_APPLICATION_ID, RUNLOG_SCHEMA_VERSION);
         if (sqlite3_exec(r->db, rl_schema, NULL, NULL, NULL) != SQLITE_OK ||
+            sqlite3_exec(r->db, rl_v2_schema, NULL, NULL, NULL) != SQLITE_OK ||
             sqlite3_exec(r->db, pragmas, NULL, NULL, NULL) != SQLITE_OK)
             st = rl_dberr(r, "creating the schema", err);
+        r->schema = RUNLOG_SCHEMA_VERSION;
     }
     if (st != LS_OK) {
         rl_rollback(r);
         return st;
     }
     return rl_commit(r, "creating the schema", err);
+}
+
+/* Upgrades a version-1 file to version 2 in place: the tables version 2
+ * adds, then the new user_version, in one transaction (a crash leaves
+ * version 1 whole). Version 1's rows stay as they are: runs without
+ * per-tensor hashes, none external. The check is repeated under the write
+ * lock, so two writers opening the same old file upgrade it once. */
+static ls_status rl_migrate(runlog *r, ls_err *err)
+{
+    ls_status st = rl_begin(r, "upgrading the schema to version 2", err);
+    if (st != LS_OK)
+        return st;
+    int fresh = 0;
+    st = rl_check_file(r, &fresh, err);
+    if (st == LS_OK && r->schema == 1) {
+        char pragma[64];
+        snprintf(pragma, sizeof pragma, "PRAGMA user_version=%d;", RUNLOG_SCHEMA_VERSION);
+        if (sqlite3_exec(r->db, rl_v2_schema, NULL, NULL, NULL) != SQLITE_OK ||
+            sqlite3_exec(r->db, pragma, NULL, NULL, NULL) != SQLITE_OK)
+            st = rl_dberr(r, "upgrading the schema to version 2", err);
+        else
+            r->schema = RUNLOG_SCHEMA_VERSION;
+    }
+    if (st != LS_OK) {
+        rl_rollback(r);
+        return st;
+    }
+    return rl_commit(r, "upgrading the schema to version 2", err);
 }
 
 /* Changing the journal mode needs an exclusive lock, and SQLite reports BUSY
@@ -464,6 +523,8 @@ ls_status runlog_open(runlog **out, const char *path, ls_err *err)
         st = rl_pragma(r, "PRAGMA foreign_keys=ON", err);
     if (st == LS_OK && fresh)
         st = rl_create_schema(r, err);
+    if (st == LS_OK && r->schema == 1)
+        st = rl_migrate(r, err);
     if (st == LS_OK)
         rl_test_max_pages(r);
     if (st == LS_OK)
@@ -530,6 +591,8 @@ void runlog_close(runlog *r)
         return;
     if (r->db != NULL && r->ins_step != NULL)
         runlog_flush(r, NULL);  /* best effort: a caller that cares flushes first */
+    for (size_t i = 0; i < r->n_buf; i++)
+        free(r->buf[i].thash);   /* rows a failed flush left behind */
     sqlite3_finalize(r->ins_step);
     sqlite3_close_v2(r->db);
     free(r);

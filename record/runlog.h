@@ -79,6 +79,7 @@ typedef struct {
     int64_t checkpoint_every;  /* 0: no checkpoints */
     const char *checkpoint_dir;  /* where checkpoints go; may be NULL */
     const char *source_text;   /* where the data are ("key=value" lines, table run_sources); may be NULL */
+    const char *framework;     /* not NULL: a run of another framework (table run_external) */
 } runlog_run_info;
 
 /* Run names. A name is given by a person and read back on command lines
@@ -116,6 +117,10 @@ ls_status runlog_run_begin(runlog *r, const runlog_run_info *info, int64_t *run_
 /* Buffers one step row (committed every RUNLOG_BATCH rows, at flush and at end). */
 #define RUNLOG_BATCH 64
 ls_status runlog_step(runlog *r, int64_t run_id, const ls_step *s, ls_err *err);
+/* runlog_step with the step's per-tensor hashes, hashes[n] in the run's
+ * tensor order (runlog_tensors_set); stored with the row, in its batch. */
+ls_status runlog_step_tensors(runlog *r, int64_t run_id, const ls_step *s, const uint64_t *hashes, size_t n,
+                              ls_err *err);
 ls_status runlog_flush(runlog *r, ls_err *err);
 /* Evaluations, checkpoints and verdicts are not buffered: each is committed
  * at once in its own transaction. An evaluation recorded again at the same
@@ -152,6 +157,8 @@ typedef struct {
     char *checkpoint_dir;      /* malloc'ed or NULL; free with runlog_run_free */
     char *config_text;         /* malloc'ed; free with runlog_run_free */
     char *source_text;         /* malloc'ed or NULL: where the data are (runlog_run_info) */
+    int external;              /* 1: recorded by ls_record_* (another framework): nothing to re-execute */
+    char framework[128];       /* an external run's framework, else "" */
 } runlog_run;
 
 /* Every read below first flushes this handle's buffered steps, so a handle
@@ -281,6 +288,36 @@ ls_status runlog_import(runlog *r, const char *src_path, const int64_t *ids, siz
                         ls_err *err);
 ls_status runlog_run_delete(runlog *r, int64_t run_id, ls_err *err);
 ls_status runlog_run_rename(runlog *r, int64_t run_id, const char *name, ls_err *err);
+
+/* Per-tensor hashes (schema version 2; runlog_tensors.c).
+ * A run's tensors, named once: idx 0..n-1 in the order of the hash vectors
+ * its steps store. Set once per run, in one transaction, before its first
+ * step with hashes. dtype and shape (text, "3x4", "" for a scalar) are for
+ * people. */
+typedef struct {
+    char name[LS_TENSOR_NAME_MAX + 1];
+    char dtype[16];
+    char shape[128];
+} runlog_tensor;
+ls_status runlog_tensors_set(runlog *r, int64_t run_id, const runlog_tensor *t, size_t n, ls_err *err);
+/* A run's tensors in idx order (malloc'ed, free()); *n 0 when none were
+ * recorded (a version-1 run, a run of no tensors). */
+ls_status runlog_tensors(runlog *r, int64_t run_id, runlog_tensor **t, size_t *n, ls_err *err);
+/* Step `step`'s per-tensor hashes (malloc'ed, free()); *hashes NULL and *n 0
+ * when that step has none. */
+ls_status runlog_step_hashes(runlog *r, int64_t run_id, int64_t step, uint64_t **hashes, size_t *n, ls_err *err);
+/* The first tensor, in name (strcmp) order, whose hash at step `step`
+ * differs between runs a and b, or that only one of them has: its name in
+ * name[cap]; "" when the hashes agree or either run has none at that step. */
+ls_status runlog_first_tensor_diff(runlog *r, int64_t a, int64_t b, int64_t step, char *name, size_t cap,
+                                   ls_err *err);
+/* The same for runs in two databases (ra may be rb). */
+ls_status runlog_first_tensor_diff2(runlog *ra, int64_t a, runlog *rb, int64_t b, int64_t step, char *name,
+                                    size_t cap, ls_err *err);
+
+/* verify's loss tolerance: 1 when |a − b| <= atol + rtol·|b|, or a and b
+ * have the same bits; a NaN on either side otherwise fails. */
+int runlog_loss_within(double a, double b, double rtol, double atol);
 
 /* Test-only crash hook: when set, every batch commit of step rows calls
  * hook(ctx) after BEGIN IMMEDIATE and the inserts, just before COMMIT (a

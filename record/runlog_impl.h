@@ -24,6 +24,8 @@
 typedef struct {
     int64_t run;
     ls_step s;
+    unsigned char *thash;      /* the step's per-tensor hashes (8 bytes LE each), malloc'ed, or NULL */
+    size_t thash_bytes;
 } rl_row;
 
 struct runlog {
@@ -34,7 +36,8 @@ struct runlog {
     size_t n_buf;              /* rows buffered in buf, not yet committed */
     rl_row buf[RUNLOG_BATCH];
     runlog_identity ident;     /* see runlog_identity */
-    int ident_state;           /* 0: not looked at, 1: read as stored, 2: this file's, made if needed */
+    int ident_state;
+    int schema;                /* the file's user_version (1 or 2); a writer's handle is always 2 */           /* 0: not looked at, 1: read as stored, 2: this file's, made if needed */
     char path[];               /* the file as given, for messages */
 };
 
@@ -45,6 +48,8 @@ struct runlog {
 extern const char rl_sources_schema[];    /* run_sources */
 extern const char rl_process_schema[];    /* run_processes, steps_hex, run_settings */
 extern const char rl_identity_schema[];   /* identity */
+/* The tables of schema version 2 (run_external, run_tensors, step_tensors). */
+extern const char rl_v2_schema[];
 /* The audits table, with the build column an older one lacks; `what` names
  * the operation in an error. */
 ls_status rl_audit_table(runlog *r, const char *what, ls_err *err);

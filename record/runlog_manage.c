@@ -154,6 +154,19 @@ static ls_status rl_import_rows(runlog *r, const char *src_path, const int64_t *
         s = rl_exec_ids(r, "INSERT INTO main.run_settings(run, key, value) SELECT m.new, x.key, x.value"
                            " FROM src.run_settings AS x JOIN temp.import_map AS m ON x.run = m.old", 0, 0,
                         "importing settings", err);
+    /* Schema version 2's tables: a version-1 source has none of them. */
+    if (s == LS_OK && rl_has_table(r, "src", "run_external"))
+        s = rl_exec_ids(r, "INSERT INTO main.run_external(run, framework) SELECT m.new, x.framework"
+                           " FROM src.run_external AS x JOIN temp.import_map AS m ON x.run = m.old", 0, 0,
+                        "importing external runs", err);
+    if (s == LS_OK && rl_has_table(r, "src", "run_tensors"))
+        s = rl_exec_ids(r, "INSERT INTO main.run_tensors(run, idx, name, dtype, shape) SELECT m.new, x.idx, x.name,"
+                           " x.dtype, x.shape FROM src.run_tensors AS x JOIN temp.import_map AS m ON x.run = m.old",
+                        0, 0, "importing tensor names", err);
+    if (s == LS_OK && rl_has_table(r, "src", "step_tensors"))
+        s = rl_exec_ids(r, "INSERT INTO main.step_tensors(run, step, hashes) SELECT m.new, x.step, x.hashes"
+                           " FROM src.step_tensors AS x JOIN temp.import_map AS m ON x.run = m.old", 0, 0,
+                        "importing per-tensor hashes", err);
     if (s == LS_OK && rl_has_table(r, "src", "audits")) {
         sqlite3_stmt *st;
         const int has_build = sqlite3_prepare_v2(r->db, "SELECT build FROM src.audits LIMIT 0", -1, &st, NULL) ==
@@ -226,7 +239,8 @@ ls_status runlog_run_delete(runlog *r, int64_t run_id, ls_err *err)
     if (s != LS_OK || (s = rl_begin(r, "deleting a run", err)) != LS_OK)
         return s;
     static const char *const tables[] = { "steps", "evals", "checkpoints", "run_sources", "run_processes",
-                                          "run_settings", "audits" };
+                                          "run_settings", "audits", "step_tensors", "run_tensors",
+                                          "run_external" };
     for (size_t i = 0; i < sizeof tables / sizeof tables[0] && s == LS_OK; i++) {
         if (!rl_has_table(r, "main", tables[i]))
             continue;

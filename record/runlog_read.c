@@ -138,6 +138,17 @@ static ls_status rl_fill_run(runlog *r, sqlite3_stmt *st, runlog_run *out, ls_er
     if (n > 0)
         memcpy(out->config_text, text, n);
     out->config_text[n] = 0;
+    /* An external run (schema version 2): a row in run_external. A
+     * version-1 file (read as a source) has no such table: none is. */
+    sqlite3_stmt *xq;
+    if (sqlite3_prepare_v2(r->db, "SELECT framework FROM run_external WHERE run = ?1", -1, &xq, NULL) == SQLITE_OK) {
+        sqlite3_bind_int64(xq, 1, out->id);
+        if (sqlite3_step(xq) == SQLITE_ROW) {
+            out->external = 1;
+            rl_copy(out->framework, sizeof out->framework, sqlite3_column_text(xq, 0));
+        }
+        sqlite3_finalize(xq);
+    }
     return LS_OK;
 }
 

@@ -16,6 +16,7 @@
 
 #include <sqlite3.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -109,6 +110,23 @@ ls_status runlog_run_begin(runlog *r, const runlog_run_info *info, int64_t *run_
             return s;
         }
     }
+    if (info->framework != NULL) {
+        if (rl_prepare(r, "INSERT INTO run_external(run, framework) VALUES(?1, ?2)", &st, "recording an external run",
+                       err) != LS_OK) {
+            s = rl_dberr(r, "recording an external run", err);
+            rl_rollback(r);
+            return s;
+        }
+        sqlite3_bind_int64(st, 1, id);
+        sqlite3_bind_text(st, 2, info->framework, -1, SQLITE_TRANSIENT);
+        int rc = sqlite3_step(st);
+        sqlite3_finalize(st);
+        if (rc != SQLITE_DONE) {
+            s = rl_dberr(r, "recording an external run", err);
+            rl_rollback(r);
+            return s;
+        }
+    }
     if (auto_name) {
         /* "run-<id>", or "run-<id>.2", ... when a person already chose that name. */
         s = rl_prepare(r, "UPDATE runs SET name = ?1 WHERE id = ?2", &st, "naming a run", err);
@@ -176,15 +194,52 @@ ls_status runlog_flush(runlog *r, ls_err *err)
         }
     }
     sqlite3_reset(r->ins_step);  /* release the statement before COMMIT */
+    /* The steps' per-tensor hashes, in the same transaction as their rows. */
+    sqlite3_stmt *qt = NULL;
+    for (size_t i = 0; i < r->n_buf; i++) {
+        const rl_row *row = &r->buf[i];
+        if (row->thash == NULL)
+            continue;
+        if (qt == NULL && (st = rl_prepare(r, "INSERT INTO step_tensors(run, step, hashes) VALUES(?1, ?2, ?3)", &qt,
+                                           "writing per-tensor hashes", err)) != LS_OK) {
+            rl_rollback(r);
+            return st;
+        }
+        sqlite3_reset(qt);
+        sqlite3_bind_int64(qt, 1, row->run);
+        sqlite3_bind_int64(qt, 2, row->s.step);
+        sqlite3_bind_blob(qt, 3, row->thash, (int)row->thash_bytes, SQLITE_STATIC);
+        if (sqlite3_step(qt) != SQLITE_DONE) {
+            char what_row[96];
+            snprintf(what_row, sizeof what_row, "writing the tensor hashes of step %lld of run %lld",
+                     (long long)row->s.step, (long long)row->run);
+            st = rl_dberr(r, what_row, err);
+            sqlite3_finalize(qt);
+            rl_rollback(r);
+            return st;
+        }
+    }
+    sqlite3_finalize(qt);
     if (r->commit_hook != NULL)
         r->commit_hook(r->commit_hook_ctx);
     st = rl_commit(r, what, err);
-    if (st == LS_OK)
+    if (st == LS_OK) {
+        for (size_t i = 0; i < r->n_buf; i++) {
+            free(r->buf[i].thash);
+            r->buf[i].thash = NULL;
+        }
         r->n_buf = 0;
+    }
     return st;
 }
 
 ls_status runlog_step(runlog *r, int64_t run_id, const ls_step *s, ls_err *err)
+{
+    return runlog_step_tensors(r, run_id, s, NULL, 0, err);
+}
+
+ls_status runlog_step_tensors(runlog *r, int64_t run_id, const ls_step *s, const uint64_t *hashes, size_t n,
+                              ls_err *err)
 {
     /* A full buffer here means an earlier batch failed to commit: retry it
      * first, and refuse the new row rather than drop an old one. */
@@ -193,8 +248,20 @@ ls_status runlog_step(runlog *r, int64_t run_id, const ls_step *s, ls_err *err)
         if (st != LS_OK)
             return st;
     }
+    unsigned char *blob = NULL;
+    if (hashes != NULL) {
+        /* 8 bytes LE per tensor; a zero-length blob would bind as NULL. */
+        blob = malloc(n > 0 ? 8 * n : 1);
+        if (blob == NULL)
+            return ls_fail(err, LS_ENOMEM, "%s: out of memory buffering step %lld", r->path, (long long)s->step);
+        for (size_t i = 0; i < n; i++)
+            for (int k = 0; k < 8; k++)
+                blob[8 * i + (size_t)k] = (unsigned char)(hashes[i] >> (8 * k));
+    }
     r->buf[r->n_buf].run = run_id;
     r->buf[r->n_buf].s = *s;
+    r->buf[r->n_buf].thash = blob;
+    r->buf[r->n_buf].thash_bytes = 8 * n;
     r->n_buf++;
     return r->n_buf == RUNLOG_BATCH ? runlog_flush(r, err) : LS_OK;
 }

@@ -41,6 +41,58 @@ void tree_add(float *a, const float *b, size_t n);
  * each leaf onto a worker's accumulator. */
 enum { TREE_WRITE = 0, TREE_ADD = 1 };
 
+/* --- atoms of binary64 values (a leaf's loss) ------------------------------ */
+/* The canonical tree over atoms (include/lockstep.h) for one binary64 value
+ * per sample: tree_atoms_add for each sample in order, tree_atoms_end for
+ * the sum (0.0 when no sample was added). An atom's sum starts at 0.0 and
+ * adds its samples in order; a finished atom merges into the stack while
+ * the two newest partials cover equal numbers of atoms. A leaf of
+ * LS_ATOM·2^m samples gives its subtree's sum, as the kernels do for the
+ * gradient. */
+typedef struct {
+    double part[TREE_MAX_DEPTH];
+    int depth;
+    size_t atoms;          /* atoms finished */
+    size_t in_atom;        /* samples in the open atom */
+    double open;
+} tree_atoms;
+
+static inline void tree_atoms_init(tree_atoms *t)
+{
+    t->depth = 0;
+    t->atoms = 0;
+    t->in_atom = 0;
+    t->open = 0.0;
+}
+
+static inline void tree_atoms_close_(tree_atoms *t)
+{
+    t->part[t->depth++] = t->open;
+    for (size_t j = t->atoms; j & 1; j >>= 1, t->depth--)
+        t->part[t->depth - 2] = t->part[t->depth - 2] + t->part[t->depth - 1];
+    t->atoms++;
+    t->in_atom = 0;
+    t->open = 0.0;
+}
+
+static inline void tree_atoms_add(tree_atoms *t, double v)
+{
+    t->open = t->open + v;
+    if (++t->in_atom == LS_ATOM)
+        tree_atoms_close_(t);
+}
+
+static inline double tree_atoms_end(tree_atoms *t)
+{
+    if (t->in_atom > 0)
+        tree_atoms_close_(t);
+    if (t->depth == 0)
+        return 0.0;
+    for (; t->depth > 1; t->depth--)
+        t->part[t->depth - 2] = t->part[t->depth - 2] + t->part[t->depth - 1];
+    return t->part[0];
+}
+
 /* --- the binary-counter stream ------------------------------------------- */
 /* Partial i always lives in bufs[i]: a merge writes into the lower (older)
  * buffer, so no copy is ever needed, and the result ends in bufs[0]. */

@@ -2,7 +2,9 @@
  * (Debian's python3-numpy) in several dtypes and byte orders train at 1, 2,
  * 3 and 8 threads to one trajectory; the same data in another dtype or byte
  * order is the same data set; a run reopens from its recorded sources; a
- * changed file is noticed; malformed inputs are refused naming the file. */
+ * changed file is noticed; malformed inputs are refused naming the file;
+ * ls_arrays_dataset, the same files' bytes from memory, is the same data
+ * set (data_hash and trajectory) and refuses a malformed image by its key. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -81,7 +83,7 @@ static ls_config *arrays(const char *x, const char *y, const char *tx, const cha
         assert_int_equal(ls_config_set(cfg, keys[i], path, &err), LS_OK);
     }
     assert_int_equal(ls_config_set(cfg, "batch", "50", &err), LS_OK);
-    assert_int_equal(ls_config_set(cfg, "leaf", "7", &err), LS_OK);
+    assert_int_equal(ls_config_set(cfg, "leaf", "16", &err), LS_OK);
     return cfg;
 }
 
@@ -210,12 +212,79 @@ static void test_bad_files(void **state)
     refused(".", "y64.npy", "/.", "regular");
 }
 
+/* A whole file of dir into memory (malloc'ed). */
+static uint8_t *slurp(const char *name, size_t *len)
+{
+    char path[192];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    uint8_t *buf = malloc(1 << 20);
+    assert_non_null(buf);
+    *len = fread(buf, 1, 1 << 20, f);
+    assert_true(*len > 0 && *len < (1 << 20));
+    fclose(f);
+    return buf;
+}
+
+static void test_in_memory(void **state)
+{
+    (void)state;
+    static const char *const files[4] = { "x32.npy", "y64.npy", "xt.npy", "yt.npy" };
+    const void *img[4];
+    size_t len[4];
+    uint8_t *buf[4];
+    for (int i = 0; i < 4; i++)
+        img[i] = buf[i] = slurp(files[i], &len[i]);
+    ls_dataset *d = NULL;
+    ls_err err = { { 0 } };
+    assert_int_equal(ls_arrays_dataset(&d, img, len, &err), LS_OK);
+    assert_int_equal(d->train.n, 600);
+    assert_int_equal(d->test.n, 100);
+    /* The files trained from their paths, and the same bytes from memory
+     * (no sources, the data set in the options) at other thread counts. */
+    double acc;
+    ls_config *cfg = arrays("x32.npy", "y64.npy", "xt.npy", "yt.npy");
+    const uint64_t want = train(cfg, 1, NULL, &acc);
+    ls_config_destroy(cfg);
+    static const int counts[] = { 2, 3, 8 };
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+        const int threads = counts[k];
+        ls_config *mem = arrays(NULL, NULL, NULL, NULL);   /* the same settings, no sources */
+        ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = threads, .steps = 30, .data = d };
+        ls_session *s;
+        if (ls_session_open(&s, mem, &o, &err) != LS_OK)
+            fail_msg("open: %s", err.msg);
+        assert_int_equal(ls_session_train(s, 0, 0, NULL, NULL, NULL, &err), LS_OK);
+        ls_session_state ss;
+        ls_session_state_get(s, &ss);
+        assert_int_equal(ls_config_u64(ls_session_config(s), "data_hash"), d->hash);
+        assert_int_equal(ss.traj_hash, want);
+        ls_session_close(s, LS_OK, NULL);
+        ls_config_destroy(mem);
+    }
+    ls_dataset_destroy(d);
+    /* Refused, naming the image by its key. */
+    const void *bad[4] = { img[0], "not an npy image", NULL, NULL };
+    size_t bad_len[4] = { len[0], 16, 0, 0 };
+    d = NULL;
+    assert_int_equal(ls_arrays_dataset(&d, bad, bad_len, &err), LS_EFORMAT);
+    assert_null(d);
+    assert_non_null(strstr(err.msg, "train_y"));
+    const void *half[4] = { img[0], img[1], img[2], NULL };
+    assert_int_equal(ls_arrays_dataset(&d, half, len, &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "test_y"));
+    for (int i = 0; i < 4; i++)
+        free(buf[i]);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threads_and_dtypes),
         cmocka_unit_test(test_reopen_and_changed_data),
         cmocka_unit_test(test_bad_files),
+        cmocka_unit_test(test_in_memory),
     };
     return cmocka_run_group_tests(tests, setup, teardown) ? 1 : 0;
 }

@@ -510,6 +510,8 @@ enum {
                      * copies of 'good' named against the rule ('1', '-x', '', 10 KB, a
                      * newline, an escape sequence, a byte that is not UTF-8); empty.db:
                      * an empty file */
+    S_SAFETENSORS,  /* w.safetensors: starting weights for the teacher's mlp with what arg
+                     * names wrong (setup_safetensors) */
 };
 
 enum {
@@ -1136,6 +1138,77 @@ static const bad_row BAD[] = {
     { "predict --input with a NaN feature", S_NPY, "run",
       { "predict", "arr", DB, "--input", "x-nan.npy", "-o", "p.npy", "--threads", "1" },
       { "x-nan.npy", "sample 2 feature 1 is NaN" }, NULL, NULL, 0, 0 },
+    /* -- schedules, global-norm clipping, decay groups, starting weights (issue 34, items 5 and 6) -- */
+    { "--lr-schedule nosuch", S_PLAIN, NULL, { T, "--lr-schedule", "nosuch" }, { "--lr-schedule", "nosuch" }, NULL,
+      NULL, 0, 0 },
+    { "--warmup without lr_schedule=cosine", S_PLAIN, NULL, { T, "--warmup", "5" },
+      { "warmup", "lr_schedule=cosine" }, NULL, NULL, 0, 0 },
+    { "--lr-gamma without lr_schedule=step", S_PLAIN, NULL, { T, "--lr-gamma", "0.5" },
+      { "lr_gamma", "lr_schedule=step" }, NULL, NULL, 0, 0 },
+    { "--decay-steps not past --warmup", S_PLAIN, NULL,
+      { T, "--lr-schedule", "cosine", "--warmup", "50", "--decay-steps", "50" }, { "decay_steps", "50" }, NULL, NULL,
+      0, 0 },
+    { "--decay-steps 0", S_PLAIN, NULL, { T, "--lr-schedule", "cosine", "--decay-steps", "0" },
+      { "--decay-steps", "0" }, NULL, NULL, 0, 0 },
+    { "--lr-min -1", S_PLAIN, NULL, { T, "--lr-schedule", "cosine", "--lr-min", "-1" }, { "--lr-min", "-1" }, NULL,
+      NULL, 0, 0 },
+    { "--lr-gamma 2", S_PLAIN, NULL, { T, "--lr-schedule", "step", "--lr-gamma", "2" }, { "--lr-gamma", "2" }, NULL,
+      NULL, 0, 0 },
+    { "--lr-step 0", S_PLAIN, NULL, { T, "--lr-schedule", "step", "--lr-step", "0" }, { "--lr-step", "0" }, NULL,
+      NULL, 0, 0 },
+    { "--clip-norm -1", S_PLAIN, NULL, { T, "--clip-norm", "-1" }, { "--clip-norm", "-1" }, NULL, NULL, 0, 0 },
+    { "--clip-norm nan", S_PLAIN, NULL, { T, "--clip-norm", "nan" }, { "--clip-norm", "nan" }, NULL, NULL, 0, 0 },
+    { "--decay-groups biases", S_PLAIN, NULL, { T, "--decay-groups", "biases" }, { "--decay-groups", "biases" }, NULL,
+      NULL, 0, 0 },
+    { "--init-hash (set by the engine)", S_PLAIN, NULL, { T, "--init-hash", "5" }, { "--init-hash" }, NULL, NULL, 0,
+      0 },
+    { "--init a missing file", S_PLAIN, NULL, { T, "--init", "nope.safetensors" }, { "--init", "nope.safetensors" },
+      NULL, NULL, 0, 0 },
+    { "--init a directory", S_PLAIN, NULL, { T, "--init", "dd" }, { "--init", "dd" }, NULL, NULL, 0, 0 },
+    { "--init a text file", S_PLAIN, NULL, { T, "--init", "txt" }, { "--init", "txt", "header length" }, NULL, NULL, 0,
+      0 },
+    { "--init a tensor of another shape", S_SAFETENSORS, "shape", { T, "--init", "w.safetensors" },
+      { "tensor 'W1'", "[32, 16]", "[16, 32]" }, "w.safetensors", NULL, 0, 0 },
+    { "--init a tensor missing", S_SAFETENSORS, "missing", { T, "--init", "w.safetensors" },
+      { "w.safetensors", "'b2' is missing" }, "w.safetensors", NULL, 0, 0 },
+    { "--init a tensor too many", S_SAFETENSORS, "extra", { T, "--init", "w.safetensors" },
+      { "w.safetensors", "'X' is not one of the model's" }, "w.safetensors", NULL, 0, 0 },
+    { "--init a tensor in F16", S_SAFETENSORS, "f16", { T, "--init", "w.safetensors" },
+      { "w.safetensors", "'b2'", "dtype F16" }, "w.safetensors", NULL, 0, 0 },
+    { "--init a header length past the file", S_SAFETENSORS, "trunc", { T, "--init", "w.safetensors" },
+      { "w.safetensors", "header length 1000000" }, "w.safetensors", NULL, 0, 0 },
+    { "--init a header that is not JSON", S_SAFETENSORS, "json", { T, "--init", "w.safetensors" },
+      { "w.safetensors", "safetensors header" }, "w.safetensors", NULL, 0, 0 },
+    { "--init data_offsets past the data", S_SAFETENSORS, "offsets", { T, "--init", "w.safetensors" },
+      { "w.safetensors", "'b2'", "data_offsets" }, "w.safetensors", NULL, 0, 0 },
+    /* -- atoms: a leaf is 16 times a power of two (docs/contract.md, "Leaves") -- */
+    { "--leaf 48", S_PLAIN, NULL, { T, "--leaf", "48" }, { "leaf", "48", "16 times a power of two" }, NULL, NULL, 0,
+      0 },
+    { "--leaf 8", S_PLAIN, NULL, { T, "--leaf", "8" }, { "leaf", "8", "16 times a power of two" }, NULL, NULL, 0, 0 },
+    { "equiv --leaf 16,16", S_PLAIN, NULL, { "equiv", "--task", "teacher", "--steps", "2", DB, "--threads", "1",
+      "--leaf", "16,16" }, { "--leaf", "16", "twice" }, NULL, NULL, 0, 0 },
+    { "equiv --leaf 16,24", S_PLAIN, NULL, { "equiv", "--task", "teacher", "--steps", "2", DB, "--threads", "1",
+      "--leaf", "16,24" }, { "leaf", "24" }, NULL, NULL, 0, 0 },
+    /* ---- recording runs of other frameworks: verify's tolerance, golden save/compare
+     * (issue 35; tests/test_record_ext.c has the library's refusals: bad tensors, steps). */
+    { "verify --loss-rtol -1", S_PLAIN, NULL, { "verify", "good", "good", DB, "--loss-rtol", "-1" },
+      { "--loss-rtol: '-1' is not a finite number of 0 or more" }, NULL, NULL, 0, 0 },
+    { "verify --loss-atol nan", S_PLAIN, NULL, { "verify", "good", "good", DB, "--loss-atol", "nan" },
+      { "--loss-atol: 'nan' is not a finite number" }, NULL, NULL, 0, 0 },
+    { "verify --loss-rtol 1e999 (infinite)", S_PLAIN, NULL, { "verify", "good", "good", DB, "--loss-rtol", "1e999" },
+      { "--loss-rtol: '1e999'" }, NULL, NULL, 0, 0 },
+    { "golden save with one argument", S_PLAIN, NULL, { "golden", "save", "good", DB },
+      { "save needs RUN FILE" }, NULL, NULL, 0, 0 },
+    { "golden save of an unknown run", S_PLAIN, NULL, { "golden", "save", "nope", "n.golden", DB },
+      { "nope" }, NULL, "n.golden", 0, 0 },
+    { "golden save over the record", S_PLAIN, NULL, { "golden", "save", "good", "rec.db", DB },
+      { "rec.db" }, "rec.db", NULL, F_KEEP_DB, 0 },
+    { "golden compare of a missing file", S_PLAIN, NULL, { "golden", "compare", "none.golden", "good", DB },
+      { "none.golden" }, NULL, "none.golden", 0, 0 },
+    { "golden compare of a database as the golden file", S_PLAIN, NULL, { "golden", "compare", "rec.db", "good", DB },
+      { "rec.db", "line 1" }, "rec.db", NULL, F_KEEP_DB, 0 },
+    { "golden check --db (only save and compare take it)", S_PLAIN, NULL, { "golden", "check", DB },
+      { "--db: only with save and compare" }, NULL, NULL, 0, 0 },
 };
 
 #undef DB
@@ -1891,6 +1964,41 @@ static void setup_golden(const row_ctx *x, const char *how)
  * directory) and fifo.npy (a FIFO nobody writes) beside them; with arg
  * "run", run 2 'arr' of the arrays task trained on the row's x.npy and
  * y.npy (their absolute paths are its recorded sources). */
+/* w.safetensors for the teacher task's mlp (hidden 32: W1 [16, 32], b1 [32],
+ * W2 [32, 4], b2 [4]), zeros, with one thing wrong as arg says: "shape"
+ * (W1 [32, 16]), "missing" (no b2), "extra" (a tensor X), "f16" (b2 in F16),
+ * "trunc" (a header length past the file), "json" (a trailing comma),
+ * "offsets" (b2's data past the file's). */
+static void setup_safetensors(const row_ctx *x, const char *arg)
+{
+    const char *w1 = strcmp(arg, "shape") == 0 ? "[32,16]" : "[16,32]";
+    const char *b2 = strcmp(arg, "missing") == 0 ? ""
+                   : strcmp(arg, "f16") == 0     ? ",\"b2\":{\"dtype\":\"F16\",\"shape\":[4],\"data_offsets\":[2688,2696]}"
+                   : strcmp(arg, "offsets") == 0 ? ",\"b2\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[2688,2800]}"
+                   : strcmp(arg, "extra") == 0   ? ",\"b2\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[2688,2704]},"
+                                                   "\"X\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[2704,2708]}"
+                                                 : ",\"b2\":{\"dtype\":\"F32\",\"shape\":[4],\"data_offsets\":[2688,2704]}";
+    char header[1024];
+    snprintf(header, sizeof header, "{\"W1\":{\"dtype\":\"F32\",\"shape\":%s,\"data_offsets\":[0,2048]},"
+             "\"b1\":{\"dtype\":\"F32\",\"shape\":[32],\"data_offsets\":[2048,2176]},"
+             "\"W2\":{\"dtype\":\"F32\",\"shape\":[32,4],\"data_offsets\":[2176,2688]}%s%s}",
+             w1, b2, strcmp(arg, "json") == 0 ? "," : "");
+    const size_t hl = strlen(header), data = 2708;
+    uint8_t *buf = calloc(1, 8 + hl + data);
+    assert_non_null(buf);
+    const uint64_t said = strcmp(arg, "trunc") == 0 ? 1000000 : hl;
+    for (int k = 0; k < 8; k++)
+        buf[k] = (uint8_t)(said >> (8 * k));
+    memcpy(buf + 8, header, hl);
+    char p[PATH_MAX];
+    path_in(x->dir, "w.safetensors", p, sizeof p);
+    FILE *f = fopen(p, "wb");
+    assert_non_null(f);
+    assert_int_equal(fwrite(buf, 1, 8 + hl + data, f), 8 + hl + data);
+    assert_int_equal(fclose(f), 0);
+    free(buf);
+}
+
 static void setup_npy(const row_ctx *x, const char *arg)
 {
     char from[PATH_MAX], to[PATH_MAX];
@@ -1960,6 +2068,9 @@ static void row_setup(row_ctx *x, const bad_row *row, size_t i)
         break;
     case S_NPY:
         setup_npy(x, row->arg);
+        break;
+    case S_SAFETENSORS:
+        setup_safetensors(x, row->arg);
         break;
     case S_CKPT:
         setup_ckpt(x, row->arg);

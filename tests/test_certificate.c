@@ -192,7 +192,7 @@ static void test_sources_override_a_setting(void **state)
     free(f3);
     /* Any setting, even one that changes nothing, and engine-set keys. */
     static const char *const settings[] = { "\"seed=1\\n\"", "\"data_hash=0\\n\"", "\"task=teacher\\n\"",
-                                            "\"format=1\\n\"", "\"hidden=32\\n\"", "\"lr=0x1.47ae14p-7\"" };
+                                            "\"format=2\\n\"", "\"hidden=32\\n\"", "\"lr=0x1.47ae14p-7\"" };
     for (size_t i = 0; i < sizeof settings / sizeof settings[0]; i++) {
         char *f = with_field(a, "sources", settings[i]);
         expect_cert(c, "setting.json", f, 2, "\"sources\"");

@@ -93,20 +93,38 @@ static void naive_forward(float *out, const float *in, const float *w, const flo
         }
 }
 
+/* The contract's sum over samples written as its definition, recursively
+ * (docs/contract.md): atoms of LS_ATOM rows summed in order, the atoms
+ * [a, a + n) split at the largest power of two below n. An independent path
+ * from the kernels' binary-counter stacks. with_w 0 sums dout alone (dbias). */
+static float naive_atoms(const float *in, const float *dout, size_t B, size_t K, size_t N, size_t k, size_t n,
+                         int with_w, size_t a, size_t count)
+{
+    if (count == 1) {
+        const size_t b1 = (a + 1) * LS_ATOM < B ? (a + 1) * LS_ATOM : B;
+        float s = 0.0f;
+        for (size_t b = a * LS_ATOM; b < b1; b++)
+            s = with_w ? fmaf(in[b * K + k], dout[b * N + n], s) : s + dout[b * N + n];
+        return s;
+    }
+    size_t half = 1;
+    while (half * 2 < count)
+        half *= 2;
+    const float left = naive_atoms(in, dout, B, K, N, k, n, with_w, a, half);
+    return left + naive_atoms(in, dout, B, K, N, k, n, with_w, a + half, count - half);
+}
+
 static void naive_backward(float *dw, float *dbias, const float *in, const float *dout,
                            size_t B, size_t K, size_t N, int accumulate)
 {
+    const size_t atoms = (B + LS_ATOM - 1) / LS_ATOM;
     for (size_t n = 0; n < N; n++) {
         for (size_t k = 0; k < K; k++) {
-            float s = 0.0f;
-            for (size_t b = 0; b < B; b++)
-                s = fmaf(in[b * K + k], dout[b * N + n], s);
+            const float s = atoms == 0 ? 0.0f : naive_atoms(in, dout, B, K, N, k, n, 1, 0, atoms);
             dw[k * N + n] = accumulate ? dw[k * N + n] + s : s;
         }
         if (dbias != NULL) {
-            float s = 0.0f;
-            for (size_t b = 0; b < B; b++)
-                s = s + dout[b * N + n];
+            const float s = atoms == 0 ? 0.0f : naive_atoms(in, dout, B, K, N, 0, n, 0, 0, atoms);
             dbias[n] = accumulate ? dbias[n] + s : s;
         }
     }
@@ -338,6 +356,12 @@ static void test_real_shapes(void **state)
     check_shape(64, 256, 10);
     check_shape(64, 10, 256);
     check_shape(63, 257, 200);
+    /* Atom counts that are not powers of two (the tree's ragged right
+     * side), a last atom of 1 row, and a leaf of 63 atoms. */
+    check_shape(100, 130, 77);
+    check_shape(17, 50, 33);
+    check_shape(112, 784, 64);
+    check_shape(1000, 40, 70);
 }
 
 /* The micro-kernel's two broadcast forms (registers, memory operands;

@@ -9,10 +9,12 @@
  *   - idx: idx_parse on the bytes, and idx_read_gz on the file itself;
  *   - golden: golden_parse (+ write/re-parse), its config through
  *     config_parse_text;
+ *   - golden_run: golden_run_check (v2 golden files of recorded runs);
  *   - config: each NUL-separated piece through config_parse_text, and the
  *     pieces as flags through config_set — the library half of cli_parse,
  *     which lives in tools/ and is not linked here;
- *   - checkpoint: ckpt_parse, raw and with the checksum fixed.
+ *   - checkpoint: ckpt_parse, raw and with the checksum fixed;
+ *   - safetensors: safetensors_parse (the --init reader).
  * The checks: no crash, status OK or a documented code, a message on error,
  * and what a parser accepts round-trips. One more for idx_read_gz, since
  * without ASan a huge allocation does not crash: the address space is capped
@@ -171,10 +173,14 @@ static int replay(const char *target, const char *path, const unsigned char *buf
         golden_free(&g);
         return r;
     }
+    if (strcmp(target, "golden_run") == 0)
+        return fr_golden_run((const char *)buf, len, why);
     if (strcmp(target, "config") == 0)
         return fr_config_text(buf, len, why) || fr_config_pairs(buf, len, why);
     if (strcmp(target, "checkpoint") == 0)
         return fr_checkpoint(buf, len, why);
+    if (strcmp(target, "safetensors") == 0)
+        return fr_safetensors(buf, len, why);
     return fr_fail(why, "unknown fuzz target '%s'", target);
 }
 
@@ -220,10 +226,22 @@ static void test_idx(void **state)
     replay_target("idx");
 }
 
+static void test_safetensors(void **state)
+{
+    (void)state;
+    replay_target("safetensors");
+}
+
 static void test_golden(void **state)
 {
     (void)state;
     replay_target("golden");
+}
+
+static void test_golden_run(void **state)
+{
+    (void)state;
+    replay_target("golden_run");
 }
 
 static void test_config(void **state)
@@ -272,8 +290,10 @@ int main(void)
         cmocka_unit_test(test_harness_detects),
         cmocka_unit_test(test_idx),
         cmocka_unit_test(test_golden),
+        cmocka_unit_test(test_golden_run),
         cmocka_unit_test(test_config),
         cmocka_unit_test(test_checkpoint),
+        cmocka_unit_test(test_safetensors),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }

@@ -714,7 +714,7 @@ static void test_atlas_threads(void **state)
     (void)state;
     if (!have_atlas())
         fail_msg("%s cannot be read: install the Debian package python3-networkx (make deps)", GRAPH_ATLAS_PATH);
-    static const char *const sets[] = { "batch", "37", "leaf", "3", NULL };
+    static const char *const sets[] = { "batch", "37", "leaf", "16", NULL };
     threads_equal("atlas", sets, 6);
 }
 
@@ -723,14 +723,14 @@ static void test_graph_edit_threads(void **state)
     (void)state;
     if (!have_atlas())
         fail_msg("%s cannot be read: install the Debian package python3-networkx (make deps)", GRAPH_ATLAS_PATH);
-    static const char *const sets[] = { "batch", "19", "leaf", "2", NULL };
+    static const char *const sets[] = { "batch", "19", "leaf", "16", NULL };
     threads_equal("graph-edit", sets, 6);
 }
 
 static void test_karate_threads(void **state)
 {
     (void)state;
-    static const char *const sets[] = { "batch", "17", "leaf", "2", NULL };
+    static const char *const sets[] = { "batch", "17", "leaf", "16", NULL };
     threads_equal("karate", sets, 10);
 }
 

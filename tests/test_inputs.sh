@@ -213,6 +213,10 @@ for src in "$FIFO" "$ZERO"; do
                 cp "$REC" "$T/ck.db"
                 run_case "$name" 2 "$src" "$T/ck.db" resume 1 --steps 30 --checkpoint-every 1 --db "$T/ck.db" \
                     --checkpoint-dir "$src" --no-progress ;;
+            "train|--init")
+                cp "$REC" "$T/in.db"
+                run_case "$name" 2 "$src" "$T/in.db" train --task teacher --steps 2 --no-progress --db "$T/in.db" \
+                    --init "$src" ;;
             "predict|--input")
                 run_case "$name" 2 "$src" "$REC" predict 1 --input "$src" -o "$T/pred.npy" --db "$REC" ;;
             "golden check|pos")

@@ -7,7 +7,8 @@
 #   - record/ includes a header of reduce/ (side by side, same rank);
 #   - a model file holds a string equal to a task's registered name;
 #   - a model compares the config's task name (cfg->task);
-#   - tools/ includes an engine header outside its tool-only list.
+#   - tools/ includes an engine header outside its tool-only list;
+#   - python/ (the Python package's C) includes anything but include/.
 # Each planted copy must make the checker exit 1 with a line naming the
 # planted file that the unplanted copy does not print. Prints cmocka's
 # "[ RUN      ]" / "[       OK ]" / "[  FAILED  ]" lines, which
@@ -23,6 +24,7 @@ copy_tree() {
     rm -rf "${T:?}/$1"
     mkdir -p "$T/$1"
     (cd "$ROOT" && cp -R include base reduce record engine tools "$T/$1/") || return 1
+    mkdir -p "$T/$1/python" && (cd "$ROOT" && cp -R python/src "$T/$1/python/") || return 1
 }
 
 # The checker on directory $1: its output in $T/$2.out, its status echoed.
@@ -102,10 +104,19 @@ t_tools_internal_header() {
     planted tool "$f"
 }
 
+t_python_internal_header() {
+    copy_tree py || return 1
+    f=python/src/_lockstep.c
+    [ -f "$T/py/$f" ] || { say "no $f to plant in"; return 1; }
+    printf '#include "engine/data/npy.h"\n' >>"$T/py/$f"
+    planted py "$f"
+}
+
 check layers_copy_as_real_tree t_copy_as_real
 check layers_core_includes_model t_core_includes_model
 check layers_record_includes_reduce t_record_includes_reduce
 check layers_model_names_task t_model_names_task
 check layers_model_compares_task t_model_compares_task
 check layers_tools_internal_header t_tools_internal_header
+check layers_python_internal_header t_python_internal_header
 exit $failed

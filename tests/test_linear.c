@@ -85,17 +85,17 @@ static void test_gradient(void **state)
 {
     (void)state;
     fixture f;
-    make(&f, "12", "5");
-    uint32_t ids[12];
-    for (uint32_t i = 0; i < 12; i++)
+    make(&f, "40", "16");
+    uint32_t ids[40];
+    for (uint32_t i = 0; i < 40; i++)
         ids[i] = i * 97 % 2048;
-    ls_batch b = { f.data, ids, 12, 1, 7 };
+    ls_batch b = { f.data, ids, 40, 1, 7 };
     const size_t np = f.m->info.n_params;
     assert_int_equal(f.m->info.leaves, 3);
     float *buf = malloc(np * sizeof *buf);
     double *want = malloc(np * sizeof *want);
     for (size_t leaf = 0; leaf < 3; leaf++) {
-        const size_t first = leaf * 5, n = leaf == 2 ? 2 : 5;
+        const size_t first = leaf * 16, n = leaf == 2 ? 8 : 16;
         const double loss = f.m->desc->leaf(f.m->self, f.params, &b, leaf, buf, LS_LEAF_WRITE, f.scratch);
         const double ref = reference(f.data, f.params, ids + first, n, want);
         assert_true(fabs(loss - ref) <= 1e-5 * fabs(ref) + 1e-6);
@@ -115,11 +115,11 @@ static void test_leaf_modes(void **state)
 {
     (void)state;
     fixture f;
-    make(&f, "9", "4");
-    uint32_t ids[9];
-    for (uint32_t i = 0; i < 9; i++)
+    make(&f, "40", "16");
+    uint32_t ids[40];
+    for (uint32_t i = 0; i < 40; i++)
         ids[i] = 2047 - i * 13;
-    ls_batch b = { f.data, ids, 9, 1, 7 };
+    ls_batch b = { f.data, ids, 40, 1, 7 };
     const size_t np = f.m->info.n_params;
     float *alone = malloc(np * sizeof *alone), *base = malloc(np * sizeof *base);
     float *added = malloc(np * sizeof *added), *want = malloc(np * sizeof *want);
@@ -151,7 +151,7 @@ static void test_threads(void **state)
         ls_err err;
         assert_int_equal(config_defaults(&cfg, "teacher", "linear", &err), LS_OK);
         assert_int_equal(config_set(&cfg, "batch", "37", 0, &err), LS_OK);
-        assert_int_equal(config_set(&cfg, "leaf", "3", 0, &err), LS_OK);
+        assert_int_equal(config_set(&cfg, "leaf", "16", 0, &err), LS_OK);
         trainer *t;
         if (trainer_create(&t, &cfg, threads[i], d, &err) != LS_OK)
             fail_msg("trainer_create: %s", err.msg);

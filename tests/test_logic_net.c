@@ -334,15 +334,17 @@ static void check_gradient(const char *wiring, float residual)
     ls_config cfg;
     small_config(&cfg, layers, 3, 3, 2.0f, residual, wiring, 5);
     inst in;
-    inst_make(&in, &cfg, &s.d, 4);
+    inst_make(&in, &cfg, &s.d, LS_ATOM);
     if (residual > 0.0f)   /* move away from the init so every gate has gradient */
         for (size_t i = 0; i < in.m->info.n_params; i++)
             in.params[i] = in.params[i] * 0.3f + (unit() - 0.5f);
     inst_prepare(&in);
-    const uint32_t ids[8] = { 3, 0, 7, 12, 5, 5, 15, 9 };
-    const double l0 = run_leaf_of(&in, &s.d, ids, 8, 0, in.buf, LS_LEAF_WRITE);
-    const double l1 = run_leaf_of(&in, &s.d, ids, 8, 1, in.buf, LS_LEAF_ADD);
-    in.m->desc->finish(in.m->self, in.buf, 8, in.grad, 0, in.m->info.finish_units);
+    uint32_t ids[32];   /* two leaves of one atom each */
+    for (size_t i = 0; i < 32; i++)
+        ids[i] = (uint32_t)((i * 7 + 3) % 16);
+    const double l0 = run_leaf_of(&in, &s.d, ids, 32, 0, in.buf, LS_LEAF_WRITE);
+    const double l1 = run_leaf_of(&in, &s.d, ids, 32, 1, in.buf, LS_LEAF_ADD);
+    in.m->desc->finish(in.m->self, in.buf, 32, in.grad, 0, in.m->info.finish_units);
 
     ref_net r;
     ref_make(&r, &cfg, 4, 2);
@@ -352,18 +354,18 @@ static void check_gradient(const char *wiring, float residual)
     assert_non_null(fd);
     for (size_t i = 0; i < np; i++)
         z[i] = (double)in.params[i];
-    const double want = ref_loss(&r, z, &s.d.train, ids, 8);
+    const double want = ref_loss(&r, z, &s.d.train, ids, 32);
     assert_true(fabs((l0 + l1) - want) <= 1e-5 * fabs(want));
     const double h = 1e-3;
     double fmax_abs = 0.0;
     for (size_t i = 0; i < np; i++) {
         const double keep = z[i];
         z[i] = keep + h;
-        const double up = ref_loss(&r, z, &s.d.train, ids, 8);
+        const double up = ref_loss(&r, z, &s.d.train, ids, 32);
         z[i] = keep - h;
-        const double dn = ref_loss(&r, z, &s.d.train, ids, 8);
+        const double dn = ref_loss(&r, z, &s.d.train, ids, 32);
         z[i] = keep;
-        fd[i] = (up - dn) / (2 * h) / 8.0;
+        fd[i] = (up - dn) / (2 * h) / 32.0;
         fmax_abs = fmax(fmax_abs, fabs(fd[i]));
     }
     assert_true(fmax_abs > 1e-4);   /* the check is not vacuous */
@@ -393,8 +395,8 @@ static void test_gradient_unique_wiring(void **state)
 }
 
 /* LS_LEAF_ADD: buf = buf + (the leaf summed on its own), bit for bit. Leaves
- * of a padded size (5 of max 7) and a full one. And leaf i of a batch is the
- * leaf of its slots [7i, min(7i + 7, B)). */
+ * of a padded size (11 of max 16) and a full one. And leaf i of a batch is the
+ * leaf of its slots [16i, min(16i + 16, B)). */
 static void test_leaf_add_mode(void **state)
 {
     (void)state;
@@ -404,11 +406,11 @@ static void test_leaf_add_mode(void **state)
     ls_config cfg;
     small_config(&cfg, layers, 3, 2, 3.0f, 0.0f, "random", 9);
     inst in;
-    inst_make(&in, &cfg, &s.d, 7);
+    inst_make(&in, &cfg, &s.d, LS_ATOM);
     const size_t len = in.m->info.leaf_len;
     float *w = xalloc(len * sizeof(float)), *acc = xalloc(len * sizeof(float));
-    const uint32_t ids[7] = { 1, 30, 2, 2, 39, 17, 8 };
-    for (size_t count = 5; count <= 7; count += 2) {
+    const uint32_t ids[16] = { 1, 30, 2, 2, 39, 17, 8, 0, 4, 21, 33, 9, 9, 12, 5, 38 };
+    for (size_t count = 11; count <= 16; count += 5) {
         const double lw = run_leaf(&in, &s.d, ids, count, w, LS_LEAF_WRITE);
         for (size_t i = 0; i < len; i++)
             acc[i] = unit() * 4.0f - 2.0f;
@@ -420,12 +422,12 @@ static void test_leaf_add_mode(void **state)
         assert_memory_equal(&lw, &la, sizeof lw);
         free(want);
     }
-    uint32_t bids[19];
-    for (size_t i = 0; i < 19; i++)
+    uint32_t bids[40];
+    for (size_t i = 0; i < 40; i++)
         bids[i] = (uint32_t)(next_u32() % 40);
     for (size_t l = 0; l < 3; l++) {
-        const size_t first = 7 * l, count = l < 2 ? 7 : 5;
-        const double lb = run_leaf_of(&in, &s.d, bids, 19, l, acc, LS_LEAF_WRITE);
+        const size_t first = 16 * l, count = l < 2 ? 16 : 8;
+        const double lb = run_leaf_of(&in, &s.d, bids, 40, l, acc, LS_LEAF_WRITE);
         const double lw = run_leaf(&in, &s.d, bids + first, count, w, LS_LEAF_WRITE);
         assert_memory_equal(acc, w, len * sizeof(float));
         assert_memory_equal(&lb, &lw, sizeof lb);
@@ -448,8 +450,8 @@ static void test_determinism(void **state)
     ls_config cfg;
     small_config(&cfg, layers, 4, 3, 4.0f, 0.0f, "random", 77);
     inst a, b;
-    inst_make(&a, &cfg, &s.d, 19);
-    inst_make(&b, &cfg, &s.d, 19);
+    inst_make(&a, &cfg, &s.d, LS_ATOM);
+    inst_make(&b, &cfg, &s.d, LS_ATOM);
     assert_memory_equal(a.params, b.params, a.m->info.n_params * sizeof(float));
     uint32_t ids[19];
     for (size_t i = 0; i < 19; i++)
@@ -474,7 +476,7 @@ static void test_determinism(void **state)
     ls_config cfg2 = cfg;
     cfg2.seed = 78;
     inst c;
-    inst_make(&c, &cfg2, &s.d, 19);
+    inst_make(&c, &cfg2, &s.d, LS_ATOM);
     assert_true(memcmp(a.params, c.params, a.m->info.n_params * sizeof(float)) != 0);
     inst_free(&a);
     inst_free(&b);
@@ -493,7 +495,7 @@ static void test_init(void **state)
     ls_config cfg;
     small_config(&cfg, layers, 2, 2, 1.0f, 10.0f, "random", 3);
     inst in;
-    inst_make(&in, &cfg, &s.d, 4);
+    inst_make(&in, &cfg, &s.d, LS_ATOM);
     assert_int_equal(in.m->info.n_params, 10 * 16);
     assert_int_equal(in.m->info.leaf_len, 10 * 4);
     assert_int_equal(in.m->info.finish_units, 10);
@@ -501,7 +503,7 @@ static void test_init(void **state)
         assert_true(in.params[i] == (i % 16 == 3 ? 10.0f : 0.0f));
     inst_free(&in);
     set_key(&cfg, "residual", "0");
-    inst_make(&in, &cfg, &s.d, 4);
+    inst_make(&in, &cfg, &s.d, LS_ATOM);
     for (size_t g = 0; g < 10; g++)
         for (size_t j = 0; j < 16; j++) {
             const size_t l = g < 6 ? 0 : 1, gl = g < 6 ? g : g - 6;
@@ -517,7 +519,7 @@ static void test_init(void **state)
 static void check_eval(const ls_dataset *d, const ls_config *cfg, size_t dim)
 {
     inst in;
-    inst_make(&in, cfg, d, 8);
+    inst_make(&in, cfg, d, LS_ATOM);
     ref_net r;
     ref_make(&r, cfg, dim, d->n_classes);
     const size_t n = d->test.n;
@@ -586,18 +588,18 @@ static void test_descent_lowers_loss(void **state)
     ls_config cfg;
     assert_int_equal(config_defaults(&cfg, "teacher", "logic", &err), LS_OK);
     inst in;
-    inst_make(&in, &cfg, d, 32);
-    uint32_t ids[32];
-    for (size_t i = 0; i < 32; i++)
+    inst_make(&in, &cfg, d, LS_ATOM);
+    uint32_t ids[LS_ATOM];
+    for (size_t i = 0; i < LS_ATOM; i++)
         ids[i] = (uint32_t)(i * 61 % d->train.n);
     double first = 0.0, last = 0.0;
     for (int step = 0; step < 20; step++) {
         inst_prepare(&in);
-        const double loss = run_leaf(&in, d, ids, 32, in.buf, LS_LEAF_WRITE);
+        const double loss = run_leaf(&in, d, ids, LS_ATOM, in.buf, LS_LEAF_WRITE);
         if (step == 0)
             first = loss;
         last = loss;
-        in.m->desc->finish(in.m->self, in.buf, 32, in.grad, 0, in.m->info.finish_units);
+        in.m->desc->finish(in.m->self, in.buf, LS_ATOM, in.grad, 0, in.m->info.finish_units);
         for (size_t i = 0; i < in.m->info.n_params; i++)
             in.params[i] = in.params[i] - 100.0f * in.grad[i];
     }

@@ -74,7 +74,7 @@ mk() {
 # The trajectory hash a train/resume result line ends with.
 traj() { sed -n 's/^\(train\|resume\): run .* trajectory \([0-9a-f]\{16\}\)$/\2/p' "$1" | tail -n 1; }
 
-MLP="--task fashion-mnist --batch 64 --leaf 8 --steps 30"
+MLP="--task fashion-mnist --batch 64 --steps 30"
 CA="--task checkerboard --steps 3"
 
 t_build() {
@@ -84,17 +84,18 @@ t_build() {
     if nm "$LS" | grep -q ' U MPI_'; then say "$LS refers to MPI"; return 1; fi
 }
 
-# ranks_equal NAME FLAGS: one thread, then every R x threads, same trajectory.
+# ranks_equal NAME FLAGS [REF_FLAGS RANK_FLAGS]: one thread (with REF_FLAGS),
+# then every R x threads (with RANK_FLAGS), same trajectory.
 ranks_equal() {
     # shellcheck disable=SC2086
-    "$LS" train $2 --threads 1 --db "$T/$1-ref.db" --no-progress >"$T/ref.out" || return 1
+    "$LS" train $2 ${3-} --threads 1 --db "$T/$1-ref.db" --no-progress >"$T/ref.out" || return 1
     want=$(traj "$T/ref.out")
     [ -n "$want" ] || { cat "$T/ref.out"; return 1; }
     echo "one thread: $want"
     for r in 1 2 3 4; do
         for th in 1 2; do
             # shellcheck disable=SC2086
-            mpirun --oversubscribe -np $r "$MPI" train $2 --threads $th --db "$T/$1-$r-$th.db" \
+            mpirun --oversubscribe -np $r "$MPI" train $2 ${4-} --threads $th --db "$T/$1-$r-$th.db" \
                 >"$T/out" 2>"$T/err" || { cat "$T/out" "$T/err"; return 1; }
             got=$(traj "$T/out")
             echo "$r ranks x $th threads: $got"
@@ -102,12 +103,35 @@ ranks_equal() {
         done
     done
 }
-t_mlp() { ranks_equal mlp "$MLP"; }
+# The leaf is no part of the bits: one process at leaf 64 (4 atoms a leaf)
+# against ranks at leaf 16 (one atom a leaf).
+t_mlp() { ranks_equal mlp "$MLP" "--leaf 64" "--leaf 16"; }
+# The other leaf models at 3 ranks against one process, batches that are
+# not multiples of the atom.
+ranks3_equal() {
+    # shellcheck disable=SC2086
+    "$LS" train $2 --leaf 64 --threads 1 --db "$T/$1-ref.db" --no-progress >"$T/ref.out" || return 1
+    want=$(traj "$T/ref.out")
+    [ -n "$want" ] || { cat "$T/ref.out"; return 1; }
+    # shellcheck disable=SC2086
+    mpirun --oversubscribe -np 3 "$MPI" train $2 --leaf 16 --threads 2 --db "$T/$1-3.db" >"$T/out" 2>"$T/err" ||
+        { cat "$T/out" "$T/err"; return 1; }
+    got=$(traj "$T/out")
+    echo "$1: one process $want, 3 ranks x 2 threads $got"
+    [ "$got" = "$want" ] || { say "differs from one process"; cat "$T/out" "$T/err"; return 1; }
+}
+t_models() {
+    ranks3_equal linear "--task teacher --model linear --batch 50 --steps 6" || return 1
+    ranks3_equal logic "--task teacher --model logic --batch 45 --steps 4" || return 1
+    ranks3_equal gnn "--task karate --batch 17 --steps 5"
+}
+# A schedule and global-norm clipping (the norm's pass over the combined sum).
+t_sched() { ranks_equal sched "$MLP --lr-schedule cosine --warmup 5 --decay-steps 25 --clip-norm 0.05 --decay-groups weights --weight-decay 0.1"; }
 t_ca() { ranks_equal ca "$CA"; }
 
 # Rank 1 of 3 dies at its step 25 (a checkpoint at step 20 exists).
 t_kill() {
-    KF="--task fashion-mnist --batch 64 --leaf 8"
+    KF="--task fashion-mnist --batch 64 --leaf 16"
     # shellcheck disable=SC2086
     "$LS" train $KF --steps 90 --threads 1 --db "$T/k-ref.db" --no-progress >"$T/ref.out" || return 1
     want=$(traj "$T/ref.out")
@@ -155,5 +179,7 @@ t_kill() {
 check mpi_build t_build
 check mpi_mlp_ranks_threads t_mlp
 check mpi_ca_ranks_threads t_ca
+check mpi_leaf_models_3_ranks t_models
+check mpi_schedule_clip_norm t_sched
 check mpi_rank_killed_resume t_kill
 exit 0

@@ -2,9 +2,10 @@
  * built-in model, the plan chosen with and without the model's hints
  * (LOCKSTEP_HINTS=off) at threads 1, 2, 3 and 8, and that executing each of
  * them gives the same bits: every step's trajectory hash of the eight runs
- * compared with memcmp, and the last one with the hash the engine gave
- * before plans existed (the golden files' for four models; for linear, which
- * has none, the hash of the same config measured then). Also: a config's
+ * compared with memcmp, and the last one with the hash `lockstep golden
+ * update` wrote with the default plan (the golden files' for four models;
+ * for linear, which has none, the hash of the same config from `lockstep
+ * train`). Also: a config's
  * reduce=unordered is its own plan, and the text of a plan names what it
  * chose. */
 #include <stdarg.h>
@@ -30,7 +31,7 @@ typedef struct {
     const char *model;
     const char *text;          /* canonical config text (key=value lines) */
     int steps;
-    uint64_t traj;             /* the trajectory after `steps` steps, from before plans */
+    uint64_t traj;             /* the trajectory after `steps` steps (golden file, or the CLI) */
     plan_reduce reduce;        /* with hints; at 8 threads for logic-ca (HELD needs 16 finish units a thread) */
     int waves;                 /* with hints */
     int engine_adds;           /* with hints; without, the engine adds for every model */
@@ -39,30 +40,30 @@ typedef struct {
 static const plan_case CASES[] = {
     /* golden/teacher-sgd.golden */
     { "mlp",
-      "batch=32\nclip=0x0p+0\ndata_hash=818655585069954587\nformat=1\nhidden=32\nleaf=4\nlr=0x1.99999ap-5\n"
+      "batch=32\nclip=0x0p+0\ndata_hash=818655585069954587\nformat=2\nhidden=32\nlr=0x1.99999ap-5\n"
       "model=mlp\nmomentum=0x1.ccccccp-1\noptimizer=sgd\nreduce=tree\nseed=1\ntask=teacher\nweight_decay=0x0p+0\n",
-      30, 0x863f2c98a102b475ULL, PLAN_TREE_TOP, 0, 0 },
+      30, 0xa1ad85f487191d53ULL, PLAN_TREE_TOP, 0, 0 },
     /* golden/logic-teacher.golden */
     { "logic",
       "batch=32\nbeta1=0x1.ccccccp-1\nbeta2=0x1.ff7ceep-1\nbits=3\nclip=0x0p+0\ndata_hash=818655585069954587\n"
-      "eps=0x1.5798eep-27\nformat=1\nlayers=256x4\nleaf=4\nlr=0x1.47ae14p-7\nmodel=logic\noptimizer=adamw\n"
+      "eps=0x1.5798eep-27\nformat=2\nlayers=256x4\nlr=0x1.47ae14p-7\nmodel=logic\noptimizer=adamw\n"
       "reduce=tree\nresidual=0x0p+0\nseed=1\ntask=teacher\ntau=0x1.4p+3\nweight_decay=0x0p+0\nwiring=random\n",
-      12, 0xf3fa7f240911036bULL, PLAN_TREE_TOP, 0, 0 },
+      12, 0x33d0a790c4402312ULL, PLAN_TREE_TOP, 0, 0 },
     /* golden/checkerboard-short.golden */
     { "logic-ca",
       "async=0\nbatch=2\nbeta1=0x1.ccccccp-1\nbeta2=0x1.fae148p-1\nca_steps=20\nchannels=8\nclip=0x1.9p+6\n"
-      "data_hash=0\neps=0x1.5798eep-27\nformat=1\ngrid=16\nkernels=16\nlayers=256x10,128,64,32,16,8x2\n"
+      "data_hash=0\neps=0x1.5798eep-27\nformat=2\ngrid=16\nkernels=16\nlayers=256x10,128,64,32,16,8x2\n"
       "lr=0x1.99999ap-5\nmodel=logic-ca\noptimizer=adamw\nparts=8\nperception=8,4,2\nperiodic=0\nreduce=tree\n"
       "residual=0x1.4p+3\nseed=23\ntask=checkerboard\nweight_decay=0x1.47ae14p-7\n",
-      4, 0x7380446cfc4f5b14ULL, PLAN_HELD, 1, 0 },
+      4, 0xdafb1aed556f84b7ULL, PLAN_HELD, 1, 0 },
     /* golden/karate-short.golden */
     { "gnn",
       "batch=17\nbeta1=0x1.ccccccp-1\nbeta2=0x1.ff7ceep-1\nclip=0x0p+0\ndata_hash=2019706224063124102\n"
-      "eps=0x1.5798eep-27\nformat=1\ngin_eps=0x0p+0\nhidden=16\nlayers=2\nleaf=4\nlr=0x1.47ae14p-7\nmodel=gnn\n"
+      "eps=0x1.5798eep-27\nformat=2\ngin_eps=0x0p+0\nhidden=16\nlayers=2\nlr=0x1.47ae14p-7\nmodel=gnn\n"
       "optimizer=adamw\nreduce=tree\nseed=1\ntask=karate\nweight_decay=0x0p+0\n",
-      20, 0x246939e8a5bf53a0ULL, PLAN_TREE_TOP, 0, 1 },
-    /* `lockstep train --task teacher --model linear --steps 30 --batch 37 --leaf 3`, measured before plans */
-    { "linear", NULL, 30, 0x026175053241d9caULL, PLAN_TREE_TOP, 0, 1 },
+      20, 0x32c26460b2d4fcfeULL, PLAN_TREE_TOP, 0, 1 },
+    /* `lockstep train --task teacher --model linear --steps 30 --batch 37`, measured by the CLI at the atoms change */
+    { "linear", NULL, 30, 0x86c2d8814df32eaeULL, PLAN_TREE_TOP, 0, 1 },
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 
@@ -76,7 +77,7 @@ static ls_config *case_config(const plan_case *c)
         return cfg;
     }
     if (ls_config_create(&cfg, "teacher", "linear", &err) != LS_OK || ls_config_set(cfg, "batch", "37", &err) != LS_OK ||
-        ls_config_set(cfg, "leaf", "3", &err) != LS_OK)
+        ls_config_set(cfg, "leaf", "32", &err) != LS_OK)
         fail_msg("%s: %s", c->model, err.msg);
     return cfg;
 }
@@ -150,7 +151,7 @@ static void check_case(const plan_case *c)
                 memcpy(first, traj, sizeof traj[0] * (size_t)(c->steps + 1));
                 have_first = 1;
                 if (memcmp(&traj[c->steps], &c->traj, sizeof c->traj) != 0)
-                    fail_msg("%s: trajectory %016llx after %d steps, before plans %016llx", c->model,
+                    fail_msg("%s: trajectory %016llx after %d steps, expected %016llx", c->model,
                              (unsigned long long)traj[c->steps], c->steps, (unsigned long long)c->traj);
             }
             if (memcmp(first, traj, sizeof traj[0] * (size_t)(c->steps + 1)) != 0)

@@ -2,10 +2,12 @@
  * from the engine: it uses only the model's descriptor (init, prepare and its
  * parts in order through model_prepare, the phases one after the other,
  * leaf, finish) and the optimiser step — no
- * pool, no reduce/ — computes every leaf into its own buffer and sums them
- * with its own recursive tree, straight from the definition in
- * docs/contract.md (and include/lockstep.h). The engine at any thread count must produce
- * the same parameters at every step, bit for bit. */
+ * pool, no reduce/ — computes every atom as a leaf of its own (the model
+ * created with leaf = LS_ATOM) into its own buffer and sums them with its
+ * own recursive tree, straight from the definition in docs/contract.md (and
+ * include/lockstep.h). The engine, at the config's leaf size (several atoms
+ * a leaf for the mlp) and any thread count, must produce the same
+ * parameters at every step, bit for bit. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -60,15 +62,15 @@ static void reference_run(ls_config cfg, const ls_dataset *d, int steps, float *
 {
     cfg.data_hash = d != NULL ? d->hash : 0;
     const size_t B = cfg.batch;
+    if (config_has_key(&cfg, "leaf"))
+        assert_int_equal(config_set(&cfg, "leaf", "16", 0, NULL), LS_OK);   /* a leaf an atom */
     ls_model *m;
     assert_int_equal(model_create(&m, &cfg, d, NULL), LS_OK);
     const ls_model_info *info = &m->info;
     const size_t n_leaves = info->leaves;
     if (info->phases == 0) {
-        /* a leaf model: leaves of L samples, the last one short */
-        const size_t leaf = (size_t)ls_config_int(&cfg, "leaf"), L = leaf < B ? leaf : B;
-        assert_true(L > 0);
-        assert_int_equal(n_leaves, (B + L - 1) / L);
+        /* a leaf model: one leaf an atom, the last one short */
+        assert_int_equal(n_leaves, (B + LS_ATOM - 1) / LS_ATOM);
     }
     optim *opt;
     assert_int_equal(optim_create(&opt, &cfg, info->n_params, NULL), LS_OK);
@@ -180,14 +182,17 @@ static void test_teacher(void **state)
     (void)state;
     ls_dataset *d;
     assert_int_equal(teacher_make(&d, NULL), LS_OK);
-    compare_with_engine("teacher", NULL, d, SET("batch", "20", "leaf", "4", "optimizer", "adamw"), 6);
-    compare_with_engine("teacher", NULL, d, SET("batch", "37", "leaf", "1", "optimizer", "sgd"), 6);
-    compare_with_engine("teacher", NULL, d, SET("batch", "5", "leaf", "8", "optimizer", "adamw"), 6);
-    /* Many steps at a large batch: crosses epoch boundaries (2048 samples). */
-    compare_with_engine("teacher", NULL, d, SET("batch", "300", "leaf", "16", "optimizer", "adamw"), 15);
-    /* the logic model on the same data */
-    compare_with_engine("teacher", "logic", d, SET("batch", "23", "leaf", "5", "layers", "64x3,40", "optimizer", "adamw"),
+    compare_with_engine("teacher", NULL, d, SET("batch", "20", "leaf", "32", "optimizer", "adamw"), 6);
+    compare_with_engine("teacher", NULL, d, SET("batch", "37", "leaf", "16", "optimizer", "sgd"), 6);
+    compare_with_engine("teacher", NULL, d, SET("batch", "5", "leaf", "64", "optimizer", "adamw"), 6);
+    /* Many steps at a large batch: crosses epoch boundaries (2048 samples);
+     * leaves of 4 atoms and the whole batch (19 atoms) in one leaf. */
+    compare_with_engine("teacher", NULL, d, SET("batch", "300", "leaf", "64", "optimizer", "adamw"), 15);
+    compare_with_engine("teacher", NULL, d, SET("batch", "300", "leaf", "512", "optimizer", "adamw"), 6);
+    /* the logic and linear models on the same data */
+    compare_with_engine("teacher", "logic", d, SET("batch", "23", "leaf", "32", "layers", "64x3,40", "optimizer", "adamw"),
                         5);
+    compare_with_engine("teacher", "linear", d, SET("batch", "50", "leaf", "64", "optimizer", "sgd"), 5);
     dataset_destroy(d);
 }
 
@@ -201,9 +206,9 @@ static void test_fashion(void **state)
     if (trainer_load_data(&cfg, &d, &err) != LS_OK)
         fail_msg("fashion-mnist: %s", err.msg);
     compare_with_engine("fashion-mnist", NULL, d,
-                        SET("batch", "64", "leaf", "8", "optimizer", "adamw", "hidden", "32,16"), 4);
+                        SET("batch", "64", "leaf", "32", "optimizer", "adamw", "hidden", "32,16"), 4);
     compare_with_engine("fashion-mnist", NULL, d,
-                        SET("batch", "13", "leaf", "4", "optimizer", "sgd", "hidden", "32,16"), 4);
+                        SET("batch", "13", "leaf", "16", "optimizer", "sgd", "hidden", "32,16"), 4);
     dataset_destroy(d);
 }
 

@@ -3,8 +3,9 @@
  * trained alone with one thread.
  *
  * - A sweep mixing models (an MLP and a logic gate network on the teacher
- *   task), batch sizes (16, 64, and 37 with leaves of 5: partial leaves, a
- *   leaf count that is no power of two) and seeds, run at sweep threads 1, 2,
+ *   task), batch sizes (16, 64, and 37: a short last atom, an atom count
+ *   that is no power of two; the sweep at leaves of 32, the solo runs at 16)
+ *   and seeds, run at sweep threads 1, 2,
  *   3 and 8 with the real binary; each run's final trajectory hash, read from
  *   the record with the raw SQLite API, equals that of `lockstep train
  *   --threads 1` of its config; the runs carry the sweep id and `runs --sweep`
@@ -168,7 +169,7 @@ static void test_mixed_equals_solo(void **state)
                 char name[64];
                 snprintf(name, sizeof name, "solo-%s-%s-%s", MODELS[m], BATCHES[b], SEEDS[s]);
                 RUN_OK(c, "train", "--task", "teacher", "--model", MODELS[m], "--batch", BATCHES[b], "--seed",
-                       SEEDS[s], "--leaf", "5", "--steps", MIXED_STEPS, "--threads", "1", "--db", "solo.db",
+                       SEEDS[s], "--leaf", "16", "--steps", MIXED_STEPS, "--threads", "1", "--db", "solo.db",
                        "--name", name, "--no-progress");
             }
     static const char *const THREADS[] = { "1", "2", "3", "8" };
@@ -176,7 +177,7 @@ static void test_mixed_equals_solo(void **state)
         char prefix[16];
         snprintf(prefix, sizeof prefix, "sw%s", THREADS[t]);
         RUN_OK(c, "sweep", "--task", "teacher", "--model", "mlp,logic", "--batch", "16,64,37", "--seeds", "1-2",
-               "--leaf", "5", "--steps", MIXED_STEPS, "--threads", THREADS[t], "--db", "sweep.db", "--name", prefix,
+               "--leaf", "32", "--steps", MIXED_STEPS, "--threads", THREADS[t], "--db", "sweep.db", "--name", prefix,
                "--no-progress");
         int rows = 0;
         for (size_t m = 0; m < 2; m++)
@@ -260,7 +261,7 @@ static ls_config *lib_config(const char *model, const char *batch, const char *s
     assert_int_equal(ls_config_create(&cfg, "teacher", model, &err), LS_OK);
     assert_int_equal(ls_config_set(cfg, "batch", batch, &err), LS_OK);
     assert_int_equal(ls_config_set(cfg, "seed", seed, &err), LS_OK);
-    assert_int_equal(ls_config_set(cfg, "leaf", "5", &err), LS_OK);
+    assert_int_equal(ls_config_set(cfg, "leaf", "16", &err), LS_OK);
     return cfg;
 }
 

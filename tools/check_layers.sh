@@ -4,8 +4,9 @@
 # (docs/architecture.md). Bottom to top:
 #
 #   include/ (lockstep.h) < base/ < reduce/, record/
-#     < engine/num/ < engine/data/, engine/graph/ < engine/core/
+#     < engine/num/ < engine/nn/ < engine/data/, engine/graph/ < engine/core/
 #     < engine/models/ < engine/tasks/ < engine/ (builtins.c) < tools/
+#     < python/ (the Python package's C, which uses include/lockstep.h alone)
 #
 # Layers that share a rank sit side by side and may not include each other:
 # the tree must not learn about the record, nor the record about threads; a
@@ -34,6 +35,7 @@ layer() {
     reduce/*) echo reduce ;;
     record/*) echo record ;;
     engine/num/*) echo engine/num ;;
+    engine/nn/*) echo engine/nn ;;
     engine/data/*) echo engine/data ;;
     engine/graph/*) echo engine/graph ;;
     engine/core/*) echo engine/core ;;
@@ -42,6 +44,7 @@ layer() {
     engine/*/*) echo "" ;;
     engine/*) echo engine ;;
     tools/*) echo tools ;;
+    python/*) echo python ;;
     *) echo "" ;;
     esac
 }
@@ -52,12 +55,14 @@ rank() {
     base) echo 1 ;;
     reduce | record) echo 2 ;;
     engine/num) echo 3 ;;
-    engine/data | engine/graph) echo 4 ;;
-    engine/core) echo 5 ;;
-    engine/models) echo 6 ;;
-    engine/tasks) echo 7 ;;
-    engine) echo 8 ;;
-    tools) echo 9 ;;
+    engine/nn) echo 4 ;;
+    engine/data | engine/graph) echo 5 ;;
+    engine/core) echo 6 ;;
+    engine/models) echo 7 ;;
+    engine/tasks) echo 8 ;;
+    engine) echo 9 ;;
+    tools) echo 10 ;;
+    python) echo 11 ;;
     *) echo "" ;;
     esac
 }
@@ -67,14 +72,14 @@ engine/core/audit.h engine/core/sweep.h engine/data/dataset.h engine/data/npy.h 
 engine/graph/cliques.h engine/graph/ged.h engine/models/logic/circuit.h engine/models/logic_ca/logic_ca.h
 engine/num/dense.h engine/num/rng.h"
 
-sources=$(find include base reduce record engine tools -name '*.[ch]' 2>/dev/null | LC_ALL=C sort)
+sources=$(find include base reduce record engine tools python -name '*.[ch]' 2>/dev/null | LC_ALL=C sort)
 fail=0
 n=0
 for f in $sources; do
     n=$((n + 1))
     own=$(layer "$f")
     if [ -z "$own" ]; then
-        echo "$f: not in a layer (engine/ holds core, num, data, graph, models, tasks and builtins.c)"
+        echo "$f: not in a layer (engine/ holds core, num, nn, data, graph, models, tasks and builtins.c)"
         fail=1
         continue
     fi
@@ -102,6 +107,12 @@ for f in $sources; do
         to=$(layer "$target")
         [ "$to" = "$own" ] && continue
         case $own:$target in
+        python:include/*) ;;
+        python:*)
+            echo "$f:$line: includes $target (python/ is a client of the public API: include/lockstep.h alone)"
+            fail=1
+            continue
+            ;;
         tools:engine/*)
             case " $(echo $TOOL_ONLY) " in
             *" $target "*) ;;
@@ -144,7 +155,7 @@ name_check() {
         fail=1
     done
 }
-for dir in engine/core engine/num engine/data engine/graph; do
+for dir in engine/core engine/num engine/nn engine/data engine/graph; do
     name_check "$dir" task "$tasks"
     name_check "$dir" model "$models"
 done

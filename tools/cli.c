@@ -67,6 +67,7 @@ static const struct {
     { { "--checkpoint-dir", NULL, "DIR", "checkpoint directory", "a directory name" }, CLI_CKPT },
     { { "--keep-checkpoints", NULL, "N|all", "checkpoints kept", NULL }, CLI_CKPT },
     { { "--reps", NULL, "R", "repetitions", NULL }, CLI_REPS },
+    { { "--leaf", NULL, "L,...", "leaf sizes", NULL }, CLI_LEAF_LIST },
 };
 #define N_COMMON (sizeof COMMON / sizeof COMMON[0])
 
@@ -121,6 +122,24 @@ static ls_status set_common(cli_args *a, const char *name, const char *v, unsign
             a->keep_checkpoints = -1;
         else if (flags_int("--keep-checkpoints", v, 1, INT64_C(1) << 40, &a->keep_checkpoints, err) != LS_OK)
             return ls_fail(err, LS_EINVAL, "--keep-checkpoints: '%.40s' is not a count >= 1 or 'all'", v);
+    } else if (strcmp(name, "--leaf") == 0) {
+        /* Each value is checked by the config (16 times a power of two). */
+        a->n_leaves = 0;
+        const char *p = v;
+        do {
+            const size_t w = strcspn(p, ",");
+            uint64_t l;
+            if ((st = flags_u64("--leaf", v, p, w, 1, 1 << 20, &l, err)) != LS_OK)
+                return st;
+            if (a->n_leaves == CLI_MAX_THREADS_LIST)
+                return ls_fail(err, LS_EINVAL, "--leaf: more than %d entries", CLI_MAX_THREADS_LIST);
+            a->leaves[a->n_leaves++] = (int)l;
+            char one[24];
+            snprintf(one, sizeof one, "%llu", (unsigned long long)l);
+            if ((st = config_set(&a->cfg, "leaf", one, 1, err)) != LS_OK)
+                return st;
+            p += w;
+        } while (*p++ == ',');
     } else if (strcmp(name, "--reps") == 0) {
         if ((st = flags_int("--reps", v, 1, CLI_MAX_REPS, &n, err)) != LS_OK)
             return st;
@@ -274,7 +293,9 @@ ls_status cli_parse_cmd(const char *cmd, int argc, char **argv, unsigned accept,
          * export find the data again from any directory: as absolute paths
          * when they name existing files (others are left for the task to
          * name in its error). */
-        for (size_t j = 0; a->cfg.task_desc != NULL && j < a->cfg.task_desc->n_sources; j++) {
+        for (size_t j = 0; a->cfg.task_desc != NULL && j <= a->cfg.task_desc->n_sources; j++) {
+            if (j == a->cfg.task_desc->n_sources)
+                j = CONFIG_INIT_SOURCE;   /* and the starting weights' file (--init) */
             char abs[PATH_MAX];
             const char *src = a->cfg.src[j];
             if (src[0] != '\0' && src[0] != '/' && realpath(src, abs) != NULL && strlen(abs) < sizeof a->cfg.src[j])

@@ -341,6 +341,15 @@ int cmd_audit(int argc, char **argv)
     int rc = cli_open_run("audit", a.db, a.positional[0], &db, &run);
     if (rc != EXIT_OK)
         return rc;
+    if (run.external) {
+        /* Its hashes are of another framework's tensors: lockstep can
+         * neither re-execute it nor rebuild its chain from a config. */
+        fprintf(stderr, "lockstep audit: run %lld was recorded by %s, not trained by lockstep: nothing to "
+                "re-execute (verify compares it with another run)\n", (long long)run.id, run.framework);
+        runlog_run_free(&run);
+        runlog_close(db);
+        return EXIT_USAGE;
+    }
     cli_out out;
     memset(&out, 0, sizeof out);
     if (cert != NULL && (st = cli_out_open(&out, "--certificate", cert, a.db, db, &err)) != LS_OK) {
@@ -709,7 +718,10 @@ static ls_status source_set(ls_config *cfg, const char *line, size_t len, const 
             break;
     if (eq == NULL || nl == 0)
         return ls_fail(err, LS_EFORMAT, "%s: '%.*s' is not NAME=PATH", what, (int)(len < 80 ? len : 80), line);
-    if (slot == t->n_sources) {
+    /* The engine's own source, the starting weights (--init), after the task's. */
+    const int init = slot == t->n_sources && nl == 4 && memcmp(line, "init", 4) == 0;
+    const char *name = init ? "init" : slot < t->n_sources ? t->sources[slot].name : "";
+    if (slot == t->n_sources && !init) {
         char names[256] = "";
         size_t at = 0;
         for (size_t i = 0; i < t->n_sources && at < sizeof names; i++)
@@ -719,17 +731,17 @@ static ls_status source_set(ls_config *cfg, const char *line, size_t len, const 
                        t->n_sources ? "its sources: " : "it has none", names);
     }
     if (*set & (1u << slot))
-        return ls_fail(err, LS_EFORMAT, "%s: '%s' given twice", what, t->sources[slot].name);
+        return ls_fail(err, LS_EFORMAT, "%s: '%s' given twice", what, name);
     if (len - nl - 1 == 0)
-        return ls_fail(err, LS_EFORMAT, "%s: '%s' has no path", what, t->sources[slot].name);
+        return ls_fail(err, LS_EFORMAT, "%s: '%s' has no path", what, name);
     if (len - nl - 1 >= LS_SOURCE_MAX)
-        return ls_fail(err, LS_EFORMAT, "%s: '%s': the path is longer than %d bytes", what, t->sources[slot].name,
+        return ls_fail(err, LS_EFORMAT, "%s: '%s': the path is longer than %d bytes", what, name,
                        LS_SOURCE_MAX - 1);
     char path[LS_SOURCE_MAX];
     memcpy(path, eq + 1, len - nl - 1);
     path[len - nl - 1] = '\0';
     ls_err e = { "" };
-    if (config_set(cfg, t->sources[slot].name, path, 0, &e) != LS_OK)
+    if (config_set(cfg, name, path, 0, &e) != LS_OK)
         return ls_fail(err, LS_EFORMAT, "%s: %s", what, e.msg);
     *set |= 1u << slot;
     return LS_OK;

@@ -249,10 +249,66 @@ static ls_status golden_arg(void *ctx, const flag_spec *f, const char *v, ls_err
 {
     golden_args *g = ctx;
     if (f != NULL)
-        return ls_fail(err, LS_EINVAL, "%s: only with update FILE (golden update FILE --steps N [train flags])",
-                       f->name);
+        return ls_fail(err, LS_EINVAL, "%s: only with %s", f->name,
+                       strcmp(f->name, "--db") == 0 ? "save and compare (golden save RUN FILE --db DB)"
+                                                    : "update FILE (golden update FILE --steps N [train flags])");
     g->files[g->n_files++] = (char *)(uintptr_t)v;
     return LS_OK;
+}
+
+/* golden save RUN FILE / golden compare FILE RUN: v2 files of recorded runs
+ * (any framework's), through ls_golden_save / ls_golden_compare. */
+static int golden_run_cmd(int argc, char **argv)
+{
+    const int save = strcmp(argv[0], "save") == 0;
+    cli_args a;
+    ls_err err = { "" };
+    ls_status st = cli_parse_cmd("golden", argc - 1, argv + 1, CLI_DB, 2, NULL, NULL, &a, &err);
+    if (st == LS_OK && a.help) {
+        command_usage(command_find("golden"), stdout);
+        return EXIT_OK;
+    }
+    if (st == LS_OK && a.n_positional != 2)
+        st = ls_fail(&err, LS_EINVAL, "%s", save ? "save needs RUN FILE: lockstep golden save RUN FILE [--db DB]"
+                                                 : "compare needs FILE RUN: lockstep golden compare FILE RUN [--db DB]");
+    if (st != LS_OK) {
+        cli_error("golden", &err, st);
+        return EXIT_USAGE;
+    }
+    if (access(a.db, F_OK) != 0) {
+        fprintf(stderr, "lockstep golden: %s: no such database\n", a.db);
+        return EXIT_USAGE;
+    }
+    if (save) {
+        const char *run = a.positional[0], *path = a.positional[1];
+        const char *ci = getenv("CI");
+        if (ci != NULL && *ci != '\0') {
+            fprintf(stderr, "lockstep golden: save refuses to run when CI is set\n");
+            return EXIT_USAGE;
+        }
+        if (!writable_golden(path))
+            return EXIT_USAGE;
+        if ((st = cli_guard_output("golden file", path, a.db, NULL, &err)) != LS_OK ||
+            (st = ls_golden_save(a.db, run, path, &err)) != LS_OK) {
+            cli_error("golden", &err, st);
+            return EXIT_USAGE;
+        }
+        printf("golden: wrote %s from run %s\n", path, run);
+        return EXIT_OK;
+    }
+    const char *path = a.positional[0], *run = a.positional[1];
+    ls_golden_result r;
+    if ((st = ls_golden_compare(a.db, run, path, &r, &err)) != LS_OK) {
+        cli_error("golden", &err, st);
+        return EXIT_USAGE;
+    }
+    if (r.config_differs)
+        printf("note: run %s's config text is not the file's (compared all the same)\n", run);
+    if (r.equal)
+        printf("golden %s: run %s matches, %s\n", path, run, r.detail);
+    else
+        printf("golden %s: run %s differs first at %s\n", path, run, r.detail);
+    return r.equal ? EXIT_OK : EXIT_DIFFER;
 }
 
 int cmd_golden(int argc, char **argv)
@@ -266,9 +322,11 @@ int cmd_golden(int argc, char **argv)
         command_usage(me, stdout);
         return EXIT_OK;
     }
+    if (strcmp(argv[0], "save") == 0 || strcmp(argv[0], "compare") == 0)
+        return golden_run_cmd(argc, argv);
     int update = strcmp(argv[0], "update") == 0;
     if (!update && strcmp(argv[0], "check") != 0) {
-        fprintf(stderr, "lockstep golden: '%s' is not check or update\n", argv[0]);
+        fprintf(stderr, "lockstep golden: '%s' is not check, update, save or compare\n", argv[0]);
         return EXIT_USAGE;
     }
     argc--;

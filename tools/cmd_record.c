@@ -288,6 +288,7 @@ static ls_status show_json(runlog *db, const runlog_run *run, int with_steps, ls
     json_key_str("reduce", run->reduce, 0);
     json_key_str("config", run->config_text, 0);
     json_key_str("sources", run->source_text, 1);
+    json_key_str("framework", run->framework, 1);   /* null for lockstep's own runs */
     ls_status st = LS_OK;
     runlog_process *pr;
     size_t n_pr;
@@ -432,11 +433,23 @@ int cmd_show(int argc, char **argv)
     printf("  started %s, ended %s\n", run.started, run.ended[0] ? run.ended : "-");
     printf("  steps %lld, trajectory %016llx, config hash %016llx\n", (long long)run.n_steps,
            (unsigned long long)run.last_traj_hash, (unsigned long long)run.config_hash);
-    printf("  engine %s, threads %d, reduce %s\n", run.engine_version, run.threads, run.reduce);
     char host[512], cpu[512];
-    printf("  compiler %s\n  flags %s\n  host %s, cpu %s, git %s\n", run.compiler, run.cflags,
-           esc_str(host, sizeof host, run.host), esc_str(cpu, sizeof cpu, run.cpu),
-           run.git_commit[0] ? run.git_commit : "-");
+    if (run.external) {
+        /* Trained elsewhere: no engine, threads or build of lockstep's. */
+        char fw[512];
+        runlog_tensor *tt = NULL;
+        size_t nt = 0;
+        if (runlog_tensors(db, id, &tt, &nt, &err) != LS_OK)
+            nt = 0;
+        free(tt);
+        printf("  external run: recorded by %s through %s, %zu tensors hashed per step\n",
+               esc_str(fw, sizeof fw, run.framework), run.engine_version, nt);
+    } else {
+        printf("  engine %s, threads %d, reduce %s\n", run.engine_version, run.threads, run.reduce);
+        printf("  compiler %s\n  flags %s\n  host %s, cpu %s, git %s\n", run.compiler, run.cflags,
+               esc_str(host, sizeof host, run.host), esc_str(cpu, sizeof cpu, run.cpu),
+               run.git_commit[0] ? run.git_commit : "-");
+    }
     runlog_process *pr;
     size_t n_pr;
     if (runlog_processes(db, id, &pr, &n_pr, &err) == LS_OK && n_pr > 0) {
@@ -491,6 +504,8 @@ int cmd_show(int argc, char **argv)
         } else if (l > 10 && strncmp(p, "data_hash=", 10) == 0) {
             /* Decimal in the config text (its hash is frozen), hex in every output: both here. */
             snprintf(dec, sizeof dec, "  (%016llx)", strtoull(p + 10, NULL, 10));
+        } else if (l > 10 && strncmp(p, "init_hash=", 10) == 0) {
+            snprintf(dec, sizeof dec, "  (%016llx)", strtoull(p + 10, NULL, 10));   /* as data_hash */
         }
         printf("  %.*s%s\n", (int)l, p, dec);
         p += l + (p[l] == '\n');
@@ -550,6 +565,11 @@ int cmd_show(int argc, char **argv)
 }
 
 int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
+{
+    return verify_runs_tol(db, a, b, kind, quiet, NULL);
+}
+
+int verify_runs_tol(runlog *db, int64_t a, int64_t b, const char *kind, int quiet, const compare_tol *tol)
 {
     const char *cmd = strncmp(kind, "equiv", 5) == 0 ? "equiv" : "verify";
     ls_err err = { "" };
@@ -615,6 +635,11 @@ int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet)
                cr.span, (unsigned long long)cr.last_traj);
     else if (!quiet)
         printf("runs %lld and %lld differ first at %s\n", (long long)a, (long long)b, detail);
+    /* The first tensor (also into the stored detail) and the tolerance. */
+    if (compare_extra(cmd, db, a, sa, na, db, b, sb, nb, &cr, quiet ? NULL : tol) != 0) {
+        rc = 2;
+        goto out;
+    }
     /* A verdict nobody could read is not stored: the printed line is what
      * the command delivers, so a failed stdout fails the command first. */
     if (!quiet && (fflush(stdout) != 0 || ferror(stdout))) {
@@ -634,11 +659,28 @@ out:
     return rc;
 }
 
+/* --loss-rtol R, --loss-atol A: finite, 0 or more. */
+static ls_status verify_flag(void *ctx, const flag_spec *f, const char *v, ls_err *err)
+{
+    compare_tol *tol = ctx;
+    char *end = NULL;
+    double x = strtod(v, &end);
+    if (end == v || *end != 0 || !(x >= 0) || x > 1e300)
+        return ls_fail(err, LS_EINVAL, "%s: '%.40s' is not a finite number of 0 or more", f->name, v);
+    if (strcmp(f->name, "--loss-rtol") == 0)
+        tol->rtol = x;
+    else
+        tol->atol = x;
+    tol->on = 1;
+    return LS_OK;
+}
+
 int cmd_verify(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse_cmd("verify", argc, argv, CLI_DB, 2, NULL, NULL, &a, &err);
+    compare_tol tol = { 0, 0.0, 0.0 };
+    ls_status st = cli_parse_cmd("verify", argc, argv, CLI_DB, 2, verify_flag, &tol, &a, &err);
     if (st == LS_OK && !a.help && a.n_positional != 2)
         st = ls_fail(&err, LS_EINVAL, "needs two runs: lockstep verify RUN_A RUN_B");
     if (st != LS_OK) {
@@ -656,7 +698,7 @@ int cmd_verify(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (!runref_same_file(ra.db, rb.db) && strcmp(ra.db, rb.db) != 0)
-        return compare_verify_across(&ra, &rb);
+        return compare_verify_across(&ra, &rb, &tol);
     runlog *db;
     if (!open_or_fail("verify", ra.db, &db))
         return EXIT_USAGE;
@@ -667,7 +709,7 @@ int cmd_verify(int argc, char **argv)
         runlog_close(db);
         return EXIT_USAGE;
     }
-    int rc = verify_runs(db, ia, ib, "verify", 0);
+    int rc = verify_runs_tol(db, ia, ib, "verify", 0, &tol);
     runlog_close(db);
     return rc;
 }

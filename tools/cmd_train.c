@@ -140,6 +140,8 @@ typedef struct {
     size_t rows;
     int header;
     double printed;   /* the run's train_seconds at the last progress line */
+    const int *leaves;   /* equiv --leaf list: run i's leaf is leaves[i / n_threads] (NULL: no column) */
+    int n_threads;
 } equiv_watch;
 
 static void equiv_header(equiv_watch *w)
@@ -147,6 +149,8 @@ static void equiv_header(equiv_watch *w)
     if (w->header)
         return;
     w->header = 1;
+    if (w->leaves != NULL)
+        printf("%-8s ", "leaf");
     printf("%-8s %-8s %-10s %-12s %-20s %-18s\n", "threads", "run", "status", "samples/s", "evaluation", "trajectory");
     fflush(stdout);
 }
@@ -160,8 +164,11 @@ static void equiv_row(void *ctx, const ls_equiv_run *r)
     if (r->status != LS_OK)
         return;
     double sps = r->train_seconds > 0 ? (double)r->steps * (double)w->batch / r->train_seconds : 0;
+    if (w->leaves != NULL)
+        printf("%-8d ", w->leaves[w->rows / (size_t)w->n_threads]);
     if (w->rows < CLI_MAX_THREADS_LIST)
-        w->sps[w->rows++] = sps;
+        w->sps[w->rows] = sps;
+    w->rows++;
     char figure[64] = "-";
     if (r->n_metrics > 0)
         snprintf(figure, sizeof figure, "%s %.4f", r->metrics[0].name, r->metrics[0].value);
@@ -192,7 +199,7 @@ int cmd_equiv(int argc, char **argv)
 {
     cli_args a;
     ls_err err = { "" };
-    ls_status st = cli_parse_cmd("equiv", argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_THREAD_LIST, 0, NULL, NULL,
+    ls_status st = cli_parse_cmd("equiv", argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_THREAD_LIST | CLI_LEAF_LIST, 0, NULL, NULL,
                                  &a, &err);
     if (st == LS_OK && !a.help)
         st = cli_check_regular("--db", a.db, &err);
@@ -208,11 +215,14 @@ int cmd_equiv(int argc, char **argv)
      * the first run is recorded (each thread count once, the data readable,
      * the run names free), trains each run, and compares it with the first. */
     run_install_signals();
-    equiv_watch w = { .progress = a.progress, .batch = a.cfg.batch };
+    equiv_watch w = { .progress = a.progress, .batch = a.cfg.batch, .leaves = a.n_leaves > 1 ? a.leaves : NULL,
+                      .n_threads = a.n_threads };
     ls_equiv_opts eo = {
         .size = sizeof(ls_equiv_opts),
         .threads = a.threads,
         .n_threads = (size_t)a.n_threads,
+        .leaves = a.n_leaves > 1 ? a.leaves : NULL,
+        .n_leaves = a.n_leaves > 1 ? (size_t)a.n_leaves : 0,
         .session = { .size = sizeof(ls_session_opts), .db = a.db, .name = a.name, .steps = a.steps,
                      .eval_every = a.eval_every, .progress = equiv_progress, .progress_ctx = &w },
         .stop = &run_interrupted,
@@ -252,9 +262,14 @@ int cmd_equiv(int argc, char **argv)
     }
     for (int i = 0; i < a.n_threads; i++)
         printf("%s%d", i ? "," : " ", a.threads[i]);
+    if (a.n_leaves > 1) {
+        printf(" and leaf sizes");
+        for (int i = 0; i < a.n_leaves; i++)
+            printf("%s%d", i ? "," : " ", a.leaves[i]);
+    }
     printf(" over %lld steps; trajectory %016llx\n", (long long)res.runs[0].steps,
            (unsigned long long)res.runs[0].traj_hash);
-    for (size_t i = 1; i < w.rows; i++)
+    for (size_t i = 1; i < w.rows && i < (size_t)a.n_threads; i++)
         printf("equiv: %d threads ran %.2fx the speed of %d\n", a.threads[i], w.sps[0] > 0 ? w.sps[i] / w.sps[0] : 0,
                a.threads[0]);
     runlog_close(db);

@@ -128,6 +128,13 @@ static const flag_spec SHOW_FLAGS[] = {
 
 static const flag_spec DB_ONLY_FLAGS[] = { DB_FLAG };
 
+static const flag_spec VERIFY_FLAGS[] = {
+    DB_FLAG,
+    { "--loss-rtol", NULL, "R", "also name the first step whose losses a, b fail |a - b| <= A + R*|b|\n"
+      "(default 0)", "a value" },
+    { "--loss-atol", NULL, "A", "the absolute part of that tolerance (default 0)", "a value" },
+};
+
 static const flag_spec REPORT_FLAGS[] = {
     { "-o", "--output", "FILE.html", "the page to write (through a temporary file and a rename); - for stdout",
       "a file name" },
@@ -155,6 +162,7 @@ static const flag_spec REPRODUCE_FLAGS[] = {
 
 static const flag_spec EQUIV_FLAGS[] = {
     THREADS("the thread counts, a list like 1,2,4,8"),
+    { "--leaf", NULL, "L,...", "leaf sizes, a list like 16,64,1024: each thread count at each", NULL },
     DB_FLAG,
     { "--steps", NULL, "N", "steps to train (default: the task's)", NULL },
     { "--name", NULL, "NAME", "the runs' name prefix", NULL },
@@ -172,6 +180,7 @@ static const flag_spec BENCH_FLAGS[] = {
 
 static const flag_spec GOLDEN_FLAGS[] = {
     { "--steps", NULL, "N", "update FILE from flags: the steps to pin", NULL },
+    { "--db", NULL, "FILE", "save and compare: the SQLite record (default runs.db)", "a file name" },
 };
 
 static const flag_spec SWEEP_FLAGS[] = {
@@ -225,12 +234,16 @@ static const command COMMANDS[] = {
     { "train", cmd_train,
       { "[--task T] [--model M] [--steps N] [--threads N] [--db FILE] [--name NAME]\n"
         "[--eval-every K] [--no-progress] [--checkpoint-every K [--checkpoint-dir DIR]\n"
-        "[--keep-checkpoints N|all]] [--print-plan] [config flags]" },
+        "[--keep-checkpoints N|all]] [--print-plan] [--init FILE.safetensors]\n"
+        "[config flags]" },
       "train one run, recording every step's loss, parameter hash and trajectory hash",
       "Trains one run and records every step (loss, parameter hash, trajectory hash) in the database.\n"
-      "Config flags (--batch B, --leaf L, --seed S, --optimizer sgd|adamw, --lr, ..., and the model's\n"
-      "and task's own keys) are part of the run's config: `lockstep train --help` lists every task,\n"
-      "model and key with its range and default.",
+      "Config flags (--batch B, --leaf L, --seed S, --optimizer sgd|adamw, --lr, --lr-schedule,\n"
+      "--clip-norm, ..., and the model's and task's own keys) are part of the run's config: `lockstep\n"
+      "train --help` lists every task, model and key with its range and default. --init FILE.safetensors\n"
+      "starts from the file's tensors (as `lockstep export RUN --weights` writes them) instead of the\n"
+      "model's initialisation: their names and shapes must be the model's, in F32; the file's XXH3 is\n"
+      "init_hash in the config, its path is recorded with the run.",
       FLAGS(TRAIN_FLAGS),
       "exit status: 0 done, 1 diverged, 2 bad usage or input, 130 interrupted" },
     { "resume", cmd_resume,
@@ -308,8 +321,14 @@ static const command COMMANDS[] = {
       "A run is an id or a name in --db, or DB:RUN, a run in another database (runs recorded on two\n"
       "machines, compared without merging): an argument is DB:RUN when the text before one of its\n"
       "':' names an existing file (the longest such text), else a run in --db. Runs in two\n"
-      "different files are only read: no verdict is stored (in one file, it is, as usual).",
-      FLAGS(DB_ONLY_FLAGS),
+      "different files are only read: no verdict is stored (in one file, it is, as usual).\n"
+      "\n"
+      "Where the parameters differ, the first tensor (in name order) whose hash differs at that step\n"
+      "is named, when both runs recorded per-tensor hashes there. With --loss-rtol/--loss-atol it\n"
+      "also names the first step whose losses leave the tolerance (where it started to matter),\n"
+      "beside the first bitwise difference (where the bits split); the exit status stays bitwise.\n"
+      "Runs of other frameworks (ls_record_*, lockstep.record in Python) are compared alike.",
+      FLAGS(VERIFY_FLAGS),
       "exit status: 0 equal, 1 differ (naming the first step and the two losses), 2 bad usage or\n"
       "unknown run" },
     { "report", cmd_report,
@@ -377,23 +396,28 @@ static const command COMMANDS[] = {
       FLAGS(DB_ONLY_FLAGS),
       "exit status: 0 renamed, 2 bad usage or input (no such run, a bad or taken name)" },
     { "equiv", cmd_equiv,
-      { "--threads 1,2,4,8 [train flags]" },
-      "train one config at each thread count and verify all against the first",
-      "Trains one config at each thread count, records each run, and verifies every run\n"
-      "against the first, bit for bit at every step. The verdict is stored in the database.\n"
-      "Every train flag is taken (lockstep train --help).",
+      { "--threads 1,2,4,8 [--leaf 16,64,...] [train flags]" },
+      "train one config at each thread count (and leaf size) and verify all against the first",
+      "Trains one config at each thread count, and with --leaf at each leaf size, records each\n"
+      "run, and verifies every run against the first, bit for bit at every step. The verdict is\n"
+      "stored in the database. Every train flag is taken (lockstep train --help).",
       FLAGS(EQUIV_FLAGS),
       "exit status: 0 all identical, 1 some run differs, 2 bad usage or input" },
     { "golden", cmd_golden,
-      { "check [FILE...]", "update [FILE...]", "update FILE --steps N [train flags]" },
-      "re-run the golden files at several thread counts, or rewrite them",
+      { "check [FILE...]", "update [FILE...]", "update FILE --steps N [train flags]",
+        "save RUN FILE [--db FILE]", "compare FILE RUN [--db FILE]" },
+      "re-run the golden files at several thread counts, or rewrite them; pin a recorded run",
       "check re-runs each golden file's config at 1, 2, 3 and 8 threads and compares every step\n"
       "(loss bits, parameter hash, trajectory hash). Default files: golden/*.golden.\n"
       "update rewrites files from their own config (refused when CI is set), or creates FILE from\n"
       "train flags; every change to a golden file needs a line in golden/CHANGES saying what changed\n"
       "and why. A golden file pins seconds of training: at most " STR(GOLDEN_MAX_STEPS) " steps. Every file is\n"
       "read and checked before any is run or written; update never writes over a database, a\n"
-      "checkpoint or anything that is not a golden file.",
+      "checkpoint or anything that is not a golden file.\n"
+      "save writes a recorded run (lockstep's own, or another framework's recorded with ls_record_* or\n"
+      "lockstep.record) as a v2 golden file: its losses, parameter hashes and per-tensor hashes\n"
+      "(refused when CI is set). compare checks a recorded run against such a file (or a v1 one) and\n"
+      "names the first differing step, the first tensor there (in name order) and both losses.",
       FLAGS(GOLDEN_FLAGS),
       "exit status: 0 all match, 1 a file differs, 2 a file is missing or unparseable,\n"
       "130 interrupted" },

@@ -19,7 +19,7 @@
 
 #include "tools/flags.h"
 
-#define COMMAND_MAX_SYNOPSIS 4
+#define COMMAND_MAX_SYNOPSIS 6
 
 typedef struct {
     const char *name;                             /* "train", "graph cliques" */

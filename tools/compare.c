@@ -167,7 +167,48 @@ static void side_close(side *s)
     runlog_close(s->db);
 }
 
-int compare_verify_across(const runref *a, const runref *b)
+int compare_extra(const char *cmd, runlog *da, int64_t a, const ls_step *ra, size_t na, runlog *db_b, int64_t b,
+                  const ls_step *rb, size_t nb, compare_result *r, const compare_tol *tol)
+{
+    ls_err err = { "" };
+    if (!r->equal && r->first >= 0) {
+        const ls_step *x = compare_find_step(ra, na, r->first), *y = compare_find_step(rb, nb, r->first);
+        if (x != NULL && y != NULL && x->param_hash != y->param_hash) {
+            char name[LS_TENSOR_NAME_MAX + 1];
+            ls_status st = runlog_first_tensor_diff2(da, a, db_b, b, r->first, name, sizeof name, &err);
+            if (st != LS_OK) {
+                cli_error(cmd, &err, st);
+                return 2;
+            }
+            if (name[0]) {
+                printf("first differing tensor at step %lld: %s (in name order)\n", (long long)r->first, name);
+                size_t dl = strlen(r->detail);
+                snprintf(r->detail + dl, sizeof r->detail - dl, "; first tensor %s", name);
+            }
+        }
+    }
+    if (tol != NULL && tol->on) {
+        int64_t bad = -1;
+        double la = 0, lb = 0;
+        for (size_t i = 0; i < na && bad < 0; i++) {
+            const ls_step *y = compare_find_step(rb, nb, ra[i].step);
+            if (y == NULL || !ra[i].has_loss || !y->has_loss)
+                continue;
+            la = hash_bits_to_double(ra[i].loss_bits);
+            lb = hash_bits_to_double(y->loss_bits);
+            if (!runlog_loss_within(la, lb, tol->rtol, tol->atol))
+                bad = ra[i].step;
+        }
+        if (bad < 0)
+            printf("losses within rtol %g, atol %g at every common step\n", tol->rtol, tol->atol);
+        else
+            printf("loss leaves rtol %g, atol %g first at step %lld: %.17g vs %.17g\n", tol->rtol, tol->atol,
+                   (long long)bad, la, lb);
+    }
+    return 0;
+}
+
+int compare_verify_across(const runref *a, const runref *b, const compare_tol *tol)
 {
     side x, y;
     memset(&x, 0, sizeof x);
@@ -207,6 +248,8 @@ int compare_verify_across(const runref *a, const runref *b)
         rc = 1;
         printf("runs %s and %s differ first at %s\n", x.label, y.label, r.detail);
     }
+    if (compare_extra("verify", x.db, x.run.id, x.rows, x.n, y.db, y.run.id, y.rows, y.n, &r, tol) != 0)
+        rc = 2;
     if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "lockstep verify: stdout: write failed: %s\n", strerror(errno));
         rc = 2;

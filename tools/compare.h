@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #include "record/hash.h"
+#include "record/runlog.h"
+#include "tools/tools.h"
 #include "tools/runref.h"
 
 typedef struct {
@@ -45,9 +47,21 @@ void compare_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb, comp
 void compare_span(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r);
 int compare_describe(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r);
 
+/* What verify says after its verdict line, for runs a (in da, rows ra[na])
+ * and b (in db_b, rows rb[nb]) whose comparison is r:
+ *   "first differing tensor at step N: NAME (in name order)" when the
+ *   parameters differ at r->first and both runs have per-tensor hashes there
+ *   (also appended to r->detail as "; first tensor NAME", which the stored
+ *   verdict keeps);
+ *   with tol->on, "losses within rtol R, atol A at every common step" or
+ *   "loss leaves rtol R, atol A first at step N: A vs B".
+ * Returns 0, or 2 after printing the error of a failed read. */
+int compare_extra(const char *cmd, runlog *da, int64_t a, const ls_step *ra, size_t na, runlog *db_b, int64_t b,
+                  const ls_step *rb, size_t nb, compare_result *r, const compare_tol *tol);
+
 /* `lockstep verify DB_A:RUN_A DB_B:RUN_B` for two different database files:
  * the lines and exit status of verify (0 equal, 1 differ or nothing in
  * common, 2 bad input). Both databases are only read: no verdict is stored. */
-int compare_verify_across(const runref *a, const runref *b);
+int compare_verify_across(const runref *a, const runref *b, const compare_tol *tol);
 
 #endif

@@ -33,6 +33,8 @@ typedef struct {
     int steps_given;                     /* --steps was on the command line */
     int threads[CLI_MAX_THREADS_LIST];   /* one entry for train */
     int n_threads;
+    int leaves[CLI_MAX_THREADS_LIST];    /* equiv --leaf 16,64: leaf sizes (0 of them: the config's) */
+    int n_leaves;
     const char *db;
     const char *name;
     int64_t eval_every;                  /* 0: only at the end */
@@ -62,7 +64,8 @@ enum {
     CLI_STEPS_FLAG = 32, /* --steps (without the rest of CLI_TRAIN) */
     CLI_THREADS = 64,    /* --threads N (one number, without the rest of CLI_TRAIN) */
     CLI_CKPT = 128,      /* --checkpoint-every K --checkpoint-dir DIR */
-    CLI_PROGRESS = 256   /* --no-progress (without the rest of CLI_TRAIN) */
+    CLI_PROGRESS = 256,  /* --no-progress (without the rest of CLI_TRAIN) */
+    CLI_LEAF_LIST = 512  /* --leaf 16,64 (equiv): a list of leaf sizes */
 };
 
 /* The flags of the accept bits, through the one flag parser (tools/flags.h):
@@ -239,6 +242,14 @@ void cli_run_fate(const char *db_path, int64_t run_id, char *buf, size_t cap);
  * differ or nothing in common (a run without step rows is not equal to any:
  * one line on stderr names it, no verdict is stored), 2 the record failed. */
 int verify_runs(runlog *db, int64_t a, int64_t b, const char *kind, int quiet);
+/* verify --loss-rtol R --loss-atol A (tools/compare.h): on = 1 when either
+ * flag was given. verify_runs_tol: verify_runs with it (NULL: none). */
+typedef struct {
+    int on;
+    double rtol, atol;
+} compare_tol;
+
+int verify_runs_tol(runlog *db, int64_t a, int64_t b, const char *kind, int quiet, const compare_tol *tol);
 
 /* The default picture of `lockstep render` (no flags) of a restored
  * logic-ca run's trainer, as a PNG written to f (tools/cmd_render.c). */

@@ -5,20 +5,50 @@
  * the public session API. Every input is checked before the first run, so a
  * refused call records nothing. */
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "engine/core/api_size.h"
+#include "engine/core/config.h"
 #include "engine/core/train.h"
 #include "include/lockstep.h"
 #include "record/runlog.h"
 
-/* Run i's name: "<name>-t<threads>", or NULL for "run-<id>". */
+/* The leaf sizes of a 1.1 caller (none for a 1.0 one). */
+static size_t n_leaves(const ls_equiv_opts *o)
+{
+    return o->size >= sizeof *o && o->leaves != NULL ? o->n_leaves : 0;
+}
+
+/* Run i trains at threads[i mod T] and, with leaf sizes, leaves[i div T]. */
+static size_t n_runs(const ls_equiv_opts *o)
+{
+    const size_t l = n_leaves(o);
+    return o->n_threads * (l > 0 ? l : 1);
+}
+
+static int run_threads(const ls_equiv_opts *o, size_t i)
+{
+    return o->threads[i % o->n_threads];
+}
+
+static int run_leaf(const ls_equiv_opts *o, size_t i)
+{
+    return n_leaves(o) > 0 ? o->leaves[i / o->n_threads] : 0;
+}
+
+/* Run i's name: "<name>-t<threads>" (with leaf sizes "-l<leaf>" after
+ * it), or NULL for "run-<id>". */
 static const char *run_name(const ls_equiv_opts *o, size_t i, char *buf, size_t cap)
 {
     if (o->session.db == NULL || o->session.name == NULL)
         return NULL;
-    snprintf(buf, cap, "%s-t%d", o->session.name, o->threads[i]);
+    if (run_leaf(o, i) > 0)
+        snprintf(buf, cap, "%s-t%d-l%d", o->session.name, run_threads(o, i), run_leaf(o, i));
+    else
+        snprintf(buf, cap, "%s-t%d", o->session.name, run_threads(o, i));
     return buf;
 }
 
@@ -26,7 +56,7 @@ static ls_status check_opts(const ls_equiv_opts *o, ls_err *err)
 {
     if (o == NULL)
         return ls_fail(err, LS_EINVAL, "ls_equiv: no options (the thread counts)");
-    ls_status st = api_size_check("ls_equiv_opts", NULL, o->size, sizeof *o, err);
+    ls_status st = o->size == LS_EQUIV_OPTS_SIZE_1_0 ? LS_OK : api_size_check("ls_equiv_opts", NULL, o->size, sizeof *o, err);
     if (st == LS_OK)
         st = api_size_session_opts(&o->session, err);
     if (st != LS_OK)
@@ -41,6 +71,17 @@ static ls_status check_opts(const ls_equiv_opts *o, ls_err *err)
             if (o->threads[i] == o->threads[j])
                 return ls_fail(err, LS_EINVAL, "--threads: %d appears twice; each thread count is trained once",
                                o->threads[i]);
+    const size_t nl = n_leaves(o);
+    for (size_t i = 0; i < nl; i++) {
+        const int l = o->leaves[i];
+        if (l < LS_ATOM || l % LS_ATOM != 0 || ((l / LS_ATOM) & (l / LS_ATOM - 1)) != 0)
+            return ls_fail(err, LS_EINVAL, "--leaf: %d is not %d times a power of two", l, LS_ATOM);
+        for (size_t j = 0; j < i; j++)
+            if (o->leaves[j] == l)
+                return ls_fail(err, LS_EINVAL, "--leaf: %d appears twice; each leaf size is trained once", l);
+    }
+    if (n_runs(o) > LS_EQUIV_MAX)
+        return ls_fail(err, LS_EINVAL, "--threads x --leaf: %zu runs (at most %d)", n_runs(o), LS_EQUIV_MAX);
     return LS_OK;
 }
 
@@ -51,7 +92,7 @@ static ls_status check_names(const ls_equiv_opts *o, ls_err *err)
         return LS_OK;
     runlog *db;
     ls_status st = runlog_open(&db, o->session.db, err);
-    for (size_t i = 0; st == LS_OK && i < o->n_threads; i++) {
+    for (size_t i = 0; st == LS_OK && i < n_runs(o); i++) {
         char name[160];
         int64_t existing;
         ls_err quiet;
@@ -74,14 +115,30 @@ static ls_status equiv_one(const ls_config *cfg, const ls_equiv_opts *o, const l
 {
     char name[160];
     ls_session_opts so = o->session;
-    so.threads = o->threads[i];
+    so.threads = run_threads(o, i);
     so.name = run_name(o, i, name, sizeof name);
     so.data = data;
     memset(r, 0, sizeof *r);
-    r->threads = o->threads[i];
+    r->threads = so.threads;
     r->run_id = -1;
     ls_session *s;
-    ls_status st = ls_session_open(&s, cfg, &so, err);
+    ls_status st;
+    if (run_leaf(o, i) > 0) {   /* the leaf is not in the canonical text: the same config */
+        ls_config *c = malloc(sizeof *c);
+        char leaf[16];
+        snprintf(leaf, sizeof leaf, "%d", run_leaf(o, i));
+        if (c == NULL)
+            st = ls_fail(err, LS_ENOMEM, "ls_equiv: out of memory");
+        else {
+            *c = *cfg;
+            st = config_set(c, "leaf", leaf, 0, err);
+        }
+        if (st == LS_OK)
+            st = ls_session_open(&s, c, &so, err);
+        free(c);
+    } else {
+        st = ls_session_open(&s, cfg, &so, err);
+    }
     if (st != LS_OK) {
         r->status = st;
         return st;
@@ -129,7 +186,9 @@ static ls_status equiv_compare(const ls_equiv_opts *o, ls_equiv_result *out, siz
 
 ls_status ls_equiv(const ls_config *cfg, const ls_equiv_opts *opts, ls_equiv_result *out, ls_err *err)
 {
-    memset(out, 0, sizeof *out);
+    /* A 1.0 caller's result ends before leaf[]. */
+    const int v11 = opts != NULL && opts->size >= sizeof *opts;
+    memset(out, 0, v11 ? sizeof *out : offsetof(ls_equiv_result, leaf));
     ls_status st = check_opts(opts, err);
     if (st != LS_OK)
         return st;
@@ -143,8 +202,10 @@ ls_status ls_equiv(const ls_config *cfg, const ls_equiv_opts *opts, ls_equiv_res
         data = owned;
     }
     st = check_names(opts, err);
-    for (size_t i = 0; st == LS_OK && i < opts->n_threads; i++) {
+    for (size_t i = 0; st == LS_OK && i < n_runs(opts); i++) {
         ls_equiv_run *r = &out->runs[i];
+        if (v11)
+            out->leaf[i] = run_leaf(opts, i);
         st = equiv_one(cfg, opts, data, i, r, err);
         out->n_runs = i + 1;
         r->same = st == LS_OK;   /* the first run is its own reference */

@@ -17,33 +17,57 @@
 typedef struct {
     ls_key key;
     size_t offset, size;         /* the ls_config field */
+    /* 1: the key is left out of the canonical text while it holds its
+     * default, so the text of a config that does not use it is the text
+     * of format 1 (the keys added after it: schedules, clip_norm,
+     * decay_groups, init_hash). */
+    int quiet_default;
 } engine_key;
 
 #define FIELD(f) offsetof(ls_config, f), sizeof(((ls_config *)0)->f)
 
 static const engine_key ENGINE[] = {
-    { { "batch", LS_KEY_INT, "32", 1, 1 << 20, NULL, NULL, "samples per step", 0 }, FIELD(batch) },
+    { { "batch", LS_KEY_INT, "32", 1, 1 << 20, NULL, NULL, "samples per step", 0 }, FIELD(batch), 0 },
     { { "beta1", LS_KEY_FLOAT, "0.9", 0, 0.999999, NULL, "optimizer=adamw", "AdamW first-moment decay", 0 },
-      FIELD(beta1) },
+      FIELD(beta1), 0 },
     { { "beta2", LS_KEY_FLOAT, "0.999", 0, 0.999999, NULL, "optimizer=adamw", "AdamW second-moment decay", 0 },
-      FIELD(beta2) },
-    { { "clip", LS_KEY_FLOAT, "0", 0, 1e30, NULL, NULL, "element-wise gradient clip, 0 = none", 0 }, FIELD(clip) },
+      FIELD(beta2), 0 },
+    { { "clip", LS_KEY_FLOAT, "0", 0, 1e30, NULL, NULL, "element-wise gradient clip, 0 = none", 0 }, FIELD(clip), 0 },
+    { { "clip_norm", LS_KEY_FLOAT, "0", 0, 1e30, NULL, NULL,
+        "global-norm clip: the largest L2 norm of the whole gradient, 0 = none", 0 }, FIELD(clip_norm), 1 },
     { { "data_hash", LS_KEY_U64, "0", 0, 0, NULL, NULL, "identity of the data (set by the engine)", 0 },
-      FIELD(data_hash) },
-    { { "eps", LS_KEY_FLOAT, "1e-8", 0, 1, NULL, "optimizer=adamw", "AdamW epsilon", 0 }, FIELD(eps) },
-    { { "format", LS_KEY_INT, "1", CONFIG_FORMAT, CONFIG_FORMAT, NULL, NULL, "engine format version", 0 },
-      FIELD(format) },
-    { { "lr", LS_KEY_FLOAT, "0.001", 0, 1e6, NULL, NULL, "learning rate", 0 }, FIELD(lr) },
-    { { "model", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "model", 0 }, FIELD(model) },
+      FIELD(data_hash), 0 },
+    { { "decay_groups", LS_KEY_TEXT, "all", 0, 0, "all weights", NULL,
+        "weight decay on every tensor, or only on those the model does not mark as biases or norms", 0 },
+      FIELD(decay_groups), 1 },
+    { { "decay_steps", LS_KEY_INT, "1000", 1, 2147483647, NULL, "lr_schedule=cosine",
+        "the step where the cosine decay reaches lr_min", 0 }, FIELD(decay_steps), 0 },
+    { { "eps", LS_KEY_FLOAT, "1e-8", 0, 1, NULL, "optimizer=adamw", "AdamW epsilon", 0 }, FIELD(eps), 0 },
+    { { "format", LS_KEY_INT, "2", CONFIG_FORMAT, CONFIG_FORMAT, NULL, NULL, "engine format version", 0 },
+      FIELD(format), 0 },
+    { { "init_hash", LS_KEY_U64, "0", 0, 0, NULL, NULL, "identity of the starting weights (set by the engine)", 0 },
+      FIELD(init_hash), 1 },
+    { { "lr", LS_KEY_FLOAT, "0.001", 0, 1e6, NULL, NULL, "learning rate (the peak of a schedule)", 0 }, FIELD(lr), 0 },
+    { { "lr_gamma", LS_KEY_FLOAT, "0.1", 0, 1, NULL, "lr_schedule=step", "factor of each decay of the step schedule",
+        0 }, FIELD(lr_gamma), 0 },
+    { { "lr_min", LS_KEY_FLOAT, "0", 0, 1e6, NULL, "lr_schedule=cosine", "learning rate at the end of the cosine decay",
+        0 }, FIELD(lr_min), 0 },
+    { { "lr_schedule", LS_KEY_TEXT, "constant", 0, 0, "constant cosine step", NULL,
+        "learning rate by step: constant, warmup then cosine decay, or step decay", 0 }, FIELD(lr_schedule), 1 },
+    { { "lr_step", LS_KEY_INT, "100", 1, 2147483647, NULL, "lr_schedule=step",
+        "steps between two decays of the step schedule", 0 }, FIELD(lr_step), 0 },
+    { { "model", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "model", 0 }, FIELD(model), 0 },
     { { "momentum", LS_KEY_FLOAT, "0.9", 0, 0.999999, NULL, "optimizer=sgd", "SGD momentum", 0 },
-      FIELD(momentum) },
-    { { "optimizer", LS_KEY_TEXT, "adamw", 0, 0, "sgd adamw", NULL, "optimiser", 0 }, FIELD(optimizer) },
+      FIELD(momentum), 0 },
+    { { "optimizer", LS_KEY_TEXT, "adamw", 0, 0, "sgd adamw", NULL, "optimiser", 0 }, FIELD(optimizer), 0 },
     { { "reduce", LS_KEY_TEXT, "tree", 0, 0, "tree unordered", NULL,
-        "tree (bit-identical) or unordered (benchmarks only)", 0 }, FIELD(reduce) },
-    { { "seed", LS_KEY_U64, "1", 0, 0, NULL, NULL, "seed of every random number", 0 }, FIELD(seed) },
-    { { "task", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "task", 0 }, FIELD(task) },
+        "tree (bit-identical) or unordered (benchmarks only)", 0 }, FIELD(reduce), 0 },
+    { { "seed", LS_KEY_U64, "1", 0, 0, NULL, NULL, "seed of every random number", 0 }, FIELD(seed), 0 },
+    { { "task", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "task", 0 }, FIELD(task), 0 },
+    { { "warmup", LS_KEY_INT, "0", 0, 2147483647, NULL, "lr_schedule=cosine",
+        "steps of linear warmup from 0 to lr before the cosine decay", 0 }, FIELD(warmup), 0 },
     { { "weight_decay", LS_KEY_FLOAT, "0", 0, 1e6, NULL, NULL, "decoupled weight decay (AdamW) or L2 (SGD)", 0 },
-      FIELD(weight_decay) },
+      FIELD(weight_decay), 0 },
 };
 #define N_ENGINE (sizeof ENGINE / sizeof ENGINE[0])
 _Static_assert(sizeof ENGINE / sizeof ENGINE[0] <= 32 && CONFIG_MAX_KEYS <= 32, "a set mask has a bit per key");
@@ -75,6 +99,10 @@ static int find_in(const ls_key *keys, size_t n, const char *name, size_t *slot)
     return 0;
 }
 
+/* The engine's one source: where the starting weights are (--init). */
+static const ls_key INIT_SOURCE = { "init", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL,
+                                    "starting weights: a FILE.safetensors with the model's tensors, in F32", 0 };
+
 static int lookup(const ls_config *cfg, const char *key, keyref *r)
 {
     char name[64];
@@ -97,6 +125,10 @@ static int lookup(const ls_config *cfg, const char *key, keyref *r)
     }
     if (cfg->task_desc != NULL && find_in(cfg->task_desc->sources, cfg->task_desc->n_sources, name, &slot)) {
         *r = (keyref){ &cfg->task_desc->sources[slot], OWNER_SOURCE, slot };
+        return 1;
+    }
+    if (strcmp(name, INIT_SOURCE.name) == 0) {
+        *r = (keyref){ &INIT_SOURCE, OWNER_SOURCE, CONFIG_INIT_SOURCE };
         return 1;
     }
     return 0;
@@ -331,6 +363,26 @@ static int applies(const ls_config *cfg, const ls_key *k)
     return eq ? r.k->type == LS_KEY_TEXT && strcmp(v.s, eq + 1) == 0 : v.u == 1;
 }
 
+/* A key is in the canonical text when it applies, unless it is one of the
+ * engine's quiet keys holding its default (engine_key.quiet_default). */
+static int in_text(const ls_config *cfg, const keyref *r)
+{
+    if (!applies(cfg, r->k))
+        return 0;
+    if (r->owner != OWNER_ENGINE || !ENGINE[r->slot].quiet_default)
+        return 1;
+    config_value v, d;
+    ls_err e;
+    load(cfg, r, &v);
+    memset(&d, 0, sizeof d);
+    if (parse_value(r->k, r->k->def, &d, "", r->k->name, &e) != LS_OK)
+        return 1;
+    char a[LS_TEXT_MAX + 32], b[LS_TEXT_MAX + 32];
+    format_value(r->k, &v, a, sizeof a, 0);
+    format_value(r->k, &d, b, sizeof b, 0);
+    return strcmp(a, b) != 0;
+}
+
 /* ---- defaults and setting --------------------------------------------------- */
 
 const char *config_default_model(const char *task)
@@ -490,7 +542,7 @@ int config_key_is_internal(const char *key)
     if (strlen(key) >= sizeof name)
         return 0;
     normalise(name, sizeof name, key);
-    return strcmp(name, "data_hash") == 0 || strcmp(name, "format") == 0;
+    return strcmp(name, "data_hash") == 0 || strcmp(name, "format") == 0 || strcmp(name, "init_hash") == 0;
 }
 
 /* Which other model or task has a key, for the message about an unknown one. */
@@ -604,6 +656,16 @@ ls_status config_validate(const ls_config *cfg, ls_err *err)
     ls_status st = check_unused(cfg, err);
     if (st != LS_OK)
         return st;
+    if (config_has_key(cfg, "leaf")) {
+        /* A leaf must be a subtree of the tree over atoms. */
+        const int64_t leaf = ls_config_int(cfg, "leaf");
+        if (leaf % LS_ATOM != 0 || ((leaf / LS_ATOM) & (leaf / LS_ATOM - 1)) != 0)
+            return ls_fail(err, LS_EINVAL, "leaf: %lld is not %d times a power of two (%d, %d, %d, ...)", (long long)leaf,
+                           LS_ATOM, LS_ATOM, 2 * LS_ATOM, 4 * LS_ATOM);
+    }
+    if (strcmp(cfg->lr_schedule, "cosine") == 0 && cfg->decay_steps <= cfg->warmup)
+        return ls_fail(err, LS_EINVAL, "decay_steps: %d must be greater than warmup (%d)", cfg->decay_steps,
+                       cfg->warmup);
     return m->check != NULL ? m->check(cfg, err) : LS_OK;
 }
 
@@ -618,9 +680,11 @@ static int by_name(const void *a, const void *b)
 static size_t applying_keys(const ls_config *cfg, keyref *out)
 {
     size_t n = 0;
-    for (size_t i = 0; i < N_ENGINE; i++)
-        if (applies(cfg, &ENGINE[i].key))
-            out[n++] = (keyref){ &ENGINE[i].key, OWNER_ENGINE, i };
+    for (size_t i = 0; i < N_ENGINE; i++) {
+        const keyref r = { &ENGINE[i].key, OWNER_ENGINE, i };
+        if (in_text(cfg, &r))
+            out[n++] = r;
+    }
     for (size_t i = 0; cfg->model_desc != NULL && i < cfg->model_desc->n_keys; i++)
         if (applies(cfg, &cfg->model_desc->keys[i]))
             out[n++] = (keyref){ &cfg->model_desc->keys[i], OWNER_MODEL, i };
@@ -631,6 +695,11 @@ static size_t applying_keys(const ls_config *cfg, keyref *out)
     return n;
 }
 
+int config_key_is_setting(const char *key)
+{
+    return strcmp(key, "leaf") == 0;
+}
+
 size_t config_text(const ls_config *cfg, char *buf, size_t len)
 {
     keyref keys[N_ENGINE + 2 * CONFIG_MAX_KEYS];
@@ -638,6 +707,8 @@ size_t config_text(const ls_config *cfg, char *buf, size_t len)
     if (len > 0)
         buf[0] = '\0';
     for (size_t i = 0; i < n; i++) {
+        if (config_key_is_setting(keys[i].k->name))
+            continue;
         config_value v;
         load(cfg, &keys[i], &v);
         at = append(buf, len, at, "%s=", keys[i].k->name);
@@ -710,7 +781,7 @@ ls_status config_parse_text(ls_config *cfg, const char *text, const char *what, 
 
 size_t config_help(const ls_config *cfg, char *buf, size_t len)
 {
-    keyref keys[N_ENGINE + 2 * CONFIG_MAX_KEYS + LS_MAX_SOURCES];
+    keyref keys[N_ENGINE + 2 * CONFIG_MAX_KEYS + LS_MAX_SOURCES + 1];
     size_t n = 0, at = 0;
     if (len > 0)
         buf[0] = '\0';
@@ -722,6 +793,7 @@ size_t config_help(const ls_config *cfg, char *buf, size_t len)
         keys[n++] = (keyref){ &cfg->task_desc->keys[i], OWNER_TASK, i };
     for (size_t i = 0; i < cfg->task_desc->n_sources; i++)
         keys[n++] = (keyref){ &cfg->task_desc->sources[i], OWNER_SOURCE, i };
+    keys[n++] = (keyref){ &INIT_SOURCE, OWNER_SOURCE, CONFIG_INIT_SOURCE };
     qsort(keys, n, sizeof *keys, by_name);
     for (size_t i = 0; i < n; i++) {
         const ls_key *k = keys[i].k;
@@ -733,8 +805,9 @@ size_t config_help(const ls_config *cfg, char *buf, size_t len)
             if (*p == '_')
                 *p = '-';
         if (keys[i].owner == OWNER_SOURCE) {
-            at = append(buf, len, at, "  %-16s %s (where the data are: recorded with the run, not part of its "
-                        "config)\n", flag, k->help);
+            at = append(buf, len, at, "  %-16s %s (%s: recorded with the run, not part of its config)\n", flag,
+                        k->help, keys[i].slot == CONFIG_INIT_SOURCE ? "its XXH3 is the config's init_hash"
+                                                                    : "where the data are");
             continue;
         }
         config_value v;
@@ -801,6 +874,8 @@ size_t config_source_text(const ls_config *cfg, char *buf, size_t len)
     for (size_t i = 0; cfg->task_desc != NULL && i < cfg->task_desc->n_sources; i++)
         if (cfg->src[i][0] != '\0')
             at = append(buf, len, at, "%s=%s\n", cfg->task_desc->sources[i].name, cfg->src[i]);
+    if (cfg->src[CONFIG_INIT_SOURCE][0] != '\0')
+        at = append(buf, len, at, "%s=%s\n", INIT_SOURCE.name, cfg->src[CONFIG_INIT_SOURCE]);
     return at;
 }
 

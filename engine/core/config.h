@@ -28,6 +28,7 @@
 #define CONFIG_FORMAT LS_CONFIG_FORMAT
 #define CONFIG_MAX_KEYS 32          /* keys of one model, or of one task */
 #define CONFIG_TEXT_MAX 4096
+#define CONFIG_INIT_SOURCE LS_MAX_SOURCES   /* cfg->src slot of the engine's source "init" */
 
 /* The value of one descriptor key. */
 typedef struct {
@@ -52,15 +53,26 @@ struct ls_config {
     char reduce[12];                /* "tree"; "unordered" only for benchmarks */
     uint64_t data_hash;             /* identity of the task's data (set by the trainer) */
     int format;                     /* CONFIG_FORMAT */
+    /* Keys added after format 1, left out of the canonical text at their
+     * defaults (docs/contract.md, Schedules and clipping). */
+    char lr_schedule[12];           /* "constant", "cosine", "step" */
+    int warmup, decay_steps;        /* cosine: warmup steps, the step where lr_min is reached */
+    float lr_min;                   /* cosine: the learning rate from decay_steps on */
+    float lr_gamma;                 /* step: factor of each decay */
+    int lr_step;                    /* step: steps between decays */
+    float clip_norm;                /* global-norm clip; 0 = none */
+    char decay_groups[12];          /* "all", "weights" (no decay on the tensors the model marks) */
+    uint64_t init_hash;             /* XXH3_64 of the starting weights' file (source "init"); 0 = none */
     /* The model's and the task's keys, in descriptor order. */
     config_value mv[CONFIG_MAX_KEYS];
     config_value tv[CONFIG_MAX_KEYS];
     /* Keys set after the defaults (bit = slot), so validation can refuse one
      * the run does not use (--beta1 with sgd) instead of dropping it. */
     uint32_t set_engine, set_model, set_task;
-    /* The task's sources (where its data are), in descriptor order: not
-     * part of the canonical text. */
-    char src[LS_MAX_SOURCES][LS_SOURCE_MAX];
+    /* The task's sources (where its data are), in descriptor order, then
+     * the engine's own (CONFIG_INIT_SOURCE: the starting weights' file):
+     * not part of the canonical text. */
+    char src[LS_MAX_SOURCES + 1][LS_SOURCE_MAX];
 };
 
 /* The task's default model (NULL for an unknown task). */
@@ -79,8 +91,12 @@ ls_status config_set(ls_config *cfg, const char *key, const char *value, int fla
 int config_has_key(const ls_config *cfg, const char *key);
 /* 1 when that key is an on/off switch: on the command line "--key" alone means 1. */
 int config_key_is_switch(const ls_config *cfg, const char *key);
-/* 1 when key is data_hash or format: set by the engine, not by a flag. */
+/* 1 when key is data_hash, init_hash or format: set by the engine, not by a flag. */
 int config_key_is_internal(const char *key);
+/* 1 for a key that only chooses how the work is cut (leaf): it is a key
+ * like the others for parsing and --help, but stays out of the canonical
+ * text, since no bit depends on it (the atoms of include/lockstep.h). */
+int config_key_is_setting(const char *key);
 
 /* Cross-field checks (pairing, format, a key set that the run does not use,
  * then the model's own check); LS_EINVAL naming the field. */
@@ -102,7 +118,7 @@ size_t config_help(const ls_config *cfg, char *buf, size_t len);
  * registry order, joined by sep: "mlp or logic". */
 void config_task_models(const ls_task_desc *t, const char *sep, char *out, size_t cap);
 
-/* The sources as "key=value" lines ("" when the task has none given);
+/* The sources as "key=value" lines, the task's then "init" ("" when none is given);
  * returns the full length. config_set takes such lines back. */
 size_t config_source_text(const ls_config *cfg, char *buf, size_t len);
 

@@ -3,6 +3,7 @@
  * their leaves computed in either mode whether or not the model adds. */
 #include "engine/core/model.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,7 +31,29 @@ ls_status model_create_hinted(ls_model **out, const ls_config *cfg, const ls_dat
         return ls_fail(err, LS_ENOMEM, "model %s: out of memory", d->name);
     m->desc = d;
     m->name = d->name;
-    ls_status st = d->create(&m->self, &m->info, cfg, data, err);
+    /* A model that does not sum a leaf of several atoms as their subtree
+     * gets leaves of one atom (ls_model_desc.leaf_atoms). */
+    const ls_config *use = cfg;
+    ls_config *one_atom = NULL;
+    if (!d->leaf_atoms && config_has_key(cfg, "leaf") && ls_config_int(cfg, "leaf") != LS_ATOM) {
+        one_atom = malloc(sizeof *one_atom);
+        if (one_atom == NULL) {
+            free(m);
+            return ls_fail(err, LS_ENOMEM, "model %s: out of memory", d->name);
+        }
+        *one_atom = *cfg;
+        char v[16];
+        snprintf(v, sizeof v, "%d", LS_ATOM);
+        ls_status st = config_set(one_atom, "leaf", v, 0, err);
+        if (st != LS_OK) {
+            free(one_atom);
+            free(m);
+            return st;
+        }
+        use = one_atom;
+    }
+    ls_status st = d->create(&m->self, &m->info, use, data, err);
+    free(one_atom);
     if (st != LS_OK) {
         free(m);
         return st;

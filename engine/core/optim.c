@@ -2,6 +2,8 @@
 #include "engine/core/optim.h"
 
 #include "base/simd.h"
+#include "engine/num/dmath.h"
+#include "reduce/tree.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define OPTIM_X86 1
@@ -40,11 +42,22 @@ static void optim_set_t(optim_header *h, int64_t t)
     h->t_hi = (uint32_t)((uint64_t)t >> 32);
 }
 
+/* A range of θ that takes no weight decay (decay_groups=weights). */
+typedef struct {
+    size_t lo, hi;
+} optim_range;
+
 struct optim {
     int kind;
     float lr, momentum, beta1, beta2, eps, weight_decay, clip;
+    ls_config sched;      /* the config, for the schedule (optim_lr_at) */
+    float clip_norm;      /* global-norm clip, 0 = none */
     /* Derived once per step from the header, so updates only read them. */
     float bc1, bc2, decay;
+    float lr_now;         /* the schedule's learning rate of this step */
+    float gscale;         /* the global-norm clip's factor of this step (1: none) */
+    optim_range *no_decay;   /* sorted, disjoint; NULL when every element decays */
+    size_t n_no_decay;
     size_t n;
     optim_header *head;   /* points at the start of state */
     float *m;             /* [n] momentum buffer (SGD) or first moment (AdamW) */
@@ -68,6 +81,10 @@ ls_status optim_create(optim **out, const ls_config *cfg, size_t n_params, ls_er
     o->eps = cfg->eps;
     o->weight_decay = cfg->weight_decay;
     o->clip = cfg->clip;
+    o->sched = *cfg;
+    o->clip_norm = cfg->clip_norm;
+    o->lr_now = cfg->lr;
+    o->gscale = 1.0f;
     o->n = n_params;
     size_t moments = o->kind == OPT_ADAMW ? 2 : 1;
     o->state_bytes = sizeof(optim_header) + moments * n_params * sizeof(float);
@@ -99,7 +116,73 @@ void optim_destroy(optim *o)
     if (o == NULL)
         return;
     free(o->state_mem);
+    free(o->no_decay);
     free(o);
+}
+
+ls_status optim_set_groups(optim *o, const ls_tensor *tensors, size_t n_tensors, const unsigned char *no_decay,
+                           ls_err *err)
+{
+    free(o->no_decay);
+    o->no_decay = NULL;
+    o->n_no_decay = 0;
+    if (strcmp(o->sched.decay_groups, "weights") != 0 || no_decay == NULL || tensors == NULL)
+        return LS_OK;
+    o->no_decay = malloc((n_tensors ? n_tensors : 1) * sizeof *o->no_decay);
+    if (o->no_decay == NULL)
+        return ls_fail(err, LS_ENOMEM, "optimiser: out of memory");
+    for (size_t i = 0; i < n_tensors; i++) {
+        if (!no_decay[i])
+            continue;
+        size_t count = 1;
+        for (size_t k = 0; k < tensors[i].ndim; k++)
+            count *= tensors[i].shape[k];
+        const size_t lo = tensors[i].offset, hi = lo + count;
+        if (hi > o->n || (o->n_no_decay > 0 && lo < o->no_decay[o->n_no_decay - 1].hi))
+            return ls_fail(err, LS_EINVAL, "optimiser: tensor %zu (%s) is out of order or past θ", i,
+                           tensors[i].name ? tensors[i].name : "?");
+        if (o->n_no_decay > 0 && lo == o->no_decay[o->n_no_decay - 1].hi)
+            o->no_decay[o->n_no_decay - 1].hi = hi;   /* adjacent: one range */
+        else
+            o->no_decay[o->n_no_decay++] = (optim_range){ lo, hi };
+    }
+    return LS_OK;
+}
+
+static float exact_reciprocal(float div);
+
+/* 1 (binary64) multiplied by g k times, by squaring from k's lowest bit:
+ * a fixed sequence of binary64 products for each k. */
+static double pow_steps(double g, uint64_t k)
+{
+    double r = 1.0;
+    while (k != 0) {
+        if (k & 1u)
+            r = r * g;
+        g = g * g;
+        k >>= 1;
+    }
+    return r;
+}
+
+float optim_lr_at(const ls_config *cfg, int64_t t)
+{
+    const double lr = cfg->lr;
+    if (strcmp(cfg->lr_schedule, "step") == 0) {
+        const uint64_t k = t > 0 ? (uint64_t)(t - 1) / (uint64_t)cfg->lr_step : 0;
+        return (float)(lr * pow_steps((double)cfg->lr_gamma, k));
+    }
+    if (strcmp(cfg->lr_schedule, "cosine") == 0) {
+        const int64_t w = cfg->warmup, d = cfg->decay_steps;
+        const double lo = cfg->lr_min;
+        if (t <= w)   /* a step has t >= 1, so w >= 1 here; t = 0 (no step) with w = 0 gives lr */
+            return w > 0 ? (float)(lr * (double)t / (double)w) : (float)lr;
+        if (t >= d)
+            return (float)lo;
+        const double p = (double)(t - w) / (double)(d - w);
+        return (float)(lo + (lr - lo) * (0.5 * (1.0 + dmath_cospi(p))));
+    }
+    return cfg->lr;
 }
 
 void optim_begin_step(optim *o)
@@ -110,7 +193,35 @@ void optim_begin_step(optim *o)
     h->beta2_t = h->beta2_t * o->beta2;
     o->bc1 = 1.0f - h->beta1_t;
     o->bc2 = 1.0f - h->beta2_t;
-    o->decay = 1.0f - o->lr * o->weight_decay;
+    o->lr_now = optim_lr_at(&o->sched, optim_get_t(h));
+    o->decay = 1.0f - o->lr_now * o->weight_decay;
+    o->gscale = 1.0f;
+}
+
+double optim_sumsq(const float *grad, float grad_div, size_t lo, size_t hi)
+{
+    const float scale = exact_reciprocal(grad_div);
+    double s = 0.0;
+    for (size_t i = lo; i < hi; i++) {
+        const float g = scale != 0.0f ? grad[i] * scale : grad[i] / grad_div;   /* the update's g, bit for bit */
+        s = s + (double)g * (double)g;   /* exact product; the sum in index order */
+    }
+    return s;
+}
+
+float optim_clip_norm(optim *o, const double *chunk_sums, size_t n_chunks, double *norm)
+{
+    const double total = n_chunks > 0 ? tree_loss_sum(chunk_sums, n_chunks) : 0.0;
+    const double nrm = sqrt(total);
+    if (norm != NULL)
+        *norm = nrm;
+    o->gscale = o->clip_norm > 0.0f && nrm > (double)o->clip_norm ? (float)((double)o->clip_norm / nrm) : 1.0f;
+    return o->gscale;
+}
+
+int optim_clips_norm(const optim *o)
+{
+    return o->clip_norm > 0.0f;
 }
 
 /* The element loops take plain pointers and no struct, so the compiler can
@@ -667,20 +778,64 @@ static int any_nonfinite(const float *x, size_t n)
     return most >= 0x7F800000u;
 }
 
+/* The kernels over [lo, hi) with weight decay on (decays) or off. */
+static void update_range(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
+                         size_t hi, int decays)
+{
+    if (hi <= lo)
+        return;
+    float c = o->clip > 0.0f ? o->clip : INFINITY;
+    const float scale = exact_reciprocal(grad_div);
+    if (o->kind == OPT_SGD)
+        sgd_range(out + lo, in + lo, grad + lo, o->m + lo, hi - lo, o->lr_now, o->momentum,
+                  decays ? o->weight_decay : 0.0f, c, grad_div, scale);
+    else
+    {
+        const adamw_hyper h = { o->lr_now, o->beta1, o->beta2, o->bc1, o->bc2, o->eps, decays ? o->decay : 1.0f,
+                                c, grad_div, scale };
+        adamw(out + lo, in + lo, grad + lo, o->m + lo, o->v + lo, hi - lo, &h);
+    }
+}
+
+/* [lo, hi) split where weight decay turns off and on (decay_groups). */
+static void update_groups(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
+                          size_t hi)
+{
+    size_t at = lo;
+    for (size_t r = 0; r < o->n_no_decay && at < hi; r++) {
+        const optim_range g = o->no_decay[r];
+        if (g.hi <= at)
+            continue;
+        const size_t a = g.lo > at ? (g.lo < hi ? g.lo : hi) : at, b = g.hi < hi ? g.hi : hi;
+        update_range(o, out, in, grad, grad_div, at, a, 1);
+        update_range(o, out, in, grad, grad_div, a, b, 0);
+        at = b;
+    }
+    update_range(o, out, in, grad, grad_div, at, hi, 1);
+}
+
+/* Elements per block of the clipped gradient (on the stack: 4 KiB). */
+#define CLIP_BLOCK 1024
+
 int optim_update(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
                  size_t hi)
 {
     if (hi <= lo)
         return 0;
-    float c = o->clip > 0.0f ? o->clip : INFINITY;
-    const float scale = exact_reciprocal(grad_div);
-    if (o->kind == OPT_SGD)
-        sgd_range(out + lo, in + lo, grad + lo, o->m + lo, hi - lo, o->lr, o->momentum, o->weight_decay, c, grad_div,
-                  scale);
-    else
-    {
-        const adamw_hyper h = { o->lr, o->beta1, o->beta2, o->bc1, o->bc2, o->eps, o->decay, c, grad_div, scale };
-        adamw(out + lo, in + lo, grad + lo, o->m + lo, o->v + lo, hi - lo, &h);
+    if (o->gscale == 1.0f) {
+        update_groups(o, out, in, grad, grad_div, lo, hi);
+    } else {
+        /* The global-norm clip: g·s, g the gradient element as the update
+         * takes it (grad / div) and s the step's factor, one float multiply;
+         * the kernels then take that with a divisor of 1 (x / 1 is x). */
+        const float scale = exact_reciprocal(grad_div);
+        float g[CLIP_BLOCK];
+        for (size_t a = lo; a < hi; a += CLIP_BLOCK) {
+            const size_t b = hi - a > CLIP_BLOCK ? a + CLIP_BLOCK : hi;
+            for (size_t i = a; i < b; i++)
+                g[i - a] = (scale != 0.0f ? grad[i] * scale : grad[i] / grad_div) * o->gscale;
+            update_groups(o, out, in, g - a, 1.0f, a, b);
+        }
     }
     return any_nonfinite(out + lo, hi - lo);
 }

@@ -25,8 +25,41 @@ typedef struct optim optim;
 ls_status optim_create(optim **out, const ls_config *cfg, size_t n_params, ls_err *err);
 void optim_destroy(optim *o);   /* accepts NULL */
 
-/* Once per step, before any optim_update of that step: advances t and the β products. */
+/* Once per step, before any optim_update of that step: advances t and the
+ * β products, takes the step's learning rate from the schedule
+ * (optim_lr_at) and resets the global-norm factor to 1. */
 void optim_begin_step(optim *o);
+
+/* decay_groups=weights: tensors i with no_decay[i] set take no weight
+ * decay (AdamW's θ·(1 − lr·wd) becomes θ·1, SGD's wd·θ is 0·θ). Tensors in
+ * θ order. Without a call, or with decay_groups=all, every element decays. */
+ls_status optim_set_groups(optim *o, const ls_tensor *tensors, size_t n_tensors, const unsigned char *no_decay,
+                           ls_err *err);
+
+/* The learning rate of step t (1-based) under cfg's lr_schedule, a pure
+ * function of the config and t (docs/contract.md, Schedules and clipping):
+ *   constant  lr;
+ *   cosine    lr·t/W for t <= W (W = warmup), lr_min for t >= D (D =
+ *             decay_steps), else lr_min + (lr − lr_min)·(0.5·(1 + cos(π·p)))
+ *             with p = (t − W)/(D − W), cos(π·p) = dmath_cospi(p);
+ *   step      lr·γ^k, k = (t − 1) div lr_step, γ^k by squaring;
+ * every operation in binary64 on the keys' binary32 values, rounded once
+ * to binary32 at the end. */
+float optim_lr_at(const ls_config *cfg, int64_t t);
+
+/* Global-norm clipping (clip_norm > 0). The gradient is cut into chunks of
+ * OPTIM_NORM_CHUNK elements; chunk c's sum of squares, optim_sumsq over
+ * [c·CHUNK, min(n, (c+1)·CHUNK)), is the binary64 sum in index order of
+ * g·g (g = grad[i] / grad_div as the update takes it; the product exact);
+ * the chunks are summed by the canonical tree (tree_loss_sum), norm = its
+ * sqrt. optim_clip_norm sets the step's factor s = (float)(clip_norm /
+ * norm) when norm > clip_norm (else 1), which optim_update applies as g·s
+ * before the element-wise clip. Call between optim_begin_step and the
+ * step's first optim_update; chunks may be computed on any threads. */
+#define OPTIM_NORM_CHUNK 4096
+int optim_clips_norm(const optim *o);
+double optim_sumsq(const float *grad, float grad_div, size_t lo, size_t hi);
+float optim_clip_norm(optim *o, const double *chunk_sums, size_t n_chunks, double *norm);
 /* θ's elements [lo, hi) after the step, from θ before it (in) and the
  * gradient, into out: out == in updates in place; otherwise out and in do
  * not overlap. Gradient element i is grad[i] / grad_div, one float division

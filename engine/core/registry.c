@@ -17,6 +17,9 @@
 #define MAX_EXTRA 64
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static const ls_model_desc *extra_models[MAX_EXTRA];
+/* Registered descriptors, copied at the layout of this library: one of an
+ * older, shorter layout reads its missing fields as zero. */
+static ls_model_desc extra_model_copies[MAX_EXTRA];
 static const ls_task_desc *extra_tasks[MAX_EXTRA];
 static atomic_size_t n_extra_models, n_extra_tasks;
 
@@ -65,7 +68,8 @@ ls_status ls_register_model(const ls_model_desc *d, ls_err *err)
     if (d == NULL)
         return ls_fail(err, LS_EINVAL, "ls_register_model: no descriptor");
     /* The size first: with another layout, every other field is misread. */
-    ls_status st = api_size_check("ls_model_desc", NULL, d->size, sizeof *d, err);
+    ls_status st = d->size == LS_MODEL_DESC_SIZE_1_0 ? LS_OK
+                                                      : api_size_check("ls_model_desc", NULL, d->size, sizeof *d, err);
     if (st != LS_OK)
         return st;
     if ((st = check_name("model", d->name, err)) != LS_OK)
@@ -80,7 +84,10 @@ ls_status ls_register_model(const ls_model_desc *d, ls_err *err)
     else if (atomic_load(&n_extra_models) == MAX_EXTRA)
         st = ls_fail(err, LS_EINVAL, "model %s: the registry holds at most %d added models", d->name, MAX_EXTRA);
     else {
-        extra_models[atomic_load(&n_extra_models)] = d;
+        const size_t i = atomic_load(&n_extra_models);
+        memset(&extra_model_copies[i], 0, sizeof extra_model_copies[i]);
+        memcpy(&extra_model_copies[i], d, d->size);
+        extra_models[i] = &extra_model_copies[i];
         atomic_fetch_add(&n_extra_models, 1);
     }
     pthread_mutex_unlock(&lock);

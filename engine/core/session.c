@@ -20,6 +20,61 @@
 #include "engine/core/session_impl.h"
 #include "record/hash.h"
 
+/* ---- per-tensor hashes ------------------------------------------------------------------- */
+
+/* One more XXH3 pass over θ per recorded step, tensor by tensor, so that
+ * verify can name the first tensor two runs disagree on. Not in the
+ * trajectory: param_hash (LS_HASH_FORMAT 1) stays what it was. */
+ls_status session_tensor_hashes(ls_session *s, ls_err *err)
+{
+    size_t n = ls_session_tensor_count(s);
+    if (s->thash == NULL || s->n_thash != n) {
+        free(s->thash);
+        s->n_thash = 0;
+        if ((s->thash = malloc((n ? n : 1) * sizeof *s->thash)) == NULL)
+            return ls_fail(err, LS_ENOMEM, "out of memory hashing tensors");
+        s->n_thash = n;
+    }
+    for (size_t i = 0; i < n; i++) {
+        ls_tensor_view v;
+        ls_tensor_data t;
+        ls_status st = ls_session_tensor(s, i, &v, err);
+        if (st != LS_OK)
+            return st;
+        ls_tensor_from_view(&v, &t);
+        s->thash[i] = ls_tensor_hash(&t);
+    }
+    return LS_OK;
+}
+
+ls_status session_record_tensors(ls_session *s, ls_err *err)
+{
+    runlog_tensor *have = NULL;
+    size_t n_have = 0;
+    ls_status st = runlog_tensors(s->db, s->st.run_id, &have, &n_have, err);
+    free(have);
+    size_t n = ls_session_tensor_count(s);
+    if (st != LS_OK || n_have > 0 || n == 0)
+        return st;
+    runlog_tensor *rt = calloc(n, sizeof *rt);
+    if (rt == NULL)
+        return ls_fail(err, LS_ENOMEM, "out of memory recording tensor names");
+    for (size_t i = 0; i < n && st == LS_OK; i++) {
+        ls_tensor_view v;
+        if ((st = ls_session_tensor(s, i, &v, err)) != LS_OK)
+            break;
+        snprintf(rt[i].name, sizeof rt[i].name, "%s", v.name);
+        snprintf(rt[i].dtype, sizeof rt[i].dtype, "float32");
+        size_t o = 0;
+        for (size_t d = 0; d < v.ndim && o < sizeof rt[i].shape; d++)
+            o += (size_t)snprintf(rt[i].shape + o, sizeof rt[i].shape - o, "%s%zu", d ? "x" : "", v.shape[d]);
+    }
+    if (st == LS_OK)
+        st = runlog_tensors_set(s->db, s->st.run_id, rt, n, err);
+    free(rt);
+    return st;
+}
+
 /* ---- the step ---------------------------------------------------------------------------- */
 
 static int same_step(const ls_step *a, const ls_step *b)
@@ -68,8 +123,13 @@ ls_status ls_session_step(ls_session *s, double *loss_out, ls_err *err)
                            (unsigned long long)want->loss_bits, (unsigned long long)want->param_hash,
                            (unsigned long long)want->traj_hash);
         s->st.replayed++;
-    } else if (s->db != NULL && s->recording && (st = runlog_step(s->db, s->st.run_id, &row, err)) != LS_OK) {
-        return st;
+    } else if (s->db != NULL && s->recording) {
+        double h0 = trainer_clock();
+        if ((st = session_tensor_hashes(s, err)) != LS_OK)
+            return st;
+        s->st.hash_seconds += trainer_clock() - h0;
+        if ((st = runlog_step_tensors(s->db, s->st.run_id, &row, s->thash, s->n_thash, err)) != LS_OK)
+            return st;
     }
     s->st.step = step;
     s->st.loss = loss;
@@ -229,6 +289,7 @@ void session_free(ls_session *s)
     trainer_destroy(s->t);
     runlog_close(s->db);
     free(s->recorded);
+    free(s->thash);
     runlog_checkpoints_free(s->audit_ck, s->n_audit_ck);
     free(s);
 }
@@ -262,7 +323,7 @@ ls_status ls_session_open(ls_session **out, const ls_config *cfg_in, const ls_se
     if (s->db != NULL) {
         session_env env;
         session_env_read(&env);
-        char sources[LS_MAX_SOURCES * (LS_SOURCE_MAX + 40)];
+        char sources[(LS_MAX_SOURCES + 1) * (LS_SOURCE_MAX + 40)];
         config_source_text(&cfg, sources, sizeof sources);
         runlog_run_info info = {
             .name = opts != NULL ? opts->name : NULL, .model = cfg.model, .task = cfg.task, .config_text = text,
@@ -275,7 +336,8 @@ ls_status ls_session_open(ls_session **out, const ls_config *cfg_in, const ls_se
         if ((st = runlog_run_begin(s->db, &info, &s->st.run_id, err)) != LS_OK)
             goto fail;
         ls_step row = { 0, 0, 0, s->st.param_hash, s->st.traj_hash, 0.0 };
-        if ((st = runlog_step(s->db, s->st.run_id, &row, err)) != LS_OK ||
+        if ((st = session_record_tensors(s, err)) != LS_OK || (st = session_tensor_hashes(s, err)) != LS_OK ||
+            (st = runlog_step_tensors(s->db, s->st.run_id, &row, s->thash, s->n_thash, err)) != LS_OK ||
             (st = session_claim(s, &env, err)) != LS_OK) {
             ls_session_close(s, st, NULL);
             return st;

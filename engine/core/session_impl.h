@@ -38,6 +38,8 @@ struct ls_session {
     int data_lazy;              /* restored without its data (session_reopen.c): t's model was made
                                    from the data's recorded shape; session_load_data before t is
                                    stepped or evaluated */
+    uint64_t *thash;            /* per-tensor hashes of θ now (session_tensor_hashes), [n_thash] */
+    size_t n_thash;
 };
 
 /* ---- session.c ---- */
@@ -45,6 +47,11 @@ struct ls_session {
  * buffers) and nothing built yet; session_free frees whatever was. */
 ls_status session_new(ls_session **out, const ls_session_opts *opts, ls_err *err);
 void session_free(ls_session *s);
+/* Per-tensor hashes (schema version 2): the run's tensor names recorded
+ * once (a resumed run that has them keeps them), and ls_tensor_hash of each
+ * of θ's tensors now (float32, in θ's order) into s->thash. */
+ls_status session_record_tensors(ls_session *s, ls_err *err);
+ls_status session_tensor_hashes(ls_session *s, ls_err *err);
 
 /* The host and build facts of this process (session_env.c). */
 typedef struct {

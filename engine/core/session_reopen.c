@@ -418,10 +418,15 @@ static ls_status reopen_resume(ls_session *s, const runlog_run *run, ls_err *err
     if ((st = session_claim(s, &env, err)) != LS_OK)
         return st;
     session_crash_arm(s->t, s->db);
+    /* The tensor names, unless the run has them (recorded before schema
+     * version 2, it gets them now: its later steps have per-tensor hashes). */
+    if (s->t != NULL && (st = session_record_tensors(s, err)) != LS_OK)
+        return st;
     if (s->last_recorded < 0) {
         /* Killed before its first commit: step 0 is recorded now. */
         ls_step row0 = { 0, 0, 0, s->st.param_hash, s->st.traj_hash, 0.0 };
-        if ((st = runlog_step(s->db, run->id, &row0, err)) != LS_OK)
+        if ((st = session_tensor_hashes(s, err)) != LS_OK ||
+            (st = runlog_step_tensors(s->db, run->id, &row0, s->thash, s->n_thash, err)) != LS_OK)
             return st;
     }
     return LS_OK;
@@ -481,7 +486,10 @@ ls_status ls_session_reopen(ls_session **out, const char *db, const char *run_na
     runlog_run run;
     memset(&run, 0, sizeof run);
     if ((st = runlog_find(s->db, run_name, &s->st.run_id, err)) == LS_OK &&
-        (st = runlog_get_run(s->db, s->st.run_id, &run, err)) == LS_OK)
+        (st = runlog_get_run(s->db, s->st.run_id, &run, err)) == LS_OK && run.external)
+        st = ls_fail(err, LS_EINVAL, "run %lld was recorded by %s, not trained by lockstep: nothing to re-execute "
+                     "(runs, show, verify, report and golden read it)", (long long)run.id, run.framework);
+    else if (st == LS_OK)
         st = how == LS_REOPEN_RESUME ? reopen_resume(s, &run, err)
              : how == LS_REOPEN_AUDIT ? reopen_audit(s, &run, err) : reopen_restore(s, &run, err);
     const int claimed = s->recording;

@@ -12,6 +12,7 @@
 #include "reduce/tree.h"
 #include "engine/num/dmath.h"
 #include "engine/core/optim.h"
+#include "engine/data/safetensors.h"
 #include "reduce/pool.h"
 #include "engine/num/rng.h"
 
@@ -54,6 +55,7 @@ struct trainer {
     float *held_sum;            /* [leaf_len] the step's sum, each finish slice's coordinates */
     float *held_part;           /* [threads][TREE_SPAN_FLOATS] each slice's stream partials; one
                                    allocation with held_sum */
+    double *norm_sums;          /* [chunks] clip_norm's sums of squares (OPTIM_NORM_CHUNK each); NULL: no clip_norm */
     void (*test_hook)(void *);  /* test-only, see trainer_set_test_hook */
     void *test_hook_ctx;
     struct trainer_ranks *ranks; /* NULL: one process (trainer_set_ranks) */
@@ -115,7 +117,30 @@ void trainer_destroy(trainer *t)
     free(t->held);
     free(t->held_sum);
     free(t->ranks);
+    free(t->norm_sums);
     free(t);
+}
+
+/* --init: θ_0 from the file the config's source "init" names, whose
+ * XXH3_64 is the config's init_hash (set here when 0, as data_hash). */
+static ls_status trainer_init_weights(trainer *t, ls_config *cfg, ls_err *err)
+{
+    const char *path = cfg->src[CONFIG_INIT_SOURCE];
+    if (path[0] == '\0')
+        return cfg->init_hash == 0 ? LS_OK
+                                   : ls_fail(err, LS_EINVAL, "init_hash: the config starts from weights %016llx but "
+                                             "names no file of them (--init FILE.safetensors)",
+                                             (unsigned long long)cfg->init_hash);
+    const ls_model_info *mi = &t->model->info;
+    uint64_t hash;
+    ls_status st = safetensors_load_params(path, mi->tensors, mi->n_tensors, mi->n_params, t->params, &hash, err);
+    if (st != LS_OK)
+        return st;
+    if (cfg->init_hash != 0 && cfg->init_hash != hash)
+        return ls_fail(err, LS_EMISMATCH, "init_hash: the config starts from weights %016llx but %s has %016llx",
+                       (unsigned long long)cfg->init_hash, path, (unsigned long long)hash);
+    cfg->init_hash = t->cfg.init_hash = hash;
+    return LS_OK;
 }
 
 ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_dataset *data, ls_err *err)
@@ -176,8 +201,14 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
     }
     if ((st = tree_reducer_create(&t->reducer, t->pool, mi->leaf_len, mi->leaves, err)) != LS_OK)
         goto fail;
-    if ((st = optim_create(&t->opt, cfg, mi->n_params, err)) != LS_OK)
+    if ((st = optim_create(&t->opt, cfg, mi->n_params, err)) != LS_OK ||
+        (st = optim_set_groups(t->opt, mi->tensors, mi->n_tensors, mi->no_decay, err)) != LS_OK)
         goto fail;
+    if (optim_clips_norm(t->opt) &&
+        (t->norm_sums = malloc((mi->n_params + OPTIM_NORM_CHUNK - 1) / OPTIM_NORM_CHUNK * sizeof(double))) == NULL) {
+        st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
+        goto fail;
+    }
 
     size_t n = mi->n_params;
     /* θ's buffers and the gradient, each array starting 1 KiB further than
@@ -212,6 +243,8 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
     t->perm[1] = t->perm[0] + N;
     t->perm_epoch[0] = t->perm_epoch[1] = -1;
     t->model->desc->init(t->model->self, t->params, cfg->seed);
+    if ((st = trainer_init_weights(t, cfg, err)) != LS_OK)
+        goto fail;
     *out = t;
     return LS_OK;
 fail:
@@ -383,6 +416,18 @@ static void trainer_update_piece(void *ctx, size_t piece, int worker)
     t->worker_work[worker]++;
 }
 
+/* clip_norm: chunk `piece`'s sum of squares of the gradient the update
+ * takes (optim.h); the update's pieces are these chunks. */
+static void trainer_norm_piece(void *ctx, size_t piece, int worker)
+{
+    trainer *t = ctx;
+    const size_t n = t->plan.n_params, a = piece * OPTIM_NORM_CHUNK;
+    const size_t b = n - a > OPTIM_NORM_CHUNK ? a + OPTIM_NORM_CHUNK : n;
+    t->norm_sums[piece] = t->plan.finish_folded ? optim_sumsq(step_sum(t, a, b), (float)t->cfg.batch, a, b)
+                                                : optim_sumsq(t->grad, 1.0f, a, b);
+    (void)worker;
+}
+
 double trainer_clock(void)
 {
     struct timespec ts;
@@ -517,6 +562,13 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
         t->params_next = t->params;
     }
     memset(t->hash_nan, 0, 2 * (size_t)pool_threads(t->pool) * sizeof *t->hash_nan);   /* and nonfinite */
+    if (t->norm_sums != NULL) {   /* clip_norm: the gradient's norm first, the update then scales it */
+        const size_t chunks = (t->plan.n_params + OPTIM_NORM_CHUNK - 1) / OPTIM_NORM_CHUNK;
+        pool_parallel_for(t->pool, chunks, trainer_norm_piece, t);
+        if (t->plan.finish_folded && t->sum == NULL)
+            t->sum = tree_top_chunk(t->reducer, 0, 0);   /* the pass above combined every coordinate */
+        optim_clip_norm(t->opt, t->norm_sums, chunks, NULL);
+    }
     pool_parallel_for(t->pool, t->plan.update_pieces, trainer_update_piece, t);
     t->times.update += trainer_clock() - c;
     uint64_t bad = 0;

@@ -81,22 +81,59 @@ static void forward_ld_scalar(float *out, size_t ldo, const float *in, size_t ld
     }
 }
 
+/* The canonical tree over atoms for one running value (dense.h): push the
+ * sum of atom j (0-based, in order), merging while the two newest partials
+ * cover equal numbers of atoms, which after atom j is once per trailing 1
+ * bit of j; fold what is left from the newest down. */
+typedef struct {
+    float part[DENSE_MAX_LEVELS];
+    int depth;
+} atom_stack;
+
+static inline void atom_push(atom_stack *st, float s, size_t j)
+{
+    st->part[st->depth++] = s;
+    for (; j & 1; j >>= 1, st->depth--)
+        st->part[st->depth - 2] = st->part[st->depth - 2] + st->part[st->depth - 1];
+}
+
+static inline float atom_fold(atom_stack *st)
+{
+    if (st->depth == 0)
+        return 0.0f;
+    for (; st->depth > 1; st->depth--)
+        st->part[st->depth - 2] = st->part[st->depth - 2] + st->part[st->depth - 1];
+    return st->part[0];
+}
+
 static void backward_weights_ld_scalar(float *dw, size_t ldw, float *dbias, const float *in, size_t ldi,
                                        const float *dout, size_t ldd, size_t B, size_t K, size_t N, int accumulate)
 {
     for (size_t k = 0; k < K; k++) {
         for (size_t n = 0; n < N; n++) {
-            float s = 0.0f;
-            for (size_t b = 0; b < B; b++)
-                s = fmaf(in[b * ldi + k], dout[b * ldd + n], s);
+            atom_stack st = { .depth = 0 };
+            for (size_t a0 = 0, j = 0; a0 < B; a0 += LS_ATOM, j++) {
+                const size_t a1 = B - a0 < LS_ATOM ? B : a0 + LS_ATOM;
+                float s = 0.0f;
+                for (size_t b = a0; b < a1; b++)
+                    s = fmaf(in[b * ldi + k], dout[b * ldd + n], s);
+                atom_push(&st, s, j);
+            }
+            const float s = atom_fold(&st);
             dw[k * ldw + n] = accumulate ? dw[k * ldw + n] + s : s;
         }
     }
     if (dbias != NULL) {
         for (size_t n = 0; n < N; n++) {
-            float s = 0.0f;
-            for (size_t b = 0; b < B; b++)
-                s = s + dout[b * ldd + n];
+            atom_stack st = { .depth = 0 };
+            for (size_t a0 = 0, j = 0; a0 < B; a0 += LS_ATOM, j++) {
+                const size_t a1 = B - a0 < LS_ATOM ? B : a0 + LS_ATOM;
+                float s = 0.0f;
+                for (size_t b = a0; b < a1; b++)
+                    s = s + dout[b * ldd + n];
+                atom_push(&st, s, j);
+            }
+            const float s = atom_fold(&st);
             dbias[n] = accumulate ? dbias[n] + s : s;
         }
     }
@@ -219,6 +256,8 @@ enum { END_STORE, END_ADD };
 #define Z_NV 4
 #define Y_MB 4
 #define Y_NV 2
+#define Z_NB (16 * Z_NV)   /* columns of a tile */
+#define Y_NB (8 * Y_NV)
 
 #define FORCE_INLINE inline __attribute__((always_inline))
 /* The first tile of a panel that is not packed reads each row of Bm
@@ -405,6 +444,165 @@ UNROLL
     }
 }
 
+/* micro_z64_body over atoms, for the weight gradient's full tiles: the
+ * accumulators start at 0.0f for each atom of LS_ATOM rows, and after the
+ * atom they merge, in registers, with the older partials of the tile's
+ * stack (one vector add per accumulator per merge, the stack's partial the
+ * left operand) before the result goes onto the stack: one store of the
+ * tile per atom. At the end the registers hold the newest partial and fold
+ * in the older ones from the top down; C = the sum, or C + the sum. The
+ * operations are atoms_tile_z's, so the bits are the scalar twin's. */
+#define ZSLOT (Z_MB * Z_NB)
+static FORCE_INLINE __attribute__((target("avx512f")))
+void micro_z64_atoms_body(const int in_register, float *c, size_t ldc, int add_c, const float *a, size_t a_i,
+                          size_t a_r, const float *b, size_t ldb, size_t R, float *stack)
+{
+    __m512 acc[Z_MB][4];
+    const float *x[Z_MB];
+UNROLL
+    for (int i = 0; i < Z_MB; i++)
+        x[i] = a + (size_t)i * a_i;
+    int depth = 0;
+    for (size_t a0 = 0, j = 0; a0 < R; a0 += LS_ATOM, j++) {
+        const size_t n = R - a0 < LS_ATOM ? R - a0 : LS_ATOM;
+UNROLL
+        for (int i = 0; i < Z_MB; i++)
+UNROLL
+            for (int v = 0; v < 4; v++)
+                acc[i][v] = _mm512_setzero_ps();
+        for (size_t r = 0; r < n; r++) {
+            const __m512 w0 = _mm512_loadu_ps(b), w1 = _mm512_loadu_ps(b + 16), w2 = _mm512_loadu_ps(b + 32),
+                         w3 = _mm512_loadu_ps(b + 48);
+            b += ldb;
+UNROLL
+            for (int i = 0; i < Z_MB; i++) {
+                if (in_register) {
+                    const __m512 xb = _mm512_set1_ps(*x[i]);
+                    acc[i][0] = _mm512_fmadd_ps(xb, w0, acc[i][0]);
+                    acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
+                    acc[i][2] = _mm512_fmadd_ps(xb, w2, acc[i][2]);
+                    acc[i][3] = _mm512_fmadd_ps(xb, w3, acc[i][3]);
+                } else {
+                    acc[i][0] = simd_fmadd_bcast_z(acc[i][0], w0, x[i]);
+                    acc[i][1] = simd_fmadd_bcast_z(acc[i][1], w1, x[i]);
+                    acc[i][2] = simd_fmadd_bcast_z(acc[i][2], w2, x[i]);
+                    acc[i][3] = simd_fmadd_bcast_z(acc[i][3], w3, x[i]);
+                }
+                x[i] += a_r;
+            }
+        }
+        for (size_t t = j; t & 1; t >>= 1) {
+            const float *p = stack + (size_t)--depth * ZSLOT;
+UNROLL
+            for (int i = 0; i < Z_MB; i++)
+UNROLL
+                for (int v = 0; v < 4; v++)
+                    acc[i][v] = _mm512_add_ps(_mm512_load_ps(p + i * Z_NB + 16 * v), acc[i][v]);
+        }
+        float *p = stack + (size_t)depth++ * ZSLOT;
+UNROLL
+        for (int i = 0; i < Z_MB; i++)
+UNROLL
+            for (int v = 0; v < 4; v++)
+                _mm512_store_ps(p + i * Z_NB + 16 * v, acc[i][v]);
+    }
+    if (depth == 0) {
+UNROLL
+        for (int i = 0; i < Z_MB; i++)
+UNROLL
+            for (int v = 0; v < 4; v++)
+                acc[i][v] = _mm512_setzero_ps();
+    }
+    for (int l = depth - 2; l >= 0; l--) {
+        const float *p = stack + (size_t)l * ZSLOT;
+UNROLL
+        for (int i = 0; i < Z_MB; i++)
+UNROLL
+            for (int v = 0; v < 4; v++)
+                acc[i][v] = _mm512_add_ps(_mm512_load_ps(p + i * Z_NB + 16 * v), acc[i][v]);
+    }
+UNROLL
+    for (int i = 0; i < Z_MB; i++)
+UNROLL
+        for (int v = 0; v < 4; v++) {
+            float *q = c + (size_t)i * ldc + 16 * v;
+            _mm512_storeu_ps(q, add_c ? _mm512_add_ps(_mm512_loadu_ps(q), acc[i][v]) : acc[i][v]);
+        }
+}
+
+static __attribute__((target("avx512f"), noinline))
+void micro_z64_atoms_reg(float *c, size_t ldc, int add_c, const float *a, size_t a_i, size_t a_r, const float *b,
+                         size_t ldb, size_t R, float *stack)
+{
+    micro_z64_atoms_body(1, c, ldc, add_c, a, a_i, a_r, b, ldb, R, stack);
+}
+
+static __attribute__((target("avx512f"), noinline))
+void micro_z64_atoms_mem(float *c, size_t ldc, int add_c, const float *a, size_t a_i, size_t a_r, const float *b,
+                         size_t ldb, size_t R, float *stack)
+{
+    micro_z64_atoms_body(0, c, ldc, add_c, a, a_i, a_r, b, ldb, R, stack);
+}
+
+/* The weight gradient's tile over atoms (dense.h): each atom of LS_ATOM
+ * rows of the reduction runs through tile_z into a slot of the tile's stack
+ * (slot d holds the d-th partial of the binary-counter stream, so a merge
+ * writes into the older slot and nothing is copied), the partials merge
+ * as the canonical tree over atoms says, and the sum is stored to C (or
+ * added: END_ADD) once. The stack is ZSLOT floats a level and stays in L1
+ * for the tile's whole reduction. Lanes a masked tile does not compute are
+ * merged too but never stored. Full tiles take micro_z64_atoms. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+void atoms_tile_z(const gemm *g, const float *pb, size_t ldb, size_t i0, size_t n0, int end, const int mb,
+                  const int nv, __mmask16 tail, float *stack)
+{
+    if (mb == Z_MB && nv == Z_NV && tail == (__mmask16)0xFFFF) {
+        (broadcast_in_register() ? micro_z64_atoms_reg : micro_z64_atoms_mem)(
+            g->c + i0 * g->ldc + n0, g->ldc, end == END_ADD, g->a + i0 * g->a_i, g->a_i, g->a_r, pb, ldb, g->R, stack);
+        return;
+    }
+    gemm sub = { NULL, Z_NB, g->a + i0 * g->a_i, g->a_i, g->a_r, NULL, ldb, NULL, (size_t)mb, g->R, 0 };
+    int depth = 0;
+    for (size_t a0 = 0, j = 0; a0 < g->R; a0 += LS_ATOM, j++) {
+        const size_t a1 = g->R - a0 < LS_ATOM ? g->R : a0 + LS_ATOM;
+        sub.c = stack + (size_t)depth * ZSLOT;
+        tile_z(&sub, pb + a0 * ldb, ldb, 0, 0, a0, a1, START_ZERO, END_STORE, mb, nv, tail);
+        depth++;
+        for (size_t t = j; t & 1; t >>= 1, depth--) {
+            float *lo = stack + (size_t)(depth - 2) * ZSLOT;
+            const float *hi = lo + ZSLOT;
+UNROLL
+            for (int i = 0; i < mb; i++)
+UNROLL
+                for (int v = 0; v < nv; v++)
+                    _mm512_store_ps(lo + i * Z_NB + 16 * v, _mm512_add_ps(_mm512_load_ps(lo + i * Z_NB + 16 * v),
+                                                                          _mm512_load_ps(hi + i * Z_NB + 16 * v)));
+        }
+    }
+    for (; depth > 1; depth--) {
+        float *lo = stack + (size_t)(depth - 2) * ZSLOT;
+        const float *hi = lo + ZSLOT;
+UNROLL
+        for (int i = 0; i < mb; i++)
+UNROLL
+            for (int v = 0; v < nv; v++)
+                _mm512_store_ps(lo + i * Z_NB + 16 * v,
+                                _mm512_add_ps(_mm512_load_ps(lo + i * Z_NB + 16 * v), _mm512_load_ps(hi + i * Z_NB + 16 * v)));
+    }
+UNROLL
+    for (int i = 0; i < mb; i++) {
+UNROLL
+        for (int v = 0; v < nv; v++) {
+            const __mmask16 m = v == nv - 1 ? tail : (__mmask16)0xFFFF;
+            float *p = g->c + (i0 + (size_t)i) * g->ldc + n0 + 16 * (size_t)v;
+            __m512 s = depth == 0 ? _mm512_setzero_ps() : _mm512_load_ps(stack + i * Z_NB + 16 * v);
+            if (end == END_ADD)
+                s = _mm512_add_ps(_mm512_maskz_loadu_ps(m, p), s);
+            _mm512_mask_storeu_ps(p, m, s);
+        }
+    }
+}
+
 /* Lanes 0..7 of a mask for the last 8-float vector: table[8 - m .. 15 - m]
  * has m leading -1 (load) entries. */
 static const int32_t y_mask_table[16] = { -1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0 };
@@ -469,6 +667,59 @@ UNROLL
 #undef Y_LOAD
 }
 
+/* atoms_tile_z's AVX2 twin: each atom through tile_y into a slot of the
+ * stack (YSLOT floats a level), merged as the canonical tree over atoms
+ * says, the sum stored (or added) once. */
+#define YSLOT (Y_MB * Y_NB)
+static FORCE_INLINE __attribute__((target("avx2,fma")))
+void atoms_tile_y(const gemm *g, size_t i0, size_t n0, int end, const int mb, const int nv, const int masked,
+                  __m256i tmask, float *stack)
+{
+    gemm sub = { NULL, Y_NB, g->a + i0 * g->a_i, g->a_i, g->a_r, g->bm + n0, g->ldb, NULL, (size_t)mb, g->R, 0 };
+    int depth = 0;
+    for (size_t a0 = 0, j = 0; a0 < g->R; a0 += LS_ATOM, j++) {
+        const size_t a1 = g->R - a0 < LS_ATOM ? g->R : a0 + LS_ATOM;
+        sub.c = stack + (size_t)depth * YSLOT;
+        tile_y(&sub, 0, 0, a0, a1, START_ZERO, END_STORE, mb, nv, masked, tmask);
+        depth++;
+        for (size_t t = j; t & 1; t >>= 1, depth--) {
+            float *lo = stack + (size_t)(depth - 2) * YSLOT;
+            const float *hi = lo + YSLOT;
+UNROLL
+            for (int i = 0; i < mb; i++)
+UNROLL
+                for (int v = 0; v < nv; v++)
+                    _mm256_store_ps(lo + i * Y_NB + 8 * v, _mm256_add_ps(_mm256_load_ps(lo + i * Y_NB + 8 * v),
+                                                                         _mm256_load_ps(hi + i * Y_NB + 8 * v)));
+        }
+    }
+    for (; depth > 1; depth--) {
+        float *lo = stack + (size_t)(depth - 2) * YSLOT;
+        const float *hi = lo + YSLOT;
+UNROLL
+        for (int i = 0; i < mb; i++)
+UNROLL
+            for (int v = 0; v < nv; v++)
+                _mm256_store_ps(lo + i * Y_NB + 8 * v,
+                                _mm256_add_ps(_mm256_load_ps(lo + i * Y_NB + 8 * v), _mm256_load_ps(hi + i * Y_NB + 8 * v)));
+    }
+UNROLL
+    for (int i = 0; i < mb; i++) {
+UNROLL
+        for (int v = 0; v < nv; v++) {
+            float *p = g->c + (i0 + (size_t)i) * g->ldc + n0 + 8 * (size_t)v;
+            const int part = masked && v == nv - 1;
+            __m256 s = depth == 0 ? _mm256_setzero_ps() : _mm256_load_ps(stack + i * Y_NB + 8 * v);
+            if (end == END_ADD)
+                s = _mm256_add_ps(part ? _mm256_maskload_ps(p, tmask) : _mm256_loadu_ps(p), s);
+            if (part)
+                _mm256_maskstore_ps(p, tmask, s);
+            else
+                _mm256_storeu_ps(p, s);
+        }
+    }
+}
+
 /* Columns of n per panel: one tile's width. The reduction is not blocked
  * (rc = SIZE_MAX) in either kernel, so every accumulator stays in a register
  * from the first row of the reduction to the last and is stored once. A
@@ -484,15 +735,16 @@ UNROLL
  * alternations), so the rule leaves them alone (a forward call of 128
  * samples or more over at most 128 inputs is packed). Packing is a copy,
  * so no bits move. */
-#define Z_NB (16 * Z_NV)
 #define PACK_ROWS 128
 #define PACK_MIN_M 128   /* rows of A a panel must serve to be packed */
-#define Y_NB (8 * Y_NV)
 
-static __attribute__((target("avx512f")))
-void gemm_z(const gemm *g, int start, int end, size_t rc)
+/* The panel loop; atoms is a constant in each of the two functions below,
+ * so the forward's code carries nothing of the atoms. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+void gemm_z_body(const gemm *g, int start, int end, size_t rc, const int atoms)
 {
     _Alignas(64) float pack[PACK_ROWS * Z_NB];
+    _Alignas(64) float stack[DENSE_MAX_LEVELS * ZSLOT];   /* 36 KiB, touched only with atoms */
     for (size_t n0 = 0; n0 < g->N; n0 += Z_NB) {
         const size_t rem = g->N - n0;
         const int nv = rem >= Z_NB ? Z_NV : (int)((rem + 15) / 16);
@@ -516,7 +768,9 @@ UNROLL
             for (size_t i0 = 0; i0 < g->M; i0 += Z_MB) {
                 const size_t mrem = g->M - i0;
                 const int mb = mrem >= Z_MB ? Z_MB : (int)mrem;
-#define TZ(MB, NV) tile_z(g, pb, ldb, i0, n0, r0, r1, st, end, MB, NV, tail)
+#define TZ(MB, NV)                                                                                      \
+    (atoms ? atoms_tile_z(g, pb, ldb, i0, n0, end, MB, NV, tail, stack)                               \
+           : tile_z(g, pb, ldb, i0, n0, r0, r1, st, end, MB, NV, tail))
                 switch (mb * 8 + nv) {
                 case 6 * 8 + 4: TZ(6, 4); break;
                 case 6 * 8 + 3: TZ(6, 3); break;
@@ -550,9 +804,10 @@ UNROLL
     }
 }
 
-static __attribute__((target("avx2,fma")))
-void gemm_y(const gemm *g, int start, int end, size_t rc)
+static FORCE_INLINE __attribute__((target("avx2,fma")))
+void gemm_y_body(const gemm *g, int start, int end, size_t rc, const int atoms)
 {
+    _Alignas(32) float stack[DENSE_MAX_LEVELS * YSLOT];   /* touched only with atoms */
     for (size_t n0 = 0; n0 < g->N; n0 += Y_NB) {
         const size_t rem = g->N - n0;
         const int nv = rem >= Y_NB ? Y_NV : (int)((rem + 7) / 8);
@@ -565,7 +820,9 @@ void gemm_y(const gemm *g, int start, int end, size_t rc)
             for (size_t i0 = 0; i0 < g->M; i0 += Y_MB) {
                 const size_t mrem = g->M - i0;
                 const int mb = mrem >= Y_MB ? Y_MB : (int)mrem;
-#define TY(MB, NV, MASKED) tile_y(g, i0, n0, r0, r1, st, end, MB, NV, MASKED, tmask)
+#define TY(MB, NV, MASKED)                                                                              \
+    (atoms ? atoms_tile_y(g, i0, n0, end, MB, NV, MASKED, tmask, stack)                               \
+           : tile_y(g, i0, n0, r0, r1, st, end, MB, NV, MASKED, tmask))
                 if (live == 8) {
                     switch (mb * 8 + nv) {
                     case 4 * 8 + 2: TY(4, 2, 0); break;
@@ -599,32 +856,76 @@ void gemm_y(const gemm *g, int start, int end, size_t rc)
 /* Reduction block of the forward pass: none (see Z_NB). */
 #define FWD_RC SIZE_MAX
 
-static void gemm_run(int path, const gemm *g, int start, int end, size_t rc)
+static __attribute__((target("avx512f"), noinline))
+void gemm_z(const gemm *g, int start, int end, size_t rc)
 {
-    if (path == PATH_AVX512)
-        gemm_z(g, start, end, rc);
-    else
-        gemm_y(g, start, end, rc);
+    gemm_z_body(g, start, end, rc, 0);
 }
 
-/* dbias[n] = (dbias[n] +) sum over b of dout[b][n] (row b at dout + b·ldd):
- * vectorised over n, b in order. */
+static __attribute__((target("avx512f"), noinline))
+void gemm_z_atoms(const gemm *g, int end)
+{
+    gemm_z_body(g, START_ZERO, end, SIZE_MAX, 1);
+}
+
+static __attribute__((target("avx2,fma"), noinline))
+void gemm_y(const gemm *g, int start, int end, size_t rc)
+{
+    gemm_y_body(g, start, end, rc, 0);
+}
+
+static __attribute__((target("avx2,fma"), noinline))
+void gemm_y_atoms(const gemm *g, int end)
+{
+    gemm_y_body(g, START_ZERO, end, SIZE_MAX, 1);
+}
+
+/* atoms: the reduction runs over atoms of LS_ATOM rows summed along the
+ * canonical tree (the weight gradient, dense.h); 0: one sequential sum. */
+static void gemm_run(int path, const gemm *g, int start, int end, size_t rc, int atoms)
+{
+    if (path == PATH_AVX512)
+        atoms ? gemm_z_atoms(g, end) : gemm_z(g, start, end, rc);
+    else
+        atoms ? gemm_y_atoms(g, end) : gemm_y(g, start, end, rc);
+}
+
+/* dbias[n] = (dbias[n] +) the sum over b of dout[b][n] (row b at dout +
+ * b·ldd) over atoms (dense.h): vectorised over n, each atom's rows in
+ * order, the atoms along the canonical tree. */
 static __attribute__((target("avx2")))
 void dbias_y(float *dbias, const float *dout, size_t ldd, size_t B, size_t N, int accumulate)
 {
     size_t n = 0;
     for (; n + 8 <= N; n += 8) {
-        __m256 s = _mm256_setzero_ps();
-        for (size_t b = 0; b < B; b++)
-            s = _mm256_add_ps(s, _mm256_loadu_ps(dout + b * ldd + n));
+        __m256 part[DENSE_MAX_LEVELS];
+        int depth = 0;
+        for (size_t a0 = 0, j = 0; a0 < B; a0 += LS_ATOM, j++) {
+            const size_t a1 = B - a0 < LS_ATOM ? B : a0 + LS_ATOM;
+            __m256 s = _mm256_setzero_ps();
+            for (size_t b = a0; b < a1; b++)
+                s = _mm256_add_ps(s, _mm256_loadu_ps(dout + b * ldd + n));
+            part[depth++] = s;
+            for (size_t t = j; t & 1; t >>= 1, depth--)
+                part[depth - 2] = _mm256_add_ps(part[depth - 2], part[depth - 1]);
+        }
+        for (; depth > 1; depth--)
+            part[depth - 2] = _mm256_add_ps(part[depth - 2], part[depth - 1]);
+        __m256 s = depth == 0 ? _mm256_setzero_ps() : part[0];
         if (accumulate)
             s = _mm256_add_ps(_mm256_loadu_ps(dbias + n), s);
         _mm256_storeu_ps(dbias + n, s);
     }
     for (; n < N; n++) {   /* the scalar twin's operations for the last columns */
-        float s = 0.0f;
-        for (size_t b = 0; b < B; b++)
-            s = s + dout[b * ldd + n];
+        atom_stack st = { .depth = 0 };
+        for (size_t a0 = 0, j = 0; a0 < B; a0 += LS_ATOM, j++) {
+            const size_t a1 = B - a0 < LS_ATOM ? B : a0 + LS_ATOM;
+            float s = 0.0f;
+            for (size_t b = a0; b < a1; b++)
+                s = s + dout[b * ldd + n];
+            atom_push(&st, s, j);
+        }
+        const float s = atom_fold(&st);
         dbias[n] = accumulate ? dbias[n] + s : s;
     }
 }
@@ -704,7 +1005,7 @@ void dense_forward_ld(float *out, size_t ldo, const float *in, size_t ldi, const
         if (B == 0 || N == 0)
             return;
         const gemm g = { out, ldo, in, ldi, 1, w, ldw, bias, B, K, N };
-        gemm_run(path, &g, bias != NULL ? START_BIAS : START_ZERO, END_STORE, FWD_RC);
+        gemm_run(path, &g, bias != NULL ? START_BIAS : START_ZERO, END_STORE, FWD_RC, 0);
         return;
     }
 #endif
@@ -728,10 +1029,10 @@ void dense_backward_weights_ld(float *dw, size_t ldw, float *dbias, const float 
             return;
         if (K > 0) {
             /* rows of A are the k of in (stride 1), the reduction runs over b
-             * (stride ldi). Never blocked over b: END_ADD needs the whole sum s
-             * before it is added to dw. */
+             * (stride ldi) in atoms. Never blocked over b: END_ADD needs the
+             * whole sum before it is added to dw. */
             const gemm g = { dw, ldw, in, 1, ldi, dout, ldd, NULL, K, B, N };
-            gemm_run(path, &g, START_ZERO, accumulate ? END_ADD : END_STORE, SIZE_MAX);
+            gemm_run(path, &g, START_ZERO, accumulate ? END_ADD : END_STORE, SIZE_MAX, 1);
         }
         if (dbias != NULL)
             dbias_y(dbias, dout, ldd, B, N, accumulate);

@@ -17,18 +17,29 @@
 
 #include <stddef.h>
 
+#include "include/lockstep.h"
+
 /* out[b][n] = s, where s starts at bias[n] (0.0f when bias is NULL) and then,
  * for k = 0 .. K-1 in order, s = fmaf(in[b][k], w[k][n], s).
  * out: [B][N], in: [B][K], w: [K][N], bias: [N] or NULL. out must not alias in. */
 void dense_forward(float *out, const float *in, const float *w, const float *bias,
                    size_t B, size_t K, size_t N);
 
-/* s starts at 0.0f and, for b = 0 .. B-1 in order, s = fmaf(in[b][k], dout[b][n], s);
- * then dw[k][n] = dw[k][n] + s when accumulate, else dw[k][n] = s. (So
- * accumulating adds the whole sum of this call: the result equals G + (the
- * accumulate == 0 result) element-wise, as a node of the canonical tree would.)
- * dbias[n] (if not NULL) likewise with s = s + dout[b][n].
- * dw: [K][N], dbias: [N], in: [B][K], dout: [B][N]. */
+/* The weight gradient, a sum over the B samples (rows of in and dout),
+ * summed the way every sum over samples is (docs/contract.md, atoms): the
+ * rows are cut into atoms of LS_ATOM consecutive rows from row 0 (the last
+ * one shorter when LS_ATOM does not divide B); atom j's sum s_j starts at
+ * 0.0f and, for its rows b in order, s_j = fmaf(in[b][k], dout[b][n], s_j);
+ * the atom sums are added along the canonical tree over atom indices
+ * (include/lockstep.h), giving S (0.0f when B == 0). Then dw[k][n] =
+ * dw[k][n] + S when accumulate, else dw[k][n] = S. (So accumulating adds
+ * the whole sum of this call: the result equals G + (the accumulate == 0
+ * result) element-wise, as a node of the canonical tree would.) dbias[n]
+ * (if not NULL) likewise with s_j = s_j + dout[b][n]. So rows that start at
+ * an atom boundary of a batch and hold a power-of-two number of its atoms
+ * give exactly that subtree's sum. dw: [K][N], dbias: [N], in: [B][K],
+ * dout: [B][N]; B < LS_ATOM * 2^(DENSE_MAX_LEVELS - 1). */
+#define DENSE_MAX_LEVELS 24
 void dense_backward_weights(float *dw, float *dbias, const float *in, const float *dout,
                             size_t B, size_t K, size_t N, int accumulate);
 

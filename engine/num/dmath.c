@@ -326,6 +326,14 @@ double dmath_sin(double x)
     }
 }
 
+double dmath_cospi(double x)
+{
+    const double pi = 0x1.921fb54442d18p+1;
+    if (!(x >= 0.0 && x <= 1.0))
+        return NAN;
+    return x <= 0.5 ? dmath_sin(pi * (0.5 - x)) : -dmath_sin(pi * (x - 0.5));
+}
+
 static const char *round_name(int mode)
 {
 #ifdef FE_UPWARD

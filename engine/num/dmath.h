@@ -20,6 +20,12 @@ float dmath_sigmoidf(float x);   /* 1 / (1 + e^-x), stable for large |x| */
 float dmath_tanhf(float x);
 double dmath_cos(double x);      /* for Box-Muller; accurate for |x| <= 8 (2π and a margin) */
 double dmath_sin(double x);
+/* cos(π·x) for x in [0, 1] (NaN elsewhere), for the cosine learning-rate
+ * schedule: dmath_sin(π·(0.5 − x)) for x <= 0.5, −dmath_sin(π·(x − 0.5))
+ * above, π the binary64 nearest it. So cospi(0) = 1, cospi(0.5) = 0 and
+ * cospi(1) = −1 exactly, cospi(1 − x) = −cospi(x) where 1 − x is exact,
+ * and within about an ulp of cos(πx) elsewhere (tests/test_dmath.c). */
+double dmath_cospi(double x);
 
 /* LS_OK when rounding is to nearest and denormals are neither flushed to zero
  * nor treated as zero (x86 MXCSR FTZ/DAZ, aarch64 FPCR.FZ), nor NaNs made default (FPCR.DN); otherwise

@@ -10,6 +10,12 @@
  * data's identity (data_hash) = XXH3_64bits of the files' XXH3_64bits
  * (8 bytes LE each, in the order train_x, train_y, test_x, test_y), so a
  * changed file is a different config and a reopened run notices it.
+ *
+ * ls_arrays_dataset (public) builds the same data set from .npy images in
+ * memory (the bytes numpy.save writes, as the Python package hands them):
+ * the same checks, the same samples and the same identity as those bytes
+ * read from files, so a run fed from memory and one fed from files are one
+ * config and one trajectory.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -74,38 +80,24 @@ static ls_status check_pair(const npy_file *x, const npy_file *y, size_t *n, siz
     return LS_OK;
 }
 
-static ls_status arrays_load(const ls_config *cfg, ls_dataset **out, ls_err *err)
+/* The data set of the n_files (2 or 4) parsed images in f; *out NULL on failure. */
+static ls_status arrays_build(const npy_file *f, int n_files, ls_dataset **out, ls_err *err)
 {
     *out = NULL;
-    static const char *const keys[N_SRC] = { "train_x", "train_y", "test_x", "test_y" };
-    const char *path[N_SRC];
-    for (int i = 0; i < N_SRC; i++)
-        path[i] = ls_config_source(cfg, keys[i]);
-    if (!path[SRC_TRAIN_X][0] || !path[SRC_TRAIN_Y][0])
-        return ls_fail(err, LS_EINVAL, "task arrays: needs --train-x FILE.npy and --train-y FILE.npy");
-    if (!path[SRC_TEST_X][0] != !path[SRC_TEST_Y][0])
-        return ls_fail(err, LS_EINVAL, "task arrays: --test-x and --test-y go together");
-    const int n_files = path[SRC_TEST_X][0] ? N_SRC : 2;
-    npy_file f[N_SRC];
-    memset(f, 0, sizeof f);
-    ls_status st = LS_OK;
-    for (int i = 0; i < n_files && st == LS_OK; i++)
-        st = load_one(&f[i], path[i], err);
     size_t n_tr = 0, n_te = 0, dim = 0, dim_te = 0;
-    if (st == LS_OK)
-        st = check_pair(&f[SRC_TRAIN_X], &f[SRC_TRAIN_Y], &n_tr, &dim, err);
+    ls_status st = check_pair(&f[SRC_TRAIN_X], &f[SRC_TRAIN_Y], &n_tr, &dim, err);
     if (st == LS_OK && n_files == N_SRC) {
         st = check_pair(&f[SRC_TEST_X], &f[SRC_TEST_Y], &n_te, &dim_te, err);
         if (st == LS_OK && dim_te != dim)
-            st = ls_fail(err, LS_EFORMAT, "%s: shape: %zu features a sample, the training data has %zu", path[SRC_TEST_X],
+            st = ls_fail(err, LS_EFORMAT, "%s: shape: %zu features a sample, the training data has %zu", f[SRC_TEST_X].path,
                          dim_te, dim);
         if (st == LS_OK && (f[SRC_TEST_X].a.kind == 'u') != (f[SRC_TRAIN_X].a.kind == 'u'))
-            st = ls_fail(err, LS_EFORMAT, "%s: features are %s but the training features are %s", path[SRC_TEST_X],
+            st = ls_fail(err, LS_EFORMAT, "%s: features are %s but the training features are %s", f[SRC_TEST_X].path,
                          f[SRC_TEST_X].a.kind == 'u' ? "uint8" : "floats",
                          f[SRC_TRAIN_X].a.kind == 'u' ? "uint8" : "floats");
     }
     if (st == LS_OK && n_tr > UINT32_MAX)
-        st = ls_fail(err, LS_EFORMAT, "%s: %zu samples; at most %u", path[SRC_TRAIN_X], n_tr, UINT32_MAX);
+        st = ls_fail(err, LS_EFORMAT, "%s: %zu samples; at most %u", f[SRC_TRAIN_X].path, n_tr, UINT32_MAX);
     ls_dataset *d = NULL;
     if (st == LS_OK) {
         const int bytes = f[SRC_TRAIN_X].a.kind == 'u';
@@ -150,11 +142,59 @@ static ls_status arrays_load(const ls_config *cfg, ls_dataset **out, ls_err *err
             d->hash = XXH3_64bits(hb, 8 * (size_t)n_files);
         }
     }
-    for (int i = 0; i < N_SRC; i++)
-        free(f[i].buf);
     if (st == LS_OK)
         *out = d;
     return st;
+}
+
+static ls_status arrays_load(const ls_config *cfg, ls_dataset **out, ls_err *err)
+{
+    *out = NULL;
+    static const char *const keys[N_SRC] = { "train_x", "train_y", "test_x", "test_y" };
+    const char *path[N_SRC];
+    for (int i = 0; i < N_SRC; i++)
+        path[i] = ls_config_source(cfg, keys[i]);
+    if (!path[SRC_TRAIN_X][0] || !path[SRC_TRAIN_Y][0])
+        return ls_fail(err, LS_EINVAL, "task arrays: needs --train-x FILE.npy and --train-y FILE.npy");
+    if (!path[SRC_TEST_X][0] != !path[SRC_TEST_Y][0])
+        return ls_fail(err, LS_EINVAL, "task arrays: --test-x and --test-y go together");
+    const int n_files = path[SRC_TEST_X][0] ? N_SRC : 2;
+    npy_file f[N_SRC];
+    memset(f, 0, sizeof f);
+    ls_status st = LS_OK;
+    for (int i = 0; i < n_files && st == LS_OK; i++)
+        st = load_one(&f[i], path[i], err);
+    if (st == LS_OK)
+        st = arrays_build(f, n_files, out, err);
+    for (int i = 0; i < N_SRC; i++)
+        free(f[i].buf);
+    return st;
+}
+
+ls_status ls_arrays_dataset(ls_dataset **out, const void *const npy[4], const size_t len[4], ls_err *err)
+{
+    /* The images' names in messages are the source keys a file would have
+     * been given under (train_x, ...), as the Python package's arguments are. */
+    static const char *const names[N_SRC] = { "train_x", "train_y", "test_x", "test_y" };
+    if (out == NULL || npy == NULL || len == NULL)
+        return ls_fail(err, LS_EINVAL, "ls_arrays_dataset: out, npy and len are required");
+    *out = NULL;
+    if (npy[SRC_TRAIN_X] == NULL || npy[SRC_TRAIN_Y] == NULL)
+        return ls_fail(err, LS_EINVAL, "task arrays: needs train_x and train_y");
+    if ((npy[SRC_TEST_X] == NULL) != (npy[SRC_TEST_Y] == NULL))
+        return ls_fail(err, LS_EINVAL, "task arrays: test_x and test_y go together");
+    const int n_files = npy[SRC_TEST_X] != NULL ? N_SRC : 2;
+    npy_file f[N_SRC];
+    memset(f, 0, sizeof f);
+    for (int i = 0; i < n_files; i++) {
+        f[i].path = names[i];
+        f[i].len = len[i];
+        /* The identity of a file is XXH3_64bits of all its bytes: the same here. */
+        f[i].hash = XXH3_64bits(npy[i], len[i]);
+        if (npy_parse(npy[i], len[i], &f[i].a, names[i], err) != LS_OK)
+            return LS_EFORMAT;
+    }
+    return arrays_build(f, n_files, out, err);
 }
 
 static const ls_key arrays_sources[] = {

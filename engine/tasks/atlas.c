@@ -150,7 +150,7 @@ static const ls_key atlas_keys[] = {
 };
 
 static const ls_task_defaults atlas_defaults[] = {
-    { "*", "batch=32\nleaf=4\nlr=0.0003\n" },
+    { "*", "batch=32\nleaf=16\nlr=0.0003\n" },
     { NULL, NULL },
 };
 

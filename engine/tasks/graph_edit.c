@@ -86,7 +86,7 @@ static ls_status graph_edit_load(const ls_config *cfg, ls_dataset **out, ls_err 
 }
 
 static const ls_task_defaults graph_edit_defaults[] = {
-    { "*", "batch=32\nleaf=4\nlr=0.01\nlayers=2\nhidden=16\ngin_eps=7\n" },
+    { "*", "batch=32\nleaf=16\nlr=0.01\nlayers=2\nhidden=16\ngin_eps=7\n" },
     { NULL, NULL },
 };
 

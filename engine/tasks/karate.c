@@ -140,7 +140,7 @@ static const ls_key karate_sources[] = {
 };
 
 static const ls_task_defaults karate_defaults[] = {
-    { "*", "batch=17\nleaf=4\nlr=0.01\nlayers=2\nhidden=16\n" },
+    { "*", "batch=17\nleaf=16\nlr=0.01\nlayers=2\nhidden=16\n" },
     { NULL, NULL },
 };
 

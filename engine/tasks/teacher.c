@@ -153,7 +153,7 @@ static ls_status teacher_load(const ls_config *cfg, ls_dataset **out, ls_err *er
 }
 
 static const ls_task_defaults teacher_defaults[] = {
-    { "*", "batch=32\nleaf=4\nlr=0.01\n" },
+    { "*", "batch=32\nleaf=16\nlr=0.01\n" },
     { "mlp", "hidden=32\n" },
     { "logic", "layers=256x4\n" },
     { NULL, NULL },

@@ -36,7 +36,7 @@ FUZZ_WARN     ?= -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstri
 FUZZ_CFLAGS    = -g -O1 $(FUZZ_PINNED) $(FUZZ_WARN) $(FUZZ_SAN) -I. -pthread -MMD -MP
 FUZZ_LIBS     := -lsqlite3 -lxxhash -lpng -lz -lm -pthread
 
-FUZZ_TARGETS  := idx golden config checkpoint
+FUZZ_TARGETS  := idx golden golden_run config checkpoint safetensors
 FUZZ_BINS     := $(FUZZ_TARGETS:%=$(FUZZ_BUILD)/fuzz_%)
 # The compute kernels, which no parser reaches, are compiled without the
 # sanitizers and coverage: instrumented they take minutes (dense.c alone:

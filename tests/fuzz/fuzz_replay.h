@@ -28,6 +28,7 @@
 #include "engine/core/config.h"
 #include "engine/data/dataset.h"
 #include "engine/data/idx.h"
+#include "engine/data/safetensors.h"
 #include "include/lockstep.h"
 #include "record/checkpoint.h"
 #include "record/golden.h"
@@ -156,6 +157,22 @@ static inline int fr_golden_same(const golden_file *a, const golden_file *b, cha
             x->param_hash != y->param_hash || x->traj_hash != y->traj_hash)
             return fr_fail(why, "golden round trip: row %zu changed", i);
     }
+    return 0;
+}
+
+/* golden_run_check (v2 golden files) over exactly len bytes: LS_OK, or
+ * LS_EFORMAT / LS_ENOMEM with a message; what parses pins at least one step. */
+static inline int fr_golden_run(const char *text, size_t len, char *why)
+{
+    static const ls_status allowed[] = { LS_EFORMAT, LS_ENOMEM };
+    ls_err e;
+    memset(&e, 0, sizeof e);
+    size_t steps = 0, tensors = 0;
+    ls_status st = golden_run_check(text, len, "fuzz.golden", &steps, &tensors, &e);
+    if (fr_status("golden_run_check", st, &e, allowed, 2, why))
+        return 1;
+    if (st == LS_OK && steps == 0)
+        return fr_fail(why, "golden_run_check accepted a file without rows");
     return 0;
 }
 
@@ -462,6 +479,41 @@ static inline int fr_checkpoint(const unsigned char *buf, size_t len, char *why)
         copy[len - 8 + (size_t)i] = (unsigned char)(h >> (8 * i));
     int r = fr_checkpoint1(copy, len, why);
     free(copy);
+    return r;
+}
+
+/* ---------- safetensors ---------- */
+
+/* safetensors_parse on the bytes: LS_OK, or LS_EFORMAT / LS_ENOMEM with a
+ * message; what it accepts has every tensor's bytes inside the buffer,
+ * after the header, as many as its shape and dtype say, and its names
+ * distinct. */
+static inline int fr_safetensors(const uint8_t *buf, size_t len, char *why)
+{
+    static const ls_status allowed[] = { LS_EFORMAT, LS_ENOMEM };
+    safetensors_file f;
+    ls_err e = { "" };
+    ls_status st = safetensors_parse(buf, len, "fuzz.safetensors", &f, &e);
+    if (fr_status("safetensors_parse", st, &e, allowed, 2, why))
+        return 1;
+    if (st != LS_OK)
+        return f.tensors != NULL || f.n != 0 ? fr_fail(why, "safetensors_parse failed but left tensors behind") : 0;
+    int r = 0;
+    for (size_t i = 0; i < f.n && !r; i++) {
+        const safetensors_tensor *t = &f.tensors[i];
+        if (t->data < buf + 8 || t->bytes > len || t->data > buf + len - t->bytes)
+            r = fr_fail(why, "tensor %zu '%s': its bytes lie outside the buffer", i, t->name);
+        for (size_t j = 0; j < i && !r; j++)
+            if (strcmp(f.tensors[j].name, t->name) == 0)
+                r = fr_fail(why, "tensor name '%s' accepted twice", t->name);
+        size_t count = 1;
+        for (size_t k = 0; k < t->ndim; k++)
+            count *= t->shape[k];
+        const size_t es = strcmp(t->dtype, "F32") == 0 ? 4 : 0;
+        if (!r && es != 0 && t->bytes != count * es)
+            r = fr_fail(why, "tensor '%s': %zu bytes for %zu F32 elements", t->name, t->bytes, count);
+    }
+    safetensors_free(&f);
     return r;
 }
 

@@ -20,6 +20,7 @@ for leaf in 64 32; do
 done
 # REPS and STEPS, when set, reach every script below (REPS=1 STEPS=5 for a
 # quick check that all of them run); unset, each takes its own defaults.
+echo; sh "$BENCH_LIB/atoms.sh" "$BIN"   # a step against the kernels before atoms (the atoms' cost)
 echo; sh "$BENCH_LIB/dense.sh" "$BIN"   # the MLP against the core's FP32 peak and the pair
 echo; sh "$BENCH_LIB/pool.sh" "$BIN"    # threads beyond cores, with and without a busy core
 echo; sh "$BENCH_LIB/ca.sh" "$BIN"      # the logic CA: step times, the pair, the gol training

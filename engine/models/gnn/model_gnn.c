@@ -668,7 +668,7 @@ static const ls_key gm_keys[] = {
     { "gin_eps", LS_KEY_FLOAT, "0", -0.99, 16, NULL, NULL, "epsilon of the self term (1+eps)*h_v (fixed)", 0 },
     { "hidden", LS_KEY_INT, "32", 1, 1024, NULL, NULL, "hidden width of every layer", 0 },
     { "layers", LS_KEY_INT, "3", 1, GNN_MAX_LAYERS, NULL, NULL, "message-passing layers", 0 },
-    { "leaf", LS_KEY_INT, "8", 1, 1 << 20, NULL, NULL, "samples (graphs, or nodes) per leaf", 0 },
+    { "leaf", LS_KEY_INT, "16", 1, 1 << 20, NULL, NULL, "samples per leaf (its leaves are atoms of 16: no effect)", 0 },
 };
 
 const ls_model_desc gnn_model = {

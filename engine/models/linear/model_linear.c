@@ -33,6 +33,8 @@ typedef struct {
     ls_tensor tensors[2];     /* W [dim][classes], b [classes] */
 } linear;
 
+static const unsigned char LIN_NO_DECAY[2] = { 0, 1 };   /* the bias (decay_groups=weights) */
+
 static void lin_init(const void *self, float *params, uint64_t seed)
 {
     const linear *l = self;
@@ -164,6 +166,7 @@ static ls_status lin_create(void **self, ls_model_info *info, const ls_config *c
         .flops_per_sample = 6.0 * (double)(l->dim * l->classes),
         .tensors = l->tensors,
         .n_tensors = 2,
+        .no_decay = LIN_NO_DECAY,
         .inputs = l->dim,
         .outputs = l->classes,
     };
@@ -172,7 +175,7 @@ static ls_status lin_create(void **self, ls_model_info *info, const ls_config *c
 }
 
 static const ls_key lin_keys[] = {
-    { "leaf", LS_KEY_INT, "32", 1, 1 << 20, NULL, NULL, "samples per leaf (unit of gradient work)", 0 },
+    { "leaf", LS_KEY_INT, "16", 1, 1 << 20, NULL, NULL, "samples per leaf (its leaves are atoms of 16: no effect)", 0 },
 };
 
 const ls_model_desc linear_model = {

@@ -477,7 +477,7 @@ static ls_status net_create(void **self, ls_model_info *info, const ls_config *c
 static const ls_key net_keys[] = {
     { "bits", LS_KEY_INT, "3", 1, 15, NULL, NULL, "thresholds per input value (at i/(bits+1))", 0 },
     { "layers", LS_KEY_LIST, "8000x6", 1, 1 << 20, NULL, NULL, "gate layer widths, e.g. 8000x6 or 128x17,64,32", 1 },
-    { "leaf", LS_KEY_INT, "32", 1, 1 << 20, NULL, NULL, "samples per leaf (unit of gradient work)", 0 },
+    { "leaf", LS_KEY_INT, "16", 1, 1 << 20, NULL, NULL, "samples per leaf (its leaves are atoms of 16: no effect)", 0 },
     { "residual", LS_KEY_FLOAT, "0", 0, 1e6, NULL, NULL,
       "init: logit of gate A (pass-through), others 0; 0 = Gaussian logits", 0 },
     { "tau", LS_KEY_FLOAT, "10", 1e-6, 1e6, NULL, NULL, "GroupSum temperature", 0 },

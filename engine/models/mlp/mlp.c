@@ -23,6 +23,7 @@
 #include "engine/num/dense.h"
 #include "engine/num/dmath.h"
 #include "engine/num/rng.h"
+#include "reduce/tree.h"
 
 #define MLP_ALIGN 64
 
@@ -267,11 +268,13 @@ double mlp_leaf(const mlp *m, const float *params, const float *x, const uint8_t
      *   s     = 0.0 + e_0 + e_1 + ... + e_{C-1},   e_i = dmath_exp((double)z_i - m_b)
      *   loss_b = dmath_log(s) - ((double)z_y - m_b)
      *   dz_i  = (float)(e_i / s) - (i == y ? 1.0f : 0.0f)     (a float subtraction)
-     * and loss = 0.0 + loss_0 + loss_1 + ... in sample order. A label >= C
+     * and the leaf's loss is the sum of the loss_b over atoms (tree_atoms),
+     * as every sum over samples is. A label >= C
      * (a corrupt data set) gives a NaN loss, which stops the run as diverged. */
     const float *z = scratch_at(scratch, m->act_off[L - 1]);
     float *dz = scratch_at(scratch, m->grad_off[0]);
-    double loss = 0.0;
+    tree_atoms loss;
+    tree_atoms_init(&loss);
     for (size_t b = 0; b < count; b++) {
         const float *zb = z + b * C;
         float *db = dz + b * C;
@@ -288,14 +291,14 @@ double mlp_leaf(const mlp *m, const float *params, const float *x, const uint8_t
         }
         const size_t yb = y[b];
         const double lb = yb < C ? dmath_log(s) - ((double)zb[yb] - mb) : (double)NAN;
-        loss = loss + lb;
+        tree_atoms_add(&loss, lb);
         for (size_t i = 0; i < C; i++)
             db[i] = (float)(e[i] / s) - (i == yb ? 1.0f : 0.0f);
     }
 
     /* Backward, last layer first. dout is d(loss)/d(output of layer l) for
-     * the leaf's samples; its weight gradient is a sum over the samples in
-     * order (dense_backward_weights), added to grad when accumulating. */
+     * the leaf's samples; its weight gradient is a sum over the samples by
+     * atoms (dense_backward_weights), added to grad when accumulating. */
     const float *dout = dz;
     int cur = 0;
     for (size_t l = L; l-- > 0;) {
@@ -313,7 +316,7 @@ double mlp_leaf(const mlp *m, const float *params, const float *x, const uint8_t
         dout = dh;
         cur = 1 - cur;
     }
-    return loss;
+    return tree_atoms_end(&loss);
 }
 
 void mlp_logits(const mlp *m, const float *params, const float *x, size_t count, float *logits, void *scratch)

@@ -32,6 +32,7 @@ typedef struct {
     size_t x_bytes, y_bytes;  /* gather area at the front of the scratch */
     ls_tensor tensors[2 * MLP_MAX_LAYERS];
     char names[2 * MLP_MAX_LAYERS][24];  /* "W1", "b1", ... (room for any size_t) */
+    unsigned char no_decay[2 * MLP_MAX_LAYERS];   /* the biases (decay_groups=weights) */
 } mlp_model_t;
 
 static void mm_init(const void *self, float *params, uint64_t seed)
@@ -169,6 +170,7 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
             t->name = a->names[2 * l + (size_t)bias];
             t->offset = mlp_tensor(a->net, l, bias, t->shape);
             t->ndim = bias ? 1 : 2;
+            a->no_decay[2 * l + (size_t)bias] = (unsigned char)bias;
         }
     /* Multiply-adds of the forward pass, the weight gradient and the input
      * gradient (none into the first layer's input), two operations each. */
@@ -190,6 +192,7 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
         .prepare_parts = mlp_prepare_parts(a->net),
         .tensors = a->tensors,
         .n_tensors = 2 * (n - 1),
+        .no_decay = a->no_decay,
         .inputs = a->dim,
         .outputs = data->n_classes,
     };
@@ -199,7 +202,7 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
 
 static const ls_key mm_keys[] = {
     { "hidden", LS_KEY_LIST, "256,256", 1, 65536, NULL, NULL, "hidden widths, e.g. 256,256", 0 },
-    { "leaf", LS_KEY_INT, "64", 1, 1 << 20, NULL, NULL, "samples per leaf (unit of gradient work)", 0 },
+    { "leaf", LS_KEY_INT, "64", 1, 1 << 20, NULL, NULL, "samples per leaf, 16 times a power of two (speed only)", 0 },
 };
 
 const ls_model_desc mlp_model = {
@@ -215,6 +218,7 @@ const ls_model_desc mlp_model = {
     .prepare_part = mm_prepare_part,
     .leaf = mm_leaf,
     .leaf_adds = 1,   /* its kernels add a leaf's statistics into buf as they go */
+    .leaf_atoms = 1,  /* its kernels sum a leaf over atoms (engine/num/dense.h) */
     .finish = mm_finish,
     .eval = mm_eval,
     .scores = mm_scores,

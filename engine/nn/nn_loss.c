@@ -1,0 +1,60 @@
+/* nn_loss.c — softmax cross-entropy (nn_loss.h). */
+#include "engine/nn/nn_loss.h"
+
+#include <math.h>
+
+#include "engine/num/dmath.h"
+
+ls_status nn_loss_describe(nn_layer *l, ls_err *err)
+{
+    if (l->in[1] != 1)
+        return ls_fail(err, LS_EINVAL, "xent: input width %zu; logits come as rows x 1 x classes", l->in[1]);
+    if (l->in[2] > (size_t)INT32_MAX + 1)
+        return ls_fail(err, LS_EINVAL, "xent: %zu classes; labels are int32 (0 .. 2^31-1), so at most 2^31", l->in[2]);
+    if (!nn_mul(l->in[2], sizeof(double), &l->scratch_fixed))
+        return ls_fail(err, LS_EINVAL, "xent: %zu classes are too many", l->in[2]);
+    l->scratch_fixed = nn_round64(l->scratch_fixed);
+    l->out[0] = l->out[1] = l->out[2] = 1;
+    return LS_OK;
+}
+
+/* e_i into e, returns s; *m the row's maximum. */
+static double exps(const float *z, size_t C, double *e, double *m)
+{
+    float zmax = z[0];
+    for (size_t i = 1; i < C; i++)
+        if (z[i] > zmax)
+            zmax = z[i];
+    *m = (double)zmax;
+    double s = 0.0;
+    for (size_t i = 0; i < C; i++) {
+        e[i] = dmath_exp((double)z[i] - *m);
+        s = s + e[i];
+    }
+    return s;
+}
+
+double nn_loss_xent_forward(const nn_layer *l, const float *z, const int32_t *labels, size_t n, void *scratch)
+{
+    const size_t C = l->in[2], R = n * l->in[0];
+    double *e = scratch, loss = 0.0, m;
+    for (size_t r = 0; r < R; r++, z += C) {
+        const double s = exps(z, C, e, &m);
+        const int32_t y = labels[r];
+        loss = loss + (y >= 0 && (size_t)y < C ? dmath_log(s) - ((double)z[y] - m) : (double)NAN);
+    }
+    return loss;
+}
+
+void nn_loss_xent_backward(const nn_layer *l, float *dz, const float *z, const int32_t *labels, size_t n,
+                           void *scratch)
+{
+    const size_t C = l->in[2], R = n * l->in[0];
+    double *e = scratch, m;
+    for (size_t r = 0; r < R; r++, z += C, dz += C) {
+        const double s = exps(z, C, e, &m);
+        const size_t y = labels[r] >= 0 ? (size_t)labels[r] : C;
+        for (size_t i = 0; i < C; i++)
+            dz[i] = (float)(e[i] / s) - (i == y ? 1.0f : 0.0f);
+    }
+}
