@@ -15,7 +15,9 @@
 # moves a callee's fused instruction into its caller, every function that
 # names a static function or a macro of the list (to a fixed point; a macro
 # named as an argument counts; an extern function is not inlined across
-# files without LTO, so its callers stay off). So a contraction in a function
+# files without LTO, so its callers stay off; a function made by a generator
+# macro, NN_TWIN_FMA(axpy, ...), is axpy with its _vec and _scalar twins). So
+# a contraction in a function
 # that also calls a static fmaf function is not caught; one anywhere else is.
 #
 #   sh tools/check_fma.sh [-s SRC_DIR]... BUILD_DIR | OBJECT...
@@ -51,7 +53,15 @@ find $srcs -name '*.[ch]' 2>/dev/null | sort | xargs awk '
         mac = $0; sub(/^[ \t]*#[ \t]*define[ \t]+/, "", mac); sub(/\(.*/, "", mac)
         inl[mac] = 1
     }
-    /^[A-Za-z_].*[A-Za-z_0-9][ \t]*\(/ && !/;[ \t]*$/ && !/^(typedef|struct|enum|union)/ && mac == "" {
+    # A generator macro at column 0 whose first argument is a name defines
+    # that function (engine/nn/nn.h: NN_TWIN_FMA(axpy, ...) makes axpy,
+    # axpy_vec and axpy_scalar, all static).
+    /^[A-Z][A-Z0-9_]*\([ \t]*[A-Za-z_][A-Za-z_0-9]*[ \t]*,/ && mac == "" {
+        fn = $0; sub(/^[A-Z][A-Z0-9_]*\([ \t]*/, "", fn); sub(/[ \t]*,.*/, "", fn)
+        inl[fn] = 1
+        gen = 1
+    }
+    /^[A-Za-z_].*[A-Za-z_0-9][ \t]*\(/ && !/;[ \t]*$/ && !/^(typedef|struct|enum|union)/ && mac == "" && !gen {
         s = $0; gsub(/__attribute__[ \t]*\(\([^)]*\)\)/, "", s)
         sub(/\(.*/, "", s); n = split(s, w, /[^A-Za-z_0-9]+/)
         fn = w[n]; if (fn == "") fn = w[n - 1]
@@ -70,6 +80,7 @@ find $srcs -name '*.[ch]' 2>/dev/null | sort | xargs awk '
             }
         }
         if (!cont) mac = ""
+        gen = 0
     }
     END {
         ok["fma"] = 1; ok["fmaf"] = 1; inl["fma"] = 1; inl["fmaf"] = 1
@@ -100,7 +111,10 @@ while read -r o; do
     [ -n "$hits" ] || continue
     while read -r fn count; do
         fused=$((fused + count))
-        if grep -qx "$fn" "$allow"; then
+        # A twin made by a generator macro (NAME_vec, NAME_scalar) goes with NAME.
+        base=${fn%_vec}
+        base=${base%_scalar}
+        if grep -qx "$fn" "$allow" || grep -qx "$base" "$allow"; then
             :
         else
             echo "check_fma: $o: $fn has $count fused multiply-add instruction(s) and no fma/fmaf call in its source"
