@@ -20,6 +20,13 @@ $(foreach f,$(BANNED),$(if $(filter $(f),$(CC) $(OPT) $(CFLAGS)),\
   $(error $(f) breaks the lockstep contract (docs/contract.md, arithmetic order): the arithmetic order must stay fixed)))
 
 LS_PINNED := -std=c11 -D_POSIX_C_SOURCE=200809L -D_DEFAULT_SOURCE -ffp-contract=off -fno-fast-math -fno-math-errno -fopenmp-simd
+# gcc for s390x in a strict C mode says FLT_EVAL_METHOD 1 and computes every
+# float expression in double, rounding once at the end: a*b+c is then not the
+# x86-64 or aarch64 value (engine/num/dmath.c refuses to build). The machine
+# has binary32 arithmetic; -fexcess-precision=fast uses it, one rounding per
+# operation, FLT_EVAL_METHOD 0 (make check-cross builds for s390x).
+LS_TARGET := $(shell $(CC) -dumpmachine 2>/dev/null)
+LS_PINNED += $(if $(filter s390%,$(LS_TARGET)),-fexcess-precision=fast)
 WARN      := -Wall -Wextra -Wshadow -Wconversion -Wno-sign-conversion -Wstrict-prototypes \
              -Wmissing-prototypes -Wpointer-arith -Wformat=2 $(WERROR)
 # PIC and INC_BUILD are set per target below (library objects, build facts).
@@ -53,7 +60,8 @@ TEST_OBJ := $(TEST_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_COMMON_SRC := $(filter-out tests/test_%.c tests/nn_oracle.c,$(wildcard tests/*.c))
 TEST_COMMON_OBJ := $(TEST_COMMON_SRC:%.c=$(BUILD)/obj/%.o)
 # Tests written in shell: run_tests.sh runs every executable $(BUILD)/tests/test_*.
-TEST_SH  := $(wildcard tests/test_*.sh)
+# test_fma_guard.sh needs the aarch64 cross compiler: `make check-cross` runs it.
+TEST_SH  := $(filter-out tests/test_fma_guard.sh,$(wildcard tests/test_*.sh))
 TEST_SH_BIN := $(TEST_SH:tests/%.sh=$(BUILD)/tests/%)
 # Programs the shell tests run (each a main of its own, not a shared helper).
 TEST_TOOL_BIN := $(BUILD)/tests/nn_oracle
@@ -108,7 +116,7 @@ PEER_PKGS := python3-torch libopenblas0-pthread python3-scipy
 
 .PHONY: all deps build test demo bench bench-peer golden-check golden-update help clean mpi \
         check-builds check-asan check-tsan check-layers install uninstall examples python
-.PHONY: check-report docs-cli
+.PHONY: check-report docs-cli deps-cross check-cross
 .DEFAULT_GOAL := all
 
 all: $(BIN) $(LIB) $(SO) $(SO_LINKS) $(TEST_BIN) $(TEST_SH_BIN) $(TEST_TOOL_BIN)
@@ -125,6 +133,9 @@ help:
 	@echo "make docs-cli      doc/lockstep.1 and docs/cli.md from the command table (tools/commands.c)"
 	@echo "make check-layers  every #include \"...\" goes to its own folder or a lower layer"
 	@echo "make check-builds  gcc -O0/-O2/-O3 -march=native, clang -O2/-O3 -march=native, SIMD off: golden files identical"
+	@echo "make check-cross   deps-cross + aarch64 (qemu cortex-a53, max) and s390x (qemu): golden files,"
+	@echo "                   determinism and format tests, the fused-operation guard"
+	@echo "make deps-cross    cross compilers, qemu-user and the :arm64/:s390x libraries (root)"
 	@echo "make check-asan    the whole test suite under AddressSanitizer + UndefinedBehaviorSanitizer"
 	@echo "make check-tsan    the whole test suite under ThreadSanitizer"
 	@echo "make check-report  a report of two real runs opened in headless Chromium (installed if missing):"
@@ -410,6 +421,15 @@ golden-update: $(BIN)
 check-builds: deps
 	@sh tools/check_builds.sh
 
+# Other instruction sets and byte orders (tools/check_cross.sh): the CLI and
+# test programs cross-built into build-aarch64/ and build-s390x/ and run under
+# qemu-user. Nothing of this is in DEB_PKGS: `make test` stays lean.
+deps-cross:
+	@sh tools/check_cross.sh deps
+
+check-cross: deps-cross
+	@sh tools/check_cross.sh
+
 # The sanitizer builds run the same suite (and the same binary for the CLI
 # tests) from their own folders; any report fails the run.
 SAN_COMMON := -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all
@@ -433,7 +453,7 @@ check-tsan: deps
 	@TSAN_OPTIONS=halt_on_error=1:exitcode=66 BUILD=build-tsan ONLY="$(TSAN_TESTS)" sh tests/run_tests.sh
 
 clean:
-	rm -rf $(BUILD) build-asan build-tsan build-check-* build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-check-* build-fuzz build-aarch64 build-s390x
 
 -include $(LIB_OBJ:.o=.d) $(TOOL_OBJ:.o=.d) $(TEST_OBJ:.o=.d) $(TEST_COMMON_OBJ:.o=.d)
 

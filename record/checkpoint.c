@@ -26,14 +26,9 @@
 #include <sys/types.h>
 #include <unistd.h>
 
+#include "base/bytes.h"
 #include "base/file.h"
 #include "record/hash.h"
-
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-#define CKPT_BIG_ENDIAN 1
-#else
-#define CKPT_BIG_ENDIAN 0
-#endif
 
 #define CKPT_MAGIC_BYTES 8
 
@@ -44,35 +39,7 @@ void ckpt_set_test_hook(void (*hook)(void))
     ckpt_hook = hook;
 }
 
-/* ---- little-endian fields --------------------------------------------------- */
-
-static void put_u32(unsigned char *p, uint32_t v)
-{
-    for (int i = 0; i < 4; i++)
-        p[i] = (unsigned char)((v >> (8 * i)) & 0xffu);
-}
-
-static void put_u64(unsigned char *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (unsigned char)((v >> (8 * i)) & 0xffu);
-}
-
-static uint32_t get_u32(const unsigned char *p)
-{
-    uint32_t v = 0;
-    for (int i = 3; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
-
-static uint64_t get_u64(const unsigned char *p)
-{
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--)
-        v = (v << 8) | p[i];
-    return v;
-}
+/* ---- little-endian fields: base/bytes.h ------------------------------------------- */
 
 /* int64 ↔ uint64 with the same bits, without implementation-defined casts. */
 static uint64_t i64_bits(int64_t i)
@@ -124,29 +91,30 @@ ls_status ckpt_encode_owned(unsigned char *buf, size_t cap, const ckpt_owner *ow
     if (step < 0)
         return ls_fail(err, LS_EINVAL, "checkpoint: step %lld is negative", (long long)step);
     memcpy(buf, CKPT_MAGIC, CKPT_MAGIC_BYTES);
-    put_u32(buf + 8, CKPT_VERSION);
-    put_u32(buf + 12, CKPT_HEADER_BYTES);
-    put_u64(buf + 16, config_hash);
-    put_u64(buf + 24, i64_bits(step));
-    put_u64(buf + 32, (uint64_t)n_params);
-    put_u64(buf + 40, (uint64_t)opt_bytes);
+    bytes_put_le32(buf + 8, CKPT_VERSION);
+    bytes_put_le32(buf + 12, CKPT_HEADER_BYTES);
+    bytes_put_le64(buf + 16, config_hash);
+    bytes_put_le64(buf + 24, i64_bits(step));
+    bytes_put_le64(buf + 32, (uint64_t)n_params);
+    bytes_put_le64(buf + 40, (uint64_t)opt_bytes);
     static const ckpt_owner nobody;
     if (owner == NULL)
         owner = &nobody;
     memcpy(buf + 48, owner->db_id, CKPT_DBID_BYTES);
-    put_u64(buf + 64, i64_bits(owner->run_id));
+    bytes_put_le64(buf + 64, i64_bits(owner->run_id));
     unsigned char *p = buf + CKPT_HEADER_BYTES;
-    for (size_t i = 0; i < n_params; i++) {
-        uint32_t u;
-        memcpy(&u, &params[i], sizeof u);
-        put_u32(p + 4 * i, u);
-    }
+    bytes_put_le32_words(p, params, n_params);
     p += 4 * n_params;
-    if (opt_bytes > 0)
-        memcpy(p, opt_state, opt_bytes);
+    /* The optimiser block is 32-bit words (engine/core/optim.c keeps it so),
+     * stored little-endian like θ; a trailing part word, which no optimiser
+     * has, would be copied as it is. */
+    if (opt_bytes > 0) {
+        bytes_put_le32_words(p, opt_state, opt_bytes / 4);
+        memcpy(p + opt_bytes / 4 * 4, (const unsigned char *)opt_state + opt_bytes / 4 * 4, opt_bytes % 4);
+    }
     p += opt_bytes;
     uint64_t sum = hash_bytes(buf, (size_t)(p - buf));
-    put_u64(p, sum);
+    bytes_put_le64(p, sum);
     if (state_hash != NULL)
         *state_hash = sum;
     return LS_OK;
@@ -177,7 +145,7 @@ static ls_status parse_head(const unsigned char *buf, size_t len, const char *wh
     if (len < v1_fixed)
         return ls_fail(err, LS_EFORMAT, "%s: truncated: %zu bytes, a checkpoint header has at least %zu", what,
                        len, v1_fixed);
-    uint32_t version = get_u32(buf + 8);
+    uint32_t version = bytes_get_le32(buf + 8);
     if (version < min_version || header_of(version) == 0) {
         if (min_version == CKPT_VERSION)
             return ls_fail(err, LS_EFORMAT, "%s: checkpoint version %u is not supported (this lockstep reads %d)",
@@ -185,24 +153,24 @@ static ls_status parse_head(const unsigned char *buf, size_t len, const char *wh
         return ls_fail(err, LS_EFORMAT, "%s: checkpoint version %u is not supported (this lockstep reads %u to %d)",
                        what, version, min_version, CKPT_VERSION);
     }
-    uint32_t header = get_u32(buf + 12);
+    uint32_t header = bytes_get_le32(buf + 12);
     if (header != header_of(version))
         return ls_fail(err, LS_EFORMAT, "%s: header size %u, version %u has %u", what, header, version,
                        header_of(version));
     if (len < header)
         return ls_fail(err, LS_EFORMAT, "%s: truncated: %zu bytes, a version %u header has %u", what, len, version,
                        header);
-    int64_t step = bits_i64(get_u64(buf + 24));
+    int64_t step = bits_i64(bytes_get_le64(buf + 24));
     out->version = version;
     out->header_bytes = header;
-    out->config_hash = get_u64(buf + 16);
+    out->config_hash = bytes_get_le64(buf + 16);
     out->step = step;
-    out->n_params = get_u64(buf + 32);
-    out->opt_bytes = get_u64(buf + 40);
+    out->n_params = bytes_get_le64(buf + 32);
+    out->opt_bytes = bytes_get_le64(buf + 40);
     out->has_owner = version >= 2;
     if (out->has_owner) {
         memcpy(out->owner.db_id, buf + 48, CKPT_DBID_BYTES);
-        out->owner.run_id = bits_i64(get_u64(buf + 64));
+        out->owner.run_id = bits_i64(bytes_get_le64(buf + 64));
     }
     return LS_OK;
 }
@@ -231,7 +199,7 @@ static ls_status parse_image(const unsigned char *buf, size_t len, const char *w
         return ls_fail(err, LS_EFORMAT, "%s: %s: %zu bytes, the header (%llu parameters, %llu state bytes) says %llu",
                        what, (uint64_t)len < want ? "truncated" : "trailing bytes", len,
                        (unsigned long long)h.n_params, (unsigned long long)h.opt_bytes, (unsigned long long)want);
-    uint64_t stored = get_u64(buf + len - CKPT_TRAILER_BYTES);
+    uint64_t stored = bytes_get_le64(buf + len - CKPT_TRAILER_BYTES);
     uint64_t actual = hash_bytes(buf, len - CKPT_TRAILER_BYTES);
     if (stored != actual)
         return ls_fail(err, LS_EFORMAT, "%s: checksum mismatch (stored %016llx, contents hash to %016llx): "
@@ -256,14 +224,6 @@ ls_status ckpt_parse_any(const unsigned char *buf, size_t len, const char *what,
 }
 
 /* ---- files ------------------------------------------------------------------------ */
-
-static ls_status host_check(const char *path, ls_err *err)
-{
-    if (CKPT_BIG_ENDIAN)
-        return ls_fail(err, LS_EINVAL, "%s: checkpoints are little-endian-host only (the optimiser block is "
-                       "stored as the host's bytes)", path);
-    return LS_OK;
-}
 
 static int write_all(int fd, const unsigned char *p, size_t n)
 {
@@ -313,9 +273,7 @@ ls_status ckpt_save_owned(const char *path, const ckpt_owner *owner, uint64_t co
 {
     if (path == NULL || path[0] == 0)
         return ls_fail(err, LS_EINVAL, "checkpoint: empty file name");
-    ls_status st = host_check(path, err);
-    if (st != LS_OK)
-        return st;
+    ls_status st = LS_OK;
     size_t len = ckpt_image_bytes(n_params, opt_bytes);
     if (len == 0)
         return ls_fail(err, LS_EINVAL, "%s: %zu parameters and %zu state bytes overflow the image size", path,
@@ -441,9 +399,7 @@ ls_status ckpt_load_checked(const char *path, const ckpt_expect *want, float *pa
 {
     if (path == NULL || path[0] == 0)
         return ls_fail(err, LS_EINVAL, "checkpoint: empty file name");
-    ls_status st = host_check(path, err);
-    if (st != LS_OK)
-        return st;
+    ls_status st = LS_OK;
     unsigned char *buf;
     size_t len;
     if ((st = ckpt_read_file(path, &buf, &len, err)) != LS_OK)
@@ -474,12 +430,12 @@ ls_status ckpt_load_checked(const char *path, const ckpt_expect *want, float *pa
         st = ls_fail(err, LS_EMISMATCH, "%s: checkpoint has %llu bytes of optimiser state, the optimiser has %zu",
                      path, (unsigned long long)v.opt_bytes, want->opt_bytes);
     if (st == LS_OK) {
-        for (size_t i = 0; i < want->n_params; i++) {
-            uint32_t u = get_u32(v.params + 4 * i);
-            memcpy(&params[i], &u, sizeof u);
+        bytes_get_le32_words(params, v.params, want->n_params);
+        if (want->opt_bytes > 0) {
+            bytes_get_le32_words(opt_state, v.opt_state, want->opt_bytes / 4);
+            memcpy((unsigned char *)opt_state + want->opt_bytes / 4 * 4, v.opt_state + want->opt_bytes / 4 * 4,
+                   want->opt_bytes % 4);
         }
-        if (want->opt_bytes > 0)
-            memcpy(opt_state, v.opt_state, want->opt_bytes);
         if (info != NULL) {
             memset(info, 0, sizeof *info);
             info->version = v.version;

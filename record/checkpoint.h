@@ -37,12 +37,11 @@
  * a file is deleted only by the database, and for the run, its header names.
  *
  * The trailing checksum is the checkpoint's state hash (what the record's
- * checkpoints table keeps). The optimiser block is the engine's in-memory
- * struct, copied as bytes: it holds host-endian integers and floats, so
- * checkpoint files are written and read on little-endian hosts only (x86-64,
- * aarch64 — every host lockstep supports); on a big-endian host ckpt_save and
- * ckpt_load refuse with LS_EINVAL rather than write or read a file another
- * host would misread.
+ * checkpoints table keeps). The optimiser block is the engine's state, a
+ * whole number of 32-bit words (engine/core/optim.c: its 64-bit counts are
+ * two words, low first), each stored little-endian as θ is: a file written
+ * on any byte order reads the same on the other (make check-cross runs the
+ * tests on big-endian s390x).
  *
  * Errors name the file (or the `what` given to ckpt_parse) and the problem:
  * LS_EIO (cannot read/write), LS_ENOTFOUND (no such file), LS_EFORMAT (not a

@@ -10,10 +10,12 @@
  * case (little-endian host, no NaN) hashes the caller's memory as it is: in
  * one call to libxxhash's dispatched XXH3 when the library has it (below),
  * else streamed through an XXH3 state block by block; a block with a NaN
- * (or a big-endian host) streams canonical copies instead.
+ * (or a big-endian host) streams canonical copies instead. The hash in
+ * parts reads θ as little-endian 64-bit words on either byte order.
  */
 #include "record/hash.h"
 
+#include "base/bytes.h"
 #include "base/simd.h"
 
 #include <stdlib.h>
@@ -64,20 +66,6 @@ uint64_t hash_bytes(const void *p, size_t n)
     return (uint64_t)XXH3_64bits(p, n);
 }
 
-static void hash_put_u32le(unsigned char *dst, uint32_t v)
-{
-    dst[0] = (unsigned char)(v & 0xffu);
-    dst[1] = (unsigned char)((v >> 8) & 0xffu);
-    dst[2] = (unsigned char)((v >> 16) & 0xffu);
-    dst[3] = (unsigned char)((v >> 24) & 0xffu);
-}
-
-static void hash_put_u64le(unsigned char *dst, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        dst[i] = (unsigned char)((v >> (8 * i)) & 0xffu);
-}
-
 /* NaN test on the bits, so it holds whatever the compiler assumes about NaN. */
 static int hash_is_nan32(uint32_t u)
 {
@@ -113,7 +101,7 @@ static void hash_canonical_chunk(const float *params, size_t m, unsigned char *b
         memcpy(&u, &params[j], sizeof u);
         if (hash_is_nan32(u))
             u = HASH_CANON_NAN32;
-        hash_put_u32le(buf + 4 * j, u);
+        bytes_put_le32(buf + 4 * j, u);
     }
 }
 
@@ -180,6 +168,24 @@ size_t hash_parts_words(size_t n)
     return n * sizeof(float) > XXH3_MIDSIZE_MAX ? XXH_ACC_NB * hash_full_blocks(n) : 0;
 }
 
+/* Two floats of θ as the little-endian 64-bit word their canonical bytes
+ * make: a plain load on a little-endian host, the two host words swapped
+ * into place on a big-endian one (each float's own bytes are its value). */
+static inline uint64_t hash_load_pair(const unsigned char *p)
+{
+    uint32_t lo, hi;
+    memcpy(&lo, p, sizeof lo);
+    memcpy(&hi, p + 4, sizeof hi);
+    return (uint64_t)lo | (uint64_t)hi << 32;
+}
+
+/* The secret's words as XXH3 reads them (little-endian). */
+static void hash_load_key(uint64_t *key, const unsigned char *secret, size_t words)
+{
+    for (size_t i = 0; i < words; i++)
+        key[i] = bytes_get_le64(secret + 8 * i);
+}
+
 /* The sums of `blocks` full blocks from in into out (8 words each), and
  * whether any of their floats is a NaN: a vector path per width (the
  * compilers do not find the 32 x 32 -> 64-bit multiply in the scalar loop)
@@ -192,8 +198,9 @@ static int block_sums_scalar(uint64_t *out, const unsigned char *in, size_t bloc
         for (size_t s = 0; s < HASH_STRIPES_PER_BLOCK; s++) {
             const unsigned char *p = in + k * HASH_BLOCK_BYTES + s * XXH_STRIPE_LEN;
             for (size_t i = 0; i < XXH_ACC_NB; i++) {
-                uint64_t d;
-                memcpy(&d, p + 8 * i, sizeof d);
+                /* The canonical stream's little-endian word: float 2i in
+                 * its low half, float 2i+1 in its high half. */
+                const uint64_t d = hash_load_pair(p + 8 * i);
                 const uint64_t x = d ^ key[s + i];
                 prod[i] += (x & UINT64_C(0xffffffff)) * (x >> 32);
                 data[i] += d;
@@ -285,8 +292,6 @@ static int hash_block_sums(uint64_t *out, const unsigned char *in, size_t blocks
 
 int hash_params_part(uint64_t *parts, const float *params, size_t n, size_t lo, size_t hi)
 {
-    if (HASH_BIG_ENDIAN)
-        return 1;   /* the join's caller then hashes canonical bytes */
     if (hi > n)
         hi = n;
     if (lo >= hi)
@@ -299,7 +304,7 @@ int hash_params_part(uint64_t *parts, const float *params, size_t n, size_t lo, 
     size_t rest = lo;   /* floats past the piece's full blocks: scanned only */
     if (k0 < k1) {
         uint64_t key[HASH_KEYS];
-        memcpy(key, XXH3_kSecret, sizeof key);   /* little-endian words */
+        hash_load_key(key, XXH3_kSecret, HASH_KEYS);
         nan = hash_block_sums(parts + k0 * XXH_ACC_NB, (const unsigned char *)(params + k0 * HASH_PART_FLOATS),
                               k1 - k0, key);
         rest = k1 * HASH_PART_FLOATS;
@@ -321,7 +326,7 @@ static void join_blocks(uint64_t *acc, const uint64_t *parts, size_t blocks, con
 {
     uint64_t a[XXH_ACC_NB], key[XXH_ACC_NB];
     memcpy(a, acc, sizeof a);
-    memcpy(key, secret, sizeof key);   /* little-endian words */
+    hash_load_key(key, secret, XXH_ACC_NB);
     for (size_t k = 0; k < blocks; k++)
 #if defined(__clang__)
         #pragma clang loop vectorize(disable) unroll(full)
@@ -340,17 +345,29 @@ static void join_blocks(uint64_t *acc, const uint64_t *parts, size_t blocks, con
 uint64_t hash_params_join(const uint64_t *parts, const float *params, size_t n)
 {
     const size_t len = n * sizeof(float);
-    if (HASH_BIG_ENDIAN || len <= XXH3_MIDSIZE_MAX)
+    if (len <= XXH3_MIDSIZE_MAX)
         return hash_params(params, n);   /* XXH3's short inputs have no blocks */
     XXH_ALIGN(XXH_ACC_ALIGN) xxh_u64 acc[XXH_ACC_NB] = XXH3_INIT_ACC;
-    const xxh_u8 *secret = XXH3_kSecret, *in = (const xxh_u8 *)params;
+    const xxh_u8 *secret = XXH3_kSecret;
     const size_t blocks = hash_full_blocks(n);
     join_blocks(acc, parts, blocks, secret + sizeof XXH3_kSecret - XXH_STRIPE_LEN);
+    /* The stripes after the full blocks read θ's bytes as XXH3 does: on a
+     * big-endian host from a little-endian copy of the tail (the last
+     * partial block and the stripe ending at len, at most 1088 bytes; no NaN
+     * here, the caller checked), in[off - first] being byte off. */
+    size_t first = 0;
+    const xxh_u8 *in = (const xxh_u8 *)params;
+#if HASH_BIG_ENDIAN
+    unsigned char tail[HASH_BLOCK_BYTES + XXH_STRIPE_LEN];
+    first = blocks * HASH_BLOCK_BYTES < len - XXH_STRIPE_LEN ? blocks * HASH_BLOCK_BYTES : len - XXH_STRIPE_LEN;
+    bytes_put_le32_words(tail, params + first / 4, (len - first) / 4);
+    in = tail;
+#endif
     const size_t stripes = (len - 1 - blocks * HASH_BLOCK_BYTES) / XXH_STRIPE_LEN;
     for (size_t s = 0; s < stripes; s++)
-        XXH3_accumulate_512_scalar(acc, in + blocks * HASH_BLOCK_BYTES + s * XXH_STRIPE_LEN,
+        XXH3_accumulate_512_scalar(acc, in + (blocks * HASH_BLOCK_BYTES - first) + s * XXH_STRIPE_LEN,
                                    secret + s * XXH_SECRET_CONSUME_RATE);
-    XXH3_accumulate_512_scalar(acc, in + len - XXH_STRIPE_LEN,
+    XXH3_accumulate_512_scalar(acc, in + (len - XXH_STRIPE_LEN - first),
                                secret + sizeof XXH3_kSecret - XXH_STRIPE_LEN - XXH_SECRET_LASTACC_START);
     return (uint64_t)XXH3_mergeAccs(acc, secret + XXH_SECRET_MERGEACCS_START, (xxh_u64)len * XXH_PRIME64_1);
 }
@@ -379,7 +396,7 @@ uint64_t hash_traj0(const char *config_text, uint64_t param_hash0)
     if (config_text != NULL)
         XXH3_64bits_update(&state, config_text, strlen(config_text));
     unsigned char tail[8];
-    hash_put_u64le(tail, param_hash0);
+    bytes_put_le64(tail, param_hash0);
     XXH3_64bits_update(&state, tail, sizeof tail);
     return (uint64_t)XXH3_64bits_digest(&state);
 }
@@ -387,9 +404,9 @@ uint64_t hash_traj0(const char *config_text, uint64_t param_hash0)
 uint64_t hash_traj_next(uint64_t traj_prev, uint64_t param_hash, double loss)
 {
     unsigned char buf[24];
-    hash_put_u64le(buf, traj_prev);
-    hash_put_u64le(buf + 8, param_hash);
-    hash_put_u64le(buf + 16, hash_loss_bits(loss));
+    bytes_put_le64(buf, traj_prev);
+    bytes_put_le64(buf + 8, param_hash);
+    bytes_put_le64(buf + 16, hash_loss_bits(loss));
     return (uint64_t)XXH3_64bits(buf, sizeof buf);
 }
 

@@ -17,14 +17,40 @@
 #include <float.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #if defined(__x86_64__) || (defined(__i386__) && defined(__SSE__))
 #include <xmmintrin.h>
 #define HAVE_MXCSR 1
 #endif
+#if defined(__aarch64__) && (defined(__GNUC__) || defined(__clang__))
+#define HAVE_FPCR 1
+#endif
 
 #include "engine/num/dmath.h"
+
+/* Sweep sizes: n samples, or n / LOCKSTEP_TEST_SWEEP_DIV when that is set
+ * (make check-cross sets it under qemu, where aarch64's 128-bit long double
+ * libm reference is emulated in software and the full sweeps take minutes;
+ * the bits there are checked by the known answers and the frozen grids,
+ * which always run whole). */
+static int sweep_div(void)
+{
+    static long d = 0;
+    if (d == 0) {
+        const char *e = getenv("LOCKSTEP_TEST_SWEEP_DIV");
+        const long v = e != NULL ? strtol(e, NULL, 10) : 1;
+        d = v > 1 && v < 1000000 ? v : 1;
+    }
+    return (int)d;
+}
+
+static int sweep_count(int n)
+{
+    return sweep_div() > 1 ? n / sweep_div() + 1 : n;
+}
+#define SWEEP(n) sweep_count(n)
 
 /* Bounds asserted by the sweeps. The measured maxima are lower (about 0.8
  * ulp for the double functions); the contract asks for a few ulps. */
@@ -141,19 +167,19 @@ static void test_exp_accuracy(void **state)
     (void)state;
     struct dstat st = {0};
     sweep_state = 0x9e3779b97f4a7c15ULL;
-    for (int i = 0; i < 500000; i++) { /* the whole finite range and past both ends */
+    for (int i = 0; i < SWEEP(500000); i++) { /* the whole finite range and past both ends */
         double x = next_in(-745.2, 709.8);
         dstat_add(&st, x, dmath_exp(x), expl((long double)x));
     }
-    for (int i = 0; i < 300000; i++) {
+    for (int i = 0; i < SWEEP(300000); i++) {
         double x = next_in(-1.0, 1.0);
         dstat_add(&st, x, dmath_exp(x), expl((long double)x));
     }
-    for (int i = 0; i < 100000; i++) { /* subnormal results */
+    for (int i = 0; i < SWEEP(100000); i++) { /* subnormal results */
         double x = next_in(-745.2, -708.3);
         dstat_add(&st, x, dmath_exp(x), expl((long double)x));
     }
-    for (int i = 0; i < 100000; i++) { /* near overflow */
+    for (int i = 0; i < SWEEP(100000); i++) { /* near overflow */
         double x = next_in(705.0, 709.79);
         dstat_add(&st, x, dmath_exp(x), expl((long double)x));
     }
@@ -165,21 +191,21 @@ static void test_log_accuracy(void **state)
     (void)state;
     struct dstat st = {0};
     sweep_state = 0x6a09e667f3bcc909ULL;
-    for (int i = 0; i < 300000; i++) { /* any positive finite double */
+    for (int i = 0; i < SWEEP(300000); i++) { /* any positive finite double */
         double x = dfrom(next_u64() & 0x7fffffffffffffffULL);
         if (!(x > 0.0) || isinf(x))
             continue;
         dstat_add(&st, x, dmath_log(x), logl((long double)x));
     }
-    for (int i = 0; i < 100000; i++) { /* subnormals */
+    for (int i = 0; i < SWEEP(100000); i++) { /* subnormals */
         double x = dfrom((next_u64() & 0x000fffffffffffffULL) | 1);
         dstat_add(&st, x, dmath_log(x), logl((long double)x));
     }
-    for (int i = 0; i < 400000; i++) { /* [0.5, 2], where the reduction does nothing */
+    for (int i = 0; i < SWEEP(400000); i++) { /* [0.5, 2], where the reduction does nothing */
         double x = next_in(0.5, 2.0);
         dstat_add(&st, x, dmath_log(x), logl((long double)x));
     }
-    for (int i = 0; i < 200000; i++) { /* near 1, where log is small */
+    for (int i = 0; i < SWEEP(200000); i++) { /* near 1, where log is small */
         double x = next_in(1.0 - 0x1p-10, 1.0 + 0x1p-10);
         dstat_add(&st, x, dmath_log(x), logl((long double)x));
     }
@@ -209,17 +235,17 @@ static void test_trig_accuracy(void **state)
     (void)state;
     struct dstat sst = {0}, cst = {0};
     sweep_state = 0xbb67ae8584caa73bULL;
-    for (int i = 0; i < 400000; i++) {
+    for (int i = 0; i < SWEEP(400000); i++) {
         double x = next_in(-8.0, 8.0);
         dstat_add(&sst, x, dmath_sin(x), sinl((long double)x));
         dstat_add(&cst, x, dmath_cos(x), cosl((long double)x));
     }
-    for (int i = 0; i < 100000; i++) { /* the Box-Muller range */
+    for (int i = 0; i < SWEEP(100000); i++) { /* the Box-Muller range */
         double x = next_in(0.0, 6.283185307179586);
         dstat_add(&sst, x, dmath_sin(x), sinl((long double)x));
         dstat_add(&cst, x, dmath_cos(x), cosl((long double)x));
     }
-    for (int i = 0; i < 50000; i++) { /* small arguments */
+    for (int i = 0; i < SWEEP(50000); i++) { /* small arguments */
         double x = ldexp(next_in(1.0, 2.0), -(int)(next_u64() % 40));
         dstat_add(&sst, x, dmath_sin(x), sinl((long double)x));
         dstat_add(&cst, x, dmath_cos(x), cosl((long double)x));
@@ -245,7 +271,7 @@ static void float_sweep(const char *name, float (*fn)(float), float (*ref)(float
     long n = 0, differ = 0;
     float worst = 0.0f;
     for (uint32_t sign = 0; sign < 2; sign++) {
-        for (uint32_t u = 0; u < 0x7f800000u; u += 2053u) {
+        for (uint32_t u = 0; u < 0x7f800000u; u += 2053u * (uint32_t)sweep_div()) {
             float x = ffrom(u | (sign << 31));
             float got = fn(x), want = ref(x);
             long long d = float_ulps(got, want);
@@ -754,6 +780,50 @@ static void test_fpenv_mxcsr(void **state)
 }
 #endif
 
+#ifdef HAVE_FPCR
+static uint64_t get_fpcr(void)
+{
+    uint64_t v;
+    __asm__ __volatile__("mrs %0, fpcr" : "=r"(v));
+    return v;
+}
+
+static void set_fpcr(uint64_t v)
+{
+    __asm__ __volatile__("msr fpcr, %0" : : "r"(v));
+}
+
+/* Sets FPCR to fpcr | bits, runs the check, restores, then returns: the
+ * aarch64 twin of check_with_mxcsr (run under qemu by make check-cross). */
+static ls_status check_with_fpcr(uint64_t bits, ls_err *err)
+{
+    uint64_t saved = get_fpcr();
+    set_fpcr(saved | bits);
+    ls_status st = dmath_check_fpenv(err);
+    set_fpcr(saved);
+    return st;
+}
+
+static void test_fpenv_fpcr(void **state)
+{
+    (void)state;
+    ls_err err = {{0}};
+    assert_int_equal(check_with_fpcr(1ull << 24, &err), LS_EFPENV); /* FZ */
+    printf("  FZ: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "flush-to-zero is on (FPCR=0x"));
+    assert_non_null(strstr(err.msg, "lockstep needs IEEE denormals"));
+
+    memset(&err, 0, sizeof err);
+    assert_int_equal(check_with_fpcr(1ull << 25, &err), LS_EFPENV); /* DN */
+    printf("  DN: %s\n", err.msg);
+    assert_non_null(strstr(err.msg, "default-NaN is on (FPCR=0x"));
+
+    /* Everything restored. */
+    assert_int_equal(dmath_check_fpenv(NULL), LS_OK);
+    assert_int_equal(get_fpcr() & (3ull << 24), 0);
+}
+#endif
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -771,6 +841,9 @@ int main(void)
         cmocka_unit_test(test_fpenv_rounding),
 #ifdef HAVE_MXCSR
         cmocka_unit_test(test_fpenv_mxcsr),
+#endif
+#ifdef HAVE_FPCR
+        cmocka_unit_test(test_fpenv_fpcr),
 #endif
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;

@@ -183,7 +183,8 @@ static void test_malformed(void **state)
 {
     (void)state;
     uint8_t buf[512];
-    const float four[4] = { 1, 2, 3, 4 };
+    /* 1, 2, 3, 4 as '<f4' says: little-endian binary32, on any host. */
+    const uint8_t four[16] = { 0, 0, 0x80, 0x3f, 0, 0, 0, 0x40, 0, 0, 0x40, 0x40, 0, 0, 0x80, 0x40 };
     const char *ok = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 2), }\n";
     size_t n = craft(buf, 1, ok, four, sizeof four);
     npy_array a;

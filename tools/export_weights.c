@@ -3,6 +3,8 @@
 #include "tools/export_weights.h"
 #include "tools/escape.h"
 
+#include "base/bytes.h"
+
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -189,8 +191,7 @@ int export_weights(const cli_args *a, const char *path)
             st = safetensors_header(&hb, ts, n_ts, &run, &info, &err);
             if (st == LS_OK) {
                 unsigned char len8[8];
-                for (int k = 0; k < 8; k++)
-                    len8[k] = (unsigned char)((uint64_t)hb.len >> (8 * k));
+                bytes_put_le64(len8, (uint64_t)hb.len);
                 fwrite(len8, 1, sizeof len8, out.f);
                 fwrite(hb.p, 1, hb.len, out.f);
             }

@@ -19,13 +19,28 @@
 
 enum { OPT_SGD, OPT_ADAMW };
 
-/* The persistent part, saved in checkpoints as one block: header then moments. */
+/* The persistent part, saved in checkpoints as one block: header then
+ * moments. Every field is a 32-bit word, so the checkpoint stores the block
+ * as little-endian words on any host (record/checkpoint.h); the 64-bit counts
+ * are two words, low first, which on a little-endian host is the layout of
+ * an int64_t, so files written before are read as they were. */
 typedef struct {
-    int64_t t;          /* steps taken */
-    float beta1_t;      /* β1^t */
-    float beta2_t;      /* β2^t */
-    uint64_t n;         /* elements per moment */
+    uint32_t t_lo, t_hi;   /* steps taken */
+    float beta1_t;         /* β1^t */
+    float beta2_t;         /* β2^t */
+    uint32_t n_lo, n_hi;   /* elements per moment */
 } optim_header;
+
+static int64_t optim_get_t(const optim_header *h)
+{
+    return (int64_t)((uint64_t)h->t_hi << 32 | h->t_lo);
+}
+
+static void optim_set_t(optim_header *h, int64_t t)
+{
+    h->t_lo = (uint32_t)((uint64_t)t & 0xffffffffu);
+    h->t_hi = (uint32_t)((uint64_t)t >> 32);
+}
 
 /* A range of θ that takes no weight decay (decay_groups=weights). */
 typedef struct {
@@ -87,10 +102,11 @@ ls_status optim_create(optim **out, const ls_config *cfg, size_t n_params, ls_er
     o->head = (optim_header *)(void *)o->state;
     o->m = (float *)(void *)(o->state + sizeof(optim_header));
     o->v = o->kind == OPT_ADAMW ? o->m + n_params : NULL;
-    o->head->t = 0;
+    optim_set_t(o->head, 0);
     o->head->beta1_t = 1.0f;
     o->head->beta2_t = 1.0f;
-    o->head->n = n_params;
+    o->head->n_lo = (uint32_t)((uint64_t)n_params & 0xffffffffu);
+    o->head->n_hi = (uint32_t)((uint64_t)n_params >> 32);
     *out = o;
     return LS_OK;
 }
@@ -172,12 +188,12 @@ float optim_lr_at(const ls_config *cfg, int64_t t)
 void optim_begin_step(optim *o)
 {
     optim_header *h = o->head;
-    h->t++;
+    optim_set_t(h, optim_get_t(h) + 1);
     h->beta1_t = h->beta1_t * o->beta1;
     h->beta2_t = h->beta2_t * o->beta2;
     o->bc1 = 1.0f - h->beta1_t;
     o->bc2 = 1.0f - h->beta2_t;
-    o->lr_now = optim_lr_at(&o->sched, h->t);
+    o->lr_now = optim_lr_at(&o->sched, optim_get_t(h));
     o->decay = 1.0f - o->lr_now * o->weight_decay;
     o->gscale = 1.0f;
 }
@@ -844,5 +860,5 @@ void *optim_state_ptr(optim *o)
 
 int64_t optim_step(const optim *o)
 {
-    return o->head->t;
+    return optim_get_t(o->head);
 }

@@ -20,6 +20,7 @@
 #include <xxhash.h>
 #include <zlib.h>
 
+#include "base/bytes.h"
 #include "base/file.h"
 
 /* Refuse to inflate more than this: a gzip bomb should fail cleanly, and no
@@ -57,7 +58,7 @@ static ls_status gunzip(const char *path, const uint8_t *src, size_t src_len, ui
     size_t cap = 4096;
     if (src_len >= 18) {
         const uint8_t *t = src + src_len - 4;
-        size_t isize = (size_t)t[0] | ((size_t)t[1] << 8) | ((size_t)t[2] << 16) | ((size_t)t[3] << 24);
+        size_t isize = bytes_get_le32(t);
         if (isize > cap && isize / 1032 <= src_len)
             cap = isize;
     }
@@ -161,11 +162,6 @@ ls_status idx_read_gz(const char *path, uint8_t **buf, size_t *len, uint64_t *gz
 
 /* ---------- IDX ---------- */
 
-static uint32_t be32(const uint8_t *p)
-{
-    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
-}
-
 ls_status idx_parse(const uint8_t *buf, size_t len, uint32_t magic, uint32_t dims[3],
                     const uint8_t **data, size_t *data_len, const char *what, ls_err *err)
 {
@@ -182,7 +178,7 @@ ls_status idx_parse(const uint8_t *buf, size_t len, uint32_t magic, uint32_t dim
         return ls_fail(err, LS_EINVAL, "%s: no buffer", what);
     if (len < 4)
         return ls_fail(err, LS_EFORMAT, "%s: truncated IDX header (%zu bytes)", what, len);
-    uint32_t got = be32(buf);
+    uint32_t got = bytes_get_be32(buf);
     if (got != magic)
         return ls_fail(err, LS_EFORMAT, "%s: bad magic number 0x%08x, expected 0x%08x", what,
                        (unsigned)got, (unsigned)magic);
@@ -192,7 +188,7 @@ ls_status idx_parse(const uint8_t *buf, size_t len, uint32_t magic, uint32_t dim
     size_t need = 1;
     int overflow = 0;
     for (uint32_t i = 0; i < ndims; i++) {
-        dims[i] = be32(buf + 4 + 4 * i);
+        dims[i] = bytes_get_be32(buf + 4 + 4 * i);
         if (dims[i] != 0 && need > SIZE_MAX / dims[i])
             overflow = 1;
         else

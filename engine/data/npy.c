@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 
+#include "base/bytes.h"
 #include "base/file.h"
 
 static const uint8_t NPY_MAGIC[6] = { 0x93, 'N', 'U', 'M', 'P', 'Y' };
@@ -296,19 +297,11 @@ int64_t npy_int(const npy_array *a, size_t i)
 void npy_write_f32le(FILE *f, const float *x, size_t n)
 {
     unsigned char buf[4096];
-    size_t at = 0;
-    for (size_t i = 0; i < n; i++) {
-        uint32_t u;
-        memcpy(&u, &x[i], sizeof u);
-        for (int k = 0; k < 4; k++)
-            buf[at++] = (unsigned char)(u >> (8 * k));
-        if (at == sizeof buf) {
-            fwrite(buf, 1, at, f);
-            at = 0;
-        }
+    for (size_t i = 0; i < n; i += sizeof buf / 4) {
+        const size_t m = n - i < sizeof buf / 4 ? n - i : sizeof buf / 4;
+        bytes_put_le32_words(buf, x + i, m);
+        fwrite(buf, 1, 4 * m, f);
     }
-    if (at > 0)
-        fwrite(buf, 1, at, f);
 }
 
 void npy_write_header(FILE *f, const char *descr, const size_t *shape, size_t ndim)

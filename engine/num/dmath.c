@@ -393,6 +393,15 @@ ls_status dmath_check_fpenv(ls_err *err)
                        "floating-point environment: flush-inputs-to-zero is on (FPCR=0x%llx); "
                        "lockstep needs IEEE denormals",
                        (unsigned long long)fpcr);
+    /* DN (bit 25) makes every NaN result the default NaN, whatever the
+     * operands' payloads; x86-64 propagates the first operand's payload. The
+     * hashes canonicalise NaNs, but a run that relies on DN is not the run the
+     * contract describes, so it is refused like FZ. */
+    if (fpcr & (1ull << 25))
+        return ls_fail(err, LS_EFPENV,
+                       "floating-point environment: default-NaN is on (FPCR=0x%llx); "
+                       "lockstep needs NaN propagation as IEEE 754 describes it",
+                       (unsigned long long)fpcr);
 #endif
     return LS_OK;
 }

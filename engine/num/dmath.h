@@ -28,7 +28,7 @@ double dmath_sin(double x);
 double dmath_cospi(double x);
 
 /* LS_OK when rounding is to nearest and denormals are neither flushed to zero
- * nor treated as zero (x86 MXCSR FTZ/DAZ, aarch64 FPCR.FZ); otherwise
+ * nor treated as zero (x86 MXCSR FTZ/DAZ, aarch64 FPCR.FZ), nor NaNs made default (FPCR.DN); otherwise
  * LS_EFPENV with a line saying which. */
 ls_status dmath_check_fpenv(ls_err *err);
 
