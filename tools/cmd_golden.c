@@ -69,8 +69,11 @@ static int run_failed(const char *path, ls_status st, const ls_err *err)
     return cli_exit_code(st) == EXIT_DIFFER ? EXIT_DIFFER : EXIT_USAGE;
 }
 
-/* Returns an exit code: 0 match, 1 differ, 2 bad file, 130 interrupted. */
-static int check_one(golden_job *j)
+/* Returns an exit code: 0 match, 1 differ, 2 bad file, 130 interrupted.
+ * threads[0 .. n_threads): the thread counts (CHECK_THREADS unless
+ * --threads); prefix > 0: only steps 0 .. prefix (--steps: the first steps
+ * of a file too slow to re-run whole, as under an emulator). */
+static int check_one(golden_job *j, const int *threads_list, size_t n_threads, int64_t prefix)
 {
     ls_err err = { "" };
     const golden_file *g = &j->g;
@@ -80,6 +83,9 @@ static int check_one(golden_job *j)
     if (st != LS_OK)
         return run_failed(path, run_interrupted ? LS_EINTR : st, &err);
     int64_t steps = (int64_t)g->n_steps - 1;
+    if (prefix > 0 && prefix < steps)
+        steps = prefix;
+    const size_t n_rows = (size_t)steps + 1;
     ls_step *rows = calloc(g->n_steps, sizeof *rows);
     if (rows == NULL) {
         dataset_destroy(data);
@@ -88,8 +94,8 @@ static int check_one(golden_job *j)
     }
     int rc = EXIT_OK;
     char threads_done[64] = "";
-    for (size_t ti = 0; ti < sizeof CHECK_THREADS / sizeof CHECK_THREADS[0] && rc == EXIT_OK; ti++) {
-        int threads = CHECK_THREADS[ti];
+    for (size_t ti = 0; ti < n_threads && rc == EXIT_OK; ti++) {
+        int threads = threads_list[ti];
         run_opts o = { .cfg = j->cfg, .threads = threads, .steps = steps, .data = data, .rows = rows };
         run_result r;
         st = run_train(&o, &r, &err);
@@ -97,7 +103,7 @@ static int check_one(golden_job *j)
             rc = run_failed(path, st, &err);
             break;
         }
-        for (size_t i = 0; i < g->n_steps; i++) {
+        for (size_t i = 0; i < n_rows; i++) {
             if (i > (size_t)r.steps_done || !same_row(&rows[i], &g->steps[i])) {
                 char want[160], got[160] = "(no such step: the run stopped early)";
                 golden_format_step(&g->steps[i], want, sizeof want);
@@ -113,7 +119,10 @@ static int check_one(golden_job *j)
         snprintf(threads_done + strlen(threads_done), sizeof threads_done - strlen(threads_done), "%s%d",
                  ti ? "," : "", threads);
     }
-    if (rc == EXIT_OK)
+    if (rc == EXIT_OK && n_rows < g->n_steps)
+        printf("golden: %s matches its first %lld of %zu steps (at threads %s)\n", path, (long long)steps,
+               g->n_steps - 1, threads_done);
+    else if (rc == EXIT_OK)
         printf("golden: %s matches (%lld steps at threads %s)\n", path, (long long)steps, threads_done);
     free(rows);
     dataset_destroy(data);
@@ -334,13 +343,18 @@ int cmd_golden(int argc, char **argv)
     /* update takes train flags (creating FILE from them); check none. */
     cli_args a;
     ls_err err = { "" };
+    /* cli_args holds a default thread count; check's default is its own list. */
+    int threads_given = 0;
+    for (int i = 0; i < argc && strcmp(argv[i], "--") != 0; i++)
+        threads_given |= strncmp(argv[i], "--threads", 9) == 0 && (argv[i][9] == '\0' || argv[i][9] == '=');
     golden_args ga = { update, calloc((size_t)argc + 1, sizeof(char *)), 0 };
     if (ga.files == NULL) {
         fputs("lockstep golden: out of memory\n", stderr);
         return EXIT_USAGE;
     }
-    ls_status st = cli_parse_cmd("golden", argc, argv, update ? CLI_CONFIG | CLI_STEPS_FLAG : 0, -1, golden_arg, &ga,
-                                 &a, &err);
+    ls_status st = cli_parse_cmd("golden", argc, argv,
+                                 update ? CLI_CONFIG | CLI_STEPS_FLAG : CLI_THREAD_LIST | CLI_STEPS_FLAG, -1, golden_arg,
+                                 &ga, &a, &err);
     if (st == LS_OK && a.help) {
         command_usage(me, stdout);
         free(ga.files);
@@ -414,7 +428,9 @@ int cmd_golden(int argc, char **argv)
         rc = update_files(jobs, n_files);
     } else if (rc == EXIT_OK) {
         for (int i = 0; i < n_files && rc != EXIT_INTERRUPTED && rc != EXIT_USAGE; i++) {
-            int r = check_one(&jobs[i]);
+            int r = threads_given ? check_one(&jobs[i], a.threads, (size_t)a.n_threads, a.steps_given ? a.steps : 0)
+                                    : check_one(&jobs[i], CHECK_THREADS, sizeof CHECK_THREADS / sizeof CHECK_THREADS[0],
+                                                a.steps_given ? a.steps : 0);
             if (r == EXIT_USAGE || r == EXIT_INTERRUPTED || (r == EXIT_DIFFER && rc == EXIT_OK))
                 rc = r;
         }

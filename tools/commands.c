@@ -192,7 +192,8 @@ static const flag_spec BENCH_FLAGS[] = {
 };
 
 static const flag_spec GOLDEN_FLAGS[] = {
-    { "--steps", NULL, "N", "update FILE from flags: the steps to pin", NULL },
+    { "--steps", NULL, "N", "update FILE from flags: the steps to pin; check: only the first N steps", NULL },
+    { "--threads", NULL, "LIST", "check: the thread counts (default 1,2,3,8)", NULL },
     { "--db", NULL, "FILE", "save and compare: the SQLite record (default runs.db)", "a file name" },
 };
 
@@ -433,7 +434,7 @@ static const command COMMANDS[] = {
       FLAGS(EQUIV_FLAGS),
       "exit status: 0 all identical, 1 some run differs, 2 bad usage or input" },
     { "golden", cmd_golden,
-      { "check [FILE...]", "update [FILE...]", "update FILE --steps N [train flags]",
+      { "check [FILE...] [--threads 1,2,3,8] [--steps N]", "update [FILE...]", "update FILE --steps N [train flags]",
         "save RUN FILE [--db FILE]", "compare FILE RUN [--db FILE]" },
       "re-run the golden files at several thread counts, or rewrite them; pin a recorded run",
       "check re-runs each golden file's config at 1, 2, 3 and 8 threads and compares every step\n"
