@@ -1182,6 +1182,8 @@ static const bad_row BAD[] = {
     { "--init data_offsets past the data", S_SAFETENSORS, "offsets", { T, "--init", "w.safetensors" },
       { "w.safetensors", "'b2'", "data_offsets" }, "w.safetensors", NULL, 0, 0 },
     /* -- declared models (seq, cnn): the layers text, the image shape -- */
+#define RELU10 "relu,relu,relu,relu,relu,relu,relu,relu,relu,relu"
+#define RELU60 RELU10 "," RELU10 "," RELU10 "," RELU10 "," RELU10 "," RELU10
     { "--layers a bad token", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:8,relu2,dense:4" },
       { "layers", "token 2", "'relu2'" }, NULL, NULL, 0, 0 },
     { "--layers an empty token", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:8,,dense:4" },
@@ -1197,8 +1199,8 @@ static const bad_row BAD[] = {
     { "--layers a pool larger than the image", S_PLAIN, NULL,
       { T, "--model", "seq", "--image", "4,4,1", "--layers", "maxpool8,dense:4" }, { "layers", "token 1", "8 x 8" },
       NULL, NULL, 0, 0 },
-    { "--layers longer than a text value", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu,relu" },
-      { "--layers" }, NULL, NULL, 0, 0 },
+    { "--layers longer than a text value", S_PLAIN, NULL, { T, "--model", "seq", "--layers", RELU60 },
+      { "--layers", "299 characters", "at most 255" }, NULL, NULL, 0, 0 },
     { "--image not the data's size", S_PLAIN, NULL, { T, "--model", "seq", "--image", "3,3,3", "--layers", "dense:4" },
       { "image", "3 x 3 x 3", "16 features" }, NULL, NULL, 0, 0 },
     { "--image two sizes", S_PLAIN, NULL, { T, "--model", "seq", "--image", "4,4", "--layers", "dense:4" },

@@ -167,9 +167,11 @@ static void test_cnn(void **state)
 static void test_seq_every_layer(void **state)
 {
     (void)state;
-    static const char *const KV[] = { "image", "28,28,1", "layers",
-                                      "conv3x3:4,relu,maxpool2,conv5x5:6,gelu,avgpool2,layernorm,dense:16,relu,dense:10",
-                                      "batch", "37", "lr", "0.01", NULL };
+    static const char *const KV[] = {
+        "image", "28,28,1", "layers",
+        "conv3x3:4,relu,maxpool2,conv5x5:6,gelu,avgpool2,layernorm,dense:16,relu,dense:10",
+        "batch", "37", "lr", "0.01", NULL,
+    };
     one_trajectory("seq", KV, 4);
 }
 

@@ -251,7 +251,10 @@ static ls_status parse_value(const ls_key *k, const char *value, config_value *v
     switch (k->type) {
     case LS_KEY_TEXT: {
         size_t n = strlen(value);
-        int ok = n > 0 && n < sizeof v->s;
+        if (n >= sizeof v->s)
+            return ls_fail(err, LS_EINVAL, "%s%s: a value of %zu characters; at most %zu", dash, shown, n,
+                           sizeof v->s - 1);
+        int ok = n > 0;
         if (ok && k->choices != NULL) {
             ok = 0;
             for (const char *c = k->choices; *c;) {

@@ -204,8 +204,9 @@ ls_status seq_create(seq **out, const seq_decl *d, const size_t in[3], size_t cl
             return st;
         }
         if (i == d->n && l->in[2] != classes) {
-            const ls_status st = ls_fail(err, LS_EINVAL, "layers: the last layer gives %zu outputs, the task has %zu classes",
-                           l->in[2], classes);
+            const ls_status st = ls_fail(err, LS_EINVAL,
+                                         "layers: the last layer gives %zu outputs, the task has %zu classes",
+                                         l->in[2], classes);
             free(s);
             return st;
         }
@@ -223,7 +224,8 @@ ls_status seq_create(seq **out, const seq_decl *d, const size_t in[3], size_t cl
         size_t b_out, b_act;
         if (!nn_add(np, l->n_params, &np) || !floats_bytes(max_n, l->out_size, &b_out) ||
             !floats_bytes(max_n, l->act_floats, &b_act)) {
-            const ls_status st = ls_fail(err, LS_EINVAL, "layers: token %zu (%s) is too large", i + 1, kind_name(l->kind));
+            const ls_status st =
+                ls_fail(err, LS_EINVAL, "layers: token %zu (%s) is too large", i + 1, kind_name(l->kind));
             free(s);
             return st;
         }
