@@ -147,7 +147,7 @@ typedef enum {
 } ls_key_type;
 
 #define LS_LIST_MAX 64
-#define LS_TEXT_MAX 64
+#define LS_TEXT_MAX 256   /* a TEXT value, its terminating NUL included (a declared model's layers) */
 
 /* A config key declared by a model, a task or the engine. The flag is
  * "--name" with '-' for '_'. A key is in a run's config (and its canonical

@@ -187,6 +187,77 @@ def run(c):
     return case
 
 
+def model_forward(layers, x, p):
+    """A declared network (engine/models/seq/seq.h's grammar) in torch:
+    x NHWC; dense reads its input flat (NHWC order, as seq does)."""
+    for i, tok in enumerate(layers.split(","), start=1):
+        w = p.get("%d.w" % i)
+        b = p.get("%d.b" % i)
+        if tok.startswith("dense:"):
+            x = (x.reshape(x.shape[0], -1) @ w + b).reshape(x.shape[0], 1, 1, -1)
+        elif tok.startswith("conv"):
+            kk = int(tok[4:tok.index("x")])
+            C, O = x.shape[3], w.shape[1]
+            wt = w.reshape(kk, kk, C, O).permute(3, 2, 0, 1)
+            x = F.conv2d(x.permute(0, 3, 1, 2), wt, b, padding=(kk - 1) // 2).permute(0, 2, 3, 1)
+        elif tok.startswith("maxpool") or tok.startswith("avgpool"):
+            pool = F.max_pool2d if tok.startswith("max") else F.avg_pool2d
+            x = pool(x.permute(0, 3, 1, 2), int(tok[7:])).permute(0, 2, 3, 1)
+        elif tok == "relu":
+            x = torch.relu(x)
+        elif tok == "gelu":
+            x = F.gelu(x, approximate="tanh")
+        elif tok == "layernorm":
+            x = F.layer_norm(x, (x.shape[3],), p["%d.gain" % i], p["%d.bias" % i], 1e-5)
+        else:
+            raise ValueError("token %s" % tok)
+    return x.reshape(x.shape[0], -1)
+
+
+def run_model(line):
+    f = line.split()
+    name, n, H, W, C, classes, L, layers = f[0], int(f[1]), int(f[2]), int(f[3]), int(f[4]), int(f[5]), int(f[6]), f[7]
+    case = Case(dict(name=name, L=L))
+    w = load(name, "w")
+    dw = load(name, "dw")
+    p = {}
+    for spec in f[8].split(","):
+        tname, off, d0, d1 = spec.split(":")
+        shape = (int(d0),) if int(d1) == 0 else (int(d0), int(d1))
+        p[tname] = (int(off), shape)
+    leaves = {t: t64(w[off:off + int(np.prod(shape))].reshape(shape), True) for t, (off, shape) in p.items()}
+    x = t64(load(name, "x").reshape(n, H, W, C))
+    ids = torch.tensor(load(name, "ids").astype(np.int64))
+    z = model_forward(layers, x, leaves)
+    if z.shape[1] != classes:
+        case.fails.append("%d logits, %d classes" % (z.shape[1], classes))
+        return case
+    loss = F.cross_entropy(z, ids, reduction="sum")
+    loss.backward()
+    case.cmp("loss", load(name, "y"), loss.reshape(1))
+    for t, (off, shape) in p.items():
+        case.cmp("d" + t, dw[off:off + int(np.prod(shape))], leaves[t].grad)
+    return case
+
+
+def report(name, run_case):
+    print("[ RUN      ] %s" % name)
+    try:
+        case = run_case()
+    except Exception as e:  # a crash in one case fails it, not the others
+        print("[  FAILED  ] %s" % name)
+        print("    %s: %s" % (type(e).__name__, e))
+        return 1
+    if case.fails:
+        print("[  FAILED  ] %s" % name)
+        print("    error / (L * 2^-24): " + ", ".join(case.notes))
+        for m in case.fails:
+            print("    " + m)
+        return 1
+    print("[       OK ] %s" % name)
+    return 0
+
+
 def main():
     failed = 0
     with open(os.path.join(DIR, "manifest.txt")) as f:
@@ -212,6 +283,18 @@ def main():
             failed = 1
         else:
             print("[       OK ] %s" % c["name"])
+    mpath = os.path.join(DIR, "models.txt")
+    mlines = []
+    if os.path.exists(mpath):
+        with open(mpath) as f:
+            mlines = [l for l in f if l.strip()]
+    if not mlines:
+        print("[ RUN      ] nn_oracle_models")
+        print("[  FAILED  ] nn_oracle_models: no declared networks in %s" % mpath)
+        failed = 1
+    for line in mlines:
+        failed |= report(line.split()[0], lambda: run_model(line))
+    lines += mlines
     print("nn_oracle: %d cases, largest error / (L * 2^-24) %.2f (%s), bound %g"
           % (len(lines), WORST[0], WORST[1], MARGIN))
     return failed

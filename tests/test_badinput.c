@@ -1247,6 +1247,30 @@ static const bad_row BAD[] = {
       { "sample", "good", DB, "--prompt", "a", "--tokens", "5", "--temperature", "nan" }, { "--temperature", "nan" },
       NULL, NULL, 0, 0 },
 #undef TX
+    /* -- declared models (seq, cnn): the layers text, the image shape -- */
+#define RELU10 "relu,relu,relu,relu,relu,relu,relu,relu,relu,relu"
+#define RELU60 RELU10 "," RELU10 "," RELU10 "," RELU10 "," RELU10 "," RELU10
+    { "--layers a bad token", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:8,relu2,dense:4" },
+      { "layers", "token 2", "'relu2'" }, NULL, NULL, 0, 0 },
+    { "--layers an empty token", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:8,,dense:4" },
+      { "layers", "token 2", "''" }, NULL, NULL, 0, 0 },
+    { "--layers dense:0", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:0" },
+      { "layers", "token 1", "'dense:0'" }, NULL, NULL, 0, 0 },
+    { "--layers an even kernel", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "conv4x4:2,dense:4" },
+      { "layers", "token 1", "'conv4x4:2'" }, NULL, NULL, 0, 0 },
+    { "--layers a size past 65536", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:99999,dense:4" },
+      { "layers", "token 1", "'dense:99999'" }, NULL, NULL, 0, 0 },
+    { "--layers the wrong class count", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:8,relu,dense:3" },
+      { "layers", "3 outputs", "4 classes" }, NULL, NULL, 0, 0 },
+    { "--layers a pool larger than the image", S_PLAIN, NULL,
+      { T, "--model", "seq", "--image", "4,4,1", "--layers", "maxpool8,dense:4" }, { "layers", "token 1", "8 x 8" },
+      NULL, NULL, 0, 0 },
+    { "--layers longer than a text value", S_PLAIN, NULL, { T, "--model", "seq", "--layers", RELU60 },
+      { "--layers", "299 characters", "at most 255" }, NULL, NULL, 0, 0 },
+    { "--image not the data's size", S_PLAIN, NULL, { T, "--model", "seq", "--image", "3,3,3", "--layers", "dense:4" },
+      { "image", "3 x 3 x 3", "16 features" }, NULL, NULL, 0, 0 },
+    { "--image two sizes", S_PLAIN, NULL, { T, "--model", "seq", "--image", "4,4", "--layers", "dense:4" },
+      { "image", "H,W,C" }, NULL, NULL, 0, 0 },
 };
 
 #undef DB

@@ -123,7 +123,8 @@ ranks3_equal() {
 t_models() {
     ranks3_equal linear "--task teacher --model linear --batch 50 --steps 6" || return 1
     ranks3_equal logic "--task teacher --model logic --batch 45 --steps 4" || return 1
-    ranks3_equal gnn "--task karate --batch 17 --steps 5"
+    ranks3_equal gnn "--task karate --batch 17 --steps 5" || return 1
+    ranks3_equal cnn "--task fashion-mnist --model cnn --batch 37 --steps 2"
 }
 # A schedule and global-norm clipping (the norm's pass over the combined sum).
 t_sched() { ranks_equal sched "$MLP --lr-schedule cosine --warmup 5 --decay-steps 25 --clip-norm 0.05 --decay-groups weights --weight-decay 0.1"; }

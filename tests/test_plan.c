@@ -4,7 +4,7 @@
  * them gives the same bits: every step's trajectory hash of the eight runs
  * compared with memcmp, and the last one with the hash `lockstep golden
  * update` wrote with the default plan (the golden files' for four models;
- * for linear, which has none, the hash of the same config from `lockstep
+ * for linear and seq, which have none, the hash of the same config from `lockstep
  * train`). Also: a config's
  * reduce=unordered is its own plan, and the text of a plan names what it
  * chose. */
@@ -64,6 +64,20 @@ static const plan_case CASES[] = {
       20, 0x32c26460b2d4fcfeULL, PLAN_TREE_TOP, 0, 1 },
     /* `lockstep train --task teacher --model linear --steps 30 --batch 37`, measured by the CLI at the atoms change */
     { "linear", NULL, 30, 0x86c2d8814df32eaeULL, PLAN_TREE_TOP, 0, 1 },
+    /* `lockstep train --task teacher --model seq --layers dense:32,gelu,layernorm,dense:4 --batch 37 --steps 12`,
+     * measured by the CLI when seq was added (after the atoms change) */
+    { "seq",
+      "batch=37\nbeta1=0x1.ccccccp-1\nbeta2=0x1.ff7ceep-1\nclip=0x0p+0\ndata_hash=818655585069954587\n"
+      "eps=0x1.5798eep-27\nformat=2\nimage=0\nlayers=dense:32,gelu,layernorm,dense:4\nlr=0x1.47ae14p-7\nmodel=seq\n"
+      "optimizer=adamw\nreduce=tree\nseed=1\ntask=teacher\nweight_decay=0x0p+0\n",
+      12, 0xfb518d893bbf0ae7ULL, PLAN_TREE_TOP, 0, 1 },
+    /* golden/cnn-short.golden */
+    { "cnn",
+      "batch=64\nbeta1=0x1.ccccccp-1\nbeta2=0x1.ff7ceep-1\nclip=0x0p+0\ndata_hash=1556405685210825483\n"
+      "eps=0x1.5798eep-27\nformat=2\nimage=28,28,1\n"
+      "layers=conv3x3:32,relu,maxpool2,conv3x3:64,relu,maxpool2,dense:128,relu,dense:10\nlr=0x1.0624dep-10\n"
+      "model=cnn\noptimizer=adamw\nreduce=tree\nseed=1\ntask=fashion-mnist\nweight_decay=0x0p+0\n",
+      4, 0x3d53ad5bf34c231dULL, PLAN_TREE_TOP, 0, 1 },
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 
@@ -170,6 +184,8 @@ static void test_logic(void **state) { (void)state; check_case(&CASES[1]); }
 static void test_logic_ca(void **state) { (void)state; check_case(&CASES[2]); }
 static void test_gnn(void **state) { (void)state; check_case(&CASES[3]); }
 static void test_linear(void **state) { (void)state; check_case(&CASES[4]); }
+static void test_seq(void **state) { (void)state; check_case(&CASES[5]); }
+static void test_cnn(void **state) { (void)state; check_case(&CASES[6]); }
 
 /* Every built-in model has a case above. */
 static void test_every_model(void **state)
@@ -213,6 +229,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_model), cmocka_unit_test(test_mlp),    cmocka_unit_test(test_logic),
         cmocka_unit_test(test_logic_ca),    cmocka_unit_test(test_gnn),    cmocka_unit_test(test_linear),
+        cmocka_unit_test(test_seq),         cmocka_unit_test(test_cnn),
         cmocka_unit_test(test_unordered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;

@@ -199,6 +199,10 @@ static const char *const RUNS[][20] = {
     { "arr", "--task", "arrays", "--train-x", "x8.npy", "--train-y", "y.npy", "--test-x", "x8t.npy", "--test-y",
       "yt.npy", "--hidden", "24", "--steps", "30", NULL },
     { "lg", "--task", "teacher", "--model", "logic", "--steps", "2", NULL },
+    /* A declared network (engine/models/seq/) with image layers on the 3x5 arrays. */
+    { "sq", "--task", "arrays", "--model", "seq", "--train-x", "x8.npy", "--train-y", "y.npy", "--test-x", "x8t.npy",
+      "--test-y", "yt.npy", "--image", "3,5,1", "--layers", "conv3x3:4,relu,maxpool1,layernorm,dense:8,gelu,dense:4",
+      "--steps", "20", NULL },
 };
 #define N_RUNS (sizeof RUNS / sizeof RUNS[0])
 
@@ -838,6 +842,21 @@ static void test_predict_arrays(void **state)
     free(y);
 }
 
+/* A declared model (seq): its named tensors exported, its scores predicted. */
+static void test_seq(void **state)
+{
+    (void)state;
+    need_runs();
+    export_both("sq");
+    py("y = np.load('yt.npy'); open('yt.bin', 'wb').write(y.astype(np.uint8).tobytes())\n");
+    size_t n;
+    uint8_t *y = read_all("yt.bin", &n);
+    assert_int_equal(n, 200);
+    int64_t *a = predict_and_check("sq", "x8t.npy", y, n, 4);
+    free(a);
+    free(y);
+}
+
 /* ---- a finished run without its data ------------------------------------------------------ */
 
 /* The value of evaluation `name` at run `run`'s last evaluation. */
@@ -1123,6 +1142,7 @@ int main(void)
         cmocka_unit_test(test_export_logic),
         cmocka_unit_test(test_predict_teacher),
         cmocka_unit_test(test_predict_arrays),
+        cmocka_unit_test(test_seq),
         cmocka_unit_test(test_data_moved),
         cmocka_unit_test(test_test_loss_whole_split),
         cmocka_unit_test(test_bad_input),

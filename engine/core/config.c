@@ -251,7 +251,10 @@ static ls_status parse_value(const ls_key *k, const char *value, config_value *v
     switch (k->type) {
     case LS_KEY_TEXT: {
         size_t n = strlen(value);
-        int ok = n > 0 && n < sizeof v->s;
+        if (n >= sizeof v->s)
+            return ls_fail(err, LS_EINVAL, "%s%s: a value of %zu characters; at most %zu", dash, shown, n,
+                           sizeof v->s - 1);
+        int ok = n > 0;
         if (ok && k->choices != NULL) {
             ok = 0;
             for (const char *c = k->choices; *c;) {
@@ -755,6 +758,19 @@ ls_status config_parse_text(ls_config *cfg, const char *text, const char *what, 
     ls_status st = config_defaults(cfg, task, has_model ? model : NULL, &e);
     if (st != LS_OK)
         return ls_fail(err, LS_EFORMAT, "%s: %s", what, e.msg);
+    /* A quiet key is left out of the text at the engine's default, so its
+     * absence means that default, not a task's setting for the model (the
+     * cnn's lr_schedule=cosine on fashion-mnist). */
+    for (size_t i = 0; i < N_ENGINE; i++) {
+        if (!ENGINE[i].quiet_default)
+            continue;
+        const keyref r = { &ENGINE[i].key, OWNER_ENGINE, i };
+        config_value d;
+        memset(&d, 0, sizeof d);
+        if (parse_value(r.k, r.k->def, &d, "", r.k->name, &e) != LS_OK)
+            return ls_fail(err, LS_EFORMAT, "%s: %s", what, e.msg);
+        store(cfg, &r, &d);
+    }
     /* Keys that apply only to another optimiser (or model) may be absent:
      * the defaults stand for them and the text stays canonical. */
     int line = 0;

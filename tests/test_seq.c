@@ -1,0 +1,225 @@
+/* test_seq.c — declared networks (engine/models/seq/): the declared MLP
+ * against the hand-written one, and one trajectory for seq and cnn
+ * whatever the threads and the leaf size.
+ *
+ *   - `--model seq --layers dense:256,relu,dense:256,relu,dense:10` and
+ *     `--model mlp --hidden 256,256` on Fashion-MNIST, same seed: every
+ *     step's parameter hash and loss equal (memcmp), at threads 1, 2, 3, 8
+ *     and leaf 16 and 64 (mlp sums a leaf of 64 as its subtree of atoms,
+ *     seq's leaves are always one atom: the two cut the work differently
+ *     and must still agree);
+ *   - cnn (its defaults) and a seq using every layer kind the text offers
+ *     (conv, both pools, layernorm, gelu, relu, dense) at a batch of 37
+ *     (a short last atom): every step's trajectory hash equal at threads
+ *     1, 2, 3, 8 and leaf 16 and 64;
+ *   - the text form: a few declarations parsed, bad ones refused naming
+ *     the token and its position (the CLI's rows are in test_badinput.c).
+ * Needs the Fashion-MNIST data (Debian's dataset-fashion-mnist, make deps).
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine/core/train.h"
+#include "engine/models/seq/seq.h"
+#include "include/lockstep.h"
+
+static const int THREADS[] = { 1, 2, 3, 8 };
+#define N_THREADS (sizeof THREADS / sizeof THREADS[0])
+static const char *const LEAVES[] = { "16", "64" };
+#define MAX_STEPS 8
+
+typedef struct {
+    uint64_t param[MAX_STEPS + 1], traj[MAX_STEPS + 1];
+    double loss[MAX_STEPS + 1];
+} run_t;
+
+/* Shared by the cases: loaded once. */
+static ls_dataset *g_fashion;
+
+static ls_config *config(const char *model, const char *const *kv, const char *leaf)
+{
+    ls_config *cfg = NULL;
+    ls_err err = { "" };
+    if (ls_config_create(&cfg, "fashion-mnist", model, &err) != LS_OK)
+        fail_msg("%s: %s", model, err.msg);
+    for (size_t i = 0; kv[i] != NULL; i += 2)
+        if (ls_config_set(cfg, kv[i], kv[i + 1], &err) != LS_OK)
+            fail_msg("%s --%s %s: %s", model, kv[i], kv[i + 1], err.msg);
+    if (ls_config_set(cfg, "leaf", leaf, &err) != LS_OK)
+        fail_msg("%s --leaf %s: %s", model, leaf, err.msg);
+    return cfg;
+}
+
+static void run(const ls_config *cfg, int threads, int steps, run_t *r)
+{
+    ls_session_opts o = { .size = sizeof(ls_session_opts) };
+    o.threads = threads;
+    o.steps = steps;
+    o.data = g_fashion;
+    ls_session *s = NULL;
+    ls_err err = { "" };
+    if (ls_session_open(&s, cfg, &o, &err) != LS_OK)
+        fail_msg("open: %s", err.msg);
+    ls_session_state st;
+    memset(r, 0, sizeof *r);
+    for (int i = 0; i <= steps; i++) {
+        if (i > 0 && ls_session_step(s, NULL, &err) != LS_OK)
+            fail_msg("step %d: %s", i, err.msg);
+        ls_session_state_get(s, &st);
+        r->param[i] = st.param_hash;
+        r->traj[i] = st.traj_hash;
+        r->loss[i] = st.loss;
+    }
+    assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
+}
+
+static int group_setup(void **state)
+{
+    (void)state;
+    ls_config *cfg = NULL;
+    ls_err err = { "" };
+    if (ls_config_create(&cfg, "fashion-mnist", "mlp", &err) != LS_OK ||
+        trainer_load_data(cfg, &g_fashion, &err) != LS_OK) {
+        fprintf(stderr, "test_seq: Fashion-MNIST: %s (make deps installs dataset-fashion-mnist)\n", err.msg);
+        ls_config_destroy(cfg);
+        return -1;
+    }
+    ls_config_destroy(cfg);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    ls_dataset_destroy(g_fashion);
+    return 0;
+}
+
+static void test_declared_mlp(void **state)
+{
+    (void)state;
+    static const char *const SEQ[] = { "layers", "dense:256,relu,dense:256,relu,dense:10", "batch", "64", NULL };
+    static const char *const MLP[] = { "hidden", "256,256", "batch", "64", NULL };
+    const int steps = 6;
+    run_t ref, got;
+    int have = 0;
+    for (size_t li = 0; li < 2; li++)
+        for (size_t k = 0; k < N_THREADS; k++)
+            for (int m = 0; m < 2; m++) {
+                ls_config *cfg = config(m ? "seq" : "mlp", m ? SEQ : MLP, LEAVES[li]);
+                run(cfg, THREADS[k], steps, &got);
+                ls_config_destroy(cfg);
+                if (!have) {
+                    ref = got;
+                    have = 1;
+                    continue;
+                }
+                for (int i = 0; i <= steps; i++)
+                    if (memcmp(&got.param[i], &ref.param[i], sizeof ref.param[i]) != 0 ||
+                        memcmp(&got.loss[i], &ref.loss[i], sizeof ref.loss[i]) != 0)
+                        fail_msg("%s at leaf %s, %d threads: step %d has parameters %016llx loss %.17g, mlp at "
+                                 "leaf 16, 1 thread %016llx %.17g",
+                                 m ? "seq" : "mlp", LEAVES[li], THREADS[k], i, (unsigned long long)got.param[i],
+                                 got.loss[i], (unsigned long long)ref.param[i], ref.loss[i]);
+            }
+    printf("declared MLP = mlp: %d steps, every parameter hash and loss, threads 1,2,3,8, leaf 16 and 64\n", steps);
+}
+
+/* One trajectory at threads 1, 2, 3, 8 and leaf 16, 64. */
+static void one_trajectory(const char *model, const char *const *kv, int steps)
+{
+    run_t ref, got;
+    int have = 0;
+    for (size_t li = 0; li < 2; li++)
+        for (size_t k = 0; k < N_THREADS; k++) {
+            ls_config *cfg = config(model, kv, LEAVES[li]);
+            run(cfg, THREADS[k], steps, &got);
+            ls_config_destroy(cfg);
+            if (!have) {
+                ref = got;
+                have = 1;
+                continue;
+            }
+            if (memcmp(got.traj, ref.traj, sizeof ref.traj[0] * (size_t)(steps + 1)) != 0)
+                fail_msg("%s at leaf %s, %d threads: the trajectory differs from leaf 16, 1 thread", model,
+                         LEAVES[li], THREADS[k]);
+        }
+    /* It trains: the parameters moved. */
+    assert_true(ref.param[steps] != ref.param[0]);
+    printf("%s: %d steps, one trajectory at threads 1,2,3,8, leaf 16 and 64: %016llx\n", model, steps,
+           (unsigned long long)ref.traj[steps]);
+}
+
+static void test_cnn(void **state)
+{
+    (void)state;
+    static const char *const KV[] = { "batch", "37", NULL };
+    one_trajectory("cnn", KV, 2);
+}
+
+static void test_seq_every_layer(void **state)
+{
+    (void)state;
+    static const char *const KV[] = {
+        "image", "28,28,1", "layers",
+        "conv3x3:4,relu,maxpool2,conv5x5:6,gelu,avgpool2,layernorm,dense:16,relu,dense:10",
+        "batch", "37", "lr", "0.01", NULL,
+    };
+    one_trajectory("seq", KV, 4);
+}
+
+static void test_parse(void **state)
+{
+    (void)state;
+    seq_decl d;
+    ls_err err = { "" };
+    assert_int_equal(seq_parse("conv3x3:32,relu,maxpool2,conv3x3:64,relu,maxpool2,dense:128,relu,dense:10", &d, &err),
+                     LS_OK);
+    assert_int_equal(d.n, 9);
+    assert_int_equal(d.layer[0].kind, NN_CONV2D);
+    assert_int_equal(d.layer[0].k, 3);
+    assert_int_equal(d.layer[0].units, 32);
+    assert_int_equal(d.layer[2].kind, NN_MAXPOOL);
+    assert_int_equal(d.layer[2].k, 2);
+    assert_int_equal(d.layer[8].kind, NN_DENSE);
+    assert_int_equal(d.layer[8].units, 10);
+    static const struct {
+        const char *text, *want;
+    } BAD[] = {
+        { "", "empty" },
+        { "dense:10,", "token 2 ''" },
+        { "relu,dense:0", "token 2 'dense:0'" },
+        { "dense:010", "token 1 'dense:010'" },
+        { "dense:65537", "token 1" },
+        { "conv2x2:4,dense:10", "token 1 'conv2x2:4'" },
+        { "conv3x5:4", "token 1" },
+        { "relu,Relu", "token 2 'Relu'" },
+        { "dense:10 ", "token 1 'dense:10 '" },
+        { "maxpool,dense:3", "token 1 'maxpool'" },
+        { "dense:-1", "token 1" },
+    };
+    for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
+        err.msg[0] = '\0';
+        assert_int_equal(seq_parse(BAD[i].text, &d, &err), LS_EINVAL);
+        if (strstr(err.msg, BAD[i].want) == NULL)
+            fail_msg("'%s': message '%s' does not say '%s'", BAD[i].text, err.msg, BAD[i].want);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_parse),
+        cmocka_unit_test(test_declared_mlp),
+        cmocka_unit_test(test_cnn),
+        cmocka_unit_test(test_seq_every_layer),
+    };
+    return cmocka_run_group_tests(tests, group_setup, group_teardown) ? 1 : 0;
+}
