@@ -192,7 +192,7 @@ wrapper() { # arch cpu -> path of the CLI wrapper
 slow_golden() { # name -> prints "steps why", or fails
     case $1 in
     logic-fashion-mnist-short) echo "1 61 s native, about 40 min whole under qemu" ;;
-    fashion-mnist-short) echo "2 19 s native, about 13 min whole under qemu" ;;
+    fashion-mnist-short) echo "1 19 s native, about 13 min whole under qemu" ;;
     checkerboard-short) echo "1 12 s native, about 8 min whole under qemu" ;;
     checkerboard-async-short) echo "1 8 s native, 351 s whole under qemu" ;;
     *) return 1 ;;
@@ -227,6 +227,13 @@ run_golden() { # arch cpu: each golden file at 1, 2, 3 and 8 threads (the slow o
         name=$(basename "$g" .golden)
         set -- golden check "$g"
         what=""
+        if [ -z "${LS_CROSS_FULL:-}" ] && slow=$(slow_golden "$name") && [ "$a" = s390x ]; then
+            # qemu-s390x runs 2-3 times slower again (fashion-mnist-short's
+            # first 2 steps: 254 s): the formats are the question there, and
+            # the other files carry every one of them.
+            line skip "$a $cpu golden $name" 0 "too slow under qemu-s390x (whole: ${slow#* }; LS_CROSS_FULL=1)"
+            continue
+        fi
         if [ -z "${LS_CROSS_FULL:-}" ] && slow=$(slow_golden "$name"); then
             set -- golden check "$g" --threads 1 --steps "${slow%% *}"
             what="first ${slow%% *} step(s) at 1 thread (whole: ${slow#* }; LS_CROSS_FULL=1)"
