@@ -198,7 +198,12 @@ for src in "$FIFO" "$ZERO"; do
                 # by golden check below.
                 continue ;;
             "golden save|--db")
-                run_case "$name" 2 "$src" - golden save 1 "$T/saved.golden" --db "$src" ;;
+                # save refuses to run under CI before it reads anything; the
+                # database's check is the question here.
+                ci_was=${CI-}
+                unset CI
+                run_case "$name" 2 "$src" - golden save 1 "$T/saved.golden" --db "$src"
+                [ -z "$ci_was" ] || export CI="$ci_was" ;;
             "golden compare|--db" | "golden|--db")
                 run_case "$name" 2 "$src" - golden compare "$ROOT/golden/teacher-sgd.golden" 1 --db "$src" ;;
             "golden compare|pos")

@@ -74,10 +74,11 @@ static const plan_case CASES[] = {
     /* golden/cnn-short.golden */
     { "cnn",
       "batch=64\nbeta1=0x1.ccccccp-1\nbeta2=0x1.ff7ceep-1\nclip=0x0p+0\ndata_hash=1556405685210825483\n"
-      "eps=0x1.5798eep-27\nformat=2\nimage=28,28,1\n"
-      "layers=conv3x3:32,relu,maxpool2,conv3x3:64,relu,maxpool2,dense:128,relu,dense:10\nlr=0x1.0624dep-10\n"
-      "model=cnn\noptimizer=adamw\nreduce=tree\nseed=1\ntask=fashion-mnist\nweight_decay=0x0p+0\n",
-      4, 0x3d53ad5bf34c231dULL, PLAN_TREE_TOP, 0, 1 },
+      "decay_steps=4690\neps=0x1.5798eep-27\nformat=2\nimage=28,28,1\n"
+      "layers=conv3x3:32,relu,maxpool2,conv3x3:64,relu,maxpool2,dense:128,relu,dense:10\nlr=0x1.89374cp-10\n"
+      "lr_min=0x0p+0\nlr_schedule=cosine\nmodel=cnn\noptimizer=adamw\nreduce=tree\nseed=1\ntask=fashion-mnist\n"
+      "warmup=0\nweight_decay=0x0p+0\n",
+      4, 0xd90de169378663a4ULL, PLAN_TREE_TOP, 0, 1 },
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 
