@@ -8,7 +8,9 @@
 #   - a model file holds a string equal to a task's registered name;
 #   - a model compares the config's task name (cfg->task);
 #   - tools/ includes an engine header outside its tool-only list;
-#   - python/ (the Python package's C) includes anything but include/.
+#   - python/ (the Python package's C) includes anything but include/;
+#   - two files give SIMD clones to functions of one name (clang's global
+#     resolver symbols clash at link time).
 # Each planted copy must make the checker exit 1 with a line naming the
 # planted file that the unplanted copy does not print. Prints cmocka's
 # "[ RUN      ]" / "[       OK ]" / "[  FAILED  ]" lines, which
@@ -112,6 +114,17 @@ t_python_internal_header() {
     planted py "$f"
 }
 
+t_clone_name_twice() {
+    copy_tree clones || return 1
+    f=engine/models/linear/model_linear.c
+    [ -f "$T/clones/$f" ] || { say "no $f to plant in"; return 1; }
+    name=$(sed -n '/^LS_SIMD_CLONES$/{n;s/^static [a-z]* \([a-z_0-9]*\)(.*/\1/p;q}' "$T/clones/engine/models/mlp/mlp.c")
+    [ -n "$name" ] || { say "engine/models/mlp/mlp.c has no cloned function to copy the name of"; return 1; }
+    printf 'LS_SIMD_CLONES\nstatic void %s(float *restrict x, size_t n)\n{\n    (void)x, (void)n;\n}\n' "$name" \
+        >>"$T/clones/$f"
+    planted clones "$f"
+}
+
 check layers_copy_as_real_tree t_copy_as_real
 check layers_core_includes_model t_core_includes_model
 check layers_record_includes_reduce t_record_includes_reduce
@@ -119,4 +132,5 @@ check layers_model_names_task t_model_names_task
 check layers_model_compares_task t_model_compares_task
 check layers_tools_internal_header t_tools_internal_header
 check layers_python_internal_header t_python_internal_header
+check layers_clone_name_twice t_clone_name_twice
 exit $failed

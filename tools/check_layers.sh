@@ -22,7 +22,8 @@
 # tools/ reaches into engine/ only through the headers listed in TOOL_ONLY
 # below, the tools' interface that docs/architecture.md documents ("What
 # tools/ may use"); everything else it uses is include/lockstep.h.
-# One line per offence, then exit 1.
+# Functions given SIMD clones have names unique across files (clang makes
+# their resolvers global symbols). One line per offence, then exit 1.
 # Usage: sh tools/check_layers.sh [ROOT]   (default: the checkout above this script)
 root=${1:-$(dirname "$0")/..}
 cd "$root" || exit 2
@@ -166,7 +167,31 @@ if [ -n "$hits" ]; then
     fail=1
 fi
 
+# A function given SIMD clones (LS_SIMD_CLONES, NN_FMA_CLONES, or NN_TWIN's
+# NAME_vec) has a name no other file gives one: clang names a static
+# function's clone resolver NAME.resolver as a global symbol, so two files
+# with the same cloned name do not link (clang -O2 in check-builds).
+clones=$(find base reduce record engine -name '*.[ch]' | LC_ALL=C sort | xargs awk '
+    FNR == 1 { pending = 0 }
+    /#[[:space:]]*define/ { next }
+    function named(line,   m) {
+        sub(/\(.*/, "", line); n = split(line, w, /[[:space:]*]+/); return w[n]
+    }
+    /^[[:space:]]*NN_TWIN(_FMA)?\(/ { l = $0; sub(/^[^(]*\(/, "", l); sub(/,.*/, "", l);
+        print FILENAME " " l "_vec"; next }
+    pending && /\(/ { print FILENAME " " named($0); pending = 0; next }
+    /(LS_SIMD_CLONES|NN_FMA_CLONES)/ {
+        l = $0; sub(/.*(LS_SIMD_CLONES|NN_FMA_CLONES)/, "", l)
+        if (l ~ /\(/) print FILENAME " " named(l); else pending = 1
+    }' | LC_ALL=C sort -u)
+dups=$(echo "$clones" | awk '{ print $2 }' | LC_ALL=C sort | uniq -d)
+for name in $dups; do
+    echo "$clones" | awk -v n="$name" '$2 == n { print $1 ": gives SIMD clones to a function named " n \
+        ", as another file does (clang makes each clone resolver a global " n ".resolver: rename one)" }'
+    fail=1
+done
+
 if [ "$fail" -ne 0 ]; then
     exit 1
 fi
-echo "check-layers: $n files, every include goes to its own layer or a lower one, no model or core file names a task"
+echo "check-layers: $n files, every include goes to its own layer or a lower one, no model or core file names a task, $(echo "$clones" | wc -l) cloned functions with distinct names"

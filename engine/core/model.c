@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/simd.h"
 #include "reduce/tree.h"
 
 int model_hints_off(void)
@@ -148,4 +149,19 @@ ls_status model_prepare(const ls_model *m, const float *params, const ls_batch *
             prepare_part_unit(&job, i, 0);
     }
     return LS_OK;
+}
+
+LS_SIMD_CLONES
+static void divide_range(float *restrict out, const float *restrict in, size_t n, float d)
+{
+    #pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        out[i] = in[i] / d;
+}
+
+void model_finish_mean(const void *self, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
+{
+    (void)self;
+    if (hi > lo)
+        divide_range(grad + lo, sum + lo, hi - lo, (float)batch);
 }

@@ -59,6 +59,13 @@ ls_status model_prepare(const ls_model *m, const float *params, const ls_batch *
 double model_leaf(const ls_model *m, const float *params, const ls_batch *b, size_t leaf, float *buf, int mode,
                   void *scratch);
 
+/* The finish of a model that trains on the batch mean (finish_mean):
+ * grad[i] = sum[i] / (float)batch for i in [lo, hi). One correctly rounded
+ * division per element, so its SIMD clones give the bits of the plain loop.
+ * Shared so that one function carries the clones: clang gives a static
+ * function's clone resolver a global name, two equal names clash. */
+void model_finish_mean(const void *self, const float *sum, size_t batch, float *grad, size_t lo, size_t hi);
+
 /* Models that group a batch's samples into leaves of L samples (L = the
  * config's leaf, capped by the batch): leaf i holds slots [i·L, min((i+1)·L, B)). */
 static inline size_t model_leaf_size(size_t leaf, size_t batch)

@@ -234,13 +234,6 @@ static double gm_leaf(const void *self, const float *params, const ls_batch *b, 
     return loss;
 }
 
-static void gm_finish(const void *self, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
-{
-    (void)self;
-    for (size_t i = lo; i < hi; i++)
-        grad[i] = sum[i] / (float)batch;
-}
-
 /* Right predictions over [first, first + count) of a split: graphs (GRAPH),
  * graphs with every node right (EDIT), nodes (NODE). *nodes_right (may be
  * NULL): right nodes (EDIT). */
@@ -681,7 +674,7 @@ const ls_model_desc gnn_model = {
     .destroy = gm_destroy,
     .init = gm_init,
     .leaf = gm_leaf,
-    .finish = gm_finish,
+    .finish = model_finish_mean,
     .eval = gm_eval,
     .metrics = gm_metrics,
     .metric_part = gm_metric_part,

@@ -95,13 +95,6 @@ static double lin_leaf(const void *self, const float *params, const ls_batch *b,
     return loss;
 }
 
-static void lin_finish(const void *self, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
-{
-    (void)self;
-    for (size_t i = lo; i < hi; i++)
-        grad[i] = sum[i] / (float)batch;
-}
-
 static size_t lin_eval(const void *self, const float *params, const ls_dataset *data, size_t first, size_t count,
                        void *scratch)
 {
@@ -189,7 +182,7 @@ const ls_model_desc linear_model = {
     .destroy = lin_destroy,
     .init = lin_init,
     .leaf = lin_leaf,
-    .finish = lin_finish,
+    .finish = model_finish_mean,
     .eval = lin_eval,
     .scores = lin_scores,
 };

@@ -61,21 +61,6 @@ static double mm_leaf(const void *self, const float *params, const ls_batch *b, 
     return mlp_leaf(a->net, params, x, y, count, buf, mode, (char *)scratch + a->x_bytes + a->y_bytes);
 }
 
-LS_SIMD_CLONES
-static void divide_range(float *restrict out, const float *restrict in, size_t n, float d)
-{
-    #pragma omp simd
-    for (size_t i = 0; i < n; i++)
-        out[i] = in[i] / d;
-}
-
-static void mm_finish(const void *self, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
-{
-    (void)self;
-    if (hi > lo)
-        divide_range(grad + lo, sum + lo, hi - lo, (float)batch);
-}
-
 static size_t mm_eval(const void *self, const float *params, const ls_dataset *data, size_t first, size_t count,
                       void *scratch)
 {
@@ -219,7 +204,7 @@ const ls_model_desc mlp_model = {
     .leaf = mm_leaf,
     .leaf_adds = 1,   /* its kernels add a leaf's statistics into buf as they go */
     .leaf_atoms = 1,  /* its kernels sum a leaf over atoms (engine/num/dense.h) */
-    .finish = mm_finish,
+    .finish = model_finish_mean,
     .eval = mm_eval,
     .scores = mm_scores,
 };

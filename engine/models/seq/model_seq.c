@@ -63,21 +63,6 @@ static double sm_leaf(const void *self, const float *params, const ls_batch *b, 
     return seq_leaf(a->net, params, x, lab, count, buf, net_scratch(a, scratch));
 }
 
-LS_SIMD_CLONES
-static void divide_range(float *restrict out, const float *restrict in, size_t n, float d)
-{
-    #pragma omp simd
-    for (size_t i = 0; i < n; i++)
-        out[i] = in[i] / d;
-}
-
-static void sm_finish(const void *self, const float *sum, size_t batch, float *grad, size_t lo, size_t hi)
-{
-    (void)self;
-    if (hi > lo)
-        divide_range(grad + lo, sum + lo, hi - lo, (float)batch);
-}
-
 static size_t sm_eval(const void *self, const float *params, const ls_dataset *data, size_t first, size_t count,
                       void *scratch)
 {
@@ -247,7 +232,7 @@ const ls_model_desc seq_model = {
     .init = sm_init,
     .leaf = sm_leaf,
     .leaf_atoms = 0,
-    .finish = sm_finish,
+    .finish = model_finish_mean,
     .eval = sm_eval,
     .scores = sm_scores,
 };
@@ -265,7 +250,7 @@ const ls_model_desc cnn_model = {
     .init = sm_init,
     .leaf = sm_leaf,
     .leaf_atoms = 0,
-    .finish = sm_finish,
+    .finish = model_finish_mean,
     .eval = sm_eval,
     .scores = sm_scores,
 };
