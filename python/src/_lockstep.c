@@ -81,17 +81,28 @@ typedef struct {
     struct sigaction old;
 } sigint_hold;
 
-static void sigint_catch(sigint_hold *h, int want)
+/* Takes SIGINT for the call; -1 with KeyboardInterrupt set when one came
+ * just before, caught by Python's handler but not yet raised (the call was
+ * entered between its arrival and the interpreter's next check): left
+ * pending, it would only be raised after the whole call. */
+static int sigint_catch(sigint_hold *h, int want)
 {
     h->on = 0;
     stop_flag = 0;
     if (!want)
-        return;
+        return 0;
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_sigint;
     sigemptyset(&sa.sa_mask);
     h->on = sigaction(SIGINT, &sa, &h->old) == 0;
+    if (PyErr_CheckSignals() < 0) {
+        if (h->on)
+            sigaction(SIGINT, &h->old, NULL);
+        h->on = 0;
+        return -1;
+    }
+    return 0;
 }
 
 /* Puts the old handler back; 1 when SIGINT came meanwhile. */
@@ -510,7 +521,10 @@ static PyObject *Session_train(SessionObject *self, PyObject *args, PyObject *kw
     ls_err err = { { 0 } };
     ls_status st;
     sigint_hold h;
-    sigint_catch(&h, sigint);
+    if (sigint_catch(&h, sigint) < 0) {
+        self->busy = 0;
+        return NULL;
+    }
     Py_BEGIN_ALLOW_THREADS
     st = ls_session_train(self->s, until, eval_every, &stop_flag, m, &n, &err);
     Py_END_ALLOW_THREADS
@@ -909,7 +923,11 @@ static PyObject *mod_equiv(PyObject *mod, PyObject *args, PyObject *kw)
     ls_err err = { { 0 } };
     ls_status st;
     sigint_hold h;
-    sigint_catch(&h, sigint);
+    if (sigint_catch(&h, sigint) < 0) {
+        ls_config_destroy(cfg);
+        PyMem_Free(r);
+        return NULL;
+    }
     eo.stop = &stop_flag;
     Py_BEGIN_ALLOW_THREADS
     st = ls_equiv(cfg, &eo, r, &err);

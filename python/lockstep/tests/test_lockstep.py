@@ -198,7 +198,11 @@ class TestTrain(Base):
                              text=True, env=env)
         try:
             self.assertEqual(p.stdout.readline().strip(), "go")
-            time.sleep(0.5)
+            # SIGINT once train() is stepping (a step recorded), not after a
+            # fixed sleep: on a loaded machine the child may not be there yet.
+            deadline = time.monotonic() + 60
+            while self.step_rows("long") == 0 and p.poll() is None and time.monotonic() < deadline:
+                time.sleep(0.05)
             p.send_signal(signal.SIGINT)
             out, err = p.communicate(timeout=60)
         finally:
