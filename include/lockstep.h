@@ -498,7 +498,9 @@ typedef struct ls_model_desc {
 /* ---- tasks --------------------------------------------------------------- */
 
 /* Settings a task gives one of its models over the model's defaults:
- * "key=value" lines. model "*" applies to every model. */
+ * "key=value" lines. model "*" applies to every model. A line "steps=N"
+ * (1.1) is that model's default number of steps instead of the task's
+ * default_steps: a run's target, not part of the config. */
 typedef struct {
     const char *model;
     const char *settings;

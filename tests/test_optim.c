@@ -291,6 +291,30 @@ static void test_canonical_text(void **state)
     ls_config_destroy(c);
 }
 
+/* A task's "steps=N" default for one model (fashion-mnist gives cnn the
+ * 4690 steps its cosine decays over): that model's default target, the
+ * task's 469 for the others, and never a key of the config's text. */
+static void test_model_default_steps(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model;
+        int64_t steps;
+    } want[] = { { "cnn", 4690 }, { "mlp", 469 }, { "logic", 469 } };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        ls_config *c = NULL;
+        ls_err err = { "" };
+        if (ls_config_create(&c, "fashion-mnist", want[i].model, &err) != LS_OK)
+            fail_msg("config fashion-mnist/%s: %s", want[i].model, err.msg);
+        char text[CONFIG_TEXT_MAX];
+        ls_config_text(c, text, sizeof text);
+        if (config_default_steps(c) != want[i].steps || strstr(text, "\nsteps=") != NULL)
+            fail_msg("%s: default steps %lld (want %lld), config text:\n%s", want[i].model,
+                     (long long)config_default_steps(c), (long long)want[i].steps, text);
+        ls_config_destroy(c);
+    }
+}
+
 /* ---- whole runs ----------------------------------------------------------- */
 
 typedef struct {
@@ -588,6 +612,7 @@ int main(void)
         cmocka_unit_test(test_clip_norm_hand),
         cmocka_unit_test(test_decay_groups_hand),
         cmocka_unit_test(test_canonical_text),
+        cmocka_unit_test(test_model_default_steps),
         cmocka_unit_test(test_clip_norm_neutral),
         cmocka_unit_test_setup_teardown(test_init_from_export, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_threads_equal, setup_dir, proc_ctx_teardown),

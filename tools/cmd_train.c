@@ -19,8 +19,15 @@ static void print_config_help(const ls_config *cfg)
         const ls_task_desc *t = ls_task_at(i);
         char models[256];
         config_task_models(t, ", ", models, sizeof models);
-        printf("  %-16s %s\n  %-16s models %s (default %s); %lld steps by default\n", t->name,
-               t->summary ? t->summary : "", "", models, config_default_model(t->name), (long long)t->default_steps);
+        char own[128] = "";   /* models whose default steps differ from the task's */
+        for (size_t m = 0, at = 0; ls_model_at(m) != NULL && at < sizeof own; m++) {
+            int64_t steps = config_task_steps(t, ls_model_at(m)->name);
+            if (steps != config_task_steps(t, "") && strstr(models, ls_model_at(m)->name) != NULL)
+                at += (size_t)snprintf(own + at, sizeof own - at, ", %s %lld", ls_model_at(m)->name, (long long)steps);
+        }
+        printf("  %-16s %s\n  %-16s models %s (default %s); %lld steps by default%s\n", t->name,
+               t->summary ? t->summary : "", "", models, config_default_model(t->name),
+               (long long)config_task_steps(t, ""), own);
     }
     fputs("models (--model):\n", stdout);
     for (size_t i = 0; ls_model_at(i) != NULL; i++)

@@ -432,8 +432,11 @@ void config_task_models(const ls_task_desc *t, const char *sep, char *out, size_
             at = append(out, cap, at, "%s%s", at ? sep : "", ls_model_at(i)->name);
 }
 
-/* Apply "key=value" lines (descriptor settings) through config_set. */
-static ls_status apply_settings(ls_config *cfg, const char *settings, const char *owner, ls_err *err)
+/* Apply "key=value" lines (descriptor settings) through config_set; a
+ * task's defaults may also hold "steps=N" (steps_line), the model's default
+ * number of steps: a run's target, not a config key (config_default_steps). */
+static ls_status apply_settings(ls_config *cfg, const char *settings, const char *owner, int steps_line,
+                                ls_err *err)
 {
     for (const char *p = settings; p != NULL && *p;) {
         const char *eol = strchr(p, '\n');
@@ -449,7 +452,13 @@ static ls_status apply_settings(ls_config *cfg, const char *settings, const char
                 return ls_fail(err, LS_EINVAL, "%s: default setting '%s' is not key=value", owner, line);
             *eq = '\0';
             ls_err e;
-            if (config_set(cfg, line, eq + 1, 0, &e) != LS_OK)
+            if (steps_line && strcmp(line, "steps") == 0) {
+                char *end;
+                errno = 0;
+                long long v = strtoll(eq + 1, &end, 10);
+                if (errno != 0 || end == eq + 1 || *end != '\0' || v < 1)
+                    return ls_fail(err, LS_EINVAL, "%s: default steps '%s' is not a positive integer", owner, eq + 1);
+            } else if (config_set(cfg, line, eq + 1, 0, &e) != LS_OK)
                 return ls_fail(err, LS_EINVAL, "%s: default setting: %s", owner, e.msg);
         }
         p += ll + (eol ? 1 : 0);
@@ -519,7 +528,7 @@ ls_status config_defaults(ls_config *cfg, const char *task, const char *model, l
     }
     for (const ls_task_defaults *d = t->defaults; d != NULL && d->model != NULL; d++)
         if (strcmp(d->model, "*") == 0 || strcmp(d->model, m->name) == 0)
-            if ((st = apply_settings(cfg, d->settings, t->name, err)) != LS_OK)
+            if ((st = apply_settings(cfg, d->settings, t->name, 1, err)) != LS_OK)
                 return st;
     /* Defaults are not choices: only what is set from here on is checked
      * for use. */
@@ -611,7 +620,7 @@ ls_status config_set(ls_config *cfg, const char *key, const char *value, int fla
      * defaults, applied when its switch turns on, before the other keys. */
     const ls_task_desc *t = cfg->task_desc;
     if (t != NULL && t->switch_key != NULL && strcmp(t->switch_key, r.k->name) == 0 && v.u == 1 && !was_on &&
-        (st = apply_settings(cfg, t->switch_settings, t->name, err)) != LS_OK)
+        (st = apply_settings(cfg, t->switch_settings, t->name, 0, err)) != LS_OK)
         return st;
     store(cfg, &r, &v);
     uint32_t *mask = r.owner == OWNER_ENGINE ? &cfg->set_engine : r.owner == OWNER_MODEL ? &cfg->set_model
@@ -847,9 +856,24 @@ size_t config_help(const ls_config *cfg, char *buf, size_t len)
     return at;
 }
 
+int64_t config_task_steps(const ls_task_desc *t, const char *model)
+{
+    int64_t steps = t != NULL && t->default_steps > 0 ? t->default_steps : 200;
+    /* A "steps=N" line of the task's defaults for this model (or "*"), the
+     * last one that applies: checked by config_defaults when a config is made. */
+    for (const ls_task_defaults *d = t != NULL ? t->defaults : NULL; d != NULL && d->model != NULL; d++) {
+        if (strcmp(d->model, "*") != 0 && strcmp(d->model, model) != 0)
+            continue;
+        for (const char *p = d->settings; p != NULL && (p = strstr(p, "steps=")) != NULL; p += 6)
+            if (p == d->settings || p[-1] == '\n')
+                steps = strtoll(p + 6, NULL, 10);
+    }
+    return steps;
+}
+
 int64_t config_default_steps(const ls_config *cfg)
 {
-    return cfg->task_desc != NULL && cfg->task_desc->default_steps > 0 ? cfg->task_desc->default_steps : 200;
+    return config_task_steps(cfg->task_desc, cfg->model);
 }
 
 ls_status config_check_keys(const char *owner, const ls_key *keys, size_t n, ls_err *err)

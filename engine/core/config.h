@@ -123,6 +123,9 @@ void config_task_models(const ls_task_desc *t, const char *sep, char *out, size_
 size_t config_source_text(const ls_config *cfg, char *buf, size_t len);
 
 /* Steps a run of cfg's task takes when none are asked for. */
+/* The default steps of `model` on task t: a "steps=N" line of the task's
+ * defaults for it, else the task's default_steps (200 when it has none). */
+int64_t config_task_steps(const ls_task_desc *t, const char *model);
 int64_t config_default_steps(const ls_config *cfg);
 
 /* Check a descriptor's key table (registry); LS_EINVAL naming the key. */
