@@ -1271,6 +1271,10 @@ static const bad_row BAD[] = {
       { "image", "3 x 3 x 3", "16 features" }, NULL, NULL, 0, 0 },
     { "--image two sizes", S_PLAIN, NULL, { T, "--model", "seq", "--image", "4,4", "--layers", "dense:4" },
       { "image", "H,W,C" }, NULL, NULL, 0, 0 },
+
+    /* ---- train --no-eval ---- */
+    { "train: --no-eval with --eval-every", S_PLAIN, NULL, { T, "--no-eval", "--eval-every", "5" },
+      { "--no-eval", "--eval-every 5" }, NULL, NULL, 0, 0 },
 };
 
 #undef DB

@@ -4,8 +4,9 @@
 #   - the trajectory hash of `mpirun -np R build/lockstep-mpi train` for
 #     R = 1, 2, 3, 4 ranks × 1 and 2 threads per rank equals that of
 #     `lockstep train --threads 1`, for the MLP on Fashion-MNIST (30 steps,
-#     8 leaves: R = 3 gives ranks several pieces) and for the checkerboard
-#     logic CA (3 steps; its leaves are (sample, part) pairs);
+#     8 leaves: R = 3 gives ranks several pieces), for the checkerboard
+#     logic CA (3 steps; its leaves are (sample, part) pairs) and for the
+#     cnn (2 steps of 37 images, --no-eval);
 #   - a rank killed with SIGKILL (LOCKSTEP_MPI_KILL_AT) ends the job within
 #     30 s with a nonzero status and a message; the run is recorded as
 #     interrupted, resumed first by 2 ranks up to step 60 and then by plain
@@ -124,9 +125,12 @@ t_models() {
     ranks3_equal linear "--task teacher --model linear --batch 50 --steps 6" || return 1
     ranks3_equal logic "--task teacher --model logic --batch 45 --steps 4" || return 1
     ranks3_equal gnn "--task karate --batch 17 --steps 5" || return 1
-    ranks3_equal cnn "--task fashion-mnist --model cnn --batch 37 --steps 2"
+    ranks3_equal cnn "--task fashion-mnist --model cnn --batch 37 --steps 2 --no-eval"
 }
 # A schedule and global-norm clipping (the norm's pass over the combined sum).
+# The cnn at R = 1..4 ranks x 1, 2 threads (no final evaluation: 10,000
+# test images would cost each run more than its steps).
+t_cnn() { ranks_equal cnn "--task fashion-mnist --model cnn --batch 37 --steps 2 --no-eval" "--leaf 64" "--leaf 16"; }
 t_sched() { ranks_equal sched "$MLP --lr-schedule cosine --warmup 5 --decay-steps 25 --clip-norm 0.05 --decay-groups weights --weight-decay 0.1"; }
 t_ca() { ranks_equal ca "$CA"; }
 
@@ -181,6 +185,7 @@ check mpi_build t_build
 check mpi_mlp_ranks_threads t_mlp
 check mpi_ca_ranks_threads t_ca
 check mpi_leaf_models_3_ranks t_models
+check mpi_cnn_ranks_threads t_cnn
 check mpi_schedule_clip_norm t_sched
 check mpi_rank_killed_resume t_kill
 exit 0

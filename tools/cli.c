@@ -63,6 +63,7 @@ static const struct {
     { { "--eval-every", NULL, "K", "evaluation interval", NULL }, CLI_TRAIN },
     { { "--name", NULL, "NAME", "a unique name for the run", NULL }, CLI_TRAIN },
     { { "--no-progress", NULL, NULL, "no progress line", NULL }, CLI_TRAIN | CLI_PROGRESS },
+    { { "--no-eval", NULL, NULL, "no evaluation at the end", NULL }, CLI_NO_EVAL },
     { { "--checkpoint-every", NULL, "K", "checkpoint interval", NULL }, CLI_CKPT },
     { { "--checkpoint-dir", NULL, "DIR", "checkpoint directory", "a directory name" }, CLI_CKPT },
     { { "--keep-checkpoints", NULL, "N|all", "checkpoints kept", NULL }, CLI_CKPT },
@@ -113,6 +114,8 @@ static ls_status set_common(cli_args *a, const char *name, const char *v, unsign
         a->name = v;
     } else if (strcmp(name, "--no-progress") == 0) {
         a->progress = 0;
+    } else if (strcmp(name, "--no-eval") == 0) {
+        a->no_eval = 1;
     } else if (strcmp(name, "--checkpoint-every") == 0) {
         return flags_int("--checkpoint-every", v, 1, INT64_C(1) << 40, &a->checkpoint_every, err);
     } else if (strcmp(name, "--checkpoint-dir") == 0) {
@@ -284,6 +287,8 @@ ls_status cli_parse_cmd(const char *cmd, int argc, char **argv, unsigned accept,
             return flags_unknown(&it, name, err);
         }
     }
+    if (a->no_eval && a->eval_every > 0)
+        return ls_fail(err, LS_EINVAL, "--no-eval: not with --eval-every %lld", (long long)a->eval_every);
     if (accept & CLI_CONFIG) {
         if (a->steps == 0)
             a->steps = config_default_steps(&a->cfg);

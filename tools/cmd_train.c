@@ -87,8 +87,8 @@ int cmd_train(int argc, char **argv)
     cli_args a;
     ls_err err = { "" };
     int want_plan = 0;
-    ls_status st = cli_parse_cmd("train", argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT, 0, train_own_flag,
-                                 &want_plan, &a, &err);
+    ls_status st = cli_parse_cmd("train", argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT | CLI_NO_EVAL, 0,
+                                 train_own_flag, &want_plan, &a, &err);
     if (st == LS_OK && a.checkpoint_dir != NULL && a.checkpoint_every == 0)
         st = ls_fail(&err, LS_EINVAL, "--checkpoint-dir: needs --checkpoint-every K");
     if (st == LS_OK && a.keep_checkpoints != 0 && a.checkpoint_every == 0)
@@ -107,7 +107,7 @@ int cmd_train(int argc, char **argv)
         return print_plan(&a.cfg, a.threads[0]);
     run_install_signals();
     run_opts o = { .cfg = a.cfg, .threads = a.threads[0], .steps = a.steps, .eval_every = a.eval_every,
-                   .progress = a.progress, .eval_at_end = 1, .name = a.name, .db_path = a.db,
+                   .progress = a.progress, .eval_at_end = !a.no_eval, .name = a.name, .db_path = a.db,
                    .checkpoint_every = a.checkpoint_every, .checkpoint_dir = a.checkpoint_dir,
                    .keep_checkpoints = a.keep_checkpoints };
     run_result r;

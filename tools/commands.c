@@ -37,6 +37,7 @@ static const flag_spec TRAIN_FLAGS[] = {
     DB_FLAG,
     { "--name", NULL, "NAME", "a unique name for the run (default run-<id>)", NULL },
     { "--eval-every", NULL, "K", "record the evaluation every K steps (always at the end)", NULL },
+    { "--no-eval", NULL, NULL, "no evaluation after the last step either (a run that only trains)", NULL },
     NO_PROGRESS("no progress line (none is shown when stderr is not a terminal)"),
     CKPT_FLAGS,
     { "--print-plan", NULL, NULL,
@@ -247,7 +248,7 @@ static const flag_spec HELP_FLAGS[] = {
 static const command COMMANDS[] = {
     { "train", cmd_train,
       { "[--task T] [--model M] [--steps N] [--threads N] [--db FILE] [--name NAME]\n"
-        "[--eval-every K] [--no-progress] [--checkpoint-every K [--checkpoint-dir DIR]\n"
+        "[--eval-every K | --no-eval] [--no-progress] [--checkpoint-every K [--checkpoint-dir DIR]\n"
         "[--keep-checkpoints N|all]] [--print-plan] [--init FILE.safetensors]\n"
         "[config flags]" },
       "train one run, recording every step's loss, parameter hash and trajectory hash",

@@ -270,7 +270,7 @@ static ls_session *rank0_open(mpi_ctx *c, int resume, int argc, char **argv, mpi
     ls_status st;
     const char *cmd = resume ? "resume" : "train";
     unsigned accept = resume ? CLI_DB | CLI_STEPS_FLAG | CLI_THREADS | CLI_CKPT | CLI_PROGRESS
-                             : CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT;
+                             : CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT | CLI_NO_EVAL;
     st = cli_parse(argc, argv, accept, resume ? 1 : 0, a, err);
     if (st == LS_OK && resume && !a->help && a->n_positional != 1)
         st = ls_fail(err, LS_EINVAL, "needs one RUN (an id or a name)");
@@ -417,7 +417,8 @@ static int run_mpi(mpi_ctx *c, int resume, int argc, char **argv)
          * and the trainer need not wait for rank 0; what rank 0 sends is
          * checked against it below (and replaces it if it differs). */
         ls_err e2;
-        if (cli_parse(argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT, 0, &a, &e2) == LS_OK && !a.help) {
+        if (cli_parse(argc, argv, CLI_CONFIG | CLI_TRAIN | CLI_DB | CLI_CKPT | CLI_NO_EVAL, 0, &a, &e2) == LS_OK &&
+            !a.help) {
             int th = a.threads[0] > 0 ? a.threads[0] : pool_online_cpus() / c->ranks;
             if (trainer_create(&t, &a.cfg, th < 1 ? 1 : th, NULL, &e2) != LS_OK)
                 t = NULL;
@@ -505,7 +506,13 @@ static int run_mpi(mpi_ctx *c, int resume, int argc, char **argv)
     double t0 = now_s();
     ls_metric metrics[LS_MAX_METRICS];
     size_t n_metrics = 0;
-    if (c->rank == 0) {
+    if (c->rank == 0 && a.no_eval) {
+        ls_session_state ss;
+        ls_session_state_get(s, &ss);
+        for (int64_t step = ss.step; step < ss.target && st == LS_OK; step++)
+            st = run_interrupted ? ls_fail(&err, LS_EINTR, "interrupted after step %lld", (long long)step)
+                                 : ls_session_step(s, NULL, &err);
+    } else if (c->rank == 0) {
         st = ls_session_train(s, 0, a.eval_every, &run_interrupted, metrics, &n_metrics, &err);
     } else {
         for (int64_t step = h.start; step < h.target && st == LS_OK; step++) {

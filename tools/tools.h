@@ -39,6 +39,7 @@ typedef struct {
     const char *name;
     int64_t eval_every;                  /* 0: only at the end */
     int progress;                        /* 1: a progress line on a terminal */
+    int no_eval;                         /* --no-eval: no evaluation after the last step */
     int reps;                            /* bench repetitions */
     int64_t checkpoint_every;            /* 0: no checkpoints (resume: the run's own) */
     const char *checkpoint_dir;          /* NULL: <db>.ckpt (resume: the run's own) */
@@ -65,7 +66,8 @@ enum {
     CLI_THREADS = 64,    /* --threads N (one number, without the rest of CLI_TRAIN) */
     CLI_CKPT = 128,      /* --checkpoint-every K --checkpoint-dir DIR */
     CLI_PROGRESS = 256,  /* --no-progress (without the rest of CLI_TRAIN) */
-    CLI_LEAF_LIST = 512  /* --leaf 16,64 (equiv): a list of leaf sizes */
+    CLI_LEAF_LIST = 512, /* --leaf 16,64 (equiv): a list of leaf sizes */
+    CLI_NO_EVAL = 1024   /* --no-eval (train, lockstep-mpi train): no evaluation at the end */
 };
 
 /* The flags of the accept bits, through the one flag parser (tools/flags.h):
