@@ -102,12 +102,13 @@ deps || exit 2
 
 # ---- build ----------------------------------------------------------------
 # The programs run under qemu, chosen for what they prove and for time (CI
-# gives check-cross about 8 minutes on 2 cores; qemu costs 20-60x native):
+# gives check-cross about 10 minutes on 2 cores; qemu costs 20-60x native):
 #   determinism (runs compared across 1, 2, 3 and 8 threads, against each
 #   other): test_tree, test_linear, test_gnn; and golden check,
-#   which runs every golden file at 1, 2, 3 and 8 threads against x86-64's
-#   bits. test_train and test_session (15 and 23 s native, most of it
-#   Fashion-MNIST) repeat what golden check shows: LS_CROSS_FULL=1 adds them.
+#   which runs every golden file whole against x86-64's bits (at 1, 2, 3
+#   and 8 threads; the slowest at 1: one_thread_golden). test_train and
+#   test_session (15 and 23 s native, most of it Fashion-MNIST) repeat what
+#   golden check shows: LS_CROSS_FULL=1 adds them.
 #   known answers of the hashes, the record and the formats: test_hash,
 #   test_rng, test_dmath (and the FPCR refusal), test_dense, test_npy,
 #   test_checkpoint, test_runlog, test_golden; on s390x also test_weights
@@ -182,20 +183,18 @@ wrapper() { # arch cpu -> path of the CLI wrapper
     echo "$w"
 }
 
-# Golden files too slow to re-run whole under qemu within CI's budget, with
-# the time of `lockstep golden check FILE` (1, 2, 3, 8 threads) natively and
-# under qemu-aarch64 on this 2-core machine under load (qemu ran 17-42 times
-# the native time). Under qemu they are checked at one thread on their first
-# steps (`golden check --threads 1 --steps N`: every kernel of the model, its
-# update and the record's hashes, against the file's x86-64 bits; the thread
-# counts are the native suite's concern); LS_CROSS_FULL=1 runs them whole.
-slow_golden() { # name -> prints "steps why", or fails
+# Golden files whose four thread counts under qemu would cost minutes each
+# (qemu runs the scalar twins 20-60 times slower than native, fmaf in
+# software): under qemu they run whole at one thread, every step against
+# x86-64's bits; the other thread counts are the native suite's concern
+# (and test_tree, test_linear and test_gnn compare thread counts here).
+# LS_CROSS_FULL=1 runs them at 1, 2, 3 and 8 threads too.
+one_thread_golden() { # name -> prints why, or fails
     case $1 in
-    logic-fashion-mnist-short) echo "1 61 s native, about 40 min whole under qemu" ;;
-    fashion-mnist-short) echo "1 19 s native, about 13 min whole under qemu" ;;
-    checkerboard-short) echo "1 12 s native, about 8 min whole under qemu" ;;
-    checkerboard-async-short) echo "1 8 s native, 351 s whole under qemu" ;;
-    cnn-short) echo "1 the convolutions' fmaf emulated: over 14 min of qemu-aarch64 for its first step at 1 thread" ;;
+    cnn-short) echo "convolutions: 2.7 min of qemu-aarch64 a thread count" ;;
+    checkerboard-short) echo "a rollout of 20 CA steps a sample: 2.5 min of qemu a thread count" ;;
+    checkerboard-async-short) echo "a rollout of 50 CA steps: 1.5 min of qemu a thread count" ;;
+    fashion-mnist-short | logic-fashion-mnist-short) echo "60,000 images decoded, batches of 128: under a minute of qemu a thread count" ;;
     *) return 1 ;;
     esac
 }
@@ -221,23 +220,16 @@ run_test() { # arch cpu name
     fi
 }
 
-run_golden() { # arch cpu: each golden file at 1, 2, 3 and 8 threads (the slow ones: see slow_golden)
+run_golden() { # arch cpu: each golden file whole at 1, 2, 3 and 8 threads (one_thread_golden: at 1)
     a=$1; cpu=$2
     for g in golden/*.golden; do
         [ -f "$g" ] || continue
         name=$(basename "$g" .golden)
         set -- golden check "$g"
         what=""
-        if [ -z "${LS_CROSS_FULL:-}" ] && slow=$(slow_golden "$name") && { [ "$a" = s390x ] || [ "$name" = cnn-short ]; }; then
-            # qemu-s390x runs 2-3 times slower again (fashion-mnist-short's
-            # first 2 steps: 254 s): the formats are the question there, and
-            # the other files carry every one of them.
-            line skip "$a $cpu golden $name" 0 "too slow under qemu ($a: ${slow#* }; LS_CROSS_FULL=1)"
-            continue
-        fi
-        if [ -z "${LS_CROSS_FULL:-}" ] && slow=$(slow_golden "$name"); then
-            set -- golden check "$g" --threads 1 --steps "${slow%% *}"
-            what="first ${slow%% *} step(s) at 1 thread (whole: ${slow#* }; LS_CROSS_FULL=1)"
+        if [ -z "${LS_CROSS_FULL:-}" ] && why=$(one_thread_golden "$name"); then
+            set -- golden check "$g" --threads 1
+            what="whole at 1 thread ($why; LS_CROSS_FULL=1: 1, 2, 3, 8)"
         fi
         log="$tmp/$a-$cpu-golden.log"
         s=$(date +%s)
@@ -250,10 +242,10 @@ run_golden() { # arch cpu: each golden file at 1, 2, 3 and 8 threads (the slow o
     done
 }
 
-suite() { # arch cpu tests...
-    a=$1; cpu=$2; shift 2
-    for p in "$@"; do run_test "$a" "$cpu" "$p"; done
-    run_golden "$a" "$cpu"
+suite() { # arch cpu part tests...: part "tests", "golden" or "all"
+    a=$1; cpu=$2; part=$3; shift 3
+    [ "$part" = golden ] || for p in "$@"; do run_test "$a" "$cpu" "$p"; done
+    [ "$part" = tests ] || run_golden "$a" "$cpu"
 }
 
 for a in $ARCHES; do
@@ -279,27 +271,30 @@ for a in $ARCHES; do
     esac
 done
 
-# The suites, two at a time (2 cores): cortex-a53 then s390x beside max.
-suites_a=""
-suites_b=""
-case " $ARCHES " in *" aarch64 "*) [ -x build-aarch64/lockstep ] && { suites_a="aarch64:cortex-a53"; suites_b="aarch64:max"; } ;; esac
-case " $ARCHES " in *" s390x "*) [ -x build-s390x/lockstep ] && suites_a="$suites_a s390x:max" ;; esac
-run_suites() {
+# The suites, two lanes at a time (2 cores): cortex-a53 then s390x's tests
+# beside max then s390x's golden files (s390x runs about twice as slow).
+lane_a=""
+lane_b=""
+case " $ARCHES " in *" aarch64 "*) [ -x build-aarch64/lockstep ] &&
+    { lane_a="aarch64:cortex-a53:all"; lane_b="aarch64:max:all"; } ;; esac
+case " $ARCHES " in *" s390x "*) [ -x build-s390x/lockstep ] &&
+    { lane_a="$lane_a s390x:max:tests"; lane_b="$lane_b s390x:max:golden"; } ;; esac
+run_lane() {
     for sc in "$@"; do
-        a=${sc%%:*}; cpu=${sc#*:}
-        res=$tmp/2-$a-$cpu
+        a=${sc%%:*}; rest=${sc#*:}; cpu=${rest%%:*}; part=${rest#*:}
+        res=$tmp/2-$a-$cpu-$part
         # shellcheck disable=SC2086
         case $a in
-        aarch64) suite "$a" "$cpu" $KAT_TESTS $DET_TESTS ;;
-        s390x) suite "$a" "$cpu" $BE_TESTS ;;
+        aarch64) suite "$a" "$cpu" "$part" $KAT_TESTS $DET_TESTS ;;
+        s390x) suite "$a" "$cpu" "$part" $BE_TESTS ;;
         esac
     done
 }
 # shellcheck disable=SC2086
-run_suites $suites_a &
+run_lane $lane_a &
 pid_a=$!
 # shellcheck disable=SC2086
-run_suites $suites_b
+run_lane $lane_b
 wait "$pid_a"
 
 cat "$tmp"/[0-9]-*

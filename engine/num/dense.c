@@ -276,6 +276,32 @@ enum { END_STORE, END_ADD };
 #define UNROLL _Pragma("GCC unroll 8")
 #endif
 
+/* One reduction row of a full tile: acc[i][v] = fma(A[i][r], w_v, acc[i][v])
+ * for the tile's 6 rows and 4 vectors, then each row's pointer x[i] moves to
+ * the next element of A. Shared by the plain and the atom micro-kernels;
+ * inlined, so acc stays in registers. */
+static FORCE_INLINE __attribute__((target("avx512f")))
+void row_z64(const int in_register, __m512 acc[Z_MB][4], const float *x[Z_MB], size_t a_r, __m512 w0, __m512 w1,
+             __m512 w2, __m512 w3)
+{
+UNROLL
+    for (int i = 0; i < Z_MB; i++) {
+        if (in_register) {
+            const __m512 xb = _mm512_set1_ps(*x[i]);
+            acc[i][0] = _mm512_fmadd_ps(xb, w0, acc[i][0]);
+            acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
+            acc[i][2] = _mm512_fmadd_ps(xb, w2, acc[i][2]);
+            acc[i][3] = _mm512_fmadd_ps(xb, w3, acc[i][3]);
+        } else {
+            acc[i][0] = simd_fmadd_bcast_z(acc[i][0], w0, x[i]);
+            acc[i][1] = simd_fmadd_bcast_z(acc[i][1], w1, x[i]);
+            acc[i][2] = simd_fmadd_bcast_z(acc[i][2], w2, x[i]);
+            acc[i][3] = simd_fmadd_bcast_z(acc[i][3], w3, x[i]);
+        }
+        x[i] += a_r;
+    }
+}
+
 /* The micro-kernel of a full tile (6 rows of A, 64 columns of Bm, no
  * masks). Each of the 24 accumulators starts at 0.0f (sp == NULL) or at
  * sp[i*sld + 16v ..] (the bias with sld = 0, or C's partial sums with sld =
@@ -308,22 +334,7 @@ UNROLL
             _mm_prefetch(ahead + 192, _MM_HINT_T0);
         }
         b += ldb;
-UNROLL
-        for (int i = 0; i < Z_MB; i++) {
-            if (in_register) {
-                const __m512 xb = _mm512_set1_ps(*x[i]);
-                acc[i][0] = _mm512_fmadd_ps(xb, w0, acc[i][0]);
-                acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
-                acc[i][2] = _mm512_fmadd_ps(xb, w2, acc[i][2]);
-                acc[i][3] = _mm512_fmadd_ps(xb, w3, acc[i][3]);
-            } else {
-                acc[i][0] = simd_fmadd_bcast_z(acc[i][0], w0, x[i]);
-                acc[i][1] = simd_fmadd_bcast_z(acc[i][1], w1, x[i]);
-                acc[i][2] = simd_fmadd_bcast_z(acc[i][2], w2, x[i]);
-                acc[i][3] = simd_fmadd_bcast_z(acc[i][3], w3, x[i]);
-            }
-            x[i] += a_r;
-        }
+        row_z64(in_register, acc, x, a_r, w0, w1, w2, w3);
     }
 UNROLL
     for (int i = 0; i < Z_MB; i++)
@@ -474,22 +485,7 @@ UNROLL
             const __m512 w0 = _mm512_loadu_ps(b), w1 = _mm512_loadu_ps(b + 16), w2 = _mm512_loadu_ps(b + 32),
                          w3 = _mm512_loadu_ps(b + 48);
             b += ldb;
-UNROLL
-            for (int i = 0; i < Z_MB; i++) {
-                if (in_register) {
-                    const __m512 xb = _mm512_set1_ps(*x[i]);
-                    acc[i][0] = _mm512_fmadd_ps(xb, w0, acc[i][0]);
-                    acc[i][1] = _mm512_fmadd_ps(xb, w1, acc[i][1]);
-                    acc[i][2] = _mm512_fmadd_ps(xb, w2, acc[i][2]);
-                    acc[i][3] = _mm512_fmadd_ps(xb, w3, acc[i][3]);
-                } else {
-                    acc[i][0] = simd_fmadd_bcast_z(acc[i][0], w0, x[i]);
-                    acc[i][1] = simd_fmadd_bcast_z(acc[i][1], w1, x[i]);
-                    acc[i][2] = simd_fmadd_bcast_z(acc[i][2], w2, x[i]);
-                    acc[i][3] = simd_fmadd_bcast_z(acc[i][3], w3, x[i]);
-                }
-                x[i] += a_r;
-            }
+            row_z64(in_register, acc, x, a_r, w0, w1, w2, w3);
         }
         for (size_t t = j; t & 1; t >>= 1) {
             const float *p = stack + (size_t)--depth * ZSLOT;
