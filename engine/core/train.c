@@ -667,6 +667,7 @@ static ls_status trainer_test_loss(trainer *t, double *loss, int *has, ls_err *e
         return LS_OK;
     ls_dataset test = *t->data;
     test.train = t->data->test;   /* a leaf reads its samples from the train split */
+    test.train_labels = t->data->test_labels;   /* and int32 labels from train_labels */
     const size_t n = t->data->test.n, batches = (n + B - 1) / B;
     double total = 0;
     for (size_t k = 0; k < batches; k++) {

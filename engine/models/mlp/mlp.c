@@ -79,8 +79,8 @@ ls_status mlp_create(mlp **out, const size_t *sizes, size_t n_sizes, size_t max_
     for (size_t i = 0; i < n_sizes; i++)
         if (sizes[i] == 0)
             return ls_fail(err, LS_EINVAL, "mlp: layer size %zu is 0; every width must be at least 1", i);
-    if (sizes[n_sizes - 1] > 256)
-        return ls_fail(err, LS_EINVAL, "mlp: %zu classes; labels are bytes, so at most 256",
+    if (sizes[n_sizes - 1] > INT32_MAX)
+        return ls_fail(err, LS_EINVAL, "mlp: %zu classes; labels are int32, so at most 2147483647",
                        sizes[n_sizes - 1]);
     if (max_leaf == 0)
         return ls_fail(err, LS_EINVAL, "mlp: max_leaf is 0; a leaf holds at least one sample");
@@ -256,7 +256,7 @@ static void forward(const mlp *m, const float *params, const float *x, size_t co
     }
 }
 
-double mlp_leaf(const mlp *m, const float *params, const float *x, const uint8_t *y,
+double mlp_leaf(const mlp *m, const float *params, const float *x, const int32_t *y,
                 size_t count, float *grad, int accumulate, void *scratch)
 {
     const size_t L = m->n_layers;
@@ -283,17 +283,24 @@ double mlp_leaf(const mlp *m, const float *params, const float *x, const uint8_t
             if (zb[i] > zmax)
                 zmax = zb[i];
         const double mb = (double)zmax;
-        double e[256];   /* C <= 256 (mlp_create); each e_i is computed once */
+        /* Up to 256 classes each e_i is computed once and kept; beyond, it
+         * is computed again for dz: dmath_exp gives the same bits both times. */
+        double e[256];
+        const int keep = C <= 256;
         double s = 0.0;
         for (size_t i = 0; i < C; i++) {
-            e[i] = dmath_exp((double)zb[i] - mb);
-            s = s + e[i];
+            const double ei = dmath_exp((double)zb[i] - mb);
+            if (keep)
+                e[i] = ei;
+            s = s + ei;
         }
-        const size_t yb = y[b];
+        const size_t yb = y[b] >= 0 ? (size_t)y[b] : C;
         const double lb = yb < C ? dmath_log(s) - ((double)zb[yb] - mb) : (double)NAN;
         tree_atoms_add(&loss, lb);
-        for (size_t i = 0; i < C; i++)
-            db[i] = (float)(e[i] / s) - (i == yb ? 1.0f : 0.0f);
+        for (size_t i = 0; i < C; i++) {
+            const double ei = keep ? e[i] : dmath_exp((double)zb[i] - mb);
+            db[i] = (float)(ei / s) - (i == yb ? 1.0f : 0.0f);
+        }
     }
 
     /* Backward, last layer first. dout is d(loss)/d(output of layer l) for
@@ -333,7 +340,7 @@ size_t mlp_tensor(const mlp *m, size_t l, int bias, size_t shape[2])
 }
 
 void mlp_predict(const mlp *m, const float *params, const float *x, size_t count,
-                 uint8_t *pred, void *scratch)
+                 int32_t *pred, void *scratch)
 {
     const size_t L = m->n_layers;
     const size_t C = m->sizes[L];
@@ -345,6 +352,6 @@ void mlp_predict(const mlp *m, const float *params, const float *x, size_t count
         for (size_t i = 1; i < C; i++)
             if (zb[i] > zb[best])   /* strict: the lowest index wins a tie */
                 best = i;
-        pred[b] = (uint8_t)best;
+        pred[b] = (int32_t)best;
     }
 }
