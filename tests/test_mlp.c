@@ -584,7 +584,7 @@ static void test_create_rejects(void **state)
     expect_einval(zero_in, 3, 4);
     expect_einval(zero_mid, 3, 4);
     expect_einval(zero_out, 3, 4);
-    const size_t too_many_classes[] = { 5, 257 };
+    const size_t too_many_classes[] = { 5, (size_t)INT32_MAX + 1 };
     expect_einval(too_many_classes, 2, 4);
     expect_einval(ok, 4, 0);
     const size_t huge[] = { SIZE_MAX / 2, SIZE_MAX / 2 };
