@@ -26,6 +26,9 @@
 #include "reduce/tree.h"
 
 #define MLP_ALIGN 64
+/* Classes whose softmax numerators mlp_leaf keeps on its stack (every net of
+ * byte labels); more take a row of the scratch. */
+#define MLP_STACK_CLASSES 256
 
 struct mlp {
     size_t n_layers;                      /* L = n_sizes - 1 */
@@ -40,6 +43,8 @@ struct mlp {
                                            * layer l (l < L-1), the logits for l = L-1 */
     size_t grad_off[2];                   /* two ping-pong buffers [max_leaf][max_width]: d(loss)
                                            * w.r.t. a layer's output (pre-activation) */
+    size_t e_off;                         /* over MLP_STACK_CLASSES classes: [classes] doubles,
+                                           * a sample's softmax numerators */
     size_t scratch_bytes;
     /* Prepared state, in the same allocation after the struct (64-aligned).
      * wt[l] for l = 1 .. L-1: [sizes[l+1]][sizes[l]] = W_l transposed, so
@@ -119,6 +124,12 @@ ls_status mlp_create(mlp **out, const size_t *sizes, size_t n_sizes, size_t max_
     tmp.grad_off[0] = scratch;
     tmp.grad_off[1] = scratch + gbytes;
     if (!add_ok(scratch, 2 * gbytes, &scratch))
+        return ls_fail(err, LS_EINVAL, "mlp: scratch too large");
+    /* Up to MLP_STACK_CLASSES the numerators live on mlp_leaf's stack (the
+     * scratch of a 1.1 net is unchanged); beyond, a row of them here. */
+    tmp.e_off = scratch;
+    if (sizes[n_sizes - 1] > MLP_STACK_CLASSES &&
+        !add_ok(scratch, round_up(sizes[n_sizes - 1] * sizeof(double)), &scratch))
         return ls_fail(err, LS_EINVAL, "mlp: scratch too large");
     tmp.scratch_bytes = scratch;
     tmp.n_params = np;
@@ -273,6 +284,8 @@ double mlp_leaf(const mlp *m, const float *params, const float *x, const int32_t
      * (a corrupt data set) gives a NaN loss, which stops the run as diverged. */
     const float *z = scratch_at(scratch, m->act_off[L - 1]);
     float *dz = scratch_at(scratch, m->grad_off[0]);
+    double e_stack[MLP_STACK_CLASSES];
+    double *e = C <= MLP_STACK_CLASSES ? e_stack : (double *)(void *)scratch_at(scratch, m->e_off);
     tree_atoms loss;
     tree_atoms_init(&loss);
     for (size_t b = 0; b < count; b++) {
@@ -283,24 +296,16 @@ double mlp_leaf(const mlp *m, const float *params, const float *x, const int32_t
             if (zb[i] > zmax)
                 zmax = zb[i];
         const double mb = (double)zmax;
-        /* Up to 256 classes each e_i is computed once and kept; beyond, it
-         * is computed again for dz: dmath_exp gives the same bits both times. */
-        double e[256];
-        const int keep = C <= 256;
-        double s = 0.0;
+        double s = 0.0;   /* each e_i is computed once */
         for (size_t i = 0; i < C; i++) {
-            const double ei = dmath_exp((double)zb[i] - mb);
-            if (keep)
-                e[i] = ei;
-            s = s + ei;
+            e[i] = dmath_exp((double)zb[i] - mb);
+            s = s + e[i];
         }
         const size_t yb = y[b] >= 0 ? (size_t)y[b] : C;
         const double lb = yb < C ? dmath_log(s) - ((double)zb[yb] - mb) : (double)NAN;
         tree_atoms_add(&loss, lb);
-        for (size_t i = 0; i < C; i++) {
-            const double ei = keep ? e[i] : dmath_exp((double)zb[i] - mb);
-            db[i] = (float)(ei / s) - (i == yb ? 1.0f : 0.0f);
-        }
+        for (size_t i = 0; i < C; i++)
+            db[i] = (float)(e[i] / s) - (i == yb ? 1.0f : 0.0f);
     }
 
     /* Backward, last layer first. dout is d(loss)/d(output of layer l) for
