@@ -7,16 +7,16 @@
  * set (data_hash and trajectory) and refuses a malformed image by its key.
  * Labels beyond a byte (int32, 1.2): 70000 classes (labels above 65535)
  * train the mlp, and 65536 the seq model (its grammar's largest dense
- * layer), at 1, 2, 3 and 8 threads to one trajectory, from label files of
- * several integer dtypes to one θ; the loss of step 1, from starting
- * weights whose logits are the last bias alone, equals numpy's float64
- * cross-entropy of the same labels (which labels cut to 16 or 8 bits would
- * not give). */
+ * layer), at 1, 2, 3 and 8 threads (and the mlp at leaf 16, 32, 64) to one
+ * trajectory, from label files of several integer dtypes to one θ; the
+ * loss of step 1, from starting weights whose logits are the last bias
+ * alone, equals numpy's float64 cross-entropy of the same labels (which
+ * labels cut to 16 or 8 bits would not give). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
-#include <math.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -341,6 +341,8 @@ static void test_in_memory(void **state)
  * ones; batch 96, the whole training split, from the starting weights
  * `init` (NULL: the model's own). Returns the trajectory; θ's hash in
  * last_param_hash, the last step's loss in *loss, test_acc in *acc. */
+static const char *wide_leaf = "16";   /* mlp's leaf: a speed setting, not in the config */
+
 static uint64_t train_wide(const char *model, const char *y, const char *ty, const char *init, int threads,
                            int64_t steps, double *loss, double *acc)
 {
@@ -360,7 +362,7 @@ static uint64_t train_wide(const char *model, const char *y, const char *ty, con
     assert_int_equal(ls_config_set(cfg, "batch", "96", &err), LS_OK);
     if (strcmp(model, "mlp") == 0) {
         assert_int_equal(ls_config_set(cfg, "hidden", "8", &err), LS_OK);
-        assert_int_equal(ls_config_set(cfg, "leaf", "16", &err), LS_OK);
+        assert_int_equal(ls_config_set(cfg, "leaf", wide_leaf, &err), LS_OK);
     } else {
         assert_int_equal(ls_config_set(cfg, "layers", "dense:8,relu,dense:65536", &err), LS_OK);
     }
@@ -418,8 +420,16 @@ static void test_many_classes(void **state)
             assert_memory_equal(&acc, &acc1, sizeof acc);
         }
         assert_true(acc1 >= 0);   /* evaluated over the int32 test labels */
-        /* The same labels in other dtypes: another data set, the same θ. */
+        /* The same labels in other dtypes: another data set, the same θ;
+         * the mlp's leaf of 32 and 64 samples: the same trajectory. */
         if (k == 0) {
+            static const char *const leaves[] = { "32", "64" };
+            for (size_t i = 0; i < sizeof leaves / sizeof leaves[0]; i++) {
+                wide_leaf = leaves[i];
+                if (train_wide("mlp", ys[k], tys[k], NULL, 3, 6, &loss, &acc) != first)
+                    fail_msg("mlp: the trajectory at leaf %s differs from leaf 16's", leaves[i]);
+                wide_leaf = "16";
+            }
             static const char *const other[] = { "wy-u8be.npy", "wy-i8.npy", "wy-u4be.npy" };
             for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
                 const uint64_t t = train_wide("mlp", other[i], "wyt.npy", NULL, 2, 6, &loss, &acc);
