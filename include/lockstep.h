@@ -224,8 +224,9 @@ typedef struct {
 } ls_split;
 
 /* Made by the library (ls_dataset_create, ls_arrays_dataset, a task's
- * loader), not by hand: 1.2 appended fields that a struct laid out by 1.1's
- * header lacks. A data set whose train.y is NULL has int32 labels. */
+ * loader). 1.2 appended train_labels and test_labels at the end; the library
+ * reads them only when train.y is NULL (int32 labels, over 256 classes), so
+ * a data set of byte labels laid out by 1.1's header still reads right. */
 typedef struct ls_dataset {
     char name[32];
     size_t n_classes;
@@ -233,8 +234,8 @@ typedef struct ls_dataset {
     ls_split train, test;
     void *mem;           /* owns what the splits point to */
     /* Added in 1.2: the labels as int32, 0 .. n_classes - 1 (n_classes at
-     * most 2^31 - 1), when train.y is NULL; else both NULL. ls_dataset_labels
-     * reads them in either form. */
+     * most 2^31 - 1), when train.y is NULL; else both NULL. ls_dataset_label
+     * reads a label in either form. */
     const int32_t *train_labels;   /* [train.n] */
     const int32_t *test_labels;    /* [test.n] */
 } ls_dataset;
@@ -599,7 +600,8 @@ typedef struct {
     int64_t checkpoint_every;   /* write a checkpoint after every K-th step; 0: none
                                    (reopen: 0 keeps the run's own) */
     const char *checkpoint_dir; /* NULL: "<db>.ckpt" (reopen: the run's own) */
-    const ls_dataset *data;     /* NULL: the task loads its data; else the caller's, kept alive */
+    const ls_dataset *data;     /* NULL: the task loads its data; else the caller's (ls_dataset_create,
+                                 * ls_arrays_dataset), kept alive */
     int64_t eval_every;         /* ls_session_train evaluates every K steps; recorded with the run
                                    (reopen: 0 keeps the run's own) */
     int no_final_checkpoint;    /* 1: a run that ends done gets no checkpoint of its last step (a
