@@ -20,7 +20,10 @@
  *   - (1.1) runs of other frameworks recorded step by step (ls_record_*)
  *     with the canonical tensor hash (ls_tensor_hash), verify naming the
  *     first differing tensor and a loss tolerance (ls_verify_ex), and golden
- *     files of recorded runs (ls_golden_save, ls_golden_compare).
+ *     files of recorded runs (ls_golden_save, ls_golden_compare);
+ *   - (1.2) labels beyond a byte: a data set of up to 2^31 - 1 classes keeps
+ *     int32 labels (ls_dataset_labels, ls_dataset_label,
+ *     ls_dataset_gather_labels).
  *
  * The contract. For a config C the parameters after step t are a function of
  * C alone: not of the thread count, the schedule, a resume, the compiler, the
@@ -85,9 +88,9 @@ extern "C" {
 #endif
 
 #define LS_VERSION_MAJOR 1
-#define LS_VERSION_MINOR 1
+#define LS_VERSION_MINOR 2
 #define LS_VERSION_PATCH 0
-#define LS_VERSION_STRING "1.1.0"
+#define LS_VERSION_STRING "1.2.0"
 
 #define LS_HASH_FORMAT 1
 #define LS_CONFIG_FORMAT 2
@@ -97,7 +100,7 @@ extern "C" {
 #define LS_GOLDEN_FORMAT 2
 #define LS_TENSOR_HASH_FORMAT 1
 
-/* "1.1.0": the version of the library actually linked. */
+/* "1.2.0": the version of the library actually linked. */
 const char *ls_version(void);
 
 /* ---- status ------------------------------------------------------------- */
@@ -209,37 +212,63 @@ const char *ls_config_source(const ls_config *cfg, const char *key);
 /* ---- data ---------------------------------------------------------------- */
 
 /* n samples of dim features with labels below n_classes. Features are bytes
- * 0..255 (x8, read as v/255.0f) or floats (xf). */
+ * 0..255 (x8, read as v/255.0f) or floats (xf). Labels are bytes (y) when
+ * the data set has at most 256 classes; with more, y is NULL and the labels
+ * are int32 (ls_dataset's train_labels and test_labels, 1.2). */
 typedef struct {
     size_t n;
     size_t dim;
     const uint8_t *x8;   /* [n][dim], or NULL */
     const float *xf;     /* [n][dim], or NULL */
-    const uint8_t *y;    /* [n] */
+    const uint8_t *y;    /* [n]; NULL when the labels are int32 (over 256 classes) */
 } ls_split;
 
+/* Made by the library (ls_dataset_create, ls_arrays_dataset, a task's
+ * loader). 1.2 appended train_labels and test_labels at the end; the library
+ * reads them only when train.y is NULL (int32 labels, over 256 classes), so
+ * a data set of byte labels laid out by 1.1's header still reads right. */
 typedef struct ls_dataset {
     char name[32];
     size_t n_classes;
     uint64_t hash;       /* the data's identity: part of the config (data_hash) */
     ls_split train, test;
     void *mem;           /* owns what the splits point to */
+    /* Added in 1.2: the labels as int32, 0 .. n_classes - 1 (n_classes at
+     * most 2^31 - 1), when train.y is NULL; else both NULL. ls_dataset_label
+     * reads a label in either form. */
+    const int32_t *train_labels;   /* [train.n] */
+    const int32_t *test_labels;    /* [test.n] */
 } ls_dataset;
 
 /* A data set of float features, zeroed, for a task's loader to fill through
- * ls_dataset_x / ls_dataset_y; then ls_dataset_seal checks every label is
- * below n_classes and every feature finite (LS_EINVAL naming the first
- * that is not: the data set's name, the split, sample and feature) and computes the
- * identity: XXH3_64bits over train x (binary32 LE), train y, test x, test y. */
+ * ls_dataset_x and, for at most 256 classes, ls_dataset_y (bytes), for more
+ * (1.2, up to 2^31 - 1) ls_dataset_labels (int32); then ls_dataset_seal
+ * checks every label is in 0 .. n_classes - 1 and every feature finite
+ * (LS_EINVAL naming the first that is not: the data set's name, the split,
+ * sample and feature) and computes the identity: XXH3_64bits over train x
+ * (binary32 LE), train y, test x, test y, a label one byte when n_classes <=
+ * 256, else four (int32 LE). */
 ls_status ls_dataset_create(ls_dataset **out, const char *name, size_t n_classes, size_t dim, size_t n_train,
                             size_t n_test, ls_err *err);
 float *ls_dataset_x(ls_dataset *d, int test);
-uint8_t *ls_dataset_y(ls_dataset *d, int test);
+uint8_t *ls_dataset_y(ls_dataset *d, int test);   /* NULL when the labels are int32 */
 ls_status ls_dataset_seal(ls_dataset *d, ls_err *err);
 void ls_dataset_destroy(ls_dataset *d);   /* accepts NULL */
+/* (1.2) The int32 labels of a data set of more than 256 classes (for its
+ * loader to fill before ls_dataset_seal); NULL when its labels are bytes. */
+int32_t *ls_dataset_labels(ls_dataset *d, int test);
+/* (1.2) The label of sample i of the train (test = 0) or test split, in
+ * either form. */
+int32_t ls_dataset_label(const ls_dataset *d, int test, size_t i);
 
-/* x[i][.] = features of sample ids[i] as floats; y[i] its label (y may be NULL). */
+/* x[i][.] = features of sample ids[i] as floats; y[i] its label (y may be
+ * NULL). Byte labels only: for a split whose y is NULL (int32 labels) y is
+ * left unwritten; ls_dataset_gather_labels takes both forms. */
 void ls_dataset_gather(const ls_split *s, const uint32_t *ids, size_t count, float *x, uint8_t *y);
+/* (1.2) The same from the train (test = 0) or test split of d, the labels
+ * as int32 whichever form d keeps them in (y may be NULL). */
+void ls_dataset_gather_labels(const ls_dataset *d, int test, const uint32_t *ids, size_t count, float *x,
+                              int32_t *y);
 
 /* ---- arithmetic for models: random numbers, exp and log ------------------- */
 
@@ -573,7 +602,8 @@ typedef struct {
     int64_t checkpoint_every;   /* write a checkpoint after every K-th step; 0: none
                                    (reopen: 0 keeps the run's own) */
     const char *checkpoint_dir; /* NULL: "<db>.ckpt" (reopen: the run's own) */
-    const ls_dataset *data;     /* NULL: the task loads its data; else the caller's, kept alive */
+    const ls_dataset *data;     /* NULL: the task loads its data; else the caller's (ls_dataset_create,
+                                 * ls_arrays_dataset), kept alive */
     int64_t eval_every;         /* ls_session_train evaluates every K steps; recorded with the run
                                    (reopen: 0 keeps the run's own) */
     int no_final_checkpoint;    /* 1: a run that ends done gets no checkpoint of its last step (a

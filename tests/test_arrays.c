@@ -4,11 +4,19 @@
  * order is the same data set; a run reopens from its recorded sources; a
  * changed file is noticed; malformed inputs are refused naming the file;
  * ls_arrays_dataset, the same files' bytes from memory, is the same data
- * set (data_hash and trajectory) and refuses a malformed image by its key. */
+ * set (data_hash and trajectory) and refuses a malformed image by its key.
+ * Labels beyond a byte (int32, 1.2): 70000 classes (labels above 65535)
+ * train the mlp, and 65536 the seq model (its grammar's largest dense
+ * layer), at 1, 2, 3 and 8 threads (and the mlp at leaf 16, 32, 64) to one
+ * trajectory, from label files of several integer dtypes to one θ; the
+ * loss of step 1, from starting weights whose logits are the last bias
+ * alone, equals numpy's float64 cross-entropy of the same labels (which
+ * labels cut to 16 or 8 bits would not give). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +38,55 @@ static void py(const char *code)
         fail_msg("numpy failed (is python3-numpy installed? make deps)");
 }
 
+/* The many-class data (test_many_classes): 96 training samples (one batch)
+ * and 32 test samples of 6 features; labels of 70000 classes (wy*: one file
+ * per dtype, the same values) and of 65536 (sy*); starting weights whose
+ * last dense layer is zero, so the logits are its bias b; want.txt: numpy's
+ * mean cross-entropy of the training labels under b, in float64, for both. */
+static void wide_files(void)
+{
+    py("import json, struct\n"
+       "r = np.random.default_rng(34)\n"
+       "N, NT, D, H = 96, 32, 6, 8\n"
+       "np.save('wx.npy', r.random((N, D), dtype=np.float32))\n"
+       "np.save('wxt.npy', r.random((NT, D), dtype=np.float32))\n"
+       "def labels(C, n):\n"
+       "    y = r.integers(0, C, n)\n"
+       "    y[:5] = [C - 1, C // 2, 65535, 256, 255]\n"
+       "    y[5:20] = C - 1 - r.integers(0, 4000, 15)\n"
+       "    return y\n"
+       "y, yt = labels(70000, N), labels(70000, NT)\n"
+       "assert (y > 65535).sum() >= 10\n"
+       "np.save('wy.npy', y.astype('<i4')); np.save('wyt.npy', yt.astype('<u4'))\n"
+       "np.save('wy-u8be.npy', y.astype('>u8')); np.save('wy-i8.npy', y.astype('<i8'))\n"
+       "np.save('wy-u4be.npy', y.astype('>u4'))\n"
+       "ys, yst = labels(65536, N), labels(65536, NT)\n"
+       "np.save('sy.npy', ys.astype('<u2')); np.save('syt.npy', yst.astype('>u2'))\n"
+       "def st(path, tensors):\n"
+       "    hdr, off, blobs = {}, 0, []\n"
+       "    for k, a in tensors:\n"
+       "        b = np.ascontiguousarray(a, dtype='<f4').tobytes()\n"
+       "        hdr[k] = {'dtype': 'F32', 'shape': list(np.shape(a)), 'data_offsets': [off, off + len(b)]}\n"
+       "        off += len(b); blobs.append(b)\n"
+       "    h = json.dumps(hdr).encode()\n"
+       "    h += b' ' * (-len(h) % 8)\n"
+       "    open(path, 'wb').write(struct.pack('<Q', len(h)) + h + b''.join(blobs))\n"
+       "def start(C):\n"
+       "    return (r.standard_normal((D, H)) * 0.5).astype(np.float32), (np.sin(np.arange(C) * 0.37) * 3).astype(np.float32)\n"
+       "def xent(b, y):\n"
+       "    b = b.astype(np.float64); m = b.max()\n"
+       "    return float(np.mean(m + np.log(np.sum(np.exp(b - m))) - b[y]))\n"
+       "w, b = start(70000)\n"
+       "st('wide0.safetensors', [('W1', w), ('b1', np.zeros(H)), ('W2', np.zeros((H, 70000))), ('b2', b)])\n"
+       "ws, bs = start(65536)\n"
+       "st('seq0.safetensors', [('1.w', ws), ('1.b', np.zeros(H)), ('3.w', np.zeros((H, 65536))), ('3.b', bs)])\n"
+       "lm, ls = xent(b, y), xent(bs, ys)\n"
+       "for cut in (0xffff, 0xff):\n"
+       "    assert abs(xent(b, y & cut) - lm) > 1e-6 * lm\n"
+       "assert abs(xent(bs, ys & 0xff) - ls) > 1e-6 * ls\n"
+       "open('want.txt', 'w').write('%.17g %.17g\\n' % (lm, ls))\n");
+}
+
 static int setup(void **state)
 {
     (void)state;
@@ -48,7 +105,7 @@ static int setup(void **state)
        "np.save('x8.npy', xb); np.save('y16.npy', y.astype(np.int16))\n"
        "from numpy.lib import format as F\n"
        "with open('x8v2.npy', 'wb') as f: F.write_array(f, xb, version=(2, 0))\n"
-       "np.save('ybad.npy', np.where(np.arange(600) == 17, 300, y))\n"
+       "np.save('ybad.npy', np.where(np.arange(600) == 17, 2**31 - 1, y))\n"
        "np.save('yneg.npy', np.where(np.arange(600) == 5, -1, y))\n"
        "np.save('yf.npy', y.astype(np.float32))\n"
        "np.save('yshort.npy', y[:599])\n"
@@ -58,6 +115,7 @@ static int setup(void **state)
        "np.save('y2d.npy', y.reshape(600, 1))\n"
        "open('trunc.npy', 'wb').write(open('x32.npy', 'rb').read()[:-4])\n"
        "open('notnpy.npy', 'wb').write(b'just text\\n' * 20)\n");
+    wide_files();
     return 0;
 }
 
@@ -278,6 +336,111 @@ static void test_in_memory(void **state)
         free(buf[i]);
 }
 
+/* A run of the many-class data: model mlp (hidden 8, leaf 16) on wy-style
+ * labels of 70000 classes, or seq (dense:8,relu,dense:65536) on sy-style
+ * ones; batch 96, the whole training split, from the starting weights
+ * `init` (NULL: the model's own). Returns the trajectory; θ's hash in
+ * last_param_hash, the last step's loss in *loss, test_acc in *acc. */
+static const char *wide_leaf = "16";   /* mlp's leaf: a speed setting, not in the config */
+
+static uint64_t train_wide(const char *model, const char *y, const char *ty, const char *init, int threads,
+                           int64_t steps, double *loss, double *acc)
+{
+    ls_config *cfg;
+    ls_err err;
+    assert_int_equal(ls_config_create(&cfg, "arrays", model, &err), LS_OK);
+    const char *keys[] = { "train_x", "train_y", "test_x", "test_y", "init" };
+    const char *files[] = { "wx.npy", y, "wxt.npy", ty, init };
+    for (int i = 0; i < 5; i++) {
+        if (files[i] == NULL)
+            continue;
+        char path[192];
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        if (ls_config_set(cfg, keys[i], path, &err) != LS_OK)
+            fail_msg("%s: %s", keys[i], err.msg);
+    }
+    assert_int_equal(ls_config_set(cfg, "batch", "96", &err), LS_OK);
+    if (strcmp(model, "mlp") == 0) {
+        assert_int_equal(ls_config_set(cfg, "hidden", "8", &err), LS_OK);
+        assert_int_equal(ls_config_set(cfg, "leaf", wide_leaf, &err), LS_OK);
+    } else {
+        assert_int_equal(ls_config_set(cfg, "layers", "dense:8,relu,dense:65536", &err), LS_OK);
+    }
+    ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = threads, .steps = steps };
+    ls_session *s;
+    if (ls_session_open(&s, cfg, &o, &err) != LS_OK)
+        fail_msg("open %s at %d threads: %s", model, threads, err.msg);
+    ls_metric m[LS_MAX_METRICS];
+    size_t n = 0;
+    if (ls_session_train(s, 0, 0, NULL, m, &n, &err) != LS_OK)
+        fail_msg("train %s at %d threads: %s", model, threads, err.msg);
+    ls_session_state ss;
+    ls_session_state_get(s, &ss);
+    assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
+    ls_config_destroy(cfg);
+    *acc = n > 0 ? m[0].value : -1;
+    *loss = ss.loss;
+    last_param_hash = ss.param_hash;
+    return ss.traj_hash;
+}
+
+static void test_many_classes(void **state)
+{
+    (void)state;
+    char path[192];
+    snprintf(path, sizeof path, "%s/want.txt", dir);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    double want[2];
+    assert_int_equal(fscanf(f, "%lf %lf", &want[0], &want[1]), 2);
+    fclose(f);
+    static const char *const models[2] = { "mlp", "seq" };
+    static const char *const ys[2] = { "wy.npy", "sy.npy" }, *const tys[2] = { "wyt.npy", "syt.npy" };
+    static const char *const inits[2] = { "wide0.safetensors", "seq0.safetensors" };
+    static const int threads[] = { 1, 2, 3, 8 };
+    for (int k = 0; k < 2; k++) {
+        /* Step 1 from logits = b: numpy's loss for these labels (to float64
+         * rounding: the engine's exp, log and sum orders are its own). */
+        double loss, acc;
+        train_wide(models[k], ys[k], tys[k], inits[k], 3, 1, &loss, &acc);
+        if (!(fabs(loss - want[k]) <= 1e-9 * want[k]))
+            fail_msg("%s: step 1's loss %.17g, numpy's %.17g", models[k], loss, want[k]);
+        /* One trajectory at every thread count. */
+        uint64_t first = 0, theta = 0;
+        double acc1 = 0;
+        for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+            const uint64_t t = train_wide(models[k], ys[k], tys[k], NULL, threads[i], 6, &loss, &acc);
+            if (i == 0) {
+                first = t;
+                theta = last_param_hash;
+                acc1 = acc;
+            }
+            if (t != first)
+                fail_msg("%s: the trajectory at %d threads differs from 1 thread's", models[k], threads[i]);
+            assert_memory_equal(&acc, &acc1, sizeof acc);
+        }
+        assert_true(acc1 >= 0);   /* evaluated over the int32 test labels */
+        /* The same labels in other dtypes: another data set, the same θ;
+         * the mlp's leaf of 32 and 64 samples: the same trajectory. */
+        if (k == 0) {
+            static const char *const leaves[] = { "32", "64" };
+            for (size_t i = 0; i < sizeof leaves / sizeof leaves[0]; i++) {
+                wide_leaf = leaves[i];
+                if (train_wide("mlp", ys[k], tys[k], NULL, 3, 6, &loss, &acc) != first)
+                    fail_msg("mlp: the trajectory at leaf %s differs from leaf 16's", leaves[i]);
+                wide_leaf = "16";
+            }
+            static const char *const other[] = { "wy-u8be.npy", "wy-i8.npy", "wy-u4be.npy" };
+            for (size_t i = 0; i < sizeof other / sizeof other[0]; i++) {
+                const uint64_t t = train_wide("mlp", other[i], "wyt.npy", NULL, 2, 6, &loss, &acc);
+                assert_true(t != first);
+                if (last_param_hash != theta)
+                    fail_msg("%s: another θ than the int32 file's", other[i]);
+            }
+        }
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -285,6 +448,7 @@ int main(void)
         cmocka_unit_test(test_reopen_and_changed_data),
         cmocka_unit_test(test_bad_files),
         cmocka_unit_test(test_in_memory),
+        cmocka_unit_test(test_many_classes),
     };
     return cmocka_run_group_tests(tests, setup, teardown) ? 1 : 0;
 }

@@ -949,12 +949,8 @@ static const bad_row BAD[] = {
       { "/y-2d.npy", "shape", "2 dimensions" }, "y-2d.npy", NULL, 0, 0 },
     { "npy: 3 labels for 4 samples", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y", "y-3.npy" },
       { "/y-3.npy", "3 labels for the 4 samples", "/x.npy" }, "y-3.npy", NULL, 0, 0 },
-    { "npy: label 256", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y", "y-256.npy" },
-      { "/y-256.npy", "label 1 is 256", "0..255" }, "y-256.npy", NULL, 0, 0 },
     { "npy: label -1", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y", "y-neg.npy" },
-      { "/y-neg.npy", "label 2 is -1", "0..255" }, "y-neg.npy", NULL, 0, 0 },
-    { "npy: test label 300 (big-endian int32)", S_NPY, NULL, { AR, XY, "--test-x", "tx.npy", "--test-y",
-      "ty-300.npy" }, { "/ty-300.npy", "label 1 is 300" }, "ty-300.npy", NULL, 0, 0 },
+      { "/y-neg.npy", "label 2 is -1", "0 .. 2147483646" }, "y-neg.npy", NULL, 0, 0 },
     { "npy: test features 5 wide, training 3", S_NPY, NULL, { AR, XY, "--test-x", "tx-w5.npy", "--test-y",
       "ty.npy" }, { "/tx-w5.npy", "shape", "5 features a sample, the training data has 3" }, "tx-w5.npy", NULL, 0,
       0 },
@@ -1275,6 +1271,22 @@ static const bad_row BAD[] = {
     /* ---- train --no-eval ---- */
     { "train: --no-eval with --eval-every", S_PLAIN, NULL, { T, "--no-eval", "--eval-every", "5" },
       { "--no-eval", "--eval-every 5" }, NULL, NULL, 0, 0 },
+    /* -- labels up to 2^31 - 1 (int32): out of range in any integer dtype, not integers, and the models
+     * that take at most 256 classes (S_NPY fixtures, prepare_npy) -- */
+    { "npy: label 2147483647 (int32: 2^31 classes)", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y",
+      "y-i4max.npy" }, { "/y-i4max.npy", "label 1 is 2147483647", "0 .. 2147483646" }, "y-i4max.npy", NULL, 0, 0 },
+    { "npy: label 2^63 (uint64)", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y", "y-u8big.npy" },
+      { "/y-u8big.npy", "label 3 is 9223372036854775808", "0 .. 2147483646" }, "y-u8big.npy", NULL, 0, 0 },
+    { "npy: label -70000 (big-endian int64)", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y",
+      "y-negbe.npy" }, { "/y-negbe.npy", "label 3 is -70000" }, "y-negbe.npy", NULL, 0, 0 },
+    { "npy: test label -1 (int16)", S_NPY, NULL, { AR, XY, "--test-x", "tx.npy", "--test-y", "ty-neg.npy" },
+      { "/ty-neg.npy", "label 1 is -1" }, "ty-neg.npy", NULL, 0, 0 },
+    { "npy: labels float64", S_NPY, NULL, { AR, "--train-x", "x.npy", "--train-y", "y-f8.npy" },
+      { "/y-f8.npy", "labels are floats", "integer" }, "y-f8.npy", NULL, 0, 0 },
+    { "npy: 300 classes for the logic model", S_NPY, NULL, { AR, "--model", "logic", "--train-x", "x.npy",
+      "--train-y", "y-300.npy" }, { "model logic", "300 classes", "1 .. 256" }, NULL, NULL, 0, 0 },
+    { "npy: 300 classes for the linear model", S_NPY, NULL, { AR, "--model", "linear", "--train-x", "x.npy",
+      "--train-y", "y-300.npy" }, { "model linear", "300 classes", "2 .. 256" }, NULL, NULL, 0, 0 },
 };
 
 #undef DB
@@ -1499,13 +1511,24 @@ static const npy_spec NPY_SPECS[] = {
     { "y-2d.npy", "'<i8'", 'i', 8, 0, "(4, 1)", 4, (const int64_t[]){ 0, 1, 2, 1 },
       "np.array([[0], [1], [2], [1]], dtype='<i8')" },
     { "y-3.npy", "'<i8'", 'i', 8, 0, "(3,)", 3, (const int64_t[]){ 0, 1, 2 }, "np.array([0, 1, 2], dtype='<i8')" },
-    { "y-256.npy", "'<i2'", 'i', 2, 0, "(4,)", 4, (const int64_t[]){ 0, 256, 1, 2 },
-      "np.array([0, 256, 1, 2], dtype='<i2')" },
     { "y-neg.npy", "'<i8'", 'i', 8, 0, "(4,)", 4, (const int64_t[]){ 0, 1, -1, 2 },
       "np.array([0, 1, -1, 2], dtype='<i8')" },
-    { "ty-300.npy", "'>i4'", 'i', 4, 0, "(2,)", 2, (const int64_t[]){ 1, 300 }, "np.array([1, 300], dtype='>i4')" },
     { "tx-w5.npy", "'<f4'", 'f', 4, 0, "(2, 5)", 10, NULL, "np.arange(10, dtype='<f4').reshape(2, 5)" },
     { "tx-u8.npy", "'|u1'", 'u', 1, 0, "(2, 3)", 6, NULL, "np.arange(6, dtype='u1').reshape(2, 3)" },
+    /* labels up to 2^31 - 1 classes: one past the largest label in each of
+     * int32, uint64 (beyond int64), big-endian int64 and int16; floats; 300
+     * classes for the models that take at most 256 */
+    { "y-i4max.npy", "'<i4'", 'i', 4, 0, "(4,)", 4, (const int64_t[]){ 0, 2147483647, 1, 2 },
+      "np.array([0, 2147483647, 1, 2], dtype='<i4')" },
+    { "y-u8big.npy", "'<u8'", 'u', 8, 0, "(4,)", 4, (const int64_t[]){ 0, 1, 2, INT64_MIN },
+      "np.array([0, 1, 2, 2**63], dtype='<u8')" },
+    { "y-negbe.npy", "'>i8'", 'i', 8, 0, "(4,)", 4, (const int64_t[]){ 0, 1, 2, -70000 },
+      "np.array([0, 1, 2, -70000], dtype='>i8')" },
+    { "ty-neg.npy", "'<i2'", 'i', 2, 0, "(2,)", 2, (const int64_t[]){ 1, -1 }, "np.array([1, -1], dtype='<i2')" },
+    { "y-f8.npy", "'<f8'", 'f', 8, 0, "(4,)", 4, (const int64_t[]){ 0, 1, 2, 1 },
+      "np.array([0, 1, 2, 1], dtype='<f8')" },
+    { "y-300.npy", "'>u2'", 'u', 2, 0, "(4,)", 4, (const int64_t[]){ 0, 299, 1, 2 },
+      "np.array([0, 299, 1, 2], dtype='>u2')" },
 };
 
 #define N_NPY_SPECS (sizeof NPY_SPECS / sizeof NPY_SPECS[0])

@@ -620,8 +620,8 @@ static void test_gather(void **state)
     ls_split s8 = {.n = 2, .dim = 256, .x8 = x8, .xf = NULL, .y = y};
     const uint32_t ids[3] = {1, 0, 1};
     float out[3 * 256];
-    uint8_t yo[3];
-    dataset_gather(&s8, ids, 3, out, yo);
+    int32_t yo[3];
+    dataset_gather(NULL, &s8, ids, 3, out, yo);
     assert_int_equal(yo[0], 7);
     assert_int_equal(yo[1], 3);
     assert_int_equal(yo[2], 7);
@@ -640,7 +640,7 @@ static void test_gather(void **state)
     float xf[2 * 3] = {0.5f, 0.25f, 1.0f, 0.0f, -0.0f, 0.125f};
     ls_split sf = {.n = 2, .dim = 3, .x8 = NULL, .xf = xf, .y = y};
     float o2[3 * 3];
-    dataset_gather(&sf, ids, 3, o2, NULL);
+    dataset_gather(NULL, &sf, ids, 3, o2, NULL);
     assert_memory_equal(o2, xf + 3, 3 * sizeof(float));
     assert_memory_equal(o2 + 3, xf, 3 * sizeof(float));
     assert_memory_equal(o2 + 6, xf + 3, 3 * sizeof(float));
@@ -687,17 +687,24 @@ static void test_public_dataset(void **state)
     /* gather through the public name equals the engine's */
     const uint32_t ids[3] = { 5, 0, (uint32_t)(ntr - 1) };
     float *a = malloc(3 * dim * sizeof(float)), *b = malloc(3 * dim * sizeof(float));
-    uint8_t ya[3], yb[3];
+    uint8_t ya[3];
+    int32_t yb[3], yc[3];
     ls_dataset_gather(&d->train, ids, 3, a, ya);
-    dataset_gather(&t->train, ids, 3, b, yb);
+    dataset_gather(t, &t->train, ids, 3, b, yb);
     assert_memory_equal(a, b, 3 * dim * sizeof(float));
-    assert_memory_equal(ya, yb, 3);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(ya[i], yb[i]);
+    ls_dataset_gather_labels(d, 0, ids, 3, b, yc);
+    assert_memory_equal(a, b, 3 * dim * sizeof(float));
+    assert_memory_equal(yb, yc, sizeof yb);
+    assert_null(ls_dataset_labels(d, 0));   /* byte labels: no int32 ones */
+    assert_int_equal(ls_dataset_label(d, 0, ids[2]), yb[2]);
     free(a);
     free(b);
     ls_dataset_destroy(d);
     ls_dataset_destroy(NULL);
     /* refused shapes name the data set */
-    const struct { size_t classes, dim, ntr; } bad[] = { { 0, 4, 10 }, { 257, 4, 10 }, { 3, 0, 10 }, { 3, 4, 0 },
+    const struct { size_t classes, dim, ntr; } bad[] = { { 0, 4, 10 }, { (size_t)INT32_MAX + 1, 4, 10 }, { 3, 0, 10 }, { 3, 4, 0 },
                                                         { 3, SIZE_MAX / 2, 10 } };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         d = (ls_dataset *)1;
@@ -707,6 +714,68 @@ static void test_public_dataset(void **state)
         assert_non_null(strstr(err.msg, "bad"));
     }
     dataset_destroy(t);
+}
+
+/* Over 256 classes the labels are int32 (1.2): ls_dataset_y is NULL, the
+ * loader fills ls_dataset_labels, the seal checks every label and hashes
+ * each as 4 bytes LE (docs/formats.md), recomputed here byte by byte. */
+static void test_wide_dataset(void **state)
+{
+    (void)state;
+    enum { C = 70000, NTR = 5, NTE = 3, DIM = 2 };
+    static const int32_t tr[NTR] = { 0, 69999, 65536, 255, 256 }, te[NTE] = { 1, 65535, 40000 };
+    ls_err err = { { 0 } };
+    ls_dataset *d = NULL;
+    assert_int_equal(ls_dataset_create(&d, "wide", C, DIM, NTR, NTE, &err), LS_OK);
+    assert_null(d->train.y);
+    assert_null(d->test.y);
+    assert_null(ls_dataset_y(d, 0));
+    assert_null(ls_dataset_y(d, 1));
+    assert_ptr_equal(ls_dataset_labels(d, 0), d->train_labels);
+    assert_ptr_equal(ls_dataset_labels(d, 1), d->test_labels);
+    for (int i = 0; i < NTR * DIM; i++)
+        ls_dataset_x(d, 0)[i] = 0.25f * (float)i;
+    for (int i = 0; i < NTE * DIM; i++)
+        ls_dataset_x(d, 1)[i] = -0.5f * (float)i;
+    memcpy(ls_dataset_labels(d, 0), tr, sizeof tr);
+    memcpy(ls_dataset_labels(d, 1), te, sizeof te);
+    assert_int_equal(ls_dataset_seal(d, &err), LS_OK);
+    uint8_t bytes[4 * (NTR * DIM + NTR + NTE * DIM + NTE)], *p = bytes;
+    for (int test = 0; test < 2; test++) {
+        const int n = test ? NTE : NTR;
+        for (int i = 0; i < n * DIM; i++) {
+            uint32_t b;
+            memcpy(&b, &ls_dataset_x(d, test)[i], 4);
+            for (int k = 0; k < 4; k++)
+                *p++ = (uint8_t)(b >> (8 * k));
+        }
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < 4; k++)
+                *p++ = (uint8_t)((uint32_t)(test ? te : tr)[i] >> (8 * k));
+    }
+    assert_true(d->hash == XXH3_64bits(bytes, (size_t)(p - bytes)));
+    assert_int_equal(ls_dataset_label(d, 0, 1), 69999);
+    assert_int_equal(ls_dataset_label(d, 1, 1), 65535);
+    const uint32_t ids[3] = { 2, 1, 2 };
+    float x[3 * DIM];
+    int32_t y[3];
+    uint8_t y8[3] = { 7, 7, 7 };
+    ls_dataset_gather_labels(d, 0, ids, 3, x, y);
+    assert_int_equal(y[0], 65536);
+    assert_int_equal(y[1], 69999);
+    assert_true(x[0] == 1.0f && x[2] == 0.5f);
+    ls_dataset_gather(&d->train, ids, 3, x, y8);   /* byte labels only: y8 untouched */
+    assert_int_equal(y8[0], 7);
+    ls_dataset_gather_labels(d, 1, ids + 1, 1, x, y);
+    assert_int_equal(y[0], 65535);
+    /* out of range either way: named */
+    ls_dataset_labels(d, 1)[2] = C;
+    assert_int_equal(ls_dataset_seal(d, &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "test label 2 is 70000"));
+    ls_dataset_labels(d, 1)[2] = -3;
+    assert_int_equal(ls_dataset_seal(d, &err), LS_EINVAL);
+    assert_non_null(strstr(err.msg, "test label 2 is -3"));
+    ls_dataset_destroy(d);
 }
 
 int main(void)
@@ -719,6 +788,7 @@ int main(void)
         cmocka_unit_test(test_teacher),
         cmocka_unit_test(test_gather),
         cmocka_unit_test(test_public_dataset),
+        cmocka_unit_test(test_wide_dataset),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }

@@ -740,7 +740,7 @@ static void test_export_logic(void **state)
     assert_true(x != NULL && ids != NULL);
     for (size_t i = 0; i < s->n; i++)
         ids[i] = (uint32_t)i;
-    dataset_gather(s, ids, s->n, x, NULL);
+    dataset_gather(NULL, s, ids, s->n, x, NULL);
     char path[PATH_MAX], out_path[PATH_MAX];
     tpath("x.bin", path, sizeof path);
     write_all(path, x, s->n * s->dim * sizeof(float));

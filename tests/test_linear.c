@@ -214,7 +214,7 @@ static void test_tensors_and_scores(void **state)
         uint32_t *ids = malloc(N * sizeof *ids);
         for (size_t i = 0; i < N; i++)
             ids[i] = (uint32_t)i;
-        dataset_gather(&d->test, ids, N, x, NULL);
+        dataset_gather(NULL, &d->test, ids, N, x, NULL);
         m->desc->scores(m->self, params, x, N, sc, scratch);
         size_t right = 0;
         for (size_t i = 0; i < N; i++) {

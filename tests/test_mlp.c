@@ -41,7 +41,7 @@ typedef struct {
     size_t leaf;
     mlp *m;
     float *params, *grad, *x;
-    uint8_t *y;
+    int32_t *y;
     void *scratch;
     size_t np;
 } net;
@@ -58,7 +58,7 @@ static void net_open(net *t, const size_t *sizes, size_t n_sizes, size_t leaf, u
     t->params = malloc(t->np * sizeof(float));
     t->grad = malloc(t->np * sizeof(float));
     t->x = malloc(leaf * sizes[0] * sizeof(float));
-    t->y = malloc(leaf);
+    t->y = malloc(leaf * sizeof(int32_t));
     t->scratch = aligned_alloc(64, (mlp_scratch_bytes(t->m) + 63) / 64 * 64);
     assert_true(t->params && t->grad && t->x && t->y && t->scratch);
     mlp_init(t->m, t->params, seed);
@@ -66,7 +66,7 @@ static void net_open(net *t, const size_t *sizes, size_t n_sizes, size_t leaf, u
     for (size_t i = 0; i < leaf * sizes[0]; i++)
         t->x[i] = unit();
     for (size_t i = 0; i < leaf; i++)
-        t->y[i] = (uint8_t)(next_u32() % sizes[n_sizes - 1]);
+        t->y[i] = (int32_t)(next_u32() % sizes[n_sizes - 1]);
     mlp_prepare(t->m, t->params);
 }
 
@@ -104,7 +104,7 @@ typedef struct {
 } ref_out;
 
 static void ref_forward(const size_t *sizes, size_t n_sizes, const double *theta,
-                        const float *x, const uint8_t *y, size_t count, ref_out *r)
+                        const float *x, const int32_t *y, size_t count, ref_out *r)
 {
     r->loss = 0.0;
     r->min_abs_pre = INFINITY;
@@ -222,7 +222,7 @@ static void test_loss_and_predict_match_reference(void **state)
     ref_forward(small_sizes, 4, th, t.x, t.y, 40, &r);
     /* Relative 1e-5: the float logits differ from the double ones by ~1e-7. */
     assert_true(fabs(loss - r.loss) <= 1e-5 * fabs(r.loss));
-    uint8_t pred[40];
+    int32_t pred[40];
     mlp_predict(t.m, t.params, t.x, 40, pred, t.scratch);
     size_t checked = 0;
     for (size_t b = 0; b < 40; b++) {
@@ -266,7 +266,7 @@ static void test_softmax_formula_bits(void **state)
     for (int trial = 0; trial < 200; trial++) {
         for (int i = 0; i < 10; i++)
             bias[i] = (unit() - 0.5f) * (float)(1 + trial % 7) * 3.0f;
-        const uint8_t y = (uint8_t)(trial % 10);
+        const int32_t y = trial % 10;
         mlp_prepare(m, p);
         const double loss = mlp_leaf(m, p, x, &y, 1, g, 0, scr);
         float mx = bias[0];
@@ -301,7 +301,7 @@ static void test_predict_ties(void **state)
     net_open(&t, small_sizes, 4, 4, 22);
     float *last = t.params + t.np - (6 * 3 + 3);
     memset(last, 0, (6 * 3 + 3) * sizeof(float));
-    uint8_t pred[4];
+    int32_t pred[4];
     mlp_predict(t.m, t.params, t.x, 4, pred, t.scratch);
     for (int b = 0; b < 4; b++)
         assert_int_equal(pred[b], 0);
@@ -485,7 +485,7 @@ static void check_paths(const size_t *sizes, size_t n_sizes, size_t leaf, size_t
     const int settings[3] = { DENSE_SIMD_OFF, DENSE_SIMD_BEST, DENSE_SIMD_AVX2 };
     float *g[3];
     double l[3];
-    uint8_t pred[3][64];
+    int32_t pred[3][64];
     const int prev = dense_set_simd(DENSE_SIMD_BEST);
     for (int s = 0; s < 3; s++) {
         dense_set_simd(settings[s]);
@@ -496,7 +496,7 @@ static void check_paths(const size_t *sizes, size_t n_sizes, size_t leaf, size_t
         if (s > 0) {
             if (memcmp(&l[0], &l[s], sizeof l[0]) != 0 || memcmp(g[0], g[s], t.np * sizeof(float)) != 0)
                 fail_msg("mlp_leaf on path %s differs from the scalar twins", dense_simd_name());
-            assert_memory_equal(pred[0], pred[s], count);
+            assert_memory_equal(pred[0], pred[s], count * sizeof(int32_t));
         }
     }
     dense_set_simd(prev);
@@ -584,7 +584,7 @@ static void test_create_rejects(void **state)
     expect_einval(zero_in, 3, 4);
     expect_einval(zero_mid, 3, 4);
     expect_einval(zero_out, 3, 4);
-    const size_t too_many_classes[] = { 5, 257 };
+    const size_t too_many_classes[] = { 5, (size_t)INT32_MAX + 1 };
     expect_einval(too_many_classes, 2, 4);
     expect_einval(ok, 4, 0);
     const size_t huge[] = { SIZE_MAX / 2, SIZE_MAX / 2 };

@@ -380,13 +380,12 @@ static void test_declared_mlp(void **state)
     mlp_init(m, params, 5);
     mlp_prepare(m, params);
     float *x = rnd(n * sizes[0], 1, 1.0f);
-    uint8_t y8[16];
     int32_t y32[16];
     for (size_t b = 0; b < n; b++)
-        y32[b] = y8[b] = (uint8_t)rng_below(31, RNG_TEST, 7, b, 0, sizes[3]);
+        y32[b] = (int32_t)rng_below(31, RNG_TEST, 7, b, 0, sizes[3]);
     void *mscratch = zalloc64(mlp_scratch_bytes(m));
     float *g_ref = zalloc64(P * 4);
-    const double loss_ref = mlp_leaf(m, params, x, y8, n, g_ref, 0, mscratch);
+    const double loss_ref = mlp_leaf(m, params, x, y32, n, g_ref, 0, mscratch);
 
     nn_layer d[3], relu[2], xent;
     size_t off[3], at = 0;

@@ -665,8 +665,19 @@ static ls_status trainer_test_loss(trainer *t, double *loss, int *has, ls_err *e
     *has = 0;
     if (m->info.phases > 0 || t->data == NULL || B == 0 || t->data->test.n == 0)
         return LS_OK;
-    ls_dataset test = *t->data;
-    test.train = t->data->test;   /* a leaf reads its samples from the train split */
+    /* A leaf reads its samples from the train split. Field by field: a data
+     * set laid out by 1.1's header has no int32 label fields, and one whose
+     * labels are bytes (train.y set) is never asked for them. */
+    ls_dataset test;
+    memset(&test, 0, sizeof test);
+    memcpy(test.name, t->data->name, sizeof test.name);
+    test.n_classes = t->data->n_classes;
+    test.hash = t->data->hash;
+    test.train = t->data->test;
+    test.test = t->data->test;
+    test.mem = t->data->mem;
+    if (t->data->train.y == NULL)
+        test.train_labels = test.test_labels = t->data->test_labels;
     const size_t n = t->data->test.n, batches = (n + B - 1) / B;
     double total = 0;
     for (size_t k = 0; k < batches; k++) {

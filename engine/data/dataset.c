@@ -43,24 +43,30 @@ ls_status ls_dataset_create(ls_dataset **out, const char *name, size_t n_classes
                             size_t n_test, ls_err *err)
 {
     *out = NULL;
-    if (name == NULL || dim == 0 || n_train == 0 || n_classes == 0 || n_classes > 256)
-        return ls_fail(err, LS_EINVAL, "data set %s: needs a name, dim >= 1, train samples >= 1 and 1..256 classes",
+    if (name == NULL || dim == 0 || n_train == 0 || n_classes == 0 || n_classes > INT32_MAX)
+        return ls_fail(err, LS_EINVAL,
+                       "data set %s: needs a name, dim >= 1, train samples >= 1 and 1..2147483647 classes",
                        name ? name : "(null)");
-    if (dim > SIZE_MAX / sizeof(float) / (n_train + n_test))
+    const size_t label = n_classes > DATASET_BYTE_CLASSES ? sizeof(int32_t) : 1;
+    if (dim > SIZE_MAX / sizeof(float) / (n_train + n_test) - label)
         return ls_fail(err, LS_EINVAL, "data set %s: %zu x %zu features overflow", name, n_train + n_test, dim);
     ls_dataset *d = calloc(1, sizeof *d);
-    uint8_t *mem = d != NULL ? calloc((n_train + n_test) * (dim * sizeof(float) + 1), 1) : NULL;
+    /* The labels after the features: int32 labels stay 4-byte aligned. */
+    uint8_t *mem = d != NULL ? calloc((n_train + n_test) * (dim * sizeof(float) + label), 1) : NULL;
     if (mem == NULL) {
         free(d);
         return ls_fail(err, LS_ENOMEM, "data set %s: out of memory", name);
     }
     float *xtr = (float *)(void *)mem;
     float *xte = xtr + n_train * dim;
-    uint8_t *ytr = (uint8_t *)(xte + n_test * dim);
+    uint8_t *ytr = label == 1 ? (uint8_t *)(xte + n_test * dim) : NULL;
+    int32_t *ltr = label == 1 ? NULL : (int32_t *)(void *)(xte + n_test * dim);
     snprintf(d->name, sizeof d->name, "%s", name);
     d->n_classes = n_classes;
     d->train = (ls_split){.n = n_train, .dim = dim, .x8 = NULL, .xf = xtr, .y = ytr};
-    d->test = (ls_split){.n = n_test, .dim = dim, .x8 = NULL, .xf = xte, .y = ytr + n_train};
+    d->test = (ls_split){.n = n_test, .dim = dim, .x8 = NULL, .xf = xte, .y = ytr ? ytr + n_train : NULL};
+    d->train_labels = ltr;
+    d->test_labels = ltr ? ltr + n_train : NULL;
     d->mem = mem;
     *out = d;
     return LS_OK;
@@ -77,15 +83,48 @@ uint8_t *ls_dataset_y(ls_dataset *d, int test)
     return (uint8_t *)(uintptr_t)(test ? d->test.y : d->train.y);
 }
 
+int32_t *ls_dataset_labels(ls_dataset *d, int test)
+{
+    if (d->train.y != NULL)
+        return NULL;
+    return (int32_t *)(uintptr_t)(test ? d->test_labels : d->train_labels);
+}
+
+int32_t ls_dataset_label(const ls_dataset *d, int test, size_t i)
+{
+    return dataset_label(d, test ? &d->test : &d->train, i);
+}
+
+/* Hash int32 labels as little-endian bytes whatever the host's byte order. */
+static void hash_labels_le(XXH3_state_t *hs, const int32_t *v, size_t n)
+{
+    uint8_t chunk[4 * 256];
+    size_t done = 0;
+    while (done < n) {
+        size_t m = n - done < 256 ? n - done : 256;
+        for (size_t i = 0; i < m; i++) {
+            const uint32_t b = (uint32_t)v[done + i];
+            chunk[4 * i + 0] = (uint8_t)b;
+            chunk[4 * i + 1] = (uint8_t)(b >> 8);
+            chunk[4 * i + 2] = (uint8_t)(b >> 16);
+            chunk[4 * i + 3] = (uint8_t)(b >> 24);
+        }
+        XXH3_64bits_update(hs, chunk, 4 * m);
+        done += m;
+    }
+}
+
 ls_status ls_dataset_seal(ls_dataset *d, ls_err *err)
 {
     /* A label out of range would surface as a NaN loss at step 1; name it here. */
     for (int test = 0; test < 2; test++) {
         const ls_split *sp = test ? &d->test : &d->train;
-        for (size_t i = 0; i < sp->n; i++)
-            if (sp->y[i] >= d->n_classes)
-                return ls_fail(err, LS_EINVAL, "data set %s: %s label %zu is %u, not below the %zu classes", d->name,
-                               test ? "test" : "train", i, (unsigned)sp->y[i], d->n_classes);
+        for (size_t i = 0; i < sp->n; i++) {
+            const int32_t v = dataset_label(d, sp, i);
+            if (v < 0 || (size_t)v >= d->n_classes)
+                return ls_fail(err, LS_EINVAL, "data set %s: %s label %zu is %ld, not in 0 .. %zu", d->name,
+                               test ? "test" : "train", i, (long)v, d->n_classes - 1);
+        }
         /* A NaN or infinite feature would train a NaN model that the loss
          * need not show (a ReLU maps NaN to 0): every task's data pass here. */
         const size_t n = sp->xf != NULL ? sp->n * sp->dim : 0;
@@ -98,11 +137,17 @@ ls_status ls_dataset_seal(ls_dataset *d, ls_err *err)
     XXH3_state_t *hs = XXH3_createState();
     if (hs == NULL)
         return ls_fail(err, LS_ENOMEM, "data set %s: out of memory", d->name);
+    /* Byte labels hash as the bytes they are (the identity of every data set
+     * of 1.1); int32 labels as 4 bytes LE each (docs/formats.md). */
     XXH3_64bits_reset(hs);
-    hash_floats_le(hs, d->train.xf, d->train.n * d->train.dim);
-    XXH3_64bits_update(hs, d->train.y, d->train.n);
-    hash_floats_le(hs, d->test.xf, d->test.n * d->test.dim);
-    XXH3_64bits_update(hs, d->test.y, d->test.n);
+    for (int test = 0; test < 2; test++) {
+        const ls_split *sp = test ? &d->test : &d->train;
+        hash_floats_le(hs, sp->xf, sp->n * sp->dim);
+        if (d->train.y != NULL)
+            XXH3_64bits_update(hs, sp->y, sp->n);
+        else
+            hash_labels_le(hs, test ? d->test_labels : d->train_labels, sp->n);
+    }
     d->hash = XXH3_64bits_digest(hs);
     XXH3_freeState(hs);
     return LS_OK;
@@ -115,7 +160,16 @@ void ls_dataset_destroy(ls_dataset *d)
 
 void ls_dataset_gather(const ls_split *s, const uint32_t *ids, size_t count, float *x, uint8_t *y)
 {
-    dataset_gather(s, ids, count, x, y);
+    dataset_gather(NULL, s, ids, count, x, NULL);
+    if (y != NULL && s->y != NULL)
+        for (size_t i = 0; i < count; i++)
+            y[i] = s->y[ids[i]];
+}
+
+void ls_dataset_gather_labels(const ls_dataset *d, int test, const uint32_t *ids, size_t count, float *x,
+                              int32_t *y)
+{
+    dataset_gather(d, test ? &d->test : &d->train, ids, count, x, y);
 }
 
 void dataset_destroy(ls_dataset *d)
@@ -136,7 +190,8 @@ static void bytes_to_unit(float *restrict dst, const uint8_t *restrict src, size
         dst[k] = (float)src[k] / 255.0f;
 }
 
-void dataset_gather(const ls_split *s, const uint32_t *ids, size_t count, float *x, uint8_t *y)
+void dataset_gather(const ls_dataset *d, const ls_split *s, const uint32_t *ids, size_t count, float *x,
+                    int32_t *y)
 {
     const size_t dim = s->dim;
     for (size_t i = 0; i < count; i++) {
@@ -157,6 +212,6 @@ void dataset_gather(const ls_split *s, const uint32_t *ids, size_t count, float 
             memcpy(dst, s->xf + id * dim, dim * sizeof(float));
         }
         if (y != NULL)
-            y[i] = s->y[id];
+            y[i] = dataset_label(d, s, id);
     }
 }

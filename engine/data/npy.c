@@ -292,6 +292,11 @@ int64_t npy_int(const npy_array *a, size_t i)
     return (int64_t)v;
 }
 
+uint64_t npy_uint(const npy_array *a, size_t i)
+{
+    return load_bits(a, i);
+}
+
 /* ---- writing --------------------------------------------------------------------------------- */
 
 void npy_write_f32le(FILE *f, const float *x, size_t n)

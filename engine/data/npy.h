@@ -57,6 +57,9 @@ ls_status npy_check_finite(const npy_array *a, size_t dim, const char *what, ls_
 /* Element i of an integer or bool array as int64 (u8 beyond INT64_MAX
  * saturates; callers check the range they need). */
 int64_t npy_int(const npy_array *a, size_t i);
+/* Element i of an unsigned array as uint64, exactly (for naming a u8 value
+ * that npy_int saturates). */
+uint64_t npy_uint(const npy_array *a, size_t i);
 
 /* The writer, for the files the command line hands back (predictions,
  * weights): the header of a format 1.0 file as numpy.save writes it, the

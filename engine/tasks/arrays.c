@@ -5,8 +5,11 @@
  * train_x, train_y (required), test_x, test_y (both or neither). Features:
  * float32, float64 or uint8, shape [N, ...] (each sample flattened, C
  * order); float64 is rounded once to binary32; uint8 reads as v/255, as
- * Fashion-MNIST's pixels do. Labels: any integer dtype, shape [N], each in
- * 0..255; the class count is the largest label + 1 over both splits. The
+ * Fashion-MNIST's pixels do. Labels: any integer dtype (u1 u2 u4 u8 i1 i2 i4
+ * i8, either byte order), shape [N], each in 0 .. 2^31 - 2; the class count
+ * is the largest label + 1 over both splits (at least 2, at most 2^31 - 1).
+ * The data set keeps them as bytes up to 256 classes and as int32 beyond
+ * (include/lockstep.h); the identity below does not depend on which. The
  * data's identity (data_hash) = XXH3_64bits of the files' XXH3_64bits
  * (8 bytes LE each, in the order train_x, train_y, test_x, test_y), so a
  * changed file is a different config and a reopened run notices it.
@@ -44,8 +47,13 @@ static ls_status load_one(npy_file *f, const char *path, ls_err *err)
     return st == LS_EIO || st == LS_ENOMEM ? st : st == LS_OK ? LS_OK : LS_EFORMAT;
 }
 
-/* Checks a split's pair; *n and *dim from the features. */
-static ls_status check_pair(const npy_file *x, const npy_file *y, size_t *n, size_t *dim, ls_err *err)
+/* The largest label: a data set has at most 2^31 - 1 classes (int32). */
+#define ARRAYS_MAX_LABEL (INT32_MAX - 1)
+
+/* Checks a split's pair; *n and *dim from the features, *max_label raised to
+ * the pair's largest label. */
+static ls_status check_pair(const npy_file *x, const npy_file *y, size_t *n, size_t *dim, int64_t *max_label,
+                            ls_err *err)
 {
     const npy_array *a = &x->a, *b = &y->a;
     if (!((a->kind == 'f') || (a->kind == 'u' && a->size == 1)))
@@ -68,9 +76,15 @@ static ls_status check_pair(const npy_file *x, const npy_file *y, size_t *n, siz
         return ls_fail(err, LS_EFORMAT, "%s: shape: %zu labels for the %zu samples of %s", y->path, b->shape[0],
                        a->shape[0], x->path);
     for (size_t i = 0; i < b->count; i++) {
-        int64_t v = npy_int(b, i);
-        if (v < 0 || v > 255)
-            return ls_fail(err, LS_EFORMAT, "%s: label %zu is %lld; labels must be 0..255", y->path, i, (long long)v);
+        const int64_t v = npy_int(b, i);
+        if (b->kind == 'u' && b->size == 8 && npy_uint(b, i) > (uint64_t)ARRAYS_MAX_LABEL)
+            return ls_fail(err, LS_EFORMAT, "%s: label %zu is %llu; labels must be 0 .. %d", y->path, i,
+                           (unsigned long long)npy_uint(b, i), ARRAYS_MAX_LABEL);
+        if (v < 0 || v > ARRAYS_MAX_LABEL)
+            return ls_fail(err, LS_EFORMAT, "%s: label %zu is %lld; labels must be 0 .. %d", y->path, i,
+                           (long long)v, ARRAYS_MAX_LABEL);
+        if (v > *max_label)
+            *max_label = v;
     }
     ls_status st = npy_check_finite(a, d, x->path, err);
     if (st != LS_OK)
@@ -85,9 +99,10 @@ static ls_status arrays_build(const npy_file *f, int n_files, ls_dataset **out, 
 {
     *out = NULL;
     size_t n_tr = 0, n_te = 0, dim = 0, dim_te = 0;
-    ls_status st = check_pair(&f[SRC_TRAIN_X], &f[SRC_TRAIN_Y], &n_tr, &dim, err);
+    int64_t max_label = 0;
+    ls_status st = check_pair(&f[SRC_TRAIN_X], &f[SRC_TRAIN_Y], &n_tr, &dim, &max_label, err);
     if (st == LS_OK && n_files == N_SRC) {
-        st = check_pair(&f[SRC_TEST_X], &f[SRC_TEST_Y], &n_te, &dim_te, err);
+        st = check_pair(&f[SRC_TEST_X], &f[SRC_TEST_Y], &n_te, &dim_te, &max_label, err);
         if (st == LS_OK && dim_te != dim)
             st = ls_fail(err, LS_EFORMAT, "%s: shape: %zu features a sample, the training data has %zu", f[SRC_TEST_X].path,
                          dim_te, dim);
@@ -101,16 +116,21 @@ static ls_status arrays_build(const npy_file *f, int n_files, ls_dataset **out, 
     ls_dataset *d = NULL;
     if (st == LS_OK) {
         const int bytes = f[SRC_TRAIN_X].a.kind == 'u';
-        const size_t feat = bytes ? 1 : sizeof(float), total = n_tr + n_te;
+        const size_t n_classes = max_label < 1 ? 2 : (size_t)max_label + 1;
+        /* Byte labels up to 256 classes (every data set of 1.1 stays as it
+         * was), int32 beyond, after the features at a multiple of 4 bytes. */
+        const int wide = n_classes > DATASET_BYTE_CLASSES;
+        const size_t feat = bytes ? 1 : sizeof(float), total = n_tr + n_te, label = wide ? sizeof(int32_t) : 1;
         d = calloc(1, sizeof *d);
-        uint8_t *mem = d != NULL && dim <= SIZE_MAX / feat / total ? malloc(total * dim * feat + total) : NULL;
+        const size_t lab_off = dim <= (SIZE_MAX - 3) / feat / total ? (total * dim * feat + 3) / 4 * 4 : SIZE_MAX;
+        uint8_t *mem = d != NULL && lab_off <= SIZE_MAX - label * total ? malloc(lab_off + label * total) : NULL;
         if (mem == NULL) {
             free(d);
             d = NULL;
             st = ls_fail(err, LS_ENOMEM, "task arrays: out of memory for %zu samples of %zu features", total, dim);
         } else {
-            uint8_t *x = mem, *y = mem + total * dim * feat;
-            size_t n_classes = 0;
+            uint8_t *x = mem, *y = wide ? NULL : mem + lab_off;
+            int32_t *lab = wide ? (int32_t *)(void *)(mem + lab_off) : NULL;
             for (int split = 0; split < 2; split++) {
                 const size_t n = split ? n_te : n_tr, first = split ? n_tr : 0;
                 if (n == 0)
@@ -123,17 +143,21 @@ static ls_status arrays_build(const npy_file *f, int n_files, ls_dataset **out, 
                         ((float *)(void *)x)[first * dim + i] = npy_float(xa, i);
                 }
                 for (size_t i = 0; i < n; i++) {
-                    y[first + i] = (uint8_t)npy_int(ya, i);
-                    if ((size_t)y[first + i] + 1 > n_classes)
-                        n_classes = (size_t)y[first + i] + 1;
+                    /* check_pair kept every label in 0 .. ARRAYS_MAX_LABEL */
+                    if (wide)
+                        lab[first + i] = (int32_t)npy_int(ya, i);
+                    else
+                        y[first + i] = (uint8_t)npy_int(ya, i);
                 }
             }
             snprintf(d->name, sizeof d->name, "%s", "arrays");
-            d->n_classes = n_classes < 2 ? 2 : n_classes;
+            d->n_classes = n_classes;
             const float *xf = bytes ? NULL : (const float *)(void *)x;
             d->train = (ls_split){ .n = n_tr, .dim = dim, .x8 = bytes ? x : NULL, .xf = xf, .y = y };
             d->test = (ls_split){ .n = n_te, .dim = dim, .x8 = bytes ? x + n_tr * dim : NULL,
-                                  .xf = bytes ? NULL : xf + n_tr * dim, .y = y + n_tr };
+                                  .xf = bytes ? NULL : xf + n_tr * dim, .y = wide ? NULL : y + n_tr };
+            d->train_labels = lab;
+            d->test_labels = wide ? lab + n_tr : NULL;
             d->mem = mem;
             uint8_t hb[8 * N_SRC];
             for (int i = 0; i < n_files; i++)
@@ -201,7 +225,7 @@ static const ls_key arrays_sources[] = {
     { "test_x", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "test features, a .npy file (with --test-y)", 0 },
     { "test_y", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "test labels, a .npy file of integers", 0 },
     { "train_x", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "training features, a .npy file: float32, float64 or uint8", 0 },
-    { "train_y", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "training labels, a .npy file of integers 0..255", 0 },
+    { "train_y", LS_KEY_TEXT, NULL, 0, 0, NULL, NULL, "training labels, a .npy file of integers 0 .. 2147483646", 0 },
 };
 
 static const ls_task_defaults arrays_defaults[] = {

@@ -54,7 +54,7 @@ def _catch_sigint():
 
 
 def version():
-    """The version of the C library actually linked ("1.1.0")."""
+    """The version of the C library actually linked ("1.2.0")."""
     return _lockstep.version()
 
 

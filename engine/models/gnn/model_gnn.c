@@ -46,6 +46,7 @@
 #include "engine/models/gnn/gnn.h"
 #include "engine/graph/graph.h"
 #include "engine/core/model.h"
+#include "engine/data/dataset.h"
 
 #define ALIGN 64
 
@@ -561,6 +562,11 @@ static ls_status gm_create(void **self, ls_model_info *info, const ls_config *cf
     *self = NULL;
     if (data == NULL || data->train.xf == NULL || data->train.n == 0 || data->train.dim < GNN_HEADER)
         return ls_fail(err, LS_EINVAL, "model gnn needs graph rows (engine/models/gnn/gnn.h); task %s has none", cfg->task);
+    /* Its labels are read as bytes (the split's y): a data set keeps them so
+     * up to 256 classes, and the GIN's head takes no more (gnn_net_init). */
+    if (data->n_classes > DATASET_BYTE_CLASSES || data->train.y == NULL)
+        return ls_fail(err, LS_EINVAL, "model gnn: task %s has %zu classes; the GIN takes 2 .. 256", cfg->task,
+                       data->n_classes);
     const float *r0 = data->train.xf;
     gnn_inst *m = calloc(1, sizeof *m);
     if (m == NULL)

@@ -83,9 +83,9 @@ static double lin_leaf(const void *self, const float *params, const ls_batch *b,
     float *dW = g, *db = g + l->dim * K;
     double loss = 0.0;
     for (size_t s = 0; s < count; s++) {
-        uint8_t y;
-        dataset_gather(&b->data->train, b->ids + first + s, 1, x, &y);
-        loss = loss + lin_sample(l, params, x, y, z, dz);
+        int32_t y;
+        dataset_gather(b->data, &b->data->train, b->ids + first + s, 1, x, &y);
+        loss = loss + lin_sample(l, params, x, (unsigned)y, z, dz);
         for (size_t i = 0; i < l->dim; i++)
             for (size_t k = 0; k < K; k++)
                 dW[i * K + k] = dW[i * K + k] + x[i] * dz[k];
@@ -103,14 +103,14 @@ static size_t lin_eval(const void *self, const float *params, const ls_dataset *
     size_t correct = 0;
     for (size_t s = first; s < first + count; s++) {
         const uint32_t id = (uint32_t)s;
-        uint8_t y;
-        dataset_gather(&data->test, &id, 1, x, &y);
-        lin_sample(l, params, x, y, z, dz);
+        int32_t y;
+        dataset_gather(data, &data->test, &id, 1, x, &y);
+        lin_sample(l, params, x, (unsigned)y, z, dz);
         size_t best = 0;   /* lowest index on ties */
         for (size_t k = 1; k < l->classes; k++)
             if (z[k] > z[best])
                 best = k;
-        correct += best == y;
+        correct += best == (size_t)y;
     }
     return correct;
 }

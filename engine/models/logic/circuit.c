@@ -234,7 +234,7 @@ static void net_inputs(const circuit_flat *f, const ls_split *s, size_t first, s
     uint32_t ids[64] = { 0 };
     for (size_t i = 0; i < n && i < 64; i++)
         ids[i] = (uint32_t)(first + i);
-    dataset_gather(s, ids, n, xf, NULL);
+    dataset_gather(NULL, s, ids, n, xf, NULL);
     memset(in, 0, f->n_in * sizeof(uint64_t));
     for (size_t i = 0; i < n; i++)
         for (size_t d = 0; d < f->dim; d++)
@@ -279,7 +279,7 @@ ls_status circuit_check_net(const circuit_flat *f, trainer *t, const ls_dataset 
         net_inputs(f, s, first, n, xf, val);
         circuit_eval(f, val, 1);
         for (size_t j = 0; j < n; j++)
-            right += net_class(f, val, j) == s->y[first + j];
+            right += net_class(f, val, j) == (size_t)dataset_label(data, s, first + j);
     }
     free(xf);
     free(val);

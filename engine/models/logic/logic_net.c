@@ -146,9 +146,9 @@ static double net_leaf(const void *self, const float *params, const ls_batch *b,
     const size_t cnt = b->batch - first < n->max_leaf ? b->batch - first : n->max_leaf;
     const size_t ld = n->ld, dim = n->dim, bits = n->bits;
     float *xf = at(scratch, n->s_xf);
-    uint8_t *lab = at(scratch, n->s_y);
+    int32_t *lab = at(scratch, n->s_y);
     float *in = at(scratch, n->s_in);
-    dataset_gather(&b->data->train, b->ids + first, cnt, xf, lab);
+    dataset_gather(b->data, &b->data->train, b->ids + first, cnt, xf, lab);
 
     /* Input bits, one lane per sample; padding lanes 0. */
     for (size_t f = 0; f < dim; f++)
@@ -196,7 +196,7 @@ static double net_leaf(const void *self, const float *params, const ls_batch *b,
         double S = 0.0;
         for (size_t c = 0; c < k; c++)
             S = S + dmath_exp((double)logit[c * ld + s] - mb);
-        const size_t yb = lab[s];
+        const size_t yb = lab[s] >= 0 ? (size_t)lab[s] : k;
         const double lb = yb < k ? dmath_log(S) - ((double)logit[yb * ld + s] - mb) : (double)NAN;
         loss = loss + lb;
         for (size_t c = 0; c < k; c++) {
@@ -269,7 +269,7 @@ static size_t net_eval(const void *self, const float *params, const ls_dataset *
             uint32_t ids[GATHER_BLOCK];
             for (size_t s = 0; s < nb; s++)
                 ids[s] = (uint32_t)(first + done + b0 + s);
-            dataset_gather(sp, ids, nb, xf, NULL);
+            dataset_gather(NULL, sp, ids, nb, xf, NULL);
             const size_t w = b0 / 64;   /* GATHER_BLOCK == 64: one word */
             /* sample by sample into one word per input row (in L1), then
              * into column w of the rows */
@@ -308,7 +308,7 @@ static size_t net_eval(const void *self, const float *params, const ls_dataset *
                         best_count = v;
                     }
                 }
-                correct += best == sp->y[first + done + 64 * w + s];
+                correct += best == (size_t)dataset_label(data, sp, first + done + 64 * w + s);
             }
         }
         done += chunk;
@@ -363,7 +363,9 @@ static ls_status net_create(void **self, ls_model_info *info, const ls_config *c
         return ls_fail(err, LS_EINVAL, "wiring: '%s', need random or unique", wiring);
     const size_t k = data->n_classes;
     if (k == 0 || k > 256)
-        return ls_fail(err, LS_EINVAL, "logic: %zu classes; need 1 .. 256", k);
+        return ls_fail(err, LS_EINVAL,
+                       "model logic: the data has %zu classes; the logic network takes 1 .. 256 (its last layer is "
+                       "grouped by class, and an exported circuit's predictions are bytes)", k);
     const size_t last = layers[n_layers - 1];
     if (last % k != 0)
         return ls_fail(err, LS_EINVAL, "layers: the last layer has %zu gates, not a multiple of the %zu classes",
@@ -405,7 +407,7 @@ static ls_status net_create(void **self, ls_model_info *info, const ls_config *c
     size_t cur = 0, bytes;
     int ok = 1;
     ok &= mul_ok(max_leaf, t.dim * sizeof(float), &bytes) && take(&cur, bytes, &t.s_xf);
-    ok &= take(&cur, max_leaf, &t.s_y);
+    ok &= take(&cur, max_leaf * sizeof(int32_t), &t.s_y);
     ok &= mul_ok(t.in0, t.ld * sizeof(float), &bytes) && take(&cur, bytes, &t.s_in);
     for (size_t l = 0; ok && l < t.n_layers; l++)
         ok &= mul_ok(t.width[l], t.ld * sizeof(float), &bytes) && take(&cur, bytes, &t.s_act[l]);

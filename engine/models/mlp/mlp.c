@@ -26,6 +26,9 @@
 #include "reduce/tree.h"
 
 #define MLP_ALIGN 64
+/* Classes whose softmax numerators mlp_leaf keeps on its stack (every net of
+ * byte labels); more take a row of the scratch. */
+#define MLP_STACK_CLASSES 256
 
 struct mlp {
     size_t n_layers;                      /* L = n_sizes - 1 */
@@ -40,6 +43,8 @@ struct mlp {
                                            * layer l (l < L-1), the logits for l = L-1 */
     size_t grad_off[2];                   /* two ping-pong buffers [max_leaf][max_width]: d(loss)
                                            * w.r.t. a layer's output (pre-activation) */
+    size_t e_off;                         /* over MLP_STACK_CLASSES classes: [classes] doubles,
+                                           * a sample's softmax numerators */
     size_t scratch_bytes;
     /* Prepared state, in the same allocation after the struct (64-aligned).
      * wt[l] for l = 1 .. L-1: [sizes[l+1]][sizes[l]] = W_l transposed, so
@@ -79,8 +84,8 @@ ls_status mlp_create(mlp **out, const size_t *sizes, size_t n_sizes, size_t max_
     for (size_t i = 0; i < n_sizes; i++)
         if (sizes[i] == 0)
             return ls_fail(err, LS_EINVAL, "mlp: layer size %zu is 0; every width must be at least 1", i);
-    if (sizes[n_sizes - 1] > 256)
-        return ls_fail(err, LS_EINVAL, "mlp: %zu classes; labels are bytes, so at most 256",
+    if (sizes[n_sizes - 1] > INT32_MAX)
+        return ls_fail(err, LS_EINVAL, "mlp: %zu classes; labels are int32, so at most 2147483647",
                        sizes[n_sizes - 1]);
     if (max_leaf == 0)
         return ls_fail(err, LS_EINVAL, "mlp: max_leaf is 0; a leaf holds at least one sample");
@@ -119,6 +124,12 @@ ls_status mlp_create(mlp **out, const size_t *sizes, size_t n_sizes, size_t max_
     tmp.grad_off[0] = scratch;
     tmp.grad_off[1] = scratch + gbytes;
     if (!add_ok(scratch, 2 * gbytes, &scratch))
+        return ls_fail(err, LS_EINVAL, "mlp: scratch too large");
+    /* Up to MLP_STACK_CLASSES the numerators live on mlp_leaf's stack (the
+     * scratch of a 1.1 net is unchanged); beyond, a row of them here. */
+    tmp.e_off = scratch;
+    if (sizes[n_sizes - 1] > MLP_STACK_CLASSES &&
+        !add_ok(scratch, round_up(sizes[n_sizes - 1] * sizeof(double)), &scratch))
         return ls_fail(err, LS_EINVAL, "mlp: scratch too large");
     tmp.scratch_bytes = scratch;
     tmp.n_params = np;
@@ -256,7 +267,7 @@ static void forward(const mlp *m, const float *params, const float *x, size_t co
     }
 }
 
-double mlp_leaf(const mlp *m, const float *params, const float *x, const uint8_t *y,
+double mlp_leaf(const mlp *m, const float *params, const float *x, const int32_t *y,
                 size_t count, float *grad, int accumulate, void *scratch)
 {
     const size_t L = m->n_layers;
@@ -273,6 +284,8 @@ double mlp_leaf(const mlp *m, const float *params, const float *x, const uint8_t
      * (a corrupt data set) gives a NaN loss, which stops the run as diverged. */
     const float *z = scratch_at(scratch, m->act_off[L - 1]);
     float *dz = scratch_at(scratch, m->grad_off[0]);
+    double e_stack[MLP_STACK_CLASSES];
+    double *e = C <= MLP_STACK_CLASSES ? e_stack : (double *)(void *)scratch_at(scratch, m->e_off);
     tree_atoms loss;
     tree_atoms_init(&loss);
     for (size_t b = 0; b < count; b++) {
@@ -283,13 +296,12 @@ double mlp_leaf(const mlp *m, const float *params, const float *x, const uint8_t
             if (zb[i] > zmax)
                 zmax = zb[i];
         const double mb = (double)zmax;
-        double e[256];   /* C <= 256 (mlp_create); each e_i is computed once */
-        double s = 0.0;
+        double s = 0.0;   /* each e_i is computed once */
         for (size_t i = 0; i < C; i++) {
             e[i] = dmath_exp((double)zb[i] - mb);
             s = s + e[i];
         }
-        const size_t yb = y[b];
+        const size_t yb = y[b] >= 0 ? (size_t)y[b] : C;
         const double lb = yb < C ? dmath_log(s) - ((double)zb[yb] - mb) : (double)NAN;
         tree_atoms_add(&loss, lb);
         for (size_t i = 0; i < C; i++)
@@ -333,7 +345,7 @@ size_t mlp_tensor(const mlp *m, size_t l, int bias, size_t shape[2])
 }
 
 void mlp_predict(const mlp *m, const float *params, const float *x, size_t count,
-                 uint8_t *pred, void *scratch)
+                 int32_t *pred, void *scratch)
 {
     const size_t L = m->n_layers;
     const size_t C = m->sizes[L];
@@ -345,6 +357,6 @@ void mlp_predict(const mlp *m, const float *params, const float *x, size_t count
         for (size_t i = 1; i < C; i++)
             if (zb[i] > zb[best])   /* strict: the lowest index wins a tie */
                 best = i;
-        pred[b] = (uint8_t)best;
+        pred[b] = (int32_t)best;
     }
 }

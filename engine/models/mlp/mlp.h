@@ -42,12 +42,12 @@ void mlp_prepare(mlp *m, const float *params);
 size_t mlp_prepare_parts(const mlp *m);
 void mlp_prepare_part(mlp *m, const float *params, size_t part);
 
-/* One leaf: x [count][in] in [0,1], y [count] labels. Writes (accumulate == 0)
+/* One leaf: x [count][in] in [0,1], y [count] labels in 0 .. classes - 1. Writes (accumulate == 0)
  * or adds (accumulate == 1) the summed gradient of the summed cross-entropy of
  * the leaf's samples into grad (mlp_n_params floats); returns the summed loss
  * (binary64, samples added in order). Pure: reads params and the prepared
  * state, writes only grad and scratch. count <= max_leaf. */
-double mlp_leaf(const mlp *m, const float *params, const float *x, const uint8_t *y,
+double mlp_leaf(const mlp *m, const float *params, const float *x, const int32_t *y,
                 size_t count, float *grad, int accumulate, void *scratch);
 
 /* The logits [count][classes] of count samples (count <= max_leaf), the
@@ -60,6 +60,6 @@ size_t mlp_tensor(const mlp *m, size_t l, int bias, size_t shape[2]);
 
 /* Predicted class (argmax of the logits, lowest index on ties) of count samples. */
 void mlp_predict(const mlp *m, const float *params, const float *x, size_t count,
-                 uint8_t *pred, void *scratch);
+                 int32_t *pred, void *scratch);
 
 #endif

@@ -56,8 +56,8 @@ static double mm_leaf(const void *self, const float *params, const ls_batch *b, 
     const size_t first = leaf * a->max_leaf;
     const size_t count = b->batch - first < a->max_leaf ? b->batch - first : a->max_leaf;
     float *x = scratch;
-    uint8_t *y = (uint8_t *)scratch + a->x_bytes;
-    dataset_gather(&b->data->train, b->ids + first, count, x, y);
+    int32_t *y = (int32_t *)(void *)((char *)scratch + a->x_bytes);
+    dataset_gather(b->data, &b->data->train, b->ids + first, count, x, y);
     return mlp_leaf(a->net, params, x, y, count, buf, mode, (char *)scratch + a->x_bytes + a->y_bytes);
 }
 
@@ -66,7 +66,7 @@ static size_t mm_eval(const void *self, const float *params, const ls_dataset *d
 {
     const mlp_model_t *a = self;
     float *x = scratch;
-    uint8_t *pred = (uint8_t *)scratch + a->x_bytes;
+    int32_t *pred = (int32_t *)(void *)((char *)scratch + a->x_bytes);
     const ls_split *s = &data->test;
     uint32_t ids[256];
     size_t correct = 0;
@@ -78,10 +78,10 @@ static size_t mm_eval(const void *self, const float *params, const ls_dataset *d
             n = 256;
         for (size_t i = 0; i < n; i++)
             ids[i] = (uint32_t)(first + done + i);
-        dataset_gather(s, ids, n, x, NULL);
+        dataset_gather(data, s, ids, n, x, NULL);
         mlp_predict(a->net, params, x, n, pred, (char *)scratch + a->x_bytes + a->y_bytes);
         for (size_t i = 0; i < n; i++)
-            correct += pred[i] == s->y[first + done + i];
+            correct += pred[i] == dataset_label(data, s, first + done + i);
         done += n;
     }
     return correct;
@@ -146,7 +146,7 @@ static ls_status mm_create(void **self, ls_model_info *info, const ls_config *cf
     a->classes = data->n_classes;
     a->max_leaf = max_leaf;
     a->x_bytes = round_up(max_leaf * a->dim * sizeof(float));
-    a->y_bytes = round_up(max_leaf);
+    a->y_bytes = round_up(max_leaf * sizeof(int32_t));
     const size_t np = mlp_n_params(a->net);
     for (size_t l = 0; l < n - 1; l++)
         for (int bias = 0; bias < 2; bias++) {

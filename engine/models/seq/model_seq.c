@@ -56,10 +56,7 @@ static double sm_leaf(const void *self, const float *params, const ls_batch *b, 
     const size_t count = b->batch - first < a->max_n ? b->batch - first : a->max_n;
     float *x = scratch;
     int32_t *lab = (int32_t *)(void *)((char *)scratch + a->x_bytes);
-    uint8_t *y = (uint8_t *)scratch + a->x_bytes + a->lab_bytes;
-    dataset_gather(&b->data->train, b->ids + first, count, x, y);
-    for (size_t i = 0; i < count; i++)
-        lab[i] = y[i];
+    dataset_gather(b->data, &b->data->train, b->ids + first, count, x, lab);
     return seq_leaf(a->net, params, x, lab, count, buf, net_scratch(a, scratch));
 }
 
@@ -78,7 +75,7 @@ static size_t sm_eval(const void *self, const float *params, const ls_dataset *d
             n = 256;
         for (size_t i = 0; i < n; i++)
             ids[i] = (uint32_t)(first + done + i);
-        dataset_gather(s, ids, n, x, NULL);
+        dataset_gather(data, s, ids, n, x, NULL);
         seq_logits(a->net, params, x, n, z, net_scratch(a, scratch));
         for (size_t i = 0; i < n; i++) {
             const float *zi = z + i * a->classes;
@@ -86,7 +83,7 @@ static size_t sm_eval(const void *self, const float *params, const ls_dataset *d
             for (size_t c = 1; c < a->classes; c++)
                 if (zi[c] > zi[best])   /* strict: the lowest index wins a tie */
                     best = c;
-            correct += best == s->y[first + done + i];
+            correct += best == (size_t)dataset_label(data, s, first + done + i);
         }
         done += n;
     }
@@ -138,9 +135,6 @@ static ls_status sm_create(void **self, ls_model_info *info, const ls_config *cf
     ls_status st = sm_check(cfg, err);
     if (st != LS_OK)
         return st;
-    if (data->n_classes > 256)
-        return ls_fail(err, LS_EINVAL, "model %s: %zu classes; the data's labels are bytes", cfg->model,
-                       data->n_classes);
     const size_t *image;
     const size_t n_image = ls_config_list(cfg, "image", &image);
     size_t in[3] = { 1, 1, data->train.dim };

@@ -267,6 +267,30 @@ class TestArrays(Base):
         xt, yt = blobs(40, 4, 2, 6, np.float64)
         self.check_same(x, y, xt, yt)
 
+    def test_arrays_many_classes(self):
+        # Labels past a byte (int32 in the library): 70000 classes from numpy
+        # arrays train to one trajectory at 1 and 3 threads, predict labels
+        # above 65535's range of uint16, and a label of 2^31 - 1 is refused.
+        x, _ = blobs(96, 5, 3, 8, np.float32)
+        y = (np.arange(96, dtype=np.int64) * 7919) % 70000
+        y[0] = 69999
+        xt, yt = x[:32], y[:32].astype(np.uint32)
+        d = lockstep.arrays_dataset(x, y, xt, yt)
+        self.assertEqual(d.n_classes, 70000)
+        hashes = []
+        for t in (1, 3):
+            with lockstep.open(task="arrays", model="mlp", hidden=[4], leaf=16, batch=32, steps=4, threads=t,
+                               data=d) as s:
+                s.train()
+                hashes.append(s.traj_hash)
+                labels = s.predict(xt, labels=True)
+        self.assertEqual(hashes[0], hashes[1])
+        self.assertEqual(labels.shape, (32,))
+        self.assertTrue(0 <= labels.min() and labels.max() < 70000)
+        with self.assertRaises(lockstep.FormatError) as e:
+            lockstep.arrays_dataset(x, np.where(np.arange(96) == 4, 2**31 - 1, y))
+        self.assertIn("label 4 is 2147483647", str(e.exception))
+
     def test_reopen_arrays_run_with_its_arrays(self):
         x, y = blobs(200, 4, 2, 7, np.float32)
         with lockstep.open(task="arrays", train_x=x, train_y=y, steps=8, threads=2, db=self.db, name="mem",
