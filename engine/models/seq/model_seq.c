@@ -11,7 +11,15 @@
  * the hand-written one's bits).
  *
  * `cnn` is a declaration with its own defaults and nothing else: the
- * layers below and 28 x 28 x 1 images (Fashion-MNIST's).
+ * layers below and 28 x 28 x 1 images (Fashion-MNIST's). `gpt` is one too:
+ * a byte-level decoder (a token network, seq.h) of two pre-norm blocks of
+ * attention and MLP with an untied head, the text task's default model,
+ * which sets its context, batch, learning rate and schedule
+ * (engine/tasks/text.c).
+ *
+ * The engine's test loss calls leaf with step 0 (engine/core/train.c): the
+ * leaf then computes the loss alone (seq_loss, the same bits) and writes
+ * zeros for the gradient it does not need, a third of the work.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -60,6 +68,12 @@ static double sm_leaf(const void *self, const float *params, const ls_batch *b, 
     dataset_gather(&b->data->train, b->ids + first, count, x, y);
     for (size_t i = 0; i < count; i++)
         lab[i] = y[i];
+    if (b->step == 0) {
+        /* The engine's test loss (step 0): it reads the loss alone, so the
+         * backward pass is skipped; the buffer still gets a defined value. */
+        memset(buf, 0, seq_n_params(a->net) * sizeof(float));
+        return seq_loss(a->net, params, x, lab, count, net_scratch(a, scratch));
+    }
     return seq_leaf(a->net, params, x, lab, count, buf, net_scratch(a, scratch));
 }
 
@@ -219,11 +233,18 @@ static const ls_key seq_keys[] = { SEQ_KEYS("dense:256,relu,dense:256,relu,dense
 #define CNN_LAYERS "conv3x3:32,relu,maxpool2,conv3x3:64,relu,maxpool2,dense:128,relu,dense:10"
 static const ls_key cnn_keys[] = { SEQ_KEYS(CNN_LAYERS, "28,28,1") };
 
+/* The GPT's declaration: token and position embeddings of width 64, two
+ * pre-norm blocks (attention of 4 heads, an MLP of 256), a last norm and
+ * an untied head over the 256 bytes. */
+#define GPT_LAYERS \
+    "embed:64,posembed,2x[res(layernorm,attn:4),res(layernorm,dense:256,gelu,dense:64)],layernorm,dense:256"
+static const ls_key gpt_keys[] = { SEQ_KEYS(GPT_LAYERS, "0") };
+
 const ls_model_desc seq_model = {
     .size = sizeof(ls_model_desc),
     .name = "seq",
     .summary = "a network declared as text (--layers dense:256,relu,dense:10), backward derived",
-    .tasks = "fashion-mnist teacher arrays",
+    .tasks = "fashion-mnist teacher arrays text",
     .keys = seq_keys,
     .n_keys = sizeof seq_keys / sizeof seq_keys[0],
     .create = sm_create,
@@ -244,6 +265,24 @@ const ls_model_desc cnn_model = {
     /* Its task names it (engine/tasks/fashion_mnist.c). */
     .keys = cnn_keys,
     .n_keys = sizeof cnn_keys / sizeof cnn_keys[0],
+    .create = sm_create,
+    .destroy = sm_destroy,
+    .check = sm_check,
+    .init = sm_init,
+    .leaf = sm_leaf,
+    .leaf_atoms = 0,
+    .finish = model_finish_mean,
+    .eval = sm_eval,
+    .scores = sm_scores,
+};
+
+const ls_model_desc gpt_model = {
+    .size = sizeof(ls_model_desc),
+    .name = "gpt",
+    .summary = "a byte-level decoder: embeddings, two pre-norm blocks of attention and MLP (declared, as seq)",
+    /* Its task names it (engine/tasks/text.c). */
+    .keys = gpt_keys,
+    .n_keys = sizeof gpt_keys / sizeof gpt_keys[0],
     .create = sm_create,
     .destroy = sm_destroy,
     .check = sm_check,
