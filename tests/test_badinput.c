@@ -1271,6 +1271,21 @@ static const bad_row BAD[] = {
       { "image", "3 x 3 x 3", "16 features" }, NULL, NULL, 0, 0 },
     { "--image two sizes", S_PLAIN, NULL, { T, "--model", "seq", "--image", "4,4", "--layers", "dense:4" },
       { "image", "H,W,C" }, NULL, NULL, 0, 0 },
+    /* -- gpt: residual branches, repeats and token layers in the declaration; the text task's val_stride -- */
+    { "--layers an unclosed res(", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "res(dense:4" },
+      { "layers", "')' missing" }, NULL, NULL, 0, 0 },
+    { "--layers a res( inside a res(", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "res(relu,res(relu)),dense:4" },
+      { "layers", "token 2", "'res('" }, NULL, NULL, 0, 0 },
+    { "--layers a repeat count of 0", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "0x[relu],dense:4" },
+      { "layers", "repeat count" }, NULL, NULL, 0, 0 },
+    { "--layers embed not first", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:8,embed:4,dense:4" },
+      { "layers", "token 2 (embed)", "first layer" }, NULL, NULL, 0, 0 },
+    { "--layers a residual branch that changes the shape", S_PLAIN, NULL,
+      { T, "--model", "seq", "--layers", "dense:8,res(dense:3),dense:4" }, { "layers", "token 2 (res)", "same shape" },
+      NULL, NULL, 0, 0 },
+    { "text: --val-stride 0", S_PLAIN, NULL,
+      { "train", "--task", "text", "--steps", "2", DB, "--threads", "1", "--file", "txt", "--val-stride", "0" },
+      { "--val-stride", "0" }, NULL, NULL, 0, 0 },
 };
 
 #undef DB
