@@ -22,7 +22,12 @@
  *   - `lockstep sample` prints the same bytes at 1 and 8 threads and for
  *     the same seed twice, other bytes for another seed, and at
  *     temperature 0 the prompt and then the byte of the highest score that
- *     this test computes from ls_session_predict itself; its escapes.
+ *     this test computes from ls_session_predict itself; its escapes;
+ *   - gpt (the task's default model: a token network with residual
+ *     branches, trained at every position) to one trajectory at threads 1,
+ *     2, 3, 8 and leaves of 16, 32 and 64; a run stopped at step 3 and
+ *     resumed at 8 threads ends where 6 steps in one go do; `sample` from
+ *     it gives the same bytes at 1 and 8 threads; `report` writes its page.
  */
 #include <setjmp.h>
 #include <stdarg.h>
