@@ -4,7 +4,7 @@
  * engine/models/ and engine/tasks/ (tools/check_layers.sh). */
 #include "engine/core/registry.h"
 
-#define BUILTIN_MODELS(X) X(mlp_model) X(logic_model) X(logic_ca_model) X(linear_model) X(gnn_model) X(seq_model) X(cnn_model)
+#define BUILTIN_MODELS(X) X(mlp_model) X(logic_model) X(logic_ca_model) X(linear_model) X(gnn_model) X(seq_model) X(cnn_model) X(gpt_model)
 #define BUILTIN_TASKS(X)                                                                                        \
     X(fashion_mnist_task) X(teacher_task) X(gol_task) X(checkerboard_task) X(arrays_task) X(atlas_task)           \
         X(karate_task) X(graph_edit_task) X(text_task)

@@ -44,6 +44,7 @@ _Static_assert(LS_GOLDEN_FORMAT == 2, "the golden formats in include/lockstep.h 
 #define GOLDEN_VERSION_PREFIX "# lockstep golden v"
 #define GOLDEN_CONFIG "# config"
 #define GOLDEN_STEPS "# steps: step loss_bits loss param_hash traj_hash"
+#define GOLDEN_SOURCES "# sources"
 #define GOLDEN_LOSS_MAX 64   /* longest loss text accepted; %.17g needs at most 24 */
 #define GOLDEN_FILE_MAX ((size_t)1 << 30)
 
@@ -226,15 +227,15 @@ static ls_status parse_row(const char *s, size_t n, size_t index, const char *wh
     return LS_OK;
 }
 
-enum { SECT_MAGIC, SECT_CONFIG_HEAD, SECT_CONFIG, SECT_ROWS };
+enum { SECT_MAGIC, SECT_CONFIG_HEAD, SECT_CONFIG, SECT_SOURCES, SECT_ROWS };
 
 /* One pass over the text. With steps == NULL it only validates and counts;
- * otherwise it also fills steps[] and cfg (which then has room enough). */
-static ls_status parse_pass(const char *text, size_t len, const char *what, ls_step *steps, char *cfg,
-                            size_t *n_steps, size_t *cfg_len, ls_err *err)
+ * otherwise it also fills steps[], cfg and src (which then have room enough). */
+static ls_status parse_pass(const char *text, size_t len, const char *what, ls_step *steps, char *cfg, char *src,
+                            size_t *n_steps, size_t *cfg_len, size_t *src_len, ls_err *err)
 {
     int sect = SECT_MAGIC;
-    size_t pos = 0, line = 0, rows = 0, clen = 0;
+    size_t pos = 0, line = 0, rows = 0, clen = 0, slen = 0;
     const char *prev_key = NULL;
     size_t prev_len = 0;
     if (len == 0)
@@ -276,9 +277,29 @@ static ls_status parse_pass(const char *text, size_t len, const char *what, ls_s
                 return golden_fail(err, LS_EFORMAT, what, line, "expected '" GOLDEN_CONFIG "'");
             sect = SECT_CONFIG;
             break;
+        case SECT_SOURCES: {
+            if (line_is(s, n, GOLDEN_STEPS)) {
+                sect = SECT_ROWS;
+                break;
+            }
+            size_t kl = 0;
+            const char *problem = check_config_line(s, n, NULL, 0, &kl);
+            if (problem != NULL)
+                return golden_fail(err, LS_EFORMAT, what, line, "source: %s", problem);
+            if (src != NULL) {
+                memcpy(src + slen, s, n);
+                src[slen + n] = '\n';
+            }
+            slen += n + 1;
+            break;
+        }
         case SECT_CONFIG: {
             if (line_is(s, n, GOLDEN_STEPS)) {
                 sect = SECT_ROWS;
+                break;
+            }
+            if (line_is(s, n, GOLDEN_SOURCES)) {
+                sect = SECT_SOURCES;
                 break;
             }
             size_t kl = 0;
@@ -311,6 +332,7 @@ static ls_status parse_pass(const char *text, size_t len, const char *what, ls_s
         return golden_fail(err, LS_EFORMAT, what, line + 1, "no step rows (step 0 is required)");
     *n_steps = rows;
     *cfg_len = clen;
+    *src_len = slen;
     return LS_OK;
 }
 
@@ -321,26 +343,29 @@ ls_status golden_parse(const char *text, size_t len, const char *what, golden_fi
         what = "golden";
     if (text == NULL && len > 0)
         return ls_fail(err, LS_EINVAL, "%s: no text", what);
-    size_t n_steps = 0, cfg_len = 0;
-    ls_status st = parse_pass(text, len, what, NULL, NULL, &n_steps, &cfg_len, err);
+    size_t n_steps = 0, cfg_len = 0, src_len = 0;
+    ls_status st = parse_pass(text, len, what, NULL, NULL, NULL, &n_steps, &cfg_len, &src_len, err);
     if (st != LS_OK)
         return st;
-    /* Both are bounded by len, so the size cannot overflow for any buffer
+    /* All are bounded by len, so the size cannot overflow for any buffer
      * that exists; checked anyway. */
-    if (n_steps > (SIZE_MAX - cfg_len - 1) / sizeof(ls_step))
+    if (n_steps > (SIZE_MAX - cfg_len - src_len - 2) / sizeof(ls_step))
         return ls_fail(err, LS_ENOMEM, "%s: too many steps", what);
-    void *mem = malloc(n_steps * sizeof(ls_step) + cfg_len + 1);
+    void *mem = malloc(n_steps * sizeof(ls_step) + cfg_len + 1 + src_len + 1);
     if (mem == NULL)
         return ls_fail(err, LS_ENOMEM, "%s: out of memory", what);
     ls_step *steps = mem;
     char *cfg = (char *)(steps + n_steps);
-    st = parse_pass(text, len, what, steps, cfg, &n_steps, &cfg_len, err);
+    char *src = cfg + cfg_len + 1;
+    st = parse_pass(text, len, what, steps, cfg, src, &n_steps, &cfg_len, &src_len, err);
     if (st != LS_OK) {   /* cannot happen: same text, same rules */
         free(mem);
         return st;
     }
     cfg[cfg_len] = 0;
+    src[src_len] = 0;
     out->config_text = cfg;
+    out->source_text = src;
     out->steps = steps;
     out->n_steps = n_steps;
     out->mem = mem;
@@ -442,6 +467,27 @@ void golden_format_step(const ls_step *s, char *buf, size_t len)
              loss, s->param_hash, s->traj_hash);
 }
 
+/* Source lines: key=value each, any order. */
+static ls_status golden_check_sources(const char *source_text, const char *what, ls_err *err)
+{
+    const size_t slen = strlen(source_text);
+    if (slen > 0 && source_text[slen - 1] != '\n')
+        return ls_fail(err, LS_EINVAL, "%s: source text does not end in a newline", what);
+    for (size_t pos = 0, line = 1; pos < slen; line++) {
+        const char *s = source_text + pos;
+        size_t n = (size_t)((const char *)memchr(s, '\n', slen - pos) - s);
+        size_t kl = 0;
+        const char *problem = first_unprintable(s, n) < n ? "a byte that is not printable ASCII"
+                                                           : check_config_line(s, n, NULL, 0, &kl);
+        if (problem == NULL && (line_is(s, n, GOLDEN_STEPS) || line_is(s, n, GOLDEN_SOURCES)))
+            problem = "a section header";
+        if (problem != NULL)
+            return ls_fail(err, LS_EINVAL, "%s: source line %zu: %s", what, line, problem);
+        pos += n + 1;
+    }
+    return LS_OK;
+}
+
 /* What golden_write refuses: anything golden_parse would refuse. */
 static ls_status golden_check_input(const char *config_text, const ls_step *steps, size_t n_steps,
                                     const char *what, ls_err *err)
@@ -476,15 +522,24 @@ static ls_status golden_check_input(const char *config_text, const ls_step *step
     return LS_OK;
 }
 
-ls_status golden_write(FILE *f, const char *config_text, const ls_step *steps, size_t n_steps)
+static ls_status golden_write_sources(FILE *f, const char *config_text, const char *source_text,
+                                     const ls_step *steps, size_t n_steps)
 {
     if (config_text == NULL)
         config_text = "";
+    if (source_text == NULL)
+        source_text = "";
     ls_status st = golden_check_input(config_text, steps, n_steps, "golden", NULL);
+    if (st == LS_OK)
+        st = golden_check_sources(source_text, "golden", NULL);
     if (st != LS_OK)
         return st;
     fputs(GOLDEN_MAGIC "\n" GOLDEN_CONFIG "\n", f);
     fputs(config_text, f);
+    if (source_text[0] != '\0') {
+        fputs(GOLDEN_SOURCES "\n", f);
+        fputs(source_text, f);
+    }
     fputs(GOLDEN_STEPS "\n", f);
     char row[160];
     for (size_t i = 0; i < n_steps; i++) {
@@ -495,8 +550,13 @@ ls_status golden_write(FILE *f, const char *config_text, const ls_step *steps, s
     return ferror(f) ? LS_EIO : LS_OK;
 }
 
+ls_status golden_write(FILE *f, const char *config_text, const ls_step *steps, size_t n_steps)
+{
+    return golden_write_sources(f, config_text, NULL, steps, n_steps);
+}
+
 typedef struct {
-    const char *config_text;
+    const char *config_text, *source_text;
     const ls_step *steps;
     size_t n_steps;
 } golden_v1_ctx;
@@ -504,19 +564,29 @@ typedef struct {
 static ls_status golden_write_v1(FILE *f, const void *ctx)
 {
     const golden_v1_ctx *c = ctx;
-    return golden_write(f, c->config_text, c->steps, c->n_steps);
+    return golden_write_sources(f, c->config_text, c->source_text, c->steps, c->n_steps);
+}
+
+ls_status golden_save_sources(const char *path, const char *config_text, const char *source_text,
+                              const ls_step *steps, size_t n_steps, ls_err *err)
+{
+    if (config_text == NULL)
+        config_text = "";
+    if (source_text == NULL)
+        source_text = "";
+    ls_status st = golden_check_input(config_text, steps, n_steps, path, err);
+    if (st == LS_OK)
+        st = golden_check_sources(source_text, path, err);
+    if (st != LS_OK)
+        return st;
+    golden_v1_ctx c = { config_text, source_text, steps, n_steps };
+    return golden_save_with(path, golden_write_v1, &c, err);
 }
 
 ls_status golden_save(const char *path, const char *config_text, const ls_step *steps, size_t n_steps,
                       ls_err *err)
 {
-    if (config_text == NULL)
-        config_text = "";
-    ls_status st = golden_check_input(config_text, steps, n_steps, path, err);
-    if (st != LS_OK)
-        return st;
-    golden_v1_ctx c = { config_text, steps, n_steps };
-    return golden_save_with(path, golden_write_v1, &c, err);
+    return golden_save_sources(path, config_text, NULL, steps, n_steps, err);
 }
 
 ls_status golden_save_with(const char *path, ls_status (*write)(FILE *f, const void *ctx), const void *ctx,

@@ -4,12 +4,17 @@
  *     # config
  *     batch=20
  *     ...                      (the canonical config, one key=value a line)
+ *     # sources                (optional: where the data are, key=value a line)
+ *     file=/usr/share/games/fortunes/cookie
  *     # steps: step loss_bits loss param_hash traj_hash
  *     0 - - 1f2e3d4c5b6a7988 0011223344556677
  *     1 3ff0000000000000 1 8899aabbccddeeff 0123456789abcdef
  *
  * Hashes and loss bits are 16 lowercase hex digits; the loss is "%.17g". The
- * steps are 0, 1, 2, ... without gaps. Lines end in '\n'; the reader also
+ * steps are 0, 1, 2, ... without gaps. The sources (a task's file paths,
+ * ls_task_desc.sources) are no part of the config or its hashes: they say
+ * where a run reads the data that the config's data_hash identifies, for a
+ * task that needs them (text's --file). Lines end in '\n'; the reader also
  * takes "\r\n" (a file that went through a Windows checkout). The format is
  * versioned: a reader refuses a version it does not know.
  */
@@ -29,6 +34,7 @@
 
 typedef struct {
     char *config_text;   /* the canonical config lines, each ending in '\n' */
+    char *source_text;   /* the source lines, each ending in '\n' ("" when none) */
     ls_step *steps;      /* steps[i].step == i */
     size_t n_steps;
     void *mem;
@@ -49,6 +55,10 @@ ls_status golden_write(FILE *f, const char *config_text, const ls_step *steps, s
 /* Write to path through a temporary file and rename. */
 ls_status golden_save(const char *path, const char *config_text, const ls_step *steps,
                       size_t n_steps, ls_err *err);
+/* golden_save with a sources section (source_text: key=value lines each
+ * ending in '\n', as config_source_text writes them; NULL or "": none). */
+ls_status golden_save_sources(const char *path, const char *config_text, const char *source_text,
+                              const ls_step *steps, size_t n_steps, ls_err *err);
 
 /* The whole file at path (malloc'ed, *text_len bytes; free it): a path that
  * is not a regular file is LS_EIO naming it, found without blocking. */

@@ -270,6 +270,13 @@ static void run_model(const char *name, const char *text, size_t H, size_t W, si
     for (size_t i = 0; i < np; i++)
         w[i] = w[i] + jig[i];
     float *x = rnd(n * dim, 1, 1.0f);
+    if (d.layer[0].kind == NN_EMBED) {
+        /* A token network reads byte ids as the text task gives them, v/255. */
+        int32_t *tok = ids_for(n * dim, classes);
+        for (size_t i = 0; i < n * dim; i++)
+            x[i] = (float)tok[i] / 255.0f;
+        free(tok);
+    }
     int32_t *lab = malloc(n * sizeof(int32_t));
     for (size_t i = 0; i < n; i++)
         lab[i] = (int32_t)(rng_uniformf(2026, RNG_TEST, case_no, 2, i) * (float)classes) % (int32_t)classes;
@@ -349,12 +356,21 @@ int main(int argc, char **argv)
     }
     /* L: a chain length of the bound (nn_oracle.py). The errors of a whole
      * network measured with L = 1 were at most 35 (cnn), 6 and 1 ulps of
-     * the largest gradient; a wrong formula is ~2^24. */
+     * the largest gradient (the residual and token networks below: 8, 9
+     * and 15, gpt's); a wrong formula is ~2^24. */
     run_model("model_mlp", "dense:16,relu,dense:12,relu,dense:3", 1, 1, 12, 3, 5, 20);
     run_model("model_cnn", "conv3x3:32,relu,maxpool2,conv3x3:64,relu,maxpool2,dense:128,relu,dense:10", 28, 28, 1, 10,
               4, 100);
     run_model("model_every_layer", "conv3x3:4,gelu,avgpool2,layernorm,conv5x5:3,relu,maxpool2,dense:7,gelu,dense:5", 8,
               8, 2, 5, 6, 40);
+    /* Residual branches and token networks (seq.h): a flat residual, a
+     * tiny decoder of two blocks, and the gpt model's own declaration on
+     * windows of its 64 bytes. */
+    run_model("model_res_flat", "dense:6,res(dense:6,relu),2x[res(layernorm,dense:6)],dense:3", 1, 1, 4, 3, 5, 40);
+    run_model("model_tiny_gpt", "embed:8,posembed,2x[res(layernorm,attn:2),res(layernorm,dense:16,gelu,dense:8)],"
+              "layernorm,dense:11", 1, 1, 5, 11, 3, 40);
+    run_model("model_gpt", "embed:64,posembed,2x[res(layernorm,attn:4),res(layernorm,dense:256,gelu,dense:64)],"
+              "layernorm,dense:256", 1, 1, 64, 256, 2, 100);
     if (fclose(models) != 0)
         bad = 1;
     return bad;

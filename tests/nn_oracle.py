@@ -187,13 +187,86 @@ def run(c):
     return case
 
 
-def model_forward(layers, x, p):
+def unroll(text):
+    """seq.h's grammar unrolled: [(token, skip)], a residual's add as
+    ("res", index of its branch's first layer), repeats written out."""
+    out, at = [], [0]
+
+    def items(close):
+        while True:
+            rest = text[at[0]:]
+            if rest.startswith("res("):
+                at[0] += 4
+                first = len(out)
+                items(")")
+                out.append(("res", first))
+            elif "x[" in rest and rest[:rest.index("x[")].isdigit():
+                k = rest.index("x[")
+                times = int(rest[:k])
+                at[0] += k + 2
+                first = len(out)
+                items("]")
+                body = out[first:]
+                for r in range(1, times):
+                    out.extend((t, sk + r * len(body)) for t, sk in body)
+            else:
+                end = at[0]
+                while end < len(text) and text[end] not in ",)]":
+                    end += 1
+                out.append((text[at[0]:end], 0))
+                at[0] = end
+            c = text[at[0]] if at[0] < len(text) else ""
+            at[0] += 1
+            if c == ",":
+                continue
+            if c != close:
+                raise ValueError("layers: '%s' where '%s' was expected" % (c, close))
+            return
+
+    items("")
+    return out
+
+
+def token_forward(layers, ids, p):
+    """A token network (seq.h): ids [n][T] -> logits [n][T][classes]."""
+    inputs = []
+    x = None
+    for i, (tok, skip) in enumerate(layers, start=1):
+        inputs.append(x)
+        w, b = p.get("%d.w" % i), p.get("%d.b" % i)
+        if tok.startswith("embed:"):
+            x = p["%d.table" % i][ids]
+        elif tok == "posembed":
+            x = x + p["%d.table" % i]
+        elif tok == "layernorm":
+            x = F.layer_norm(x, (x.shape[-1],), p["%d.gain" % i], p["%d.bias" % i], 1e-5)
+        elif tok.startswith("attn:"):
+            x = forward(dict(kind=ATTN, n=x.shape[0], in0=x.shape[1], in1=1, in2=x.shape[2], heads=int(tok[5:])), x,
+                        {k: p["%d.%s" % (i, k)] for k in ("wqkv", "bqkv", "wo", "bo")})
+        elif tok.startswith("dense:"):
+            x = x @ w + b
+        elif tok == "gelu":
+            x = F.gelu(x, approximate="tanh")
+        elif tok == "relu":
+            x = torch.relu(x)
+        elif tok == "res":
+            x = inputs[skip] + x
+        else:
+            raise ValueError("token %s" % tok)
+    return x
+
+
+def model_forward(text, x, p):
     """A declared network (engine/models/seq/seq.h's grammar) in torch:
     x NHWC; dense reads its input flat (NHWC order, as seq does)."""
-    for i, tok in enumerate(layers.split(","), start=1):
+    inputs = []
+    for i, (tok, skip) in enumerate(unroll(text), start=1):
+        inputs.append(x)
         w = p.get("%d.w" % i)
         b = p.get("%d.b" % i)
-        if tok.startswith("dense:"):
+        if tok == "res":
+            x = inputs[skip].reshape(x.shape) + x
+        elif tok.startswith("dense:"):
             x = (x.reshape(x.shape[0], -1) @ w + b).reshape(x.shape[0], 1, 1, -1)
         elif tok.startswith("conv"):
             kk = int(tok[4:tok.index("x")])
@@ -226,8 +299,26 @@ def run_model(line):
         shape = (int(d0),) if int(d1) == 0 else (int(d0), int(d1))
         p[tname] = (int(off), shape)
     leaves = {t: t64(w[off:off + int(np.prod(shape))].reshape(shape), True) for t, (off, shape) in p.items()}
-    x = t64(load(name, "x").reshape(n, H, W, C))
     ids = torch.tensor(load(name, "ids").astype(np.int64))
+    net = unroll(layers)
+    if net[0][0].startswith("embed:"):
+        # A token network: the features are byte ids v/255; position t
+        # predicts token t+1, the last position the label; a sample's loss
+        # is the mean over its positions.
+        T = H * W * C
+        tok = torch.tensor(np.rint(load(name, "x").astype(np.float64) * 255.0).astype(np.int64).reshape(n, T))
+        z = token_forward(net, tok, leaves)
+        tgt = torch.cat([tok[:, 1:], ids.reshape(n, 1)], dim=1)
+        if z.shape[2] != classes:
+            case.fails.append("%d logits, %d classes" % (z.shape[2], classes))
+            return case
+        loss = F.cross_entropy(z.reshape(-1, classes), tgt.reshape(-1), reduction="sum") / T
+        loss.backward()
+        case.cmp("loss", load(name, "y"), loss.reshape(1))
+        for t, (off, shape) in p.items():
+            case.cmp("d" + t, dw[off:off + int(np.prod(shape))], leaves[t].grad)
+        return case
+    x = t64(load(name, "x").reshape(n, H, W, C))
     z = model_forward(layers, x, leaves)
     if z.shape[1] != classes:
         case.fails.append("%d logits, %d classes" % (z.shape[1], classes))

@@ -1287,6 +1287,21 @@ static const bad_row BAD[] = {
       "--train-y", "y-300.npy" }, { "model logic", "300 classes", "1 .. 256" }, NULL, NULL, 0, 0 },
     { "npy: 300 classes for the linear model", S_NPY, NULL, { AR, "--model", "linear", "--train-x", "x.npy",
       "--train-y", "y-300.npy" }, { "model linear", "300 classes", "2 .. 256" }, NULL, NULL, 0, 0 },
+    /* -- gpt: residual branches, repeats and token layers in the declaration; the text task's val_stride -- */
+    { "--layers an unclosed res(", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "res(dense:4" },
+      { "layers", "')' missing" }, NULL, NULL, 0, 0 },
+    { "--layers a res( inside a res(", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "res(relu,res(relu)),dense:4" },
+      { "layers", "token 2", "'res('" }, NULL, NULL, 0, 0 },
+    { "--layers a repeat count of 0", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "0x[relu],dense:4" },
+      { "layers", "repeat count" }, NULL, NULL, 0, 0 },
+    { "--layers embed not first", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:8,embed:4,dense:4" },
+      { "layers", "token 2 (embed)", "first layer" }, NULL, NULL, 0, 0 },
+    { "--layers a residual branch that changes the shape", S_PLAIN, NULL,
+      { T, "--model", "seq", "--layers", "dense:8,res(dense:3),dense:4" }, { "layers", "token 2 (res)", "same shape" },
+      NULL, NULL, 0, 0 },
+    { "text: --val-stride 0", S_PLAIN, NULL,
+      { "train", "--task", "text", "--steps", "2", DB, "--threads", "1", "--file", "txt", "--val-stride", "0" },
+      { "--val-stride", "0" }, NULL, NULL, 0, 0 },
 };
 
 #undef DB

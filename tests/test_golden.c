@@ -1,6 +1,7 @@
 /* test_golden.c — golden files: exact round trips, known rows, malformed
  * texts with their line numbers, and every prefix / many byte mutations of a
- * valid file (never a crash, never anything but OK or LS_EFORMAT).
+ * valid file (never a crash, never anything but OK or LS_EFORMAT); the
+ * optional sources section written, read back and refused when malformed.
  *
  * Parsed texts are copied into buffers of exactly their length (no NUL after
  * them), so a read past the end shows under valgrind or ASan.
@@ -517,6 +518,44 @@ static void test_save_read(void **state)
     free(steps);
 }
 
+/* The optional sources section: written after the config, read back
+ * apart from it (config_text unchanged), absent when empty; a source line
+ * that is not key=value is refused naming its line. */
+static void test_sources(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/test_golden.XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[256];
+    snprintf(path, sizeof path, "%s/src.golden", dir);
+    sm_state = 5;
+    ls_step *steps = random_steps(3);
+    ls_err err = {{0}};
+    const char *src = "file=/usr/share/games/fortunes/cookie\nval_file=v.txt\n";
+    assert_int_equal(golden_save_sources(path, CONFIG, src, steps, 3, &err), LS_OK);
+    golden_file g;
+    assert_int_equal(golden_read(path, &g, &err), LS_OK);
+    assert_string_equal(g.config_text, CONFIG);
+    assert_string_equal(g.source_text, src);
+    assert_int_equal(g.n_steps, 3);
+    golden_free(&g);
+    /* Without sources: no section, "" read back. */
+    assert_int_equal(golden_save_sources(path, CONFIG, "", steps, 3, &err), LS_OK);
+    assert_int_equal(golden_read(path, &g, &err), LS_OK);
+    assert_string_equal(g.source_text, "");
+    golden_free(&g);
+    /* A bad source line. */
+    static const char bad[] = "# lockstep golden v1\n# config\nbatch=20\n# sources\nno equals sign\n"
+                              "# steps: step loss_bits loss param_hash traj_hash\n"
+                              "0 - - 0000000000000000 0000000000000000\n";
+    assert_int_equal(parse_exact(bad, sizeof bad - 1, &g, &err), LS_EFORMAT);
+    assert_non_null(strstr(err.msg, "line 5"));
+    assert_int_equal(golden_save_sources(path, CONFIG, "x\n", steps, 3, &err), LS_EINVAL);
+    free(steps);
+    unlink(path);
+    rmdir(dir);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -528,6 +567,7 @@ int main(void)
         cmocka_unit_test(test_prefixes_and_mutations),
         cmocka_unit_test(test_write_refuses),
         cmocka_unit_test(test_save_read),
+        cmocka_unit_test(test_sources),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;
 }

@@ -7,6 +7,7 @@
 #     8 leaves: R = 3 gives ranks several pieces), for the checkerboard
 #     logic CA (3 steps; its leaves are (sample, part) pairs) and for the
 #     cnn (2 steps of 37 images, --no-eval);
+#   - the same for gpt on text (ranks 1..4 x threads 1, 2, a batch of 37);
 #   - a rank killed with SIGKILL (LOCKSTEP_MPI_KILL_AT) ends the job within
 #     30 s with a nonzero status and a message; the run is recorded as
 #     interrupted, resumed first by 2 ranks up to step 60 and then by plain
@@ -127,10 +128,17 @@ t_models() {
     ranks3_equal gnn "--task karate --batch 17 --steps 5" || return 1
     ranks3_equal cnn "--task fashion-mnist --model cnn --batch 37 --steps 2 --no-eval"
 }
-# A schedule and global-norm clipping (the norm's pass over the combined sum).
+# gpt (a token network, residual branches, trained at every position, the
+# text task's default) at ranks 1..4 x threads 1, 2 against one process;
+# a batch of 37 leaves a short last atom.
+t_gpt() {
+    ranks_equal gpt "--task text --file /usr/share/games/fortunes/cookie --context 16 --batch 37 --steps 3 --no-eval" \
+        "--leaf 64" "--leaf 16"
+}
 # The cnn at R = 1..4 ranks x 1, 2 threads (no final evaluation: 10,000
 # test images would cost each run more than its steps).
 t_cnn() { ranks_equal cnn "--task fashion-mnist --model cnn --batch 37 --steps 2 --no-eval" "--leaf 64" "--leaf 16"; }
+# A schedule and global-norm clipping (the norm's pass over the combined sum).
 t_sched() { ranks_equal sched "$MLP --lr-schedule cosine --warmup 5 --decay-steps 25 --clip-norm 0.05 --decay-groups weights --weight-decay 0.1"; }
 t_ca() { ranks_equal ca "$CA"; }
 
@@ -187,5 +195,6 @@ check mpi_ca_ranks_threads t_ca
 check mpi_leaf_models_3_ranks t_models
 check mpi_cnn_ranks_threads t_cnn
 check mpi_schedule_clip_norm t_sched
+check mpi_gpt_ranks_threads t_gpt
 check mpi_rank_killed_resume t_kill
 exit 0

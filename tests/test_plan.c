@@ -35,6 +35,7 @@ typedef struct {
     plan_reduce reduce;        /* with hints; at 8 threads for logic-ca (HELD needs 16 finish units a thread) */
     int waves;                 /* with hints */
     int engine_adds;           /* with hints; without, the engine adds for every model */
+    const char *file;          /* the text task's --file (a source: no part of the config text), or NULL */
 } plan_case;
 
 static const plan_case CASES[] = {
@@ -42,35 +43,35 @@ static const plan_case CASES[] = {
     { "mlp",
       "batch=32\nclip=0x0p+0\ndata_hash=818655585069954587\nformat=2\nhidden=32\nlr=0x1.99999ap-5\n"
       "model=mlp\nmomentum=0x1.ccccccp-1\noptimizer=sgd\nreduce=tree\nseed=1\ntask=teacher\nweight_decay=0x0p+0\n",
-      30, 0xa1ad85f487191d53ULL, PLAN_TREE_TOP, 0, 0 },
+      30, 0xa1ad85f487191d53ULL, PLAN_TREE_TOP, 0, 0, NULL },
     /* golden/logic-teacher.golden */
     { "logic",
       "batch=32\nbeta1=0x1.ccccccp-1\nbeta2=0x1.ff7ceep-1\nbits=3\nclip=0x0p+0\ndata_hash=818655585069954587\n"
       "eps=0x1.5798eep-27\nformat=2\nlayers=256x4\nlr=0x1.47ae14p-7\nmodel=logic\noptimizer=adamw\n"
       "reduce=tree\nresidual=0x0p+0\nseed=1\ntask=teacher\ntau=0x1.4p+3\nweight_decay=0x0p+0\nwiring=random\n",
-      12, 0x33d0a790c4402312ULL, PLAN_TREE_TOP, 0, 0 },
+      12, 0x33d0a790c4402312ULL, PLAN_TREE_TOP, 0, 0, NULL },
     /* golden/checkerboard-short.golden */
     { "logic-ca",
       "async=0\nbatch=2\nbeta1=0x1.ccccccp-1\nbeta2=0x1.fae148p-1\nca_steps=20\nchannels=8\nclip=0x1.9p+6\n"
       "data_hash=0\neps=0x1.5798eep-27\nformat=2\ngrid=16\nkernels=16\nlayers=256x10,128,64,32,16,8x2\n"
       "lr=0x1.99999ap-5\nmodel=logic-ca\noptimizer=adamw\nparts=8\nperception=8,4,2\nperiodic=0\nreduce=tree\n"
       "residual=0x1.4p+3\nseed=23\ntask=checkerboard\nweight_decay=0x1.47ae14p-7\n",
-      4, 0xdafb1aed556f84b7ULL, PLAN_HELD, 1, 0 },
+      4, 0xdafb1aed556f84b7ULL, PLAN_HELD, 1, 0, NULL },
     /* golden/karate-short.golden */
     { "gnn",
       "batch=17\nbeta1=0x1.ccccccp-1\nbeta2=0x1.ff7ceep-1\nclip=0x0p+0\ndata_hash=2019706224063124102\n"
       "eps=0x1.5798eep-27\nformat=2\ngin_eps=0x0p+0\nhidden=16\nlayers=2\nlr=0x1.47ae14p-7\nmodel=gnn\n"
       "optimizer=adamw\nreduce=tree\nseed=1\ntask=karate\nweight_decay=0x0p+0\n",
-      20, 0x32c26460b2d4fcfeULL, PLAN_TREE_TOP, 0, 1 },
+      20, 0x32c26460b2d4fcfeULL, PLAN_TREE_TOP, 0, 1, NULL },
     /* `lockstep train --task teacher --model linear --steps 30 --batch 37`, measured by the CLI at the atoms change */
-    { "linear", NULL, 30, 0x86c2d8814df32eaeULL, PLAN_TREE_TOP, 0, 1 },
+    { "linear", NULL, 30, 0x86c2d8814df32eaeULL, PLAN_TREE_TOP, 0, 1, NULL },
     /* `lockstep train --task teacher --model seq --layers dense:32,gelu,layernorm,dense:4 --batch 37 --steps 12`,
      * measured by the CLI when seq was added (after the atoms change) */
     { "seq",
       "batch=37\nbeta1=0x1.ccccccp-1\nbeta2=0x1.ff7ceep-1\nclip=0x0p+0\ndata_hash=818655585069954587\n"
       "eps=0x1.5798eep-27\nformat=2\nimage=0\nlayers=dense:32,gelu,layernorm,dense:4\nlr=0x1.47ae14p-7\nmodel=seq\n"
       "optimizer=adamw\nreduce=tree\nseed=1\ntask=teacher\nweight_decay=0x0p+0\n",
-      12, 0xfb518d893bbf0ae7ULL, PLAN_TREE_TOP, 0, 1 },
+      12, 0xfb518d893bbf0ae7ULL, PLAN_TREE_TOP, 0, 1, NULL },
     /* golden/cnn-short.golden */
     { "cnn",
       "batch=64\nbeta1=0x1.ccccccp-1\nbeta2=0x1.ff7ceep-1\nclip=0x0p+0\ndata_hash=1556405685210825483\n"
@@ -78,7 +79,16 @@ static const plan_case CASES[] = {
       "layers=conv3x3:32,relu,maxpool2,conv3x3:64,relu,maxpool2,dense:128,relu,dense:10\nlr=0x1.89374cp-10\n"
       "lr_min=0x0p+0\nlr_schedule=cosine\nmodel=cnn\noptimizer=adamw\nreduce=tree\nseed=1\ntask=fashion-mnist\n"
       "warmup=0\nweight_decay=0x0p+0\n",
-      4, 0xd90de169378663a4ULL, PLAN_TREE_TOP, 0, 1 },
+      4, 0xd90de169378663a4ULL, PLAN_TREE_TOP, 0, 1, NULL },
+    /* `lockstep train --task text --file /usr/share/games/fortunes/cookie --context 16 --batch 37 --steps 4`
+     * (gpt, the text task's default), measured by the CLI when gpt was added */
+    { "gpt",
+      "batch=37\nbeta1=0x1.ccccccp-1\nbeta2=0x1.ff7ceep-1\nclip=0x0p+0\ncontext=16\ndata_hash=6451211184462227437\n"
+      "decay_steps=500\neps=0x1.5798eep-27\nformat=2\nimage=0\n"
+      "layers=embed:64,posembed,2x[res(layernorm,attn:4),res(layernorm,dense:256,gelu,dense:64)],layernorm,dense:256\n"
+      "lr=0x1.89374cp-9\nlr_min=0x1.3a92a4p-12\nlr_schedule=cosine\nmodel=gpt\noptimizer=adamw\nreduce=tree\nseed=1\n"
+      "task=text\nval_stride=64\nwarmup=50\nweight_decay=0x0p+0\n",
+      4, 0x4d98c7dc6d0b150eULL, PLAN_TREE_TOP, 0, 1, "/usr/share/games/fortunes/cookie" },
 };
 #define N_CASES (sizeof CASES / sizeof CASES[0])
 
@@ -89,6 +99,8 @@ static ls_config *case_config(const plan_case *c)
     if (c->text != NULL) {
         if (ls_config_parse(&cfg, c->text, &err) != LS_OK)
             fail_msg("%s: %s", c->model, err.msg);
+        if (c->file != NULL && ls_config_set(cfg, "file", c->file, &err) != LS_OK)
+            fail_msg("%s --file %s: %s", c->model, c->file, err.msg);
         return cfg;
     }
     if (ls_config_create(&cfg, "teacher", "linear", &err) != LS_OK || ls_config_set(cfg, "batch", "37", &err) != LS_OK ||
@@ -187,6 +199,7 @@ static void test_gnn(void **state) { (void)state; check_case(&CASES[3]); }
 static void test_linear(void **state) { (void)state; check_case(&CASES[4]); }
 static void test_seq(void **state) { (void)state; check_case(&CASES[5]); }
 static void test_cnn(void **state) { (void)state; check_case(&CASES[6]); }
+static void test_gpt(void **state) { (void)state; check_case(&CASES[7]); }
 
 /* Every built-in model has a case above. */
 static void test_every_model(void **state)
@@ -230,7 +243,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_model), cmocka_unit_test(test_mlp),    cmocka_unit_test(test_logic),
         cmocka_unit_test(test_logic_ca),    cmocka_unit_test(test_gnn),    cmocka_unit_test(test_linear),
-        cmocka_unit_test(test_seq),         cmocka_unit_test(test_cnn),
+        cmocka_unit_test(test_seq),         cmocka_unit_test(test_cnn), cmocka_unit_test(test_gpt),
         cmocka_unit_test(test_unordered),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) != 0;

@@ -12,8 +12,11 @@
  *     (conv, both pools, layernorm, gelu, relu, dense) at a batch of 37
  *     (a short last atom): every step's trajectory hash equal at threads
  *     1, 2, 3, 8 and leaf 16 and 64;
- *   - the text form: a few declarations parsed, bad ones refused naming
- *     the token and its position (the CLI's rows are in test_badinput.c).
+ *   - the text form: a few declarations parsed (the gpt's unrolled: its
+ *     repeats and residual branches), bad ones refused naming the token
+ *     and its position, bad shapes (embed not first, a residual branch
+ *     that changes the shape) refused naming the layer (the CLI's rows are
+ *     in test_badinput.c).
  * Needs the Fashion-MNIST data (Debian's dataset-fashion-mnist, make deps).
  */
 #include <stdarg.h>
@@ -204,12 +207,57 @@ static void test_parse(void **state)
         { "dense:10 ", "token 1 'dense:10 '" },
         { "maxpool,dense:3", "token 1 'maxpool'" },
         { "dense:-1", "token 1" },
+        { "res(dense:4", "')' missing" },
+        { "dense:4)", "closes nothing" },
+        { "res(relu,res(relu)),dense:3", "token 2 'res('" },
+        { "0x[relu],dense:3", "repeat count" },
+        { "2x[relu,dense:3", "']' missing" },
+        { "embed:0,dense:3", "token 1 'embed:0'" },
+        { "embed:8,attn:0", "token 2 'attn:0'" },
+        { "res(),dense:3", "token 1 ''" },
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         err.msg[0] = '\0';
         assert_int_equal(seq_parse(BAD[i].text, &d, &err), LS_EINVAL);
         if (strstr(err.msg, BAD[i].want) == NULL)
             fail_msg("'%s': message '%s' does not say '%s'", BAD[i].text, err.msg, BAD[i].want);
+    }
+    /* The gpt's declaration unrolled: repeats written out, each res(...) its
+     * branch then an add that names the branch's first layer. */
+    assert_int_equal(seq_parse("embed:64,posembed,2x[res(layernorm,attn:4),res(layernorm,dense:256,gelu,dense:64)],"
+                               "layernorm,dense:256",
+                               &d, &err),
+                     LS_OK);
+    assert_int_equal(d.n, 20);
+    static const nn_kind KINDS[20] = { NN_EMBED,     NN_POSEMBED,  NN_LAYERNORM, NN_ATTN,  NN_ADD,
+                                       NN_LAYERNORM, NN_DENSE,     NN_GELU,      NN_DENSE, NN_ADD,
+                                       NN_LAYERNORM, NN_ATTN,      NN_ADD,       NN_LAYERNORM, NN_DENSE,
+                                       NN_GELU,      NN_DENSE,     NN_ADD,       NN_LAYERNORM, NN_DENSE };
+    for (size_t i = 0; i < 20; i++)
+        assert_int_equal(d.layer[i].kind, KINDS[i]);
+    assert_int_equal(d.skip[4], 2);
+    assert_int_equal(d.skip[9], 5);
+    assert_int_equal(d.skip[12], 10);
+    assert_int_equal(d.skip[17], 13);
+    assert_int_equal(d.layer[3].heads, 4);
+    assert_int_equal(d.layer[0].units, 64);
+    /* Shapes: embed only first; a branch must give back its input's shape. */
+    static const struct {
+        const char *text, *want;
+    } BAD_SHAPE[] = {
+        { "dense:8,embed:4,dense:3", "token 2 (embed)" },
+        { "dense:8,res(dense:4),dense:3", "token 2 (res)" },
+        { "embed:8,attn:3,dense:3", "token 2 (attn)" },
+    };
+    const size_t in[3] = { 1, 1, 6 };
+    for (size_t i = 0; i < sizeof BAD_SHAPE / sizeof BAD_SHAPE[0]; i++) {
+        seq *net = NULL;
+        err.msg[0] = '\0';
+        assert_int_equal(seq_parse(BAD_SHAPE[i].text, &d, &err), LS_OK);
+        assert_int_equal(seq_create(&net, &d, in, 3, 16, &err), LS_EINVAL);
+        assert_null(net);
+        if (strstr(err.msg, BAD_SHAPE[i].want) == NULL)
+            fail_msg("'%s': message '%s' does not say '%s'", BAD_SHAPE[i].text, err.msg, BAD_SHAPE[i].want);
     }
 }
 

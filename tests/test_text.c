@@ -22,7 +22,12 @@
  *   - `lockstep sample` prints the same bytes at 1 and 8 threads and for
  *     the same seed twice, other bytes for another seed, and at
  *     temperature 0 the prompt and then the byte of the highest score that
- *     this test computes from ls_session_predict itself; its escapes.
+ *     this test computes from ls_session_predict itself; its escapes;
+ *   - gpt (the task's default model: a token network with residual
+ *     branches, trained at every position) to one trajectory at threads 1,
+ *     2, 3, 8 and leaves of 16, 32 and 64; a run stopped at step 3 and
+ *     resumed at 8 threads ends where 6 steps in one go do; `sample` from
+ *     it gives the same bytes at 1 and 8 threads; `report` writes its page.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -98,6 +103,8 @@ static ls_config *text_cfg(const char *model, const char *file, const char *val,
     assert_int_equal(ls_config_set(cfg, "context", v, &err), LS_OK);
     if (strcmp(model, "mlp") == 0)
         assert_int_equal(ls_config_set(cfg, "hidden", "32", &err), LS_OK);
+    if (strcmp(model, "gpt") == 0)   /* a short batch: its last atom holds 5 samples */
+        assert_int_equal(ls_config_set(cfg, "batch", "37", &err), LS_OK);
     return cfg;
 }
 
@@ -139,6 +146,111 @@ static void test_threads_and_leaves(void **state)
     }
     assert_true(res.equal);
     ls_config_destroy(cfg);
+}
+
+/* gpt (a token network trained at every position, residual branches):
+ * one trajectory at threads 1, 2, 3, 8 and leaves 16, 32, 64 (its leaf is
+ * always one atom, so the leaf changes nothing by construction; the runs
+ * show it). */
+static void test_gpt_threads_and_leaves(void **state)
+{
+    (void)state;
+    size_t len;
+    free(text_bytes(&len));
+    ls_config *cfg = text_cfg("gpt", g_text, NULL, 16);
+    static const int threads[] = { 1, 2, 3, 8 }, leaves[] = { 16, 32, 64 };
+    ls_equiv_opts eo = { .size = sizeof(ls_equiv_opts), .threads = threads, .n_threads = 4,
+                         .session = { .size = sizeof(ls_session_opts), .steps = 3 },
+                         .leaves = leaves, .n_leaves = 3 };
+    static ls_equiv_result res;
+    ls_err err;
+    if (ls_equiv(cfg, &eo, &res, &err) != LS_OK)
+        fail_msg("equiv: %s", err.msg);
+    assert_int_equal(res.n_runs, 12);
+    for (size_t i = 0; i < res.n_runs; i++) {
+        if (!res.runs[i].same)
+            fail_msg("gpt threads %d leaf %d: trajectory %016llx, the first run's %016llx", res.runs[i].threads,
+                     res.leaf[i], (unsigned long long)res.runs[i].traj_hash, (unsigned long long)res.runs[0].traj_hash);
+        assert_int_equal(res.runs[i].steps, 3);
+        assert_true(res.runs[i].n_metrics == 3);
+        assert_memory_equal(&res.runs[i].metrics[0].value, &res.runs[0].metrics[0].value, sizeof(double));
+    }
+    assert_true(res.equal);
+    ls_config_destroy(cfg);
+}
+
+static void run_ls(proc_res *r, const char *const *args);
+
+/* The trajectory hash a train/resume result line ends with (16 hex digits). */
+static void traj_of(const char *out, char *hash)
+{
+    const char *t = strstr(out, "trajectory ");
+    if (t == NULL || strlen(t) < 11 + 16)
+        fail_msg("no trajectory in:\n%s", out);
+    memcpy(hash, t + 11, 16);
+    hash[16] = '\0';
+}
+
+/* gpt: a run stopped at step 3 (a checkpoint there) and resumed at 8
+ * threads to step 6 ends on the trajectory of 6 steps in one go at one
+ * thread; `sample` from it gives the same bytes at 1 and 8 threads (the
+ * last position's scores); `report` describes it. */
+static void test_gpt_resume_sample(void **state)
+{
+    (void)state;
+    size_t len;
+    free(text_bytes(&len));
+#define GPT_RUN "train", "--task", "text", "--file", g_text, "--context", "16", "--batch", "37", "--db", g_db, \
+        "--no-progress"
+    const char *whole[] = { GPT_RUN, "--steps", "6", "--threads", "1", "--name", "g6", NULL };
+    proc_res r;
+    char want[17], got[17];
+    run_ls(&r, whole);
+    proc_expect(&r, 0, "test_loss", 0);
+    traj_of(r.out, want);
+    proc_res_free(&r);
+    /* Three steps with a checkpoint at the third ... */
+    const char *stop3[] = { GPT_RUN, "--steps", "3", "--threads", "2", "--name", "g", "--checkpoint-every", "3",
+                            NULL };
+    run_ls(&r, stop3);
+    proc_expect(&r, 0, "test_loss", 0);
+    proc_res_free(&r);
+    /* ... and resumed to step 6 at 8 threads. */
+    const char *resume[] = { "resume", "g", "--steps", "6", "--threads", "8", "--db", g_db, "--no-progress", NULL };
+    run_ls(&r, resume);
+    proc_expect(&r, 0, NULL, 0);
+    traj_of(r.out, got);
+    proc_res_free(&r);
+    if (strcmp(want, got) != 0)
+        fail_msg("gpt: 6 steps in one go %s, 3 then resumed at 8 threads %s", want, got);
+
+    const char *s1[] = { "sample", "g6", "--db", g_db, "--prompt", "The ", "--tokens", "100", "--temperature", "0.8",
+                         "--seed", "3", "--threads", "1", "--no-progress", NULL };
+    const char *s8[] = { "sample", "g6", "--db", g_db, "--prompt", "The ", "--tokens", "100", "--temperature", "0.8",
+                         "--seed", "3", "--threads", "8", "--no-progress", NULL };
+    run_ls(&r, s1);
+    proc_expect(&r, 0, NULL, 1);
+    char *a = strdup(r.out);
+    proc_res_free(&r);
+    run_ls(&r, s8);
+    proc_expect(&r, 0, NULL, 1);
+    assert_non_null(a);
+    if (strcmp(a, r.out) != 0 || strncmp(a, "The ", 4) != 0 || strlen(a) < 105)
+        fail_msg("gpt sample at 1 and 8 threads:\n%s\n---\n%s", a, r.out);
+    proc_res_free(&r);
+    free(a);
+    char html[PATH_MAX];
+    tpath("g6.html", html, sizeof html);
+    const char *report[] = { "report", "g6", "--db", g_db, "-o", html, NULL };
+    run_ls(&r, report);
+    proc_expect(&r, 0, NULL, 0);
+    proc_res_free(&r);
+    size_t hlen;
+    char *page = proc_read_file(html, &hlen, 1);
+    if (strstr(page, "gpt") == NULL || strstr(page, "test_loss") == NULL)
+        fail_msg("%s names neither the model nor its test_loss", html);
+    free(page);
+#undef GPT_RUN
 }
 
 /* ---- the data set: windows and identity ---------------------------------------------------- */
@@ -403,8 +515,8 @@ static void test_sample(void **state)
     (void)state;
     size_t L;
     free(text_bytes(&L));
-    const char *train[] = { "train", "--task", "text", "--file", g_text, "--context", "16", "--hidden", "32",
-                            "--steps", "30", "--name", "s", "--db", g_db, "--threads", "2", "--no-progress", NULL };
+    const char *train[] = { "train", "--task", "text", "--model", "mlp", "--file", g_text, "--context", "16", "--hidden",
+                            "32", "--steps", "30", "--name", "s", "--db", g_db, "--threads", "2", "--no-progress", NULL };
     proc_res r;
     run_ls(&r, train);
     proc_expect(&r, 0, "test_loss", 0);
@@ -470,6 +582,8 @@ int main(void)
         cmocka_unit_test(test_zero_weights),
         cmocka_unit_test(test_threads_and_leaves),
         cmocka_unit_test(test_sample),
+        cmocka_unit_test(test_gpt_threads_and_leaves),
+        cmocka_unit_test(test_gpt_resume_sample),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -421,7 +421,7 @@ static void test_bad_config(void **state)
  * text printed back from the parsed config equals the file's byte for byte,
  * as does the text after a defaults + config_set rebuild from its keys), and
  * every step gives the recorded loss bits, parameter and trajectory hashes
- * at 1 and 3 threads. */
+ * at 1 and 3 threads (the data read where the file's sources say). */
 static void test_golden_files(void **state)
 {
     (void)state;
@@ -469,6 +469,16 @@ static void test_golden_files(void **state)
         config_text(&built, text2, sizeof text2);
         assert_string_equal(text2, g.config_text);
 
+        /* The sources section: where the data are (the text task's --file). */
+        char *src = strdup(g.source_text);
+        for (char *line = strtok(src, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+            char *eq = strchr(line, '=');
+            assert_non_null(eq);
+            *eq = '\0';
+            if (config_set(&cfg, line, eq + 1, 0, &err) != LS_OK)
+                fail_msg("%s: source %s: %s", path, line, err.msg);
+        }
+        free(src);
         ls_dataset *data = NULL;
         if (trainer_load_data(&cfg, &data, &err) != LS_OK)
             fail_msg("%s: %s", path, err.msg);

@@ -203,6 +203,9 @@ static const char *const RUNS[][20] = {
     { "sq", "--task", "arrays", "--model", "seq", "--train-x", "x8.npy", "--train-y", "y.npy", "--test-x", "x8t.npy",
       "--test-y", "yt.npy", "--image", "3,5,1", "--layers", "conv3x3:4,relu,maxpool1,layernorm,dense:8,gelu,dense:4",
       "--steps", "20", NULL },
+    /* gpt, the text task's default model (a token network with residual branches). */
+    { "gp", "--task", "text", "--file", "/usr/share/games/fortunes/cookie", "--context", "16", "--batch", "37",
+      "--steps", "6", NULL },
 };
 #define N_RUNS (sizeof RUNS / sizeof RUNS[0])
 
@@ -857,6 +860,27 @@ static void test_seq(void **state)
     free(y);
 }
 
+/* gpt: its named tensors exported; its scores (the last position's) on the
+ * validation windows the text task cuts (every 64 bytes of cookie's last
+ * 10%, 16 bytes each), cut here, give the record's test_acc. */
+static void test_gpt(void **state)
+{
+    (void)state;
+    need_runs();
+    export_both("gp");
+    py("b = np.frombuffer(open('/usr/share/games/fortunes/cookie', 'rb').read(), dtype=np.uint8)\n"
+       "v = b[len(b) - len(b) // 10:]\n"
+       "n = (len(v) - 16 - 1) // 64 + 1\n"
+       "i = np.arange(n)[:, None] * 64 + np.arange(16)[None, :]\n"
+       "np.save('gpx.npy', v[i]); open('gpy.bin', 'wb').write(v[np.arange(n) * 64 + 16].tobytes())\n");
+    size_t n;
+    uint8_t *y = read_all("gpy.bin", &n);
+    assert_true(n > 300);
+    int64_t *a = predict_and_check("gp", "gpx.npy", y, n, 256);
+    free(a);
+    free(y);
+}
+
 /* ---- a finished run without its data ------------------------------------------------------ */
 
 /* The value of evaluation `name` at run `run`'s last evaluation. */
@@ -1143,6 +1167,7 @@ int main(void)
         cmocka_unit_test(test_predict_teacher),
         cmocka_unit_test(test_predict_arrays),
         cmocka_unit_test(test_seq),
+        cmocka_unit_test(test_gpt),
         cmocka_unit_test(test_data_moved),
         cmocka_unit_test(test_test_loss_whole_split),
         cmocka_unit_test(test_bad_input),

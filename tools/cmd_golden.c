@@ -50,6 +50,22 @@ static int load_job(const char *path, golden_job *j)
                      j->g.n_steps - 1, GOLDEN_MAX_STEPS);
     if (st == LS_OK)
         st = config_parse_text(&j->cfg, j->g.config_text, path, &err);
+    /* The sources: where the data are (the text task's --file). */
+    char line[CONFIG_TEXT_MAX];
+    for (const char *p = j->g.source_text; st == LS_OK && p != NULL && *p != '\0';) {
+        const size_t n = strcspn(p, "\n");
+        snprintf(line, sizeof line, "%.*s", (int)(n < sizeof line ? n : sizeof line - 1), p);
+        char *eq = strchr(line, '=');
+        if (eq == NULL)
+            st = ls_fail(&err, LS_EFORMAT, "%s: source line '%s' is not key=value", path, line);
+        else {
+            *eq = '\0';
+            ls_err e = { "" };
+            if (config_set(&j->cfg, line, eq + 1, 0, &e) != LS_OK)
+                st = ls_fail(&err, LS_EFORMAT, "%s: source %s: %s", path, line, e.msg);
+        }
+        p += n + (p[n] == '\n');
+    }
     if (st != LS_OK) {
         cli_error("golden", &err, st);
         golden_free(&j->g);
@@ -178,7 +194,7 @@ static int writable_golden(const char *path)
 /* The rows of a golden file: cfg trained at one thread for steps steps.
  * *text gets the config with the data hash filled in. Exit code. */
 static int train_golden(const char *path, ls_config *cfg, int64_t steps, ls_step **rows_out,
-                        char text[CONFIG_TEXT_MAX])
+                        char text[CONFIG_TEXT_MAX], char sources[CONFIG_TEXT_MAX])
 {
     ls_err err = { "" };
     *rows_out = NULL;
@@ -203,14 +219,16 @@ static int train_golden(const char *path, ls_config *cfg, int64_t steps, ls_step
         done.data_hash = d->hash;   /* tasks that generate their samples have none */
     dataset_destroy(d);
     config_text(&done, text, CONFIG_TEXT_MAX);
+    config_source_text(&done, sources, CONFIG_TEXT_MAX);
     *rows_out = rows;
     return EXIT_OK;
 }
 
-static int save_golden(const char *path, const char *text, const ls_step *rows, int64_t steps)
+static int save_golden(const char *path, const char *text, const char *sources, const ls_step *rows,
+                       int64_t steps)
 {
     ls_err err = { "" };
-    ls_status st = golden_save(path, text, rows, (size_t)steps + 1, &err);
+    ls_status st = golden_save_sources(path, text, sources, rows, (size_t)steps + 1, &err);
     if (st != LS_OK) {
         cli_error("golden", &err, st);
         return cli_exit_code(st);
@@ -228,21 +246,23 @@ static int update_files(golden_job *jobs, int n)
             return EXIT_USAGE;
     ls_step **rows = calloc((size_t)n, sizeof *rows);
     char (*texts)[CONFIG_TEXT_MAX] = calloc((size_t)n, sizeof *texts);
+    char (*srcs)[CONFIG_TEXT_MAX] = calloc((size_t)n, sizeof *srcs);
     int rc = EXIT_OK;
-    if (rows == NULL || texts == NULL) {
+    if (rows == NULL || texts == NULL || srcs == NULL) {
         fprintf(stderr, "lockstep golden: out of memory for %d files\n", n);
         rc = EXIT_USAGE;
     }
     for (int i = 0; i < n && rc == EXIT_OK; i++) {
         jobs[i].cfg.data_hash = 0;   /* re-read from the data as it is now */
-        rc = train_golden(jobs[i].path, &jobs[i].cfg, (int64_t)jobs[i].g.n_steps - 1, &rows[i], texts[i]);
+        rc = train_golden(jobs[i].path, &jobs[i].cfg, (int64_t)jobs[i].g.n_steps - 1, &rows[i], texts[i], srcs[i]);
     }
     for (int i = 0; i < n && rc == EXIT_OK; i++)
-        rc = save_golden(jobs[i].path, texts[i], rows[i], (int64_t)jobs[i].g.n_steps - 1);
+        rc = save_golden(jobs[i].path, texts[i], srcs[i], rows[i], (int64_t)jobs[i].g.n_steps - 1);
     for (int i = 0; rows != NULL && i < n; i++)
         free(rows[i]);
     free(rows);
     free(texts);
+    free(srcs);
     return rc;
 }
 
@@ -388,10 +408,10 @@ int cmd_golden(int argc, char **argv)
         int rc = EXIT_USAGE;
         if (writable_golden(ga.files[0])) {
             ls_step *rows = NULL;
-            char text[CONFIG_TEXT_MAX];
-            rc = train_golden(ga.files[0], &a.cfg, a.steps, &rows, text);
+            char text[CONFIG_TEXT_MAX], sources[CONFIG_TEXT_MAX];
+            rc = train_golden(ga.files[0], &a.cfg, a.steps, &rows, text, sources);
             if (rc == EXIT_OK)
-                rc = save_golden(ga.files[0], text, rows, a.steps);
+                rc = save_golden(ga.files[0], text, sources, rows, a.steps);
             free(rows);
         }
         free(ga.files);

@@ -2,9 +2,12 @@
  * (`--file F [--val-file V] [--context T]`).
  *
  * A sample is a window of T consecutive bytes (the task key `context`), its
- * label the byte after it: 256 classes. Every window of the text is a
- * sample (stride 1): a text of L bytes gives L − T samples, window i =
- * bytes [i, i + T), label byte i + T.
+ * label the byte after it: 256 classes. Every window of the training text
+ * is a sample (stride 1): a text of L bytes gives L − T samples, window i =
+ * bytes [i, i + T), label byte i + T. The validation windows start every S
+ * bytes (the key `val_stride`, default 1): (L − T − 1) / S + 1 of them,
+ * window i = bytes [i·S, i·S + T), label byte i·S + T (S = T: a token model,
+ * trained at every position, predicts each validation byte once).
  *
  * Features: the window's bytes as the data set's byte features (x8), in
  * text order, so a model that reads features as floats sees byte v as
@@ -21,9 +24,9 @@
  * LS_EIO naming the file.
  *
  * The data's identity (data_hash) = XXH3_64bits of: XXH3_64bits of F's
- * bytes, then of V's bytes (only with --val-file), then T, each 8 bytes LE;
- * so a changed byte, another context or another validation file is another
- * config.
+ * bytes, then of V's bytes (only with --val-file), then T, then S (only
+ * when it is not 1), each 8 bytes LE; so a changed byte, another context,
+ * stride or validation file is another config.
  *
  * Evaluation: the model's figures on the validation windows (test_loss, the
  * mean cross-entropy in nats, and test_acc, docs/formats.md), with the loss
@@ -39,9 +42,16 @@
 #include "base/file.h"
 #include "engine/data/dataset.h"
 
-/* The models, the default first. A token model (gpt) goes first here when
- * it lands: that is the one line that makes it the default. */
-#define TEXT_MODELS "mlp linear"
+/* The models, the default first: the byte-level decoder. */
+#define TEXT_MODELS "gpt mlp linear"
+
+/* The decoder's settings (docs/models.md): windows of 64 bytes, trained
+ * at every position; validation on the windows every 64 bytes, so each
+ * validation byte is predicted once; AdamW with a linear warmup and a
+ * cosine decay over the task's 500 steps. */
+#define GPT_DEFAULTS \
+    "context=64\nval_stride=64\nbatch=32\nlr=0.003\nlr_schedule=cosine\nwarmup=50\ndecay_steps=500\n" \
+    "lr_min=0.0003\n"
 
 /* A file is read whole; the windows take T bytes each. */
 #define TEXT_MAX_FILE ((size_t)1 << 30)
@@ -64,10 +74,11 @@ static ls_status text_read(text_file *f, const char *path, ls_err *err)
     return LS_OK;
 }
 
-/* Windows of bytes [lo, hi) of f: *n of them; LS_EINVAL naming the file
- * when there is none. what: "" or " (its last 10%, the validation text)". */
-static ls_status text_windows(const text_file *f, size_t lo, size_t hi, size_t T, const char *what, size_t *n,
-                              ls_err *err)
+/* Windows of bytes [lo, hi) of f, one starting every S bytes: *n of
+ * them; LS_EINVAL naming the file when there is none. what: "" or " (its
+ * last 10%, the validation text)". */
+static ls_status text_windows(const text_file *f, size_t lo, size_t hi, size_t T, size_t S, const char *what,
+                              size_t *n, ls_err *err)
 {
     const size_t len = hi - lo;
     if (len < T + 1)
@@ -76,15 +87,15 @@ static ls_status text_windows(const text_file *f, size_t lo, size_t hi, size_t T
     if (len - T > UINT32_MAX || (len - T) > TEXT_MAX_WINDOW_BYTES / T)
         return ls_fail(err, LS_EINVAL, "%s: %zu windows of %zu bytes: too many (at most %zu bytes of windows and "
                        "%u windows)", f->path, len - T, T, TEXT_MAX_WINDOW_BYTES, UINT32_MAX);
-    *n = len - T;
+    *n = (len - T - 1) / S + 1;
     return LS_OK;
 }
 
-static void text_fill(const unsigned char *bytes, size_t n, size_t T, uint8_t *x, uint8_t *y)
+static void text_fill(const unsigned char *bytes, size_t n, size_t T, size_t S, uint8_t *x, uint8_t *y)
 {
     for (size_t i = 0; i < n; i++) {
-        memcpy(x + i * T, bytes + i, T);
-        y[i] = bytes[i + T];
+        memcpy(x + i * T, bytes + i * S, T);
+        y[i] = bytes[i * S + T];
     }
 }
 
@@ -98,7 +109,7 @@ static ls_status text_load(const ls_config *cfg, ls_dataset **out, ls_err *err)
 {
     *out = NULL;
     const char *path = ls_config_source(cfg, "file"), *vpath = ls_config_source(cfg, "val_file");
-    const size_t T = (size_t)ls_config_int(cfg, "context");
+    const size_t T = (size_t)ls_config_int(cfg, "context"), S = (size_t)ls_config_int(cfg, "val_stride");
     if (path[0] == '\0')
         return ls_fail(err, LS_EINVAL, "task text: needs --file FILE (the text to train on)");
     text_file f = { 0 }, v = { 0 };
@@ -108,17 +119,17 @@ static ls_status text_load(const ls_config *cfg, ls_dataset **out, ls_err *err)
     size_t n_tr = 0, n_te = 0;
     const unsigned char *tr = f.buf, *te = NULL;
     if (st == LS_OK && v.buf != NULL) {
-        st = text_windows(&f, 0, f.len, T, "", &n_tr, err);
+        st = text_windows(&f, 0, f.len, T, 1, "", &n_tr, err);
         if (st == LS_OK)
-            st = text_windows(&v, 0, v.len, T, "", &n_te, err);
+            st = text_windows(&v, 0, v.len, T, S, "", &n_te, err);
         te = v.buf;
     } else if (st == LS_OK) {
         const size_t cut = f.len - f.len / 10;
-        st = text_windows(&f, 0, f.len, T, "", &n_tr, err);   /* the whole file first: the plainer message */
+        st = text_windows(&f, 0, f.len, T, 1, "", &n_tr, err);   /* the whole file first: the plainer message */
         if (st == LS_OK)
-            st = text_windows(&f, 0, cut, T, " (its first 90%, the training text)", &n_tr, err);
+            st = text_windows(&f, 0, cut, T, 1, " (its first 90%, the training text)", &n_tr, err);
         if (st == LS_OK)
-            st = text_windows(&f, cut, f.len, T, " (its last 10%, the validation text)", &n_te, err);
+            st = text_windows(&f, cut, f.len, T, S, " (its last 10%, the validation text)", &n_te, err);
         te = f.buf + cut;
     }
     ls_dataset *d = NULL;
@@ -132,14 +143,14 @@ static ls_status text_load(const ls_config *cfg, ls_dataset **out, ls_err *err)
     }
     if (st == LS_OK) {
         uint8_t *x = mem, *y = mem + (n_tr + n_te) * T;
-        text_fill(tr, n_tr, T, x, y);
-        text_fill(te, n_te, T, x + n_tr * T, y + n_tr);
+        text_fill(tr, n_tr, T, 1, x, y);
+        text_fill(te, n_te, T, S, x + n_tr * T, y + n_tr);
         snprintf(d->name, sizeof d->name, "%s", "text");
         d->n_classes = 256;
         d->train = (ls_split){ .n = n_tr, .dim = T, .x8 = x, .xf = NULL, .y = y };
         d->test = (ls_split){ .n = n_te, .dim = T, .x8 = x + n_tr * T, .xf = NULL, .y = y + n_tr };
         d->mem = mem;
-        uint8_t hb[24];
+        uint8_t hb[32];
         size_t at = 0;
         put64(hb + at, XXH3_64bits(f.buf, f.len));
         at += 8;
@@ -149,6 +160,10 @@ static ls_status text_load(const ls_config *cfg, ls_dataset **out, ls_err *err)
         }
         put64(hb + at, (uint64_t)T);
         at += 8;
+        if (S != 1) {
+            put64(hb + at, (uint64_t)S);
+            at += 8;
+        }
         d->hash = XXH3_64bits(hb, at);
         *out = d;
     } else {
@@ -185,6 +200,8 @@ static void text_figures(const ls_config *cfg, ls_metric *m, size_t *n)
 static const ls_key text_keys[] = {
     { "context", LS_KEY_INT, "64", 1, 4096, NULL, NULL, "bytes a sample sees (T): the window before the byte it predicts",
       0 },
+    { "val_stride", LS_KEY_INT, "1", 1, 1 << 20, NULL, NULL,
+      "a validation window starts every S bytes (1: every window; gpt: its context, each byte once)", 0 },
 };
 
 static const ls_key text_sources[] = {
@@ -196,6 +213,7 @@ static const ls_key text_sources[] = {
 static const ls_task_defaults text_defaults[] = {
     { "*", "batch=64\n" },
     { "mlp", "lr=0.003\ncontext=16\n" },
+    { "gpt", GPT_DEFAULTS },
     { NULL, NULL },
 };
 

@@ -11,7 +11,15 @@
  * the hand-written one's bits).
  *
  * `cnn` is a declaration with its own defaults and nothing else: the
- * layers below and 28 x 28 x 1 images (Fashion-MNIST's).
+ * layers below and 28 x 28 x 1 images (Fashion-MNIST's). `gpt` is one too:
+ * a byte-level decoder (a token network, seq.h) of two pre-norm blocks of
+ * attention and MLP with an untied head, the text task's default model,
+ * which sets its context, batch, learning rate and schedule
+ * (engine/tasks/text.c).
+ *
+ * The engine's test loss calls leaf with step 0 (engine/core/train.c): the
+ * leaf then computes the loss alone (seq_loss, the same bits) and writes
+ * zeros for the gradient it does not need, a third of the work.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +34,7 @@
 typedef struct {
     seq *net;
     size_t dim, classes, max_n;
-    size_t x_bytes, lab_bytes, y_bytes, z_bytes;   /* gather areas at the front of the scratch */
+    size_t x_bytes, lab_bytes, z_bytes;   /* gather areas at the front of the scratch */
     ls_tensor tensors[2 * SEQ_MAX_LAYERS];
     unsigned char no_decay[2 * SEQ_MAX_LAYERS];
 } seq_model_t;
@@ -44,7 +52,7 @@ static void sm_init(const void *self, float *params, uint64_t seed)
 
 static void *net_scratch(const seq_model_t *a, void *scratch)
 {
-    return (char *)scratch + a->x_bytes + a->lab_bytes + a->y_bytes + a->z_bytes;
+    return (char *)scratch + a->x_bytes + a->lab_bytes + a->z_bytes;
 }
 
 static double sm_leaf(const void *self, const float *params, const ls_batch *b, size_t leaf, float *buf, int mode,
@@ -57,6 +65,12 @@ static double sm_leaf(const void *self, const float *params, const ls_batch *b, 
     float *x = scratch;
     int32_t *lab = (int32_t *)(void *)((char *)scratch + a->x_bytes);
     dataset_gather(b->data, &b->data->train, b->ids + first, count, x, lab);
+    if (b->step == 0) {
+        /* The engine's test loss (step 0): it reads the loss alone, so the
+         * backward pass is skipped; the buffer still gets a defined value. */
+        memset(buf, 0, seq_n_params(a->net) * sizeof(float));
+        return seq_loss(a->net, params, x, lab, count, net_scratch(a, scratch));
+    }
     return seq_leaf(a->net, params, x, lab, count, buf, net_scratch(a, scratch));
 }
 
@@ -65,7 +79,7 @@ static size_t sm_eval(const void *self, const float *params, const ls_dataset *d
 {
     const seq_model_t *a = self;
     float *x = scratch;
-    float *z = (float *)(void *)((char *)scratch + a->x_bytes + a->lab_bytes + a->y_bytes);
+    float *z = (float *)(void *)((char *)scratch + a->x_bytes + a->lab_bytes);
     const ls_split *s = &data->test;
     uint32_t ids[256];
     size_t correct = 0;
@@ -167,7 +181,6 @@ static ls_status sm_create(void **self, ls_model_info *info, const ls_config *cf
     a->max_n = max_n;
     a->x_bytes = round64(max_n * a->dim * sizeof(float));
     a->lab_bytes = round64(max_n * sizeof(int32_t));
-    a->y_bytes = round64(max_n);
     a->z_bytes = round64(max_n * a->classes * sizeof(float));
     const size_t nt = seq_n_tensors(a->net);
     for (size_t t = 0; t < nt; t++) {
@@ -186,7 +199,7 @@ static ls_status sm_create(void **self, ls_model_info *info, const ls_config *cf
         .leaves = (cfg->batch + max_n - 1) / max_n,
         .finish_units = np,
         .hints.finish_mean = 1,
-        .scratch_bytes = a->x_bytes + a->lab_bytes + a->y_bytes + a->z_bytes + seq_scratch_bytes(a->net),
+        .scratch_bytes = a->x_bytes + a->lab_bytes + a->z_bytes + seq_scratch_bytes(a->net),
         .eval_chunk = SEQ_EVAL_CHUNK,
         .mean_loss = 1,
         .flops_per_sample = seq_flops_per_sample(a->net),
@@ -213,11 +226,18 @@ static const ls_key seq_keys[] = { SEQ_KEYS("dense:256,relu,dense:256,relu,dense
 #define CNN_LAYERS "conv3x3:32,relu,maxpool2,conv3x3:64,relu,maxpool2,dense:128,relu,dense:10"
 static const ls_key cnn_keys[] = { SEQ_KEYS(CNN_LAYERS, "28,28,1") };
 
+/* The GPT's declaration: token and position embeddings of width 64, two
+ * pre-norm blocks (attention of 4 heads, an MLP of 256), a last norm and
+ * an untied head over the 256 bytes. */
+#define GPT_LAYERS \
+    "embed:64,posembed,2x[res(layernorm,attn:4),res(layernorm,dense:256,gelu,dense:64)],layernorm,dense:256"
+static const ls_key gpt_keys[] = { SEQ_KEYS(GPT_LAYERS, "0") };
+
 const ls_model_desc seq_model = {
     .size = sizeof(ls_model_desc),
     .name = "seq",
     .summary = "a network declared as text (--layers dense:256,relu,dense:10), backward derived",
-    .tasks = "fashion-mnist teacher arrays",
+    .tasks = "fashion-mnist teacher arrays text",
     .keys = seq_keys,
     .n_keys = sizeof seq_keys / sizeof seq_keys[0],
     .create = sm_create,
@@ -238,6 +258,24 @@ const ls_model_desc cnn_model = {
     /* Its task names it (engine/tasks/fashion_mnist.c). */
     .keys = cnn_keys,
     .n_keys = sizeof cnn_keys / sizeof cnn_keys[0],
+    .create = sm_create,
+    .destroy = sm_destroy,
+    .check = sm_check,
+    .init = sm_init,
+    .leaf = sm_leaf,
+    .leaf_atoms = 0,
+    .finish = model_finish_mean,
+    .eval = sm_eval,
+    .scores = sm_scores,
+};
+
+const ls_model_desc gpt_model = {
+    .size = sizeof(ls_model_desc),
+    .name = "gpt",
+    .summary = "a byte-level decoder: embeddings, two pre-norm blocks of attention and MLP (declared, as seq)",
+    /* Its task names it (engine/tasks/text.c). */
+    .keys = gpt_keys,
+    .n_keys = sizeof gpt_keys / sizeof gpt_keys[0],
     .create = sm_create,
     .destroy = sm_destroy,
     .check = sm_check,
