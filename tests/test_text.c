@@ -121,31 +121,39 @@ static void put64(uint8_t *p, uint64_t v)
 
 /* ---- training: one trajectory at every thread count and leaf size --------------------------- */
 
-static void test_threads_and_leaves(void **state)
+/* `model` trained `steps` steps at threads 1, 2, 3, 8 and every leaf of
+ * leaves[0 .. n_leaves): one trajectory and one evaluation for all. */
+static void equiv_threads_leaves(const char *model, const int *leaves, size_t n_leaves, int64_t steps)
 {
-    (void)state;
     size_t len;
     free(text_bytes(&len));
-    ls_config *cfg = text_cfg("mlp", g_text, NULL, 16);
-    static const int threads[] = { 1, 2, 3, 8 }, leaves[] = { 16, 64 };
+    ls_config *cfg = text_cfg(model, g_text, NULL, 16);
+    static const int threads[] = { 1, 2, 3, 8 };
     ls_equiv_opts eo = { .size = sizeof(ls_equiv_opts), .threads = threads, .n_threads = 4,
-                         .session = { .size = sizeof(ls_session_opts), .steps = 8 },
-                         .leaves = leaves, .n_leaves = 2 };
+                         .session = { .size = sizeof(ls_session_opts), .steps = steps },
+                         .leaves = leaves, .n_leaves = n_leaves };
     static ls_equiv_result res;
     ls_err err;
     if (ls_equiv(cfg, &eo, &res, &err) != LS_OK)
-        fail_msg("equiv: %s", err.msg);
-    assert_int_equal(res.n_runs, 8);
+        fail_msg("%s equiv: %s", model, err.msg);
+    assert_int_equal(res.n_runs, 4 * n_leaves);
     for (size_t i = 0; i < res.n_runs; i++) {
         if (!res.runs[i].same)
-            fail_msg("threads %d leaf %d: trajectory %016llx, the first run's %016llx", res.runs[i].threads,
+            fail_msg("%s threads %d leaf %d: trajectory %016llx, the first run's %016llx", model, res.runs[i].threads,
                      res.leaf[i], (unsigned long long)res.runs[i].traj_hash, (unsigned long long)res.runs[0].traj_hash);
-        assert_int_equal(res.runs[i].steps, 8);
+        assert_int_equal(res.runs[i].steps, steps);
         assert_true(res.runs[i].n_metrics == 3);
         assert_memory_equal(&res.runs[i].metrics[0].value, &res.runs[0].metrics[0].value, sizeof(double));
     }
     assert_true(res.equal);
     ls_config_destroy(cfg);
+}
+
+static void test_threads_and_leaves(void **state)
+{
+    (void)state;
+    static const int leaves[] = { 16, 64 };
+    equiv_threads_leaves("mlp", leaves, 2, 8);
 }
 
 /* gpt (a token network trained at every position, residual branches):
@@ -155,28 +163,8 @@ static void test_threads_and_leaves(void **state)
 static void test_gpt_threads_and_leaves(void **state)
 {
     (void)state;
-    size_t len;
-    free(text_bytes(&len));
-    ls_config *cfg = text_cfg("gpt", g_text, NULL, 16);
-    static const int threads[] = { 1, 2, 3, 8 }, leaves[] = { 16, 32, 64 };
-    ls_equiv_opts eo = { .size = sizeof(ls_equiv_opts), .threads = threads, .n_threads = 4,
-                         .session = { .size = sizeof(ls_session_opts), .steps = 3 },
-                         .leaves = leaves, .n_leaves = 3 };
-    static ls_equiv_result res;
-    ls_err err;
-    if (ls_equiv(cfg, &eo, &res, &err) != LS_OK)
-        fail_msg("equiv: %s", err.msg);
-    assert_int_equal(res.n_runs, 12);
-    for (size_t i = 0; i < res.n_runs; i++) {
-        if (!res.runs[i].same)
-            fail_msg("gpt threads %d leaf %d: trajectory %016llx, the first run's %016llx", res.runs[i].threads,
-                     res.leaf[i], (unsigned long long)res.runs[i].traj_hash, (unsigned long long)res.runs[0].traj_hash);
-        assert_int_equal(res.runs[i].steps, 3);
-        assert_true(res.runs[i].n_metrics == 3);
-        assert_memory_equal(&res.runs[i].metrics[0].value, &res.runs[0].metrics[0].value, sizeof(double));
-    }
-    assert_true(res.equal);
-    ls_config_destroy(cfg);
+    static const int leaves[] = { 16, 32, 64 };
+    equiv_threads_leaves("gpt", leaves, 3, 3);
 }
 
 static void run_ls(proc_res *r, const char *const *args);

@@ -17,8 +17,9 @@
 #include <string.h>
 #include <xxhash.h>
 
-/* Hash floats as little-endian bytes whatever the host's byte order. */
-static void hash_floats_le(XXH3_state_t *hs, const float *v, size_t n)
+/* Hash n 4-byte words (floats or int32 labels) as little-endian bytes
+ * whatever the host's byte order. */
+static void hash_words_le(XXH3_state_t *hs, const void *v, size_t n)
 {
     uint8_t chunk[4 * 256];
     size_t done = 0;
@@ -26,7 +27,7 @@ static void hash_floats_le(XXH3_state_t *hs, const float *v, size_t n)
         size_t m = n - done < 256 ? n - done : 256;
         for (size_t i = 0; i < m; i++) {
             uint32_t b;
-            memcpy(&b, &v[done + i], 4);
+            memcpy(&b, (const char *)v + 4 * (done + i), 4);
             chunk[4 * i + 0] = (uint8_t)b;
             chunk[4 * i + 1] = (uint8_t)(b >> 8);
             chunk[4 * i + 2] = (uint8_t)(b >> 16);
@@ -95,25 +96,6 @@ int32_t ls_dataset_label(const ls_dataset *d, int test, size_t i)
     return dataset_label(d, test ? &d->test : &d->train, i);
 }
 
-/* Hash int32 labels as little-endian bytes whatever the host's byte order. */
-static void hash_labels_le(XXH3_state_t *hs, const int32_t *v, size_t n)
-{
-    uint8_t chunk[4 * 256];
-    size_t done = 0;
-    while (done < n) {
-        size_t m = n - done < 256 ? n - done : 256;
-        for (size_t i = 0; i < m; i++) {
-            const uint32_t b = (uint32_t)v[done + i];
-            chunk[4 * i + 0] = (uint8_t)b;
-            chunk[4 * i + 1] = (uint8_t)(b >> 8);
-            chunk[4 * i + 2] = (uint8_t)(b >> 16);
-            chunk[4 * i + 3] = (uint8_t)(b >> 24);
-        }
-        XXH3_64bits_update(hs, chunk, 4 * m);
-        done += m;
-    }
-}
-
 ls_status ls_dataset_seal(ls_dataset *d, ls_err *err)
 {
     /* A label out of range would surface as a NaN loss at step 1; name it here. */
@@ -142,11 +124,11 @@ ls_status ls_dataset_seal(ls_dataset *d, ls_err *err)
     XXH3_64bits_reset(hs);
     for (int test = 0; test < 2; test++) {
         const ls_split *sp = test ? &d->test : &d->train;
-        hash_floats_le(hs, sp->xf, sp->n * sp->dim);
+        hash_words_le(hs, sp->xf, sp->n * sp->dim);
         if (d->train.y != NULL)
             XXH3_64bits_update(hs, sp->y, sp->n);
         else
-            hash_labels_le(hs, test ? d->test_labels : d->train_labels, sp->n);
+            hash_words_le(hs, test ? d->test_labels : d->train_labels, sp->n);
     }
     d->hash = XXH3_64bits_digest(hs);
     XXH3_freeState(hs);

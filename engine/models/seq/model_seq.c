@@ -233,56 +233,25 @@ static const ls_key cnn_keys[] = { SEQ_KEYS(CNN_LAYERS, "28,28,1") };
     "embed:64,posembed,2x[res(layernorm,attn:4),res(layernorm,dense:256,gelu,dense:64)],layernorm,dense:256"
 static const ls_key gpt_keys[] = { SEQ_KEYS(GPT_LAYERS, "0") };
 
-const ls_model_desc seq_model = {
-    .size = sizeof(ls_model_desc),
-    .name = "seq",
-    .summary = "a network declared as text (--layers dense:256,relu,dense:10), backward derived",
-    .tasks = "fashion-mnist teacher arrays text",
-    .keys = seq_keys,
-    .n_keys = sizeof seq_keys / sizeof seq_keys[0],
-    .create = sm_create,
-    .destroy = sm_destroy,
-    .check = sm_check,
-    .init = sm_init,
-    .leaf = sm_leaf,
-    .leaf_atoms = 0,
-    .finish = model_finish_mean,
-    .eval = sm_eval,
-    .scores = sm_scores,
-};
+/* seq, cnn and gpt are one model with three sets of defaults: the same
+ * functions, their own name, summary, tasks and keys. */
+#define SEQ_DESC(NAME, SUMMARY, TASKS, KEYS)                                                                     \
+    {                                                                                                          \
+        .size = sizeof(ls_model_desc), .name = NAME, .summary = SUMMARY, .tasks = TASKS, .keys = KEYS,         \
+        .n_keys = sizeof KEYS / sizeof KEYS[0], .create = sm_create, .destroy = sm_destroy, .check = sm_check, \
+        .init = sm_init, .leaf = sm_leaf, .leaf_atoms = 0, .finish = model_finish_mean, .eval = sm_eval,       \
+        .scores = sm_scores,                                                                                   \
+    }
 
-const ls_model_desc cnn_model = {
-    .size = sizeof(ls_model_desc),
-    .name = "cnn",
-    .summary = "two convolution blocks and a dense head for 28x28 images (a declared network, as seq)",
-    /* Its task names it (engine/tasks/fashion_mnist.c). */
-    .keys = cnn_keys,
-    .n_keys = sizeof cnn_keys / sizeof cnn_keys[0],
-    .create = sm_create,
-    .destroy = sm_destroy,
-    .check = sm_check,
-    .init = sm_init,
-    .leaf = sm_leaf,
-    .leaf_atoms = 0,
-    .finish = model_finish_mean,
-    .eval = sm_eval,
-    .scores = sm_scores,
-};
+const ls_model_desc seq_model =
+    SEQ_DESC("seq", "a network declared as text (--layers dense:256,relu,dense:10), backward derived",
+             "fashion-mnist teacher arrays text", seq_keys);
 
-const ls_model_desc gpt_model = {
-    .size = sizeof(ls_model_desc),
-    .name = "gpt",
-    .summary = "a byte-level decoder: embeddings, two pre-norm blocks of attention and MLP (declared, as seq)",
-    /* Its task names it (engine/tasks/text.c). */
-    .keys = gpt_keys,
-    .n_keys = sizeof gpt_keys / sizeof gpt_keys[0],
-    .create = sm_create,
-    .destroy = sm_destroy,
-    .check = sm_check,
-    .init = sm_init,
-    .leaf = sm_leaf,
-    .leaf_atoms = 0,
-    .finish = model_finish_mean,
-    .eval = sm_eval,
-    .scores = sm_scores,
-};
+/* cnn's and gpt's tasks name them (engine/tasks/fashion_mnist.c, text.c). */
+const ls_model_desc cnn_model =
+    SEQ_DESC("cnn", "two convolution blocks and a dense head for 28x28 images (a declared network, as seq)", NULL,
+             cnn_keys);
+
+const ls_model_desc gpt_model =
+    SEQ_DESC("gpt", "a byte-level decoder: embeddings, two pre-norm blocks of attention and MLP (declared, as seq)",
+             NULL, gpt_keys);
