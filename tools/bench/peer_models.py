@@ -1,0 +1,345 @@
+#!/usr/bin/python3
+"""peer_models.py — `make bench-peer`: the declared models (cnn; gpt when it
+lands) against PyTorch and against the pair, side by side.
+
+For each model of MODELS, each repetition runs, order alternating between
+repetitions: PyTorch and lockstep at 1 thread, PyTorch and lockstep at 2
+threads, and the pair (two independent 1-thread lockstep processes at once,
+the most the host's two cores give at that moment). Every run is its own
+process: it loads the data, builds the model, takes a few warm-up steps,
+then waits at a barrier (so the pair's two halves start their timed steps
+together) and times STEPS training steps: samples/s = STEPS x batch / wall
+time of those steps. Per repetition it takes three ratios side by side:
+lockstep / PyTorch at 1 thread, at 2 threads, and lockstep at 2 threads /
+the pair; it prints their medians and spreads [min..max] (stats.py), with
+the samples/s behind them.
+
+The PyTorch side runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed
+from its environment (whatever the caller set), OPENBLAS_NUM_THREADS,
+OMP_NUM_THREADS = T and torch.set_num_threads(T). It prints the kernels
+OpenBLAS chose (openblas_get_corename of the library the process loaded)
+and oneDNN's ISA (PyTorch's convolutions run in oneDNN, its dense layers in
+OpenBLAS), checks a matmul against float64 before timing, and checks that
+its loss is finite and falls. The lockstep side is the engine through the
+Python binding (build/python, `make python`): the same steps `lockstep
+train` takes, with no evaluation at the end.
+
+    /usr/bin/python3 tools/bench/peer_models.py [build/lockstep] [--models cnn]
+        [--reps 5] [--steps 40] [--warmup 5]
+
+Not part of `make test`: it needs python3-torch (the Makefile's bench-peer
+target installs it).
+"""
+import argparse
+import ctypes
+import gzip
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+
+sys.dont_write_bytecode = True   # no __pycache__ beside the scripts
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from stats import median, row, spread
+
+DATA_DIR = os.environ.get("LOCKSTEP_DATA_DIR") or "/usr/share/datasets/fashion-mnist"
+# What the PyTorch side never inherits: the hosts' environment pins the AVX2
+# kernels (OPENBLAS_CORETYPE=Haswell); the peer runs on the kernels OpenBLAS
+# picks for this CPU itself.
+PEER_UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+# ---------------------------------------------------------------- the models
+#
+# A model is one entry of MODELS:
+#   what      one line naming the network, batch, data and optimiser
+#   lockstep  the lockstep config (task, model, keys) for lockstep.open
+#   batch     samples a step, on both sides
+#   torch     "module:function" (a module in this folder): function(torch,
+#             threads, total_steps) returns step(i) -> the loss tensor of
+#             training step i (its forward, backward and optimiser update on
+#             the i-th batch), the whole model, data and optimiser set up
+#             before it returns.
+
+def cnn_torch(torch, threads, total_steps):
+    """The cnn in PyTorch: model_seq.c's CNN_LAYERS and defaults."""
+    import numpy as np
+    with gzip.open(os.path.join(DATA_DIR, "train-images-idx3-ubyte.gz"), "rb") as f:
+        x = np.frombuffer(f.read(), dtype=np.uint8, offset=16).reshape(-1, 1, 28, 28)
+    with gzip.open(os.path.join(DATA_DIR, "train-labels-idx1-ubyte.gz"), "rb") as f:
+        y = np.frombuffer(f.read(), dtype=np.uint8, offset=8)
+    xs = torch.from_numpy(x.astype(np.float32) / np.float32(255.0))
+    ys = torch.from_numpy(y.astype(np.int64))
+    torch.manual_seed(1)
+    nn = torch.nn
+    model = nn.Sequential(
+        nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Flatten(), nn.Linear(7 * 7 * 64, 128), nn.ReLU(), nn.Linear(128, 10))
+    opt = torch.optim.AdamW(model.parameters(), lr=0.0015, betas=(0.9, 0.999), eps=1e-8, weight_decay=0)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4690, eta_min=0)
+    loss_fn = nn.CrossEntropyLoss()
+    gen = torch.Generator().manual_seed(1)
+    # The batches' sample ids are drawn up front, like lockstep's data order.
+    ids = torch.randint(0, xs.shape[0], (total_steps, 64), generator=gen)
+
+    def step(i):
+        xb, yb = xs[ids[i]], ys[ids[i]]
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(xb), yb)
+        loss.backward()
+        opt.step()
+        sched.step()
+        return loss
+    return step
+
+
+MODELS = {
+    "cnn": {
+        "what": "cnn conv3x3:32 (same),relu,maxpool2,conv3x3:64,relu,maxpool2,dense:128,relu,dense:10; "
+                "Fashion-MNIST, batch 64, AdamW lr 0.0015, cosine over 4690 steps (lockstep's defaults)",
+        "lockstep": {"task": "fashion-mnist", "model": "cnn"},
+        "batch": 64,
+        "torch": "peer_models:cnn_torch",
+    },
+    # ==== HOOK: gpt (branch `gpt`) ========================================
+    # When lockstep's gpt model and tools/bench/gpt_torch.py (its PyTorch twin,
+    # written on branch `gpt`, not here) land, gpt is this one entry: the
+    # lockstep side is the `text` task on a fortune file, the PyTorch side
+    # gpt_torch.peer_step(torch, threads, total_steps) with the contract above
+    # (same batch, context, optimiser and schedule as the lockstep config).
+    # "gpt": {
+    #     "what": "gpt (byte-level decoder), text task on /usr/share/games/fortunes/cookie",
+    #     "lockstep": {"task": "text", "model": "gpt", "file": "/usr/share/games/fortunes/cookie"},
+    #     "batch": <the gpt's default batch>,
+    #     "torch": "gpt_torch:peer_step",
+    # },
+    # ======================================================================
+}
+
+
+# ---------------------------------------------------------------- workers
+
+def barrier():
+    """Tell the parent this process is ready, wait for its go."""
+    print("ready", flush=True)
+    if sys.stdin.readline().strip() != "go":
+        sys.exit(1)
+
+
+def openblas_info():
+    """(corename, config) of the OpenBLAS this process loaded, or '?'s."""
+    libs = set()
+    with open("/proc/self/maps") as f:
+        for line in f:
+            path = line.split()[-1]
+            if "openblas" in os.path.basename(path) and ".so" in path:
+                libs.add(path)
+    for path in sorted(libs):
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_get_corename.restype = ctypes.c_char_p
+            lib.openblas_get_config.restype = ctypes.c_char_p
+            return lib.openblas_get_corename().decode(), lib.openblas_get_config().decode()
+        except (OSError, AttributeError):
+            continue
+    return "?", "?"
+
+
+def check_matmul(torch):
+    """PyTorch's float32 matmul against float64 (an error bound of float32
+    accumulation); fails the bench when it is off."""
+    import numpy as np
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((192, 300)).astype(np.float32)
+    b = rng.standard_normal((300, 160)).astype(np.float32)
+    got = (torch.from_numpy(a) @ torch.from_numpy(b)).numpy().astype(np.float64)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    bound = 300 * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64))
+    err = np.abs(got - want)
+    if not np.all(err <= bound):
+        raise SystemExit("peer_models: PyTorch's matmul is off against float64 (max error %g)" % err.max())
+    return float((err / np.maximum(bound, 1e-300)).max())
+
+
+def torch_worker(model, threads, steps, warmup):
+    import torch
+    torch.set_num_threads(threads)
+    entry = MODELS[model]
+    check = check_matmul(torch)
+    core, config = openblas_info()   # the library the matmul loaded
+    modname, fn = entry["torch"].split(":")
+    step = getattr(__import__(modname), fn)(torch, threads, warmup + steps)
+    first = float(step(0))
+    for i in range(1, warmup):
+        step(i)
+    barrier()
+    t0 = time.perf_counter()
+    for i in range(warmup, warmup + steps):
+        loss = step(i)
+    last = float(loss)   # waits for the step (nothing is lazy on the CPU, but be sure)
+    dt = time.perf_counter() - t0
+    if not (math.isfinite(first) and math.isfinite(last) and last < first):
+        raise SystemExit(f"peer_models: PyTorch's {model} loss did not fall: {first} -> {last}")
+    print(json.dumps({"sps": steps * entry["batch"] / dt, "first": first, "last": last,
+                      "core": core, "config": config, "matmul": check, "threads": torch.get_num_threads()}))
+
+
+def lockstep_worker(binary, model, threads, steps, warmup):
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(binary)), "python"))
+    import lockstep
+    entry = MODELS[model]
+    s = lockstep.open(dict(entry["lockstep"], batch=entry["batch"]), threads=threads)
+    first = s.step()
+    for _ in range(1, warmup):
+        s.step()
+    barrier()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        last = s.step()
+    dt = time.perf_counter() - t0
+    s.close()
+    if not (math.isfinite(first) and math.isfinite(last)):
+        raise SystemExit(f"peer_models: lockstep's {model} loss is not finite: {first} -> {last}")
+    print(json.dumps({"sps": steps * entry["batch"] / dt, "first": first, "last": last}))
+
+
+# ---------------------------------------------------------------- the parent
+
+def peer_env(threads):
+    env = {k: v for k, v in os.environ.items() if k not in PEER_UNSET}
+    env.update(OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
+    return env
+
+
+def run_together(cmds):
+    """Start every (argv, env), let them set up, release them at once; their
+    results (dicts) in order. A failure stops the bench with its stderr."""
+    procs = [subprocess.Popen(argv, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True) for argv, env in cmds]
+    for p in procs:
+        line = p.stdout.readline()
+        if line.strip() != "ready":
+            err = p.communicate()[1]
+            raise SystemExit(f"peer_models: {' '.join(p.args[2:])} failed:\n{line}{err}")
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    out = []
+    for p in procs:
+        stdout, stderr = p.communicate()
+        if p.returncode != 0:
+            raise SystemExit(f"peer_models: {' '.join(p.args[2:])} failed:\n{stderr}")
+        out.append(json.loads(stdout.strip().splitlines()[-1]))
+    return out
+
+
+def oneDNN_isa(threads):
+    """oneDNN's ISA line and the convolution kernel it takes here (its verbose
+    mode, in a process of its own: nothing timed runs verbose)."""
+    code = ("import torch; torch.set_num_threads(1); c = torch.nn.Conv2d(1, 8, 3, padding=1); "
+            "c(torch.rand(8, 1, 28, 28)).sum().backward()")
+    env = dict(peer_env(threads), ONEDNN_VERBOSE="1", DNNL_VERBOSE="1")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True).stdout
+    isa, conv = "?", "?"
+    for line in out.splitlines():
+        f = line.split(",")
+        if "isa:" in line:
+            isa = line.split("isa:", 1)[1].strip()
+        elif len(f) > 5 and f[1] == "exec" and f[3] == "convolution":
+            conv = f[4]
+    return isa, conv
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("binary", nargs="?", default="build/lockstep")
+    ap.add_argument("--models", default="cnn", help="comma-separated entries of MODELS (default cnn)")
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--worker", nargs=3, metavar=("SIDE", "MODEL", "THREADS"), help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.warmup < 1 or a.steps < 1 or a.reps < 1:
+        ap.error("--reps, --steps and --warmup are at least 1")
+    if a.worker:
+        side, model, threads = a.worker[0], a.worker[1], int(a.worker[2])
+        if side == "torch":
+            torch_worker(model, threads, a.steps, a.warmup)
+        else:
+            lockstep_worker(a.binary, model, threads, a.steps, a.warmup)
+        return
+    models = [m for m in a.models.split(",") if m]
+    for m in models:
+        if m not in MODELS:
+            ap.error(f"--models: {m} is not one of {', '.join(MODELS)}")
+    if not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(a.binary)), "python", "lockstep")):
+        sys.exit(f"peer_models: no Python binding beside {a.binary} (make python)")
+    cpu = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    import torch
+    isa, conv = oneDNN_isa(1)
+    unset = ", ".join(f"{k}={os.environ[k]}" for k in PEER_UNSET if k in os.environ) or "neither set"
+    print(f"peer_models: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
+          f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start, "
+          f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
+    print(f"peer_models: PyTorch {torch.__version__}, Python {platform.python_version()}; "
+          f"lockstep {a.binary} (Python binding), simd {os.environ.get('LOCKSTEP_SIMD', 'default')}")
+    print(f"peer_models: PyTorch's environment without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE "
+          f"(the caller's: {unset}); oneDNN ISA {isa}, its convolutions {conv}")
+
+    def worker(side, model, threads):
+        argv = [sys.executable, __file__, a.binary, "--worker", side, model, str(threads),
+                "--steps", str(a.steps), "--warmup", str(a.warmup)]
+        return argv, (peer_env(threads) if side == "torch" else dict(os.environ))
+
+    for model in models:
+        entry = MODELS[model]
+        print(f"peer_models: {entry['what']}; {a.reps} repetitions of {a.steps} timed steps "
+              f"after {a.warmup} warm-up steps, each run its own process, order alternating")
+        fig = {k: [] for k in ("pt1", "ls1", "pt2", "ls2", "pair", "r1", "r2", "rpair", "pairx")}
+        cores = set()
+        for rep in range(a.reps):
+            runs = [("torch", 1), ("lockstep", 1), ("torch", 2), ("lockstep", 2)]
+            if rep % 2:
+                runs = [(s, t) for t in (2, 1) for s in ("lockstep", "torch")]
+            got = {}
+            for side, t in runs:
+                r = run_together([worker(side, model, t)])[0]
+                got[(side, t)] = r["sps"]
+                if side == "torch":
+                    cores.add(f"{r['core']} ({r['config']})")
+            pa, pb = run_together([worker("lockstep", model, 1), worker("lockstep", model, 1)])
+            pair = pa["sps"] + pb["sps"]
+            for k, v in (("pt1", got[("torch", 1)]), ("ls1", got[("lockstep", 1)]),
+                         ("pt2", got[("torch", 2)]), ("ls2", got[("lockstep", 2)]), ("pair", pair),
+                         ("r1", got[("lockstep", 1)] / got[("torch", 1)]),
+                         ("r2", got[("lockstep", 2)] / got[("torch", 2)]),
+                         ("rpair", got[("lockstep", 2)] / pair), ("pairx", pair / got[("lockstep", 1)])):
+                fig[k].append(v)
+            if sys.stderr.isatty():
+                print(f"\r{model}: repetition {rep + 1}/{a.reps}", end="", file=sys.stderr, flush=True)
+        if sys.stderr.isatty():
+            print(file=sys.stderr)
+        print(f"peer_models: OpenBLAS core {' / '.join(sorted(cores))}; PyTorch's matmul checked against "
+              f"float64 and its loss fell in every run; load average "
+              f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
+        row("model", "threads", "lockstep samples/s", "PyTorch samples/s", "lockstep / PyTorch",
+            "the pair samples/s", "lockstep / pair")
+        row(model, 1, spread(fig["ls1"]), spread(fig["pt1"]), spread(fig["r1"], "%.2f"), "", "")
+        row(model, 2, spread(fig["ls2"]), spread(fig["pt2"]), spread(fig["r2"], "%.2f"),
+            spread(fig["pair"]), spread(fig["rpair"], "%.2f"))
+        print(f"peer_models: the pair is {median(fig['pairx']):.2f} x one lockstep process alone "
+              f"(median of repetitions; 2.0 on an idle host)")
+
+
+if __name__ == "__main__":
+    main()
