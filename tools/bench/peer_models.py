@@ -15,8 +15,11 @@ the pair; it prints their medians and spreads [min..max] (stats.py), with
 the samples/s behind them.
 
 The PyTorch side runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE removed
-from its environment (whatever the caller set), OPENBLAS_NUM_THREADS,
-OMP_NUM_THREADS = T and torch.set_num_threads(T). It prints the kernels
+from its environment (whatever the caller set; peer.py's PEER_UNSET: the
+hosts pin the AVX2 kernels), OPENBLAS_NUM_THREADS, OMP_NUM_THREADS = T and
+torch.set_num_threads(T). Only where OpenBLAS's own detection falls back to
+pre-AVX kernels (an OpenBLAS older than the CPU) does it ask for the CPU's
+kernels by name, as peer.py does, and say so. It prints the kernels
 OpenBLAS chose (openblas_get_corename of the library the process loaded)
 and oneDNN's ISA (PyTorch's convolutions run in oneDNN, its dense layers in
 OpenBLAS), checks a matmul against float64 before timing, and checks that
@@ -44,13 +47,11 @@ import time
 sys.dont_write_bytecode = True   # no __pycache__ beside the scripts
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from peer import PEER_UNSET, clean_env, peer_openblas_env
 from stats import median, row, spread
 
 DATA_DIR = os.environ.get("LOCKSTEP_DATA_DIR") or "/usr/share/datasets/fashion-mnist"
-# What the PyTorch side never inherits: the hosts' environment pins the AVX2
-# kernels (OPENBLAS_CORETYPE=Haswell); the peer runs on the kernels OpenBLAS
-# picks for this CPU itself.
-PEER_UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+PEER_ENV = {}   # OPENBLAS_CORETYPE by name only where OpenBLAS does not know this CPU (peer.py)
 
 
 # ---------------------------------------------------------------- the models
@@ -211,7 +212,7 @@ def lockstep_worker(binary, model, threads, steps, warmup):
 # ---------------------------------------------------------------- the parent
 
 def peer_env(threads):
-    env = {k: v for k, v in os.environ.items() if k not in PEER_UNSET}
+    env = dict(clean_env(), **PEER_ENV)
     env.update(OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads))
     return env
 
@@ -286,15 +287,16 @@ def main():
                 cpu = line.split(":", 1)[1].strip()
                 break
     import torch
+    env, blas_note = peer_openblas_env()
+    PEER_ENV.update(env)
     isa, conv = oneDNN_isa(1)
-    unset = ", ".join(f"{k}={os.environ[k]}" for k in PEER_UNSET if k in os.environ) or "neither set"
     print(f"peer_models: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}, "
           f"load average {' '.join(f'{x:.2f}' for x in os.getloadavg())} at start, "
           f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     print(f"peer_models: PyTorch {torch.__version__}, Python {platform.python_version()}; "
           f"lockstep {a.binary} (Python binding), simd {os.environ.get('LOCKSTEP_SIMD', 'default')}")
-    print(f"peer_models: PyTorch's environment without OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE "
-          f"(the caller's: {unset}); oneDNN ISA {isa}, its convolutions {conv}")
+    print(f"peer_models: PyTorch's environment without {' and '.join(PEER_UNSET)}: {blas_note}; "
+          f"oneDNN ISA {isa}, its convolutions {conv}")
 
     def worker(side, model, threads):
         argv = [sys.executable, __file__, a.binary, "--worker", side, model, str(threads),
