@@ -108,7 +108,7 @@ MODELS = {
         "torch": "peer_models:cnn_torch",
     },
     # ==== HOOK: gpt (branch `gpt`) ========================================
-    # When lockstep's gpt model and tools/bench/gpt_torch.py (its PyTorch twin,
+    # When lockstep's gpt model and gpt_torch.py in this folder (its PyTorch twin,
     # written on branch `gpt`, not here) land, gpt is this one entry: the
     # lockstep side is the `text` task on a fortune file, the PyTorch side
     # gpt_torch.peer_step(torch, threads, total_steps) with the contract above
@@ -327,10 +327,9 @@ def main():
                          ("r2", got[("lockstep", 2)] / got[("torch", 2)]),
                          ("rpair", got[("lockstep", 2)] / pair), ("pairx", pair / got[("lockstep", 1)])):
                 fig[k].append(v)
-            if sys.stderr.isatty():
-                print(f"\r{model}: repetition {rep + 1}/{a.reps}", end="", file=sys.stderr, flush=True)
-        if sys.stderr.isatty():
-            print(file=sys.stderr)
+            print(f"peer_models: {model} repetition {rep + 1}/{a.reps}: samples/s lockstep {fig['ls1'][-1]:.0f} "
+                  f"and {fig['ls2'][-1]:.0f}, PyTorch {fig['pt1'][-1]:.0f} and {fig['pt2'][-1]:.0f} (1 and 2 "
+                  f"threads), the pair {pair:.0f}; load average {os.getloadavg()[0]:.2f}", flush=True)
         print(f"peer_models: OpenBLAS core {' / '.join(sorted(cores))}; PyTorch's matmul checked against "
               f"float64 and its loss fell in every run; load average "
               f"{' '.join(f'{x:.2f}' for x in os.getloadavg())} at the end")
