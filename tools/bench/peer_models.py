@@ -1,6 +1,6 @@
 #!/usr/bin/python3
-"""peer_models.py — `make bench-peer`: the declared models (cnn; gpt when it
-lands) against PyTorch and against the pair, side by side.
+"""peer_models.py — `make bench-peer`: the declared models (cnn and gpt)
+against PyTorch and against the pair, side by side.
 
 For each model of MODELS, each repetition runs, order alternating between
 repetitions: PyTorch and lockstep at 1 thread, PyTorch and lockstep at 2
@@ -27,8 +27,14 @@ its loss is finite and falls. The lockstep side is the engine through the
 Python binding (build/python, `make python`): the same steps `lockstep
 train` takes, with no evaluation at the end.
 
-    /usr/bin/python3 tools/bench/peer_models.py [build/lockstep] [--models cnn]
+    /usr/bin/python3 tools/bench/peer_models.py [build/lockstep] [--models cnn,gpt]
         [--reps 5] [--steps 40] [--warmup 5]
+
+Each model is one entry of MODELS below: the lockstep config it opens
+(everything else the model's defaults) and the function that builds the
+same model, data and optimiser in PyTorch from lockstep's config text. The
+gpt's entry is there: it runs once its PyTorch twin, gpt_torch.py (branch
+`gpt`), is in this folder, and says it is left out until then.
 
 Not part of `make test`: it needs python3-torch (the Makefile's bench-peer
 target installs it).
@@ -57,18 +63,54 @@ PEER_ENV = {}   # OPENBLAS_CORETYPE by name only where OpenBLAS does not know th
 # ---------------------------------------------------------------- the models
 #
 # A model is one entry of MODELS:
-#   what      one line naming the network, batch, data and optimiser
-#   lockstep  the lockstep config (task, model, keys) for lockstep.open
-#   batch     samples a step, on both sides
+#   what      one line naming the model and its data
+#   lockstep  the config for lockstep.open (task, model, keys); everything
+#             else is the model's default: its config text (batch, lr,
+#             schedule, layers, ...) is what the PyTorch side mirrors
 #   torch     "module:function" (a module in this folder): function(torch,
-#             threads, total_steps) returns step(i) -> the loss tensor of
-#             training step i (its forward, backward and optimiser update on
-#             the i-th batch), the whole model, data and optimiser set up
-#             before it returns.
+#             cfg, total_steps), cfg the lockstep config as a dict of
+#             strings, returns step(i) -> the loss tensor of training step
+#             i (forward, backward and optimiser update on the i-th batch of
+#             cfg["batch"] samples), with the model, data and optimiser set
+#             up before it returns; it raises ValueError when cfg is not the
+#             model it builds (a changed declaration must not be timed
+#             against an old twin)
+#   needs     files in this folder the entry needs (else it is left out,
+#             and saying so)
 
-def cnn_torch(torch, threads, total_steps):
-    """The cnn in PyTorch: model_seq.c's CNN_LAYERS and defaults."""
+FORTUNE = "/usr/share/games/fortunes/cookie"
+
+
+def num(cfg, key):
+    """A number of the config text (floats are written in hex)."""
+    v = cfg[key]
+    return float.fromhex(v) if "0x" in v else float(v)
+
+
+def cosine_lr(cfg, t):
+    """lockstep's cosine schedule at step t (its warmup, peak, floor)."""
+    lr, lo, w, d = num(cfg, "lr"), num(cfg, "lr_min"), int(cfg["warmup"]), int(cfg["decay_steps"])
+    if t <= w:
+        return lr * t / w if w > 0 else lr
+    if t >= d:
+        return lo
+    return lo + (lr - lo) * 0.5 * (1.0 + math.cos(math.pi * (t - w) / (d - w)))
+
+
+def adamw(torch, cfg, params):
+    if cfg["optimizer"] != "adamw" or cfg["lr_schedule"] != "cosine":
+        raise ValueError(f"optimizer {cfg['optimizer']}, lr_schedule {cfg['lr_schedule']}: "
+                         f"the twins run AdamW on the cosine schedule")
+    return torch.optim.AdamW(params, lr=cosine_lr(cfg, 1), betas=(num(cfg, "beta1"), num(cfg, "beta2")),
+                             eps=num(cfg, "eps"), weight_decay=num(cfg, "weight_decay"))
+
+
+def cnn_torch(torch, cfg, total_steps):
+    """The cnn in PyTorch (NCHW): model_seq.c's CNN_LAYERS, same padding."""
     import numpy as np
+    want = "conv3x3:32,relu,maxpool2,conv3x3:64,relu,maxpool2,dense:128,relu,dense:10"
+    if cfg["layers"] != want or cfg["image"] != "28,28,1":
+        raise ValueError(f"layers {cfg['layers']}, image {cfg['image']}: the twin builds {want} on 28,28,1")
     with gzip.open(os.path.join(DATA_DIR, "train-images-idx3-ubyte.gz"), "rb") as f:
         x = np.frombuffer(f.read(), dtype=np.uint8, offset=16).reshape(-1, 1, 28, 28)
     with gzip.open(os.path.join(DATA_DIR, "train-labels-idx1-ubyte.gz"), "rb") as f:
@@ -81,44 +123,73 @@ def cnn_torch(torch, threads, total_steps):
         nn.Conv2d(1, 32, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(), nn.MaxPool2d(2),
         nn.Flatten(), nn.Linear(7 * 7 * 64, 128), nn.ReLU(), nn.Linear(128, 10))
-    opt = torch.optim.AdamW(model.parameters(), lr=0.0015, betas=(0.9, 0.999), eps=1e-8, weight_decay=0)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=4690, eta_min=0)
+    opt = adamw(torch, cfg, model.parameters())
     loss_fn = nn.CrossEntropyLoss()
     gen = torch.Generator().manual_seed(1)
     # The batches' sample ids are drawn up front, like lockstep's data order.
-    ids = torch.randint(0, xs.shape[0], (total_steps, 64), generator=gen)
+    ids = torch.randint(0, xs.shape[0], (total_steps, int(cfg["batch"])), generator=gen)
 
     def step(i):
+        for g in opt.param_groups:
+            g["lr"] = cosine_lr(cfg, i + 1)
         xb, yb = xs[ids[i]], ys[ids[i]]
         opt.zero_grad(set_to_none=True)
         loss = loss_fn(model(xb), yb)
         loss.backward()
         opt.step()
-        sched.step()
+        return loss
+    return step
+
+
+def gpt_torch(torch, cfg, total_steps):
+    """The gpt in PyTorch: the model of gpt_torch.py (branch `gpt`, its
+    PyTorch twin) with the widths, heads, blocks and hidden size read from
+    lockstep's declaration, and the text task's context, batch and schedule."""
+    import re
+    import numpy as np
+    import gpt_torch as g
+    m = re.fullmatch(r"embed:(\d+),posembed,(\d+)x\[res\(layernorm,attn:(\d+)\),"
+                     r"res\(layernorm,dense:(\d+),gelu,dense:(\d+)\)\],layernorm,dense:256", cfg["layers"])
+    if not m or m.group(1) != m.group(5):
+        raise ValueError(f"layers {cfg['layers']}: not the pre-norm decoder gpt_torch.py builds")
+    width, blocks, heads, hidden = int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4))
+    T, B = int(cfg["context"]), int(cfg["batch"])
+    raw = np.frombuffer(open(cfg["file"], "rb").read(), dtype=np.uint8)
+    xtr, ytr = g.windows(raw[:len(raw) - len(raw) // 10], T, 1)   # the text task's split
+    torch.manual_seed(1)
+    model = g.GPT(T, width, heads, blocks, hidden)
+    opt = adamw(torch, cfg, model.parameters())
+    gen = torch.Generator().manual_seed(1)
+    ids = torch.randint(0, xtr.shape[0], (total_steps, B), generator=gen)
+
+    def step(i):
+        for grp in opt.param_groups:
+            grp["lr"] = cosine_lr(cfg, i + 1)
+        z = model(xtr[ids[i]])
+        loss = torch.nn.functional.cross_entropy(z.reshape(-1, 256), ytr[ids[i]].reshape(-1))
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
         return loss
     return step
 
 
 MODELS = {
     "cnn": {
-        "what": "cnn conv3x3:32 (same),relu,maxpool2,conv3x3:64,relu,maxpool2,dense:128,relu,dense:10; "
-                "Fashion-MNIST, batch 64, AdamW lr 0.0015, cosine over 4690 steps (lockstep's defaults)",
+        "what": "Fashion-MNIST",
         "lockstep": {"task": "fashion-mnist", "model": "cnn"},
-        "batch": 64,
         "torch": "peer_models:cnn_torch",
+        "needs": (),
     },
-    # ==== HOOK: gpt (branch `gpt`) ========================================
-    # When lockstep's gpt model and gpt_torch.py in this folder (its PyTorch twin,
-    # written on branch `gpt`, not here) land, gpt is this one entry: the
-    # lockstep side is the `text` task on a fortune file, the PyTorch side
-    # gpt_torch.peer_step(torch, threads, total_steps) with the contract above
-    # (same batch, context, optimiser and schedule as the lockstep config).
-    # "gpt": {
-    #     "what": "gpt (byte-level decoder), text task on /usr/share/games/fortunes/cookie",
-    #     "lockstep": {"task": "text", "model": "gpt", "file": "/usr/share/games/fortunes/cookie"},
-    #     "batch": <the gpt's default batch>,
-    #     "torch": "gpt_torch:peer_step",
-    # },
+    # ==== gpt: the one entry (its model from branch `gpt`) =================
+    # Left out, saying so, until gpt_torch.py (the PyTorch twin, written on
+    # branch `gpt`) is in this folder; gpt_torch() above builds from it.
+    "gpt": {
+        "what": "the text task on " + FORTUNE,
+        "lockstep": {"task": "text", "model": "gpt", "file": FORTUNE},
+        "torch": "peer_models:gpt_torch",
+        "needs": ("gpt_torch.py",),
+    },
     # ======================================================================
 }
 
@@ -167,14 +238,17 @@ def check_matmul(torch):
     return float((err / np.maximum(bound, 1e-300)).max())
 
 
-def torch_worker(model, threads, steps, warmup):
+def torch_worker(model, cfg, threads, steps, warmup):
     import torch
     torch.set_num_threads(threads)
     entry = MODELS[model]
     check = check_matmul(torch)
     core, config = openblas_info()   # the library the matmul loaded
     modname, fn = entry["torch"].split(":")
-    step = getattr(__import__(modname), fn)(torch, threads, warmup + steps)
+    try:
+        step = getattr(__import__(modname), fn)(torch, cfg, warmup + steps)
+    except ValueError as e:
+        raise SystemExit(f"peer_models: {model}: {e}")
     first = float(step(0))
     for i in range(1, warmup):
         step(i)
@@ -186,15 +260,20 @@ def torch_worker(model, threads, steps, warmup):
     dt = time.perf_counter() - t0
     if not (math.isfinite(first) and math.isfinite(last) and last < first):
         raise SystemExit(f"peer_models: PyTorch's {model} loss did not fall: {first} -> {last}")
-    print(json.dumps({"sps": steps * entry["batch"] / dt, "first": first, "last": last,
+    print(json.dumps({"sps": steps * int(cfg["batch"]) / dt, "first": first, "last": last,
                       "core": core, "config": config, "matmul": check, "threads": torch.get_num_threads()}))
 
 
-def lockstep_worker(binary, model, threads, steps, warmup):
+def open_lockstep(binary, model, threads):
+    """A lockstep session of the model (not recorded) and its config as a dict."""
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(binary)), "python"))
     import lockstep
-    entry = MODELS[model]
-    s = lockstep.open(dict(entry["lockstep"], batch=entry["batch"]), threads=threads)
+    s = lockstep.open(MODELS[model]["lockstep"], threads=threads)
+    return s, dict(line.split("=", 1) for line in s.config_text.splitlines() if "=" in line)
+
+
+def lockstep_worker(binary, model, threads, steps, warmup):
+    s, cfg = open_lockstep(binary, model, threads)
     first = s.step()
     for _ in range(1, warmup):
         s.step()
@@ -206,7 +285,7 @@ def lockstep_worker(binary, model, threads, steps, warmup):
     s.close()
     if not (math.isfinite(first) and math.isfinite(last)):
         raise SystemExit(f"peer_models: lockstep's {model} loss is not finite: {first} -> {last}")
-    print(json.dumps({"sps": steps * entry["batch"] / dt, "first": first, "last": last}))
+    print(json.dumps({"sps": steps * int(cfg["batch"]) / dt, "first": first, "last": last}))
 
 
 # ---------------------------------------------------------------- the parent
@@ -259,18 +338,20 @@ def oneDNN_isa(threads):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("binary", nargs="?", default="build/lockstep")
-    ap.add_argument("--models", default="cnn", help="comma-separated entries of MODELS (default cnn)")
+    ap.add_argument("--models", default=",".join(MODELS),
+                    help="comma-separated entries of MODELS (default: all, each one whose files are here)")
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--steps", type=int, default=40)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--worker", nargs=3, metavar=("SIDE", "MODEL", "THREADS"), help=argparse.SUPPRESS)
+    ap.add_argument("--cfg", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.warmup < 1 or a.steps < 1 or a.reps < 1:
         ap.error("--reps, --steps and --warmup are at least 1")
     if a.worker:
         side, model, threads = a.worker[0], a.worker[1], int(a.worker[2])
         if side == "torch":
-            torch_worker(model, threads, a.steps, a.warmup)
+            torch_worker(model, json.loads(a.cfg), threads, a.steps, a.warmup)
         else:
             lockstep_worker(a.binary, model, threads, a.steps, a.warmup)
         return
@@ -278,6 +359,7 @@ def main():
     for m in models:
         if m not in MODELS:
             ap.error(f"--models: {m} is not one of {', '.join(MODELS)}")
+    missing = {m: [f for f in MODELS[m]["needs"] if not os.path.exists(os.path.join(HERE, f))] for m in models}
     if not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(a.binary)), "python", "lockstep")):
         sys.exit(f"peer_models: no Python binding beside {a.binary} (make python)")
     cpu = "?"
@@ -300,13 +382,21 @@ def main():
 
     def worker(side, model, threads):
         argv = [sys.executable, __file__, a.binary, "--worker", side, model, str(threads),
-                "--steps", str(a.steps), "--warmup", str(a.warmup)]
+                "--steps", str(a.steps), "--warmup", str(a.warmup), "--cfg", json.dumps(cfg)]
         return argv, (peer_env(threads) if side == "torch" else dict(os.environ))
 
     for model in models:
         entry = MODELS[model]
-        print(f"peer_models: {entry['what']}; {a.reps} repetitions of {a.steps} timed steps "
-              f"after {a.warmup} warm-up steps, each run its own process, order alternating")
+        if missing[model]:
+            print(f"peer_models: {model} left out: no {', '.join(missing[model])} in {HERE}")
+            continue
+        s, cfg = open_lockstep(a.binary, model, 1)
+        s.close()
+        print(f"peer_models: {model} ({cfg['layers']}) on {entry['what']}: batch {cfg['batch']}, "
+              f"{cfg['optimizer']} lr {num(cfg, 'lr'):g}, {cfg['lr_schedule']} (warmup {cfg['warmup']}, "
+              f"to {num(cfg, 'lr_min'):g} at step {cfg['decay_steps']}): lockstep's defaults, PyTorch the same; "
+              f"{a.reps} repetitions of {a.steps} timed steps after {a.warmup} warm-up steps, each run its own "
+              f"process, order alternating")
         fig = {k: [] for k in ("pt1", "ls1", "pt2", "ls2", "pair", "r1", "r2", "rpair", "pairx")}
         cores = set()
         for rep in range(a.reps):
