@@ -69,7 +69,7 @@ PEER_ENV = {}   # OPENBLAS_CORETYPE by name only where OpenBLAS does not know th
 #             schedule, layers, ...) is what the PyTorch side mirrors
 #   torch     "module:function" (a module in this folder): function(torch,
 #             cfg, total_steps), cfg the lockstep config as a dict of
-#             strings, returns step(i) -> the loss tensor of training step
+#             strings (with the data sources of `lockstep`), returns step(i) -> the loss tensor of training step
 #             i (forward, backward and optimiser update on the i-th batch of
 #             cfg["batch"] samples), with the model, data and optimiser set
 #             up before it returns; it raises ValueError when cfg is not the
@@ -392,6 +392,7 @@ def main():
             continue
         s, cfg = open_lockstep(a.binary, model, 1)
         s.close()
+        cfg = dict({k: str(v) for k, v in entry["lockstep"].items()}, **cfg)   # with its data sources
         print(f"peer_models: {model} ({cfg['layers']}) on {entry['what']}: batch {cfg['batch']}, "
               f"{cfg['optimizer']} lr {num(cfg, 'lr'):g}, {cfg['lr_schedule']} (warmup {cfg['warmup']}, "
               f"to {num(cfg, 'lr_min'):g} at step {cfg['decay_steps']}): lockstep's defaults, PyTorch the same; "
