@@ -28,7 +28,7 @@ Python binding (build/python, `make python`): the same steps `lockstep
 train` takes, with no evaluation at the end.
 
     /usr/bin/python3 tools/bench/peer_models.py [build/lockstep] [--models cnn,gpt]
-        [--reps 5] [--steps 40] [--warmup 5]
+        [--reps 5] [--steps 30] [--warmup 5]
 
 Each model is one entry of MODELS below: the lockstep config it opens
 (everything else the model's defaults) and the function that builds the
@@ -341,7 +341,7 @@ def main():
     ap.add_argument("--models", default=",".join(MODELS),
                     help="comma-separated entries of MODELS (default: all, each one whose files are here)")
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--steps", type=int, default=40)
+    ap.add_argument("--steps", type=int, default=30)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--worker", nargs=3, metavar=("SIDE", "MODEL", "THREADS"), help=argparse.SUPPRESS)
     ap.add_argument("--cfg", help=argparse.SUPPRESS)
