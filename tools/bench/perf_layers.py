@@ -17,6 +17,7 @@ step's samples.
     make BUILD=build-fp OPT="-O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls" \\
          build-fp/lockstep python
     /usr/bin/python3 tools/bench/perf_layers.py build-fp [--model cnn] [--threads 1] [--steps 150]
+        [--task T --set KEY=VALUE ...]
 
 Without frame pointers and with sibling calls (the normal build) a layer
 that ends in a call to a kernel drops out of the stack, and its kernel's
@@ -80,14 +81,17 @@ def main():
     ap.add_argument("--task", default="fashion-mnist")
     ap.add_argument("--threads", type=int, default=1)
     ap.add_argument("--steps", type=int, default=150)
+    ap.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
+                    help="a config key or data source, e.g. file=/usr/share/games/fortunes/cookie")
     a = ap.parse_args()
+    extra = dict(kv.split("=", 1) for kv in a.set if "=" in kv)
     py = os.path.join(os.path.abspath(a.build), "python")
     if not os.path.isdir(os.path.join(py, "lockstep")):
         sys.exit(f"perf_layers: no Python binding in {py} (make BUILD={a.build} ... python)")
     drive = ("import sys; sys.path.insert(0, %r); import lockstep\n"
-             "s = lockstep.open(task=%r, model=%r, threads=%d)\n"
+             "s = lockstep.open(dict(%r, task=%r, model=%r), threads=%d)\n"
              "for _ in range(%d): s.step()\n"
-             "s.close()\n") % (py, a.task, a.model, a.threads, a.steps)
+             "s.close()\n") % (py, extra, a.task, a.model, a.threads, a.steps)
     with tempfile.TemporaryDirectory() as tmp:
         data = os.path.join(tmp, "perf.data")
         subprocess.run(["perf", "record", "-q", "-o", data, "--call-graph", "fp", "-F", "1000",
