@@ -128,7 +128,7 @@ help:
 	@echo "make demo          deps + build + train Fashion-MNIST at 1 thread and every core, verify"
 	@echo "make bench         throughput per thread count, tree vs unordered"
 	@echo "make mpi           build $(BUILD)/lockstep-mpi (Open MPI: mpirun -np R $(BUILD)/lockstep-mpi train ...)"
-	@echo "make bench-peer    installs python3-torch (+ scipy): the MLP in PyTorch at 1 and 2 threads, cliques and GED in networkx (not in test)"
+	@echo "make bench-peer    installs python3-torch (+ scipy): the MLP and the cnn in PyTorch at 1 and 2 threads, cliques and GED in networkx (not in test)"
 	@echo "make golden-check  re-run every golden file at several thread counts"
 	@echo "make docs-cli      doc/lockstep.1 and docs/cli.md from the command table (tools/commands.c)"
 	@echo "make check-layers  every #include \"...\" goes to its own folder or a lower layer"
@@ -398,9 +398,10 @@ bench: deps
 	@$(MAKE) --no-print-directory $(BIN)
 	@sh tools/bench/all.sh $(BIN)
 
-# PyTorch + OpenBLAS on the same MLP, interleaved with lockstep's own runs.
+# PyTorch + OpenBLAS on the same MLP, interleaved with lockstep's own runs;
+# then the declared models (peer_models.py, through the Python binding).
 bench-peer: deps
-	@$(MAKE) --no-print-directory $(BIN)
+	@$(MAKE) --no-print-directory $(BIN) python
 	@missing=$$(for p in $(PEER_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 	    | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -411,6 +412,7 @@ bench-peer: deps
 	fi
 	@/usr/bin/python3 tools/bench/peer.py $(BIN)
 	@/usr/bin/python3 tools/bench/peer_graph.py $(BIN)
+	@/usr/bin/python3 tools/bench/peer_models.py $(BIN)
 
 golden-check: $(BIN)
 	$(BIN) golden check

@@ -86,9 +86,20 @@ def cpu_flags():
     return set()
 
 
+# What the PyTorch side never inherits: the hosts' environment pins the AVX2
+# kernels (OPENBLAS_CORETYPE=Haswell, and an L2 size for them); the peer runs
+# on the kernels OpenBLAS picks for this CPU itself.
+PEER_UNSET = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
+
+
+def clean_env():
+    """This process's environment without PEER_UNSET."""
+    return {k: v for k, v in os.environ.items() if k not in PEER_UNSET}
+
+
 def openblas_core(extra_env=None):
     """The kernel set OpenBLAS picks here (its OPENBLAS_VERBOSE=2 line), or '?'."""
-    env = dict(os.environ, OPENBLAS_VERBOSE="2", OPENBLAS_NUM_THREADS="1", **(extra_env or {}))
+    env = dict(clean_env(), OPENBLAS_VERBOSE="2", OPENBLAS_NUM_THREADS="1", **(extra_env or {}))
     out = subprocess.run([sys.executable, "-c", "import torch; torch.ones(2, 2) @ torch.ones(2, 2)"],
                          env=env, capture_output=True, text=True)
     for line in (out.stdout + out.stderr).splitlines():
@@ -104,31 +115,32 @@ def peer_openblas_env():
     back to its oldest x86-64 kernels (Prescott: SSE3): Debian 12's 0.3.21 on
     a Xeon of model 207 ran PyTorch's GEMMs at a quarter of their speed. Then
     the kernels for the vector extensions the CPU has are asked for by name,
-    as OpenBLAS documents; a value the user set is kept. Returns (env, note).
+    as OpenBLAS documents. The caller's PEER_UNSET never reach the peer.
+    Returns (env, note).
     """
-    if "OPENBLAS_CORETYPE" in os.environ:
-        return {}, f"OPENBLAS_CORETYPE={os.environ['OPENBLAS_CORETYPE']} as set"
+    dropped = ", ".join(f"{k}={os.environ[k]}" for k in PEER_UNSET if k in os.environ)
+    dropped = f"; {dropped} not passed on" if dropped else ""
     found = openblas_core()
     flags = cpu_flags()
     if found not in ("Prescott", "Core2", "Penryn", "Dunnington", "Nehalem", "Sandybridge", "Katmai"):
-        return {}, f"OpenBLAS core {found} (its own detection)"
+        return {}, f"OpenBLAS core {found} (its own detection){dropped}"
     want = None
     if {"avx512f", "avx512bw", "avx512vl", "avx512dq"} <= flags:
         want = "Cooperlake" if "avx512_bf16" in flags else "SkylakeX"
     elif {"avx2", "fma"} <= flags:
         want = "Haswell"
     if want is None:
-        return {}, f"OpenBLAS core {found} (its own detection)"
+        return {}, f"OpenBLAS core {found} (its own detection){dropped}"
     got = openblas_core({"OPENBLAS_CORETYPE": want})
     return {"OPENBLAS_CORETYPE": want}, (f"OpenBLAS detected {found}, older kernels than this CPU runs; "
-                                         f"OPENBLAS_CORETYPE={want} set (OpenBLAS then runs {got})")
+                                         f"OPENBLAS_CORETYPE={want} set (OpenBLAS then runs {got}){dropped}")
 
 
 PEER_ENV = {}
 
 
 def run_torch(threads, steps):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
+    env = dict(clean_env(), OPENBLAS_NUM_THREADS=str(threads), OMP_NUM_THREADS=str(threads),
                MKL_NUM_THREADS=str(threads), **PEER_ENV)
     out = subprocess.run([sys.executable, __file__, "--worker", str(threads), "--steps", str(steps)],
                          env=env, check=True, capture_output=True, text=True).stdout
