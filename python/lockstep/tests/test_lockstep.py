@@ -185,7 +185,11 @@ class TestTrain(Base):
     def test_ctrl_c_stops_train_at_a_step(self):
         # a long train in another process, Ctrl-C: KeyboardInterrupt at a step
         # boundary, the run interrupted with its steps recorded, resumable
-        code = ("import sys, lockstep\n"
+        # The child takes Python's own Ctrl-C handler first: a test run started
+        # in the background of a non-interactive shell (as CI may start it)
+        # inherits SIGINT ignored, and Python then leaves it ignored.
+        code = ("import signal, sys, lockstep\n"
+                "signal.signal(signal.SIGINT, signal.default_int_handler)\n"
                 "s = lockstep.open(task='teacher', steps=10**8, threads=2, db=sys.argv[1], name='long')\n"
                 "print('go', flush=True)\n"
                 "try:\n"
