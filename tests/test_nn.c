@@ -484,6 +484,7 @@ static void test_bad_settings(void **state)
     refused((nn_layer){.kind = NN_CONV2D, .in = {5, 5, 1}, .units = 2, .k = 4, .same = 1}, "odd");
     refused((nn_layer){.kind = NN_CONV2D, .in = {2, 5, 1}, .units = 2, .k = 3}, "does not fit");
     refused((nn_layer){.kind = NN_MAXPOOL, .in = {1, 5, 1}, .k = 2}, "does not fit");
+    refused((nn_layer){.kind = NN_MAXPOOL, .in = {70000, 70000, 1}, .k = 70000}, "too large");
     refused((nn_layer){.kind = NN_LAYERNORM, .in = {1, 1, 4}, .eps = 0.0}, "eps");
     refused((nn_layer){.kind = NN_ATTN, .in = {4, 1, 10}, .heads = 3}, "heads");
     refused((nn_layer){.kind = NN_EMBED, .in = {4, 1, 1}, .vocab = 0, .units = 3}, "vocab");

@@ -29,10 +29,13 @@
  * maxpool / avgpool: settings in, k >= 1. Output {H/k, W/k, C} (floor: the
  *   last H mod k rows and W mod k columns are not read; their dx is 0).
  *   max: y = the window's maximum, read in (ky, kx) order with a strict >,
- *   so the first maximum wins; backward routes dy to that element (found
- *   again from x) and writes 0 elsewhere. No saved activations.
+ *   so the first maximum wins; backward routes dy to that element and
+ *   writes 0 elsewhere. Saved per sample (act_floats = Ho·Wo·C): per output
+ *   the maximum's offset (ky·W + kx)·C from the window's first element, a
+ *   uint32_t in a float's slot (k·W·C above UINT32_MAX is refused).
  *   avg: s = 0.0f + x in (ky, kx) order, y = s / (float)(k·k);
- *   backward dx = dy / (float)(k·k) on each window element.
+ *   backward dx = dy / (float)(k·k) on each window element. No saved
+ *   activations.
  */
 #ifndef LS_NN_CONV_H
 #define LS_NN_CONV_H
@@ -46,7 +49,8 @@ void nn_conv_forward(const nn_layer *l, float *y, float *act, const float *x, co
 void nn_conv_backward(const nn_layer *l, float *dx, float *dw, const float *dy, const float *act,
                       const float *x, const float *y, const float *w, size_t n, void *scratch);
 
-/* The pools (kind NN_MAXPOOL or NN_AVGPOOL in l); w, act, scratch unused. */
+/* The pools (kind NN_MAXPOOL or NN_AVGPOOL in l); w, scratch unused; act
+ * only by maxpool (forward writes it, backward reads it; x only forward). */
 void nn_conv_pool_forward(const nn_layer *l, float *y, float *act, const float *x, const float *w, size_t n,
                           void *scratch);
 void nn_conv_pool_backward(const nn_layer *l, float *dx, float *dw, const float *dy, const float *act,
