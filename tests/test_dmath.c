@@ -361,6 +361,53 @@ static void test_tanhf_array(void **state)
     }
 }
 
+/* dmath_exp_n against dmath_exp, bit for bit: 10^7 random bit patterns
+ * (half of them spread over [-800, 800], the rest any double), the branch
+ * and scaling edges, NaNs, and every length up to 9, on both settings. */
+static void exp_n_check(const double *x, size_t n)
+{
+    double y[64];
+    assert_true(n <= 64);
+    dmath_exp_n(y, x, n);
+    for (size_t j = 0; j < n; j++)
+        if (dbits(y[j]) != dbits(dmath_exp(x[j])))
+            fail_msg("dmath_exp_n(%a) = %a, dmath_exp gives %a", x[j], y[j], dmath_exp(x[j]));
+}
+
+static void test_exp_array(void **state)
+{
+    (void)state;
+    const double edge[] = {
+        0.0, -0.0, 709.8, 709.79, nextafter(709.8, 1000.0), -745.2, nextafter(-745.2, -1000.0),
+        nextafter(-745.2, 0.0), 709.78, 709.7, -708.4, -708.39, -709.0, -730.0, -744.4, -0x1p-1074,
+        0x1p-1074, 1e-300, -1e-300, 0.5 * 0x1.62e42fefa39efp-1, -0.5 * 0x1.62e42fefa39efp-1,
+        INFINITY, -INFINITY, NAN, -NAN, 1.0, -1.0, 88.7, -103.9, 1e308, -1e308, -5.0, -20.0,
+    };
+    const size_t ne = sizeof edge / sizeof edge[0];
+    double x[64];
+    for (int simd = 0; simd <= 1; simd++) {
+        const int was = dmath_set_simd(simd);
+        exp_n_check(edge, ne);
+        for (size_t n = 0; n <= 9; n++)
+            exp_n_check(edge + 5, n);
+        uint64_t r = 0x9e3779b97f4a7c15ULL;
+        for (size_t done = 0; done < 10000000; done += 64) {
+            for (size_t j = 0; j < 64; j++) {
+                r ^= r << 13;
+                r ^= r >> 7;
+                r ^= r << 17;
+                if (j % 2 == 0) {
+                    memcpy(&x[j], &r, sizeof x[j]);
+                } else {
+                    x[j] = ((double)(r >> 11) * 0x1p-53 - 0.5) * 1600.0;
+                }
+            }
+            exp_n_check(x, 64);
+        }
+        dmath_set_simd(was);
+    }
+}
+
 static void test_exp_special(void **state)
 {
     (void)state;
@@ -882,6 +929,7 @@ int main(void)
         cmocka_unit_test(test_log_special),
         cmocka_unit_test(test_float_special),
         cmocka_unit_test(test_tanhf_array),
+        cmocka_unit_test(test_exp_array),
         cmocka_unit_test(test_trig_special),
         cmocka_unit_test(test_known_answers),
         cmocka_unit_test(test_frozen_grids),

@@ -90,6 +90,7 @@ void nn_attn_forward(const nn_layer *l, float *y, float *act, const float *x, co
     const layout lay = plan(l);
     double *e = (double *)(void *)at(scratch, lay.e);
     float *kt = at(scratch, lay.kt);
+    const int simd = nn_simd_on();
     axpy_fn *const axpy = axpy_pick();
     dense_forward(qkv, x, wqkv, bqkv, n * T, C, C3);
     for (size_t b = 0; b < n; b++)
@@ -110,11 +111,16 @@ void nn_attn_forward(const nn_layer *l, float *y, float *act, const float *x, co
                     if (u == 0 || arow[u] > m)
                         m = arow[u];
                 }
+                for (size_t u = 0; u <= t; u++)
+                    e[u] = (double)arow[u] - (double)m;
+                if (simd)   /* the same bits, four at a time */
+                    dmath_exp_n(e, e, t + 1);
+                else
+                    for (size_t u = 0; u <= t; u++)
+                        e[u] = dmath_exp(e[u]);
                 double S = 0.0;
-                for (size_t u = 0; u <= t; u++) {
-                    e[u] = dmath_exp((double)arow[u] - (double)m);
+                for (size_t u = 0; u <= t; u++)
                     S = S + e[u];
-                }
                 for (size_t u = 0; u < T; u++)
                     arow[u] = u <= t ? (float)(e[u] / S) : 0.0f;
                 float *orow = ob + t * C;
