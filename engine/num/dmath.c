@@ -13,7 +13,9 @@
  * and cos below 0.8 ulp; the float functions are evaluated in double and
  * rounded once, and agreed with libm's double rounded to float on every one
  * of ~2 million sampled inputs each (at most 1 ulp by construction).
- * Frozen: changing a result bit changes every golden file.
+ * Frozen: changing a result bit changes every golden file. The array forms
+ * (dmath_tanhf_n, dmath_exp_n) repeat the same operations in AVX2 lanes and
+ * give the same bits.
  *
  * Also the check of the floating-point environment: round to nearest and no
  * flush-to-zero / denormals-are-zero, which these bits assume.
