@@ -314,6 +314,100 @@ static void assert_fbits(float got, float want)
                  fbits(want));
 }
 
+/* dmath_tanhf_n against dmath_tanhf, bit for bit: every 61st bit pattern of
+ * the 2^32 floats (all 2^32 agreed when the array form was written; a run
+ * takes a minute), the branch edges, NaNs of both signs and kinds, and every
+ * length up to 9 (the vector loop's tail), on both switch settings. */
+static void tanhf_n_check(const float *x, size_t n)
+{
+    float y[64];
+    assert_true(n <= 64);
+    dmath_tanhf_n(y, x, n);
+    for (size_t j = 0; j < n; j++)
+        if (fbits(y[j]) != fbits(dmath_tanhf(x[j])))
+            fail_msg("dmath_tanhf_n(%08x) = %08x, dmath_tanhf gives %08x", fbits(x[j]), fbits(y[j]),
+                     fbits(dmath_tanhf(x[j])));
+}
+
+static void test_tanhf_array(void **state)
+{
+    (void)state;
+    static const uint32_t edge[] = {
+        0x00000000, 0x80000000, 0x00000001, 0x80000001, 0x007fffff, 0x00800000, 0x39800000,
+        0x397fffff, 0x39800001, 0xb9800000, 0xb97fffff, 0x41b00000, 0x41afffff, 0x41b00001,
+        0xc1b00000, 0xc1b00001, 0x7f7fffff, 0xff7fffff, 0x7f800000, 0xff800000, 0x7fc00000,
+        0xffc00000, 0x7f800001, 0xff800001, 0x7fc12345, 0xffa54321, 0x3f800000, 0xbf800000,
+        0x3e000000, 0x42300000, 0x4b000000, 0x3f317218, 0x3eb17218, 0x40000000,
+    };
+    const size_t ne = sizeof edge / sizeof edge[0];
+    float x[64];
+    for (int simd = 0; simd <= 1; simd++) {
+        const int was = dmath_set_simd(simd);
+        for (size_t j = 0; j < ne; j++)
+            memcpy(&x[j], &edge[j], sizeof x[j]);
+        tanhf_n_check(x, ne);
+        for (size_t n = 0; n <= 9; n++)
+            tanhf_n_check(x + 3, n);
+        uint64_t u = 0;
+        while (u < (1ULL << 32)) {
+            size_t n = 0;
+            for (; n < 64 && u < (1ULL << 32); n++, u += 61) {
+                const uint32_t b = (uint32_t)u;
+                memcpy(&x[n], &b, sizeof x[n]);
+            }
+            tanhf_n_check(x, n);
+        }
+        dmath_set_simd(was);
+    }
+}
+
+/* dmath_exp_n against dmath_exp, bit for bit: 10^7 random bit patterns
+ * (half of them spread over [-800, 800], the rest any double), the branch
+ * and scaling edges, NaNs, and every length up to 9, on both settings. */
+static void exp_n_check(const double *x, size_t n)
+{
+    double y[64];
+    assert_true(n <= 64);
+    dmath_exp_n(y, x, n);
+    for (size_t j = 0; j < n; j++)
+        if (dbits(y[j]) != dbits(dmath_exp(x[j])))
+            fail_msg("dmath_exp_n(%a) = %a, dmath_exp gives %a", x[j], y[j], dmath_exp(x[j]));
+}
+
+static void test_exp_array(void **state)
+{
+    (void)state;
+    const double edge[] = {
+        0.0, -0.0, 709.8, 709.79, nextafter(709.8, 1000.0), -745.2, nextafter(-745.2, -1000.0),
+        nextafter(-745.2, 0.0), 709.78, 709.7, -708.4, -708.39, -709.0, -730.0, -744.4, -0x1p-1074,
+        0x1p-1074, 1e-300, -1e-300, 0.5 * 0x1.62e42fefa39efp-1, -0.5 * 0x1.62e42fefa39efp-1,
+        INFINITY, -INFINITY, NAN, -NAN, 1.0, -1.0, 88.7, -103.9, 1e308, -1e308, -5.0, -20.0,
+    };
+    const size_t ne = sizeof edge / sizeof edge[0];
+    double x[64];
+    for (int simd = 0; simd <= 1; simd++) {
+        const int was = dmath_set_simd(simd);
+        exp_n_check(edge, ne);
+        for (size_t n = 0; n <= 9; n++)
+            exp_n_check(edge + 5, n);
+        uint64_t r = 0x9e3779b97f4a7c15ULL;
+        for (size_t done = 0; done < 10000000; done += 64) {
+            for (size_t j = 0; j < 64; j++) {
+                r ^= r << 13;
+                r ^= r >> 7;
+                r ^= r << 17;
+                if (j % 2 == 0) {
+                    memcpy(&x[j], &r, sizeof x[j]);
+                } else {
+                    x[j] = ((double)(r >> 11) * 0x1p-53 - 0.5) * 1600.0;
+                }
+            }
+            exp_n_check(x, 64);
+        }
+        dmath_set_simd(was);
+    }
+}
+
 static void test_exp_special(void **state)
 {
     (void)state;
@@ -834,6 +928,8 @@ int main(void)
         cmocka_unit_test(test_exp_special),
         cmocka_unit_test(test_log_special),
         cmocka_unit_test(test_float_special),
+        cmocka_unit_test(test_tanhf_array),
+        cmocka_unit_test(test_exp_array),
         cmocka_unit_test(test_trig_special),
         cmocka_unit_test(test_known_answers),
         cmocka_unit_test(test_frozen_grids),

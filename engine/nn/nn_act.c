@@ -36,25 +36,53 @@ void nn_act_relu_backward(const nn_layer *l, float *dx, const float *dy, const f
 #define GELU_C 0.7978845608f
 #define GELU_A 0.044715f
 
-static float gelu_t(float x)
+static float gelu_arg(float x)
 {
-    return dmath_tanhf(GELU_C * (x + GELU_A * ((x * x) * x)));
+    return GELU_C * (x + GELU_A * ((x * x) * x));
+}
+
+/* t[j] = tanh(gelu_arg(x[j])) for j < n: with the SIMD switch on through
+ * dmath_tanhf_n (vectorised, the same bits), else element by element. */
+#define GELU_CHUNK 256
+static void gelu_t(float *t, const float *x, size_t n, int simd)
+{
+    for (size_t j = 0; j < n; j++)
+        t[j] = gelu_arg(x[j]);
+    if (simd) {
+        dmath_tanhf_n(t, t, n);
+        return;
+    }
+    for (size_t j = 0; j < n; j++)
+        t[j] = dmath_tanhf(t[j]);
 }
 
 void nn_act_gelu_forward(const nn_layer *l, float *y, const float *x, size_t n)
 {
     const size_t m = n * l->in_size;
-    for (size_t i = 0; i < m; i++)
-        y[i] = (0.5f * x[i]) * (1.0f + gelu_t(x[i]));
+    const int simd = nn_simd_on();
+    float t[GELU_CHUNK];
+    for (size_t i0 = 0; i0 < m; i0 += GELU_CHUNK) {
+        const size_t len = m - i0 < GELU_CHUNK ? m - i0 : GELU_CHUNK;
+        gelu_t(t, x + i0, len, simd);
+        for (size_t j = 0; j < len; j++)
+            y[i0 + j] = (0.5f * x[i0 + j]) * (1.0f + t[j]);
+    }
 }
 
 void nn_act_gelu_backward(const nn_layer *l, float *dx, const float *dy, const float *x, size_t n)
 {
     const size_t m = n * l->in_size;
-    for (size_t i = 0; i < m; i++) {
-        const float v = x[i], t = gelu_t(v);
-        const float slope = 0.5f * (1.0f + t) + (0.5f * v) * ((1.0f - t * t) * (GELU_C * (1.0f + (3.0f * GELU_A) * (v * v))));
-        dx[i] = dy[i] * slope;
+    const int simd = nn_simd_on();
+    float tt[GELU_CHUNK];
+    for (size_t i0 = 0; i0 < m; i0 += GELU_CHUNK) {
+        const size_t len = m - i0 < GELU_CHUNK ? m - i0 : GELU_CHUNK;
+        gelu_t(tt, x + i0, len, simd);
+        for (size_t j = 0; j < len; j++) {
+            const size_t i = i0 + j;
+            const float v = x[i], t = tt[j];
+            const float slope = 0.5f * (1.0f + t) + (0.5f * v) * ((1.0f - t * t) * (GELU_C * (1.0f + (3.0f * GELU_A) * (v * v))));
+            dx[i] = dy[i] * slope;
+        }
     }
 }
 

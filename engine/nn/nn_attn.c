@@ -53,8 +53,27 @@ ls_status nn_attn_describe(nn_layer *l, ls_err *err)
  * chain in the order its caller walks (the header's orders). A dot product
  * over d of every u at once is hs such steps over u, with the other
  * operand transposed ([hs][T]): the same chain for each element. */
-NN_TWIN_FMA(axpy, (float *restrict y, float a, const float *restrict x, size_t n), (y, a, x, n),
-            for (size_t i = 0; i < n; i++) y[i] = fmaf(a, x[i], y[i]);)
+/* The twins by hand rather than NN_TWIN_FMA: the choice between them is read
+ * once per layer call (axpy_pick), not once per call of these short loops. */
+NN_FMA_CLONES static void attn_axpy_vec(float *restrict y, float a, const float *restrict x, size_t n)
+{
+#pragma omp simd
+    for (size_t i = 0; i < n; i++)
+        y[i] = fmaf(a, x[i], y[i]);
+}
+
+static void attn_axpy_scalar(float *restrict y, float a, const float *restrict x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        y[i] = fmaf(a, x[i], y[i]);
+}
+
+typedef void axpy_fn(float *restrict y, float a, const float *restrict x, size_t n);
+
+static axpy_fn *axpy_pick(void)
+{
+    return nn_simd_on() ? attn_axpy_vec : attn_axpy_scalar;
+}
 
 static float *at(void *base, size_t off)
 {
@@ -71,6 +90,8 @@ void nn_attn_forward(const nn_layer *l, float *y, float *act, const float *x, co
     const layout lay = plan(l);
     double *e = (double *)(void *)at(scratch, lay.e);
     float *kt = at(scratch, lay.kt);
+    const int simd = nn_simd_on();
+    axpy_fn *const axpy = axpy_pick();
     dense_forward(qkv, x, wqkv, bqkv, n * T, C, C3);
     for (size_t b = 0; b < n; b++)
         for (size_t h = 0; h < H; h++) {
@@ -90,11 +111,16 @@ void nn_attn_forward(const nn_layer *l, float *y, float *act, const float *x, co
                     if (u == 0 || arow[u] > m)
                         m = arow[u];
                 }
+                for (size_t u = 0; u <= t; u++)
+                    e[u] = (double)arow[u] - (double)m;
+                if (simd)   /* the same bits, four at a time */
+                    dmath_exp_n(e, e, t + 1);
+                else
+                    for (size_t u = 0; u <= t; u++)
+                        e[u] = dmath_exp(e[u]);
                 double S = 0.0;
-                for (size_t u = 0; u <= t; u++) {
-                    e[u] = dmath_exp((double)arow[u] - (double)m);
+                for (size_t u = 0; u <= t; u++)
                     S = S + e[u];
-                }
                 for (size_t u = 0; u < T; u++)
                     arow[u] = u <= t ? (float)(e[u] / S) : 0.0f;
                 float *orow = ob + t * C;
@@ -118,6 +144,7 @@ void nn_attn_backward(const nn_layer *l, float *dx, float *dw, const float *dy, 
     const layout s = plan(l);
     float *wot = at(scratch, s.wot), *wqkvt = at(scratch, s.wqkvt), *ds = at(scratch, s.ds);
     float *dov = at(scratch, s.fixed), *dqkv = dov + n * T * C, *vt = at(scratch, s.vt);
+    axpy_fn *const axpy = axpy_pick();
 
     dense_backward_weights(dwo, dbo, o, dy, n * T, C, C, 0);
     dense_transpose(wot, wo, C, C);

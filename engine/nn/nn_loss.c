@@ -18,19 +18,25 @@ ls_status nn_loss_describe(nn_layer *l, ls_err *err)
     return LS_OK;
 }
 
-/* e_i into e, returns s; *m the row's maximum. */
-static double exps(const float *z, size_t C, double *e, double *m)
+/* e_i into e, returns s; *m the row's maximum. simd: nn_simd_on(), read
+ * once per layer call. */
+static double exps(const float *z, size_t C, double *e, double *m, int simd)
 {
     float zmax = z[0];
     for (size_t i = 1; i < C; i++)
         if (z[i] > zmax)
             zmax = z[i];
     *m = (double)zmax;
+    for (size_t i = 0; i < C; i++)
+        e[i] = (double)z[i] - *m;
+    if (simd)   /* the same bits, four at a time */
+        dmath_exp_n(e, e, C);
+    else
+        for (size_t i = 0; i < C; i++)
+            e[i] = dmath_exp(e[i]);
     double s = 0.0;
-    for (size_t i = 0; i < C; i++) {
-        e[i] = dmath_exp((double)z[i] - *m);
+    for (size_t i = 0; i < C; i++)
         s = s + e[i];
-    }
     return s;
 }
 
@@ -38,8 +44,9 @@ double nn_loss_xent_forward(const nn_layer *l, const float *z, const int32_t *la
 {
     const size_t C = l->in[2], R = n * l->in[0];
     double *e = scratch, loss = 0.0, m;
+    const int simd = nn_simd_on();
     for (size_t r = 0; r < R; r++, z += C) {
-        const double s = exps(z, C, e, &m);
+        const double s = exps(z, C, e, &m, simd);
         const int32_t y = labels[r];
         loss = loss + (y >= 0 && (size_t)y < C ? dmath_log(s) - ((double)z[y] - m) : (double)NAN);
     }
@@ -51,8 +58,9 @@ void nn_loss_xent_backward(const nn_layer *l, float *dz, const float *z, const i
 {
     const size_t C = l->in[2], R = n * l->in[0];
     double *e = scratch, m;
+    const int simd = nn_simd_on();
     for (size_t r = 0; r < R; r++, z += C, dz += C) {
-        const double s = exps(z, C, e, &m);
+        const double s = exps(z, C, e, &m, simd);
         const size_t y = labels[r] >= 0 ? (size_t)labels[r] : C;
         for (size_t i = 0; i < C; i++)
             dz[i] = (float)(e[i] / s) - (i == y ? 1.0f : 0.0f);

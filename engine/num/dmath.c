@@ -13,16 +13,20 @@
  * and cos below 0.8 ulp; the float functions are evaluated in double and
  * rounded once, and agreed with libm's double rounded to float on every one
  * of ~2 million sampled inputs each (at most 1 ulp by construction).
- * Frozen: changing a result bit changes every golden file.
+ * Frozen: changing a result bit changes every golden file. The array forms
+ * (dmath_tanhf_n, dmath_exp_n) repeat the same operations in AVX2 lanes and
+ * give the same bits.
  *
  * Also the check of the floating-point environment: round to nearest and no
  * flush-to-zero / denormals-are-zero, which these bits assume.
  */
 #include "engine/num/dmath.h"
 
+#include "base/simd.h"
+
 #include <fenv.h>
 #include <float.h>
-#include <math.h> /* INFINITY, NAN, signbit, sqrt only: no libm transcendental here */
+#include <math.h> /* INFINITY, NAN, signbit, fabs, copysign, sqrt only: no libm transcendental here */
 #include <stdint.h>
 #include <string.h>
 
@@ -214,6 +218,167 @@ float dmath_tanhf(float x)
         t = (e - 1.0) / (e + 1.0);
     }
     return narrow(signbit(xd) ? -t : t);
+}
+
+/* dmath_tanhf over an array: on x86 with AVX2 four lanes at a time, each
+ * lane performing dmath_tanhf's IEEE operations in its order (exp's
+ * reduction and polynomial inlined: its argument 2|x| is in [2^-11, 44], so
+ * k is in [0, 64] and only the plain scaling y 2^k is reached). Every path is
+ * computed and the result is chosen per lane, a choice that copies bits, so
+ * each element equals dmath_tanhf's bit for bit (tests/test_dmath.c compares
+ * them). No FMA: every product and sum is rounded on its own. The switch
+ * follows LOCKSTEP_SIMD like the other kernels'. */
+static simd_switch array_choice = SIMD_SWITCH_INIT;
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define DMATH_AVX2 1
+#define V4(c) _mm256_set1_pd(c)
+static __attribute__((target("avx2"))) void tanhf_avx2(float *y, const float *x, size_t n)
+{
+    const __m256d sign = V4(-0.0);
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const __m256d xd = _mm256_cvtps_pd(_mm_loadu_ps(x + i)); /* exact */
+        const __m256d ax = _mm256_andnot_pd(sign, xd);           /* -xd's bits when negative */
+        const __m256d nan = _mm256_cmp_pd(ax, ax, _CMP_UNORD_Q);
+        const __m256d big = _mm256_cmp_pd(ax, V4(22.0), _CMP_GT_OQ);
+        const __m256d small = _mm256_cmp_pd(ax, V4(0x1p-12), _CMP_LT_OQ);
+        const __m256d ac = _mm256_blendv_pd(ax, V4(1.0), _mm256_or_pd(nan, _mm256_or_pd(big, small)));
+        /* dmath_exp(2 ac): t > 0, so k = (int)(t + 0.5) */
+        const __m256d xe = _mm256_mul_pd(V4(2.0), ac);
+        const __m256d t = _mm256_mul_pd(xe, V4(INV_LN2));
+        const __m128i k = _mm256_cvttpd_epi32(_mm256_add_pd(t, V4(0.5)));
+        const __m256d kd = _mm256_cvtepi32_pd(k);
+        const __m256d hi = _mm256_sub_pd(xe, _mm256_mul_pd(kd, V4(LN2_HI)));
+        const __m256d lo = _mm256_mul_pd(kd, V4(LN2_LO));
+        const __m256d r = _mm256_sub_pd(hi, lo);
+        __m256d p = V4(1.0 / 6227020800.0);
+        p = _mm256_add_pd(V4(1.0 / 479001600.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 39916800.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 3628800.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 362880.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 40320.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 5040.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 720.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 120.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 24.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 6.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(0.5), _mm256_mul_pd(r, p));
+        const __m256d q = _mm256_mul_pd(_mm256_mul_pd(r, r), p);
+        const __m256d s = _mm256_add_pd(V4(1.0), hi);
+        const __m256d err = _mm256_add_pd(_mm256_sub_pd(V4(1.0), s), hi);
+        const __m256d ey = _mm256_add_pd(s, _mm256_add_pd(err, _mm256_sub_pd(q, lo)));
+        const __m256i k64 = _mm256_add_epi64(_mm256_cvtepi32_epi64(k), _mm256_set1_epi64x(1023));
+        const __m256d e = _mm256_mul_pd(ey, _mm256_castsi256_pd(_mm256_slli_epi64(k64, 52)));
+        const __m256d mid = _mm256_div_pd(_mm256_sub_pd(e, V4(1.0)), _mm256_add_pd(e, V4(1.0)));
+        /* ax - ax * (ax * ax) * (1.0 / 3.0) */
+        const __m256d lin =
+            _mm256_sub_pd(ax, _mm256_mul_pd(_mm256_mul_pd(ax, _mm256_mul_pd(ax, ax)), V4(1.0 / 3.0)));
+        /* NaN: dmath_exp returns (2 ax) + (2 ax) and the quotient keeps it,
+         * the quiet ax: what ax + ax is too. */
+        __m256d th = _mm256_blendv_pd(mid, _mm256_add_pd(ax, ax), nan);
+        th = _mm256_blendv_pd(th, lin, small);
+        th = _mm256_blendv_pd(th, V4(1.0), big);
+        /* th has a clear sign bit (NaN too): -th is th with xd's sign; the
+         * result lies in [-1, 1] or is NaN, so narrow is the plain rounding */
+        th = _mm256_or_pd(th, _mm256_and_pd(xd, sign));
+        _mm_storeu_ps(y + i, _mm256_cvtpd_ps(th));
+    }
+    for (; i < n; i++)
+        y[i] = dmath_tanhf(x[i]);
+}
+
+/* 2^k from the bits of int32 lanes k (normal exponents; other lanes give
+ * meaningless bits that the callers discard). */
+static __attribute__((target("avx2"))) __m256d pow2_avx2(__m128i k)
+{
+    const __m256i b = _mm256_add_epi64(_mm256_cvtepi32_epi64(k), _mm256_set1_epi64x(1023));
+    return _mm256_castsi256_pd(_mm256_slli_epi64(b, 52));
+}
+
+/* dmath_exp four lanes at a time, the same statements lane by lane; its
+ * branches become a clamped argument and chosen results. */
+static __attribute__((target("avx2"))) void exp_avx2(double *y, const double *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        const __m256d v = _mm256_loadu_pd(x + i);
+        const __m256d nan = _mm256_cmp_pd(v, v, _CMP_UNORD_Q);
+        const __m256d over = _mm256_cmp_pd(v, V4(709.8), _CMP_GT_OQ);
+        const __m256d under = _mm256_cmp_pd(v, V4(-745.2), _CMP_LT_OQ);
+        const __m256d xe = _mm256_blendv_pd(v, V4(0.0), _mm256_or_pd(nan, _mm256_or_pd(over, under)));
+        const __m256d t = _mm256_mul_pd(xe, V4(INV_LN2));
+        const __m256d neg = _mm256_cmp_pd(t, V4(0.0), _CMP_LT_OQ);
+        const __m256d tr = _mm256_blendv_pd(_mm256_add_pd(t, V4(0.5)), _mm256_sub_pd(t, V4(0.5)), neg);
+        const __m128i k = _mm256_cvttpd_epi32(tr);
+        const __m256d kd = _mm256_cvtepi32_pd(k);
+        const __m256d hi = _mm256_sub_pd(xe, _mm256_mul_pd(kd, V4(LN2_HI)));
+        const __m256d lo = _mm256_mul_pd(kd, V4(LN2_LO));
+        const __m256d r = _mm256_sub_pd(hi, lo);
+        __m256d p = V4(1.0 / 6227020800.0);
+        p = _mm256_add_pd(V4(1.0 / 479001600.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 39916800.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 3628800.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 362880.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 40320.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 5040.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 720.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 120.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 24.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(1.0 / 6.0), _mm256_mul_pd(r, p));
+        p = _mm256_add_pd(V4(0.5), _mm256_mul_pd(r, p));
+        const __m256d q = _mm256_mul_pd(_mm256_mul_pd(r, r), p);
+        const __m256d s = _mm256_add_pd(V4(1.0), hi);
+        const __m256d err = _mm256_add_pd(_mm256_sub_pd(V4(1.0), s), hi);
+        const __m256d ey = _mm256_add_pd(s, _mm256_add_pd(err, _mm256_sub_pd(q, lo)));
+        /* k <= 1023: ey 2^k; k = 1024: (ey 2) 2^1023; k < -1021:
+         * (ey 2^(k+60)) 2^-60 */
+        const __m256d big = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmpgt_epi32(k, _mm_set1_epi32(1023))));
+        const __m256d tiny = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmplt_epi32(k, _mm_set1_epi32(-1021))));
+        const __m256d twice = _mm256_mul_pd(ey, V4(2.0));
+        const __m256d pre = _mm256_mul_pd(ey, pow2_avx2(_mm_add_epi32(k, _mm_set1_epi32(60))));
+        const __m256d a = _mm256_blendv_pd(_mm256_blendv_pd(ey, pre, tiny), twice, big);
+        const __m256d sc = _mm256_blendv_pd(
+            _mm256_blendv_pd(pow2_avx2(k), V4(0x1p-60), tiny), pow2_avx2(_mm_sub_epi32(k, _mm_set1_epi32(1))), big);
+        __m256d res = _mm256_mul_pd(a, sc);
+        res = _mm256_blendv_pd(res, V4(0.0), under);
+        res = _mm256_blendv_pd(res, V4(INFINITY), over);
+        res = _mm256_blendv_pd(res, _mm256_add_pd(v, v), nan); /* x + x */
+        _mm256_storeu_pd(y + i, res);
+    }
+    for (; i < n; i++)
+        y[i] = dmath_exp(x[i]);
+}
+#undef V4
+#endif
+
+void dmath_exp_n(double *y, const double *x, size_t n)
+{
+#ifdef DMATH_AVX2
+    if (simd_path(&array_choice) != SIMD_PATH_SCALAR) {
+        exp_avx2(y, x, n);
+        return;
+    }
+#endif
+    for (size_t i = 0; i < n; i++)
+        y[i] = dmath_exp(x[i]);
+}
+
+void dmath_tanhf_n(float *y, const float *x, size_t n)
+{
+#ifdef DMATH_AVX2
+    if (simd_path(&array_choice) != SIMD_PATH_SCALAR) {
+        tanhf_avx2(y, x, n);
+        return;
+    }
+#endif
+    for (size_t i = 0; i < n; i++)
+        y[i] = dmath_tanhf(x[i]);
+}
+
+int dmath_set_simd(int enabled)
+{
+    return simd_set(&array_choice, enabled ? SIMD_BEST : SIMD_OFF) != SIMD_OFF;
 }
 
 /* pi/2 = PIO2_1 + PIO2_2 + PIO2_3; the first two keep 33 bits so k * PIO2_1

@@ -18,6 +18,12 @@ float dmath_expf(float x);       /* (float) of a double-precision evaluation */
 float dmath_logf(float x);
 float dmath_sigmoidf(float x);   /* 1 / (1 + e^-x), stable for large |x| */
 float dmath_tanhf(float x);
+/* y[i] = dmath_tanhf(x[i]), y[i] = dmath_exp(x[i]) for i < n, bit for bit
+ * (y == x allowed): four lanes at a time with AVX2, unless LOCKSTEP_SIMD=off
+ * or dmath_set_simd(0) (returns the previous setting) chose the scalar loop. */
+int dmath_set_simd(int enabled);
+void dmath_exp_n(double *y, const double *x, size_t n);
+void dmath_tanhf_n(float *y, const float *x, size_t n);
 double dmath_cos(double x);      /* for Box-Muller; accurate for |x| <= 8 (2π and a margin) */
 double dmath_sin(double x);
 /* cos(π·x) for x in [0, 1] (NaN elsewhere), for the cosine learning-rate
