@@ -233,6 +233,41 @@ static simd_switch array_choice = SIMD_SWITCH_INIT;
 #if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
 #define DMATH_AVX2 1
 #define V4(c) _mm256_set1_pd(c)
+/* 2^k from the bits of int32 lanes k (normal exponents; other lanes give
+ * meaningless bits that the callers discard). */
+static inline __attribute__((target("avx2"), always_inline)) __m256d pow2_avx2(__m128i k)
+{
+    const __m256i b = _mm256_add_epi64(_mm256_cvtepi32_epi64(k), _mm256_set1_epi64x(1023));
+    return _mm256_castsi256_pd(_mm256_slli_epi64(b, 52));
+}
+
+/* dmath_exp's body for lanes whose k is chosen (kd = k as a double): the
+ * reduction xe - k ln 2 in two parts, the polynomial and the compensated
+ * sum, statement for statement; returns ey, e^xe = ey 2^k. Shared by
+ * tanhf_avx2 and exp_avx2. */
+static inline __attribute__((target("avx2"), always_inline)) __m256d exp_reduced_avx2(__m256d xe, __m256d kd)
+{
+    const __m256d hi = _mm256_sub_pd(xe, _mm256_mul_pd(kd, V4(LN2_HI)));
+    const __m256d lo = _mm256_mul_pd(kd, V4(LN2_LO));
+    const __m256d r = _mm256_sub_pd(hi, lo);
+    __m256d p = V4(1.0 / 6227020800.0);
+    p = _mm256_add_pd(V4(1.0 / 479001600.0), _mm256_mul_pd(r, p));
+    p = _mm256_add_pd(V4(1.0 / 39916800.0), _mm256_mul_pd(r, p));
+    p = _mm256_add_pd(V4(1.0 / 3628800.0), _mm256_mul_pd(r, p));
+    p = _mm256_add_pd(V4(1.0 / 362880.0), _mm256_mul_pd(r, p));
+    p = _mm256_add_pd(V4(1.0 / 40320.0), _mm256_mul_pd(r, p));
+    p = _mm256_add_pd(V4(1.0 / 5040.0), _mm256_mul_pd(r, p));
+    p = _mm256_add_pd(V4(1.0 / 720.0), _mm256_mul_pd(r, p));
+    p = _mm256_add_pd(V4(1.0 / 120.0), _mm256_mul_pd(r, p));
+    p = _mm256_add_pd(V4(1.0 / 24.0), _mm256_mul_pd(r, p));
+    p = _mm256_add_pd(V4(1.0 / 6.0), _mm256_mul_pd(r, p));
+    p = _mm256_add_pd(V4(0.5), _mm256_mul_pd(r, p));
+    const __m256d q = _mm256_mul_pd(_mm256_mul_pd(r, r), p);
+    const __m256d s = _mm256_add_pd(V4(1.0), hi);
+    const __m256d err = _mm256_add_pd(_mm256_sub_pd(V4(1.0), s), hi);
+    return _mm256_add_pd(s, _mm256_add_pd(err, _mm256_sub_pd(q, lo)));
+}
+
 static __attribute__((target("avx2"))) void tanhf_avx2(float *y, const float *x, size_t n)
 {
     const __m256d sign = V4(-0.0);
@@ -249,27 +284,8 @@ static __attribute__((target("avx2"))) void tanhf_avx2(float *y, const float *x,
         const __m256d t = _mm256_mul_pd(xe, V4(INV_LN2));
         const __m128i k = _mm256_cvttpd_epi32(_mm256_add_pd(t, V4(0.5)));
         const __m256d kd = _mm256_cvtepi32_pd(k);
-        const __m256d hi = _mm256_sub_pd(xe, _mm256_mul_pd(kd, V4(LN2_HI)));
-        const __m256d lo = _mm256_mul_pd(kd, V4(LN2_LO));
-        const __m256d r = _mm256_sub_pd(hi, lo);
-        __m256d p = V4(1.0 / 6227020800.0);
-        p = _mm256_add_pd(V4(1.0 / 479001600.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 39916800.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 3628800.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 362880.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 40320.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 5040.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 720.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 120.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 24.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 6.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(0.5), _mm256_mul_pd(r, p));
-        const __m256d q = _mm256_mul_pd(_mm256_mul_pd(r, r), p);
-        const __m256d s = _mm256_add_pd(V4(1.0), hi);
-        const __m256d err = _mm256_add_pd(_mm256_sub_pd(V4(1.0), s), hi);
-        const __m256d ey = _mm256_add_pd(s, _mm256_add_pd(err, _mm256_sub_pd(q, lo)));
-        const __m256i k64 = _mm256_add_epi64(_mm256_cvtepi32_epi64(k), _mm256_set1_epi64x(1023));
-        const __m256d e = _mm256_mul_pd(ey, _mm256_castsi256_pd(_mm256_slli_epi64(k64, 52)));
+        const __m256d ey = exp_reduced_avx2(xe, kd);
+        const __m256d e = _mm256_mul_pd(ey, pow2_avx2(k));
         const __m256d mid = _mm256_div_pd(_mm256_sub_pd(e, V4(1.0)), _mm256_add_pd(e, V4(1.0)));
         /* ax - ax * (ax * ax) * (1.0 / 3.0) */
         const __m256d lin =
@@ -288,14 +304,6 @@ static __attribute__((target("avx2"))) void tanhf_avx2(float *y, const float *x,
         y[i] = dmath_tanhf(x[i]);
 }
 
-/* 2^k from the bits of int32 lanes k (normal exponents; other lanes give
- * meaningless bits that the callers discard). */
-static __attribute__((target("avx2"))) __m256d pow2_avx2(__m128i k)
-{
-    const __m256i b = _mm256_add_epi64(_mm256_cvtepi32_epi64(k), _mm256_set1_epi64x(1023));
-    return _mm256_castsi256_pd(_mm256_slli_epi64(b, 52));
-}
-
 /* dmath_exp four lanes at a time, the same statements lane by lane; its
  * branches become a clamped argument and chosen results. */
 static __attribute__((target("avx2"))) void exp_avx2(double *y, const double *x, size_t n)
@@ -312,25 +320,7 @@ static __attribute__((target("avx2"))) void exp_avx2(double *y, const double *x,
         const __m256d tr = _mm256_blendv_pd(_mm256_add_pd(t, V4(0.5)), _mm256_sub_pd(t, V4(0.5)), neg);
         const __m128i k = _mm256_cvttpd_epi32(tr);
         const __m256d kd = _mm256_cvtepi32_pd(k);
-        const __m256d hi = _mm256_sub_pd(xe, _mm256_mul_pd(kd, V4(LN2_HI)));
-        const __m256d lo = _mm256_mul_pd(kd, V4(LN2_LO));
-        const __m256d r = _mm256_sub_pd(hi, lo);
-        __m256d p = V4(1.0 / 6227020800.0);
-        p = _mm256_add_pd(V4(1.0 / 479001600.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 39916800.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 3628800.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 362880.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 40320.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 5040.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 720.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 120.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 24.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(1.0 / 6.0), _mm256_mul_pd(r, p));
-        p = _mm256_add_pd(V4(0.5), _mm256_mul_pd(r, p));
-        const __m256d q = _mm256_mul_pd(_mm256_mul_pd(r, r), p);
-        const __m256d s = _mm256_add_pd(V4(1.0), hi);
-        const __m256d err = _mm256_add_pd(_mm256_sub_pd(V4(1.0), s), hi);
-        const __m256d ey = _mm256_add_pd(s, _mm256_add_pd(err, _mm256_sub_pd(q, lo)));
+        const __m256d ey = exp_reduced_avx2(xe, kd);
         /* k <= 1023: ey 2^k; k = 1024: (ey 2) 2^1023; k < -1021:
          * (ey 2^(k+60)) 2^-60 */
         const __m256d big = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmpgt_epi32(k, _mm_set1_epi32(1023))));
