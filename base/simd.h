@@ -21,6 +21,10 @@
 #define LS_SIMD_CLONES
 #endif
 
+/* A kernel's inner step that the compiler must inline, so that the
+ * caller's accumulators stay in registers (dense, optimiser, logic kernels). */
+#define FORCE_INLINE inline __attribute__((always_inline))
+
 /* Run-time choice of the hand-written SIMD paths (dense and logic kernels).
  * The CPU is asked once; LOCKSTEP_SIMD ("off", "0" or "scalar": the scalar
  * twins; "avx2": at most AVX2; else the best the CPU offers) gives every

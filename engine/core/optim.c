@@ -387,9 +387,6 @@ static void adamw_binary64(float *po, const float *p, const float *restrict grad
     }
 }
 
-#if OPTIM_X86
-#define FORCE_INLINE inline __attribute__((always_inline))
-#endif
 
 /* -1: no lane takes the binary64 path, 0: the tiny lanes, 1: every finite
  * lane (optim_set_exact_lanes). */

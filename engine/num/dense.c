@@ -259,7 +259,6 @@ enum { END_STORE, END_ADD };
 #define Z_NB (16 * Z_NV)   /* columns of a tile */
 #define Y_NB (8 * Y_NV)
 
-#define FORCE_INLINE inline __attribute__((always_inline))
 /* The first tile of a panel that is not packed reads each row of Bm
  * first, rows ldb floats apart (the MLP's forward: a row of W every KiB).
  * At 2 threads half of those lines were last written by the other core's

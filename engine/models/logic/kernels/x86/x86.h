@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/simd.h"
 #include "engine/models/logic/logic.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
@@ -77,7 +78,6 @@ void logic_avx2_exp_lanes(const double *x, double *out);
 __attribute__((target("avx2")))
 void logic_avx2_expf_lanes(const float *x, float *out, int shortcut);
 
-#define FORCE_INLINE inline __attribute__((always_inline))
 
 /* ---- logic_backward_lanes: one vector per virtual accumulator. ----
  *
