@@ -507,11 +507,7 @@ static int run_mpi(mpi_ctx *c, int resume, int argc, char **argv)
     ls_metric metrics[LS_MAX_METRICS];
     size_t n_metrics = 0;
     if (c->rank == 0 && a.no_eval) {
-        ls_session_state ss;
-        ls_session_state_get(s, &ss);
-        for (int64_t step = ss.step; step < ss.target && st == LS_OK; step++)
-            st = run_interrupted ? ls_fail(&err, LS_EINTR, "interrupted after step %lld", (long long)step)
-                                 : ls_session_step(s, NULL, &err);
+        st = run_steps(s, &err);
     } else if (c->rank == 0) {
         st = ls_session_train(s, 0, a.eval_every, &run_interrupted, metrics, &n_metrics, &err);
     } else {

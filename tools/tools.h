@@ -151,6 +151,9 @@ ls_status run_restore(const char *db_path, int64_t run_id, int threads, int prog
 /* Set by the SIGINT/SIGTERM handler; the driver stops between steps. */
 extern volatile int run_interrupted;
 void run_install_signals(void);
+/* Steps s to its target with no evaluation (--no-eval, golden check and
+ * update, bench); LS_EINTR between steps once run_interrupted is set. */
+ls_status run_steps(ls_session *s, ls_err *err);
 double run_now(void);
 
 int cmd_train(int argc, char **argv);

@@ -108,6 +108,15 @@ def openblas_core(extra_env=None):
     return "?"
 
 
+def cpu_model():
+    """The CPU's model name from /proc/cpuinfo ("?" when it gives none)."""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "?"
+
+
 def peer_openblas_env():
     """OPENBLAS_CORETYPE for the peer, so that it runs at its best.
 
@@ -172,12 +181,7 @@ def main():
         return
     import torch
     threads = [int(t) for t in a.threads.split(",")]
-    cpu = "?"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+    cpu = cpu_model()
     blas = os.path.realpath("/usr/lib/x86_64-linux-gnu/libblas.so.3")
     peer_env, blas_note = peer_openblas_env()
     PEER_ENV.update(peer_env)

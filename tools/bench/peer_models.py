@@ -53,7 +53,7 @@ import time
 sys.dont_write_bytecode = True   # no __pycache__ beside the scripts
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-from peer import PEER_UNSET, clean_env, peer_openblas_env
+from peer import PEER_UNSET, clean_env, cpu_model, peer_openblas_env
 from stats import median, row, spread
 
 DATA_DIR = os.environ.get("LOCKSTEP_DATA_DIR") or "/usr/share/datasets/fashion-mnist"
@@ -362,12 +362,7 @@ def main():
     missing = {m: [f for f in MODELS[m]["needs"] if not os.path.exists(os.path.join(HERE, f))] for m in models}
     if not os.path.exists(os.path.join(os.path.dirname(os.path.abspath(a.binary)), "python", "lockstep")):
         sys.exit(f"peer_models: no Python binding beside {a.binary} (make python)")
-    cpu = "?"
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
+    cpu = cpu_model()
     import torch
     env, blas_note = peer_openblas_env()
     PEER_ENV.update(env)
