@@ -12,6 +12,10 @@ WERROR  ?= -Werror
 LDFLAGS ?=
 PREFIX  ?= /usr/local
 DESTDIR ?=
+# Compile jobs of the builds the test and check targets make, and the test
+# programs tests/run_tests.sh runs side by side: one per core.
+LS_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+export LS_JOBS
 
 # Flags that would let the compiler reorder or fuse floating point.
 BANNED := -ffast-math -Ofast -ffp-contract=fast -ffp-contract=on -fassociative-math \
@@ -306,7 +310,7 @@ $(BUILD)/python/lockstep/%.py: python/lockstep/%.py
 .SECONDARY: $(TEST_COMMON_OBJ) $(TEST_TOOL_BIN:$(BUILD)/tests/%=$(BUILD)/obj/tests/%.o)
 
 test: deps
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) --no-print-directory -j$(LS_JOBS) build
 	@BUILD=$(BUILD) sh tests/run_tests.sh
 
 check-layers:
@@ -323,7 +327,7 @@ docs-cli: $(BIN)
 # screenshot is kept as $(BUILD)/check-report/report.png (docs/report.png is
 # the README's copy).
 check-report: deps
-	@$(MAKE) --no-print-directory $(BIN)
+	@$(MAKE) --no-print-directory -j$(LS_JOBS) $(BIN)
 	@sh tools/check_report.sh $(BIN)
 
 # build/lockstep-mpi: tools/mpi_main.c (the only file that includes mpi.h)
@@ -391,17 +395,17 @@ uninstall:
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
 
 demo: deps
-	@$(MAKE) --no-print-directory $(BIN)
+	@$(MAKE) --no-print-directory -j$(LS_JOBS) $(BIN)
 	@sh tools/demo.sh $(BIN)
 
 bench: deps
-	@$(MAKE) --no-print-directory $(BIN)
+	@$(MAKE) --no-print-directory -j$(LS_JOBS) $(BIN)
 	@sh tools/bench/all.sh $(BIN)
 
 # PyTorch + OpenBLAS on the same MLP, interleaved with lockstep's own runs;
 # then the declared models (peer_models.py, through the Python binding).
 bench-peer: deps
-	@$(MAKE) --no-print-directory $(BIN) python
+	@$(MAKE) --no-print-directory -j$(LS_JOBS) $(BIN) python
 	@missing=$$(for p in $(PEER_PKGS); do dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null \
 	    | grep -q 'install ok installed' || echo $$p; done); \
 	if [ -n "$$missing" ]; then \
@@ -436,7 +440,7 @@ check-cross: deps-cross
 # tests) from their own folders; any report fails the run.
 SAN_COMMON := -O1 -g -fno-omit-frame-pointer -fno-sanitize-recover=all
 check-asan: deps
-	@$(MAKE) --no-print-directory BUILD=build-asan OPT="$(SAN_COMMON) -fsanitize=address,undefined" build
+	@$(MAKE) --no-print-directory -j$(LS_JOBS) BUILD=build-asan OPT="$(SAN_COMMON) -fsanitize=address,undefined" build
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=0:exitcode=86 UBSAN_OPTIONS=print_stacktrace=1 \
 	    BUILD=build-asan sh tests/run_tests.sh
 
@@ -451,7 +455,7 @@ TSAN_TESTS := test_pool test_tree test_train test_session test_plan test_referen
               test_crash test_api test_nn test_optim test_cliques test_ged test_logic_ca test_gnn test_arrays \
               test_record_ext
 check-tsan: deps
-	@$(MAKE) --no-print-directory BUILD=build-tsan OPT="$(SAN_COMMON) -fsanitize=thread -DLS_NO_CLONES" build
+	@$(MAKE) --no-print-directory -j$(LS_JOBS) BUILD=build-tsan OPT="$(SAN_COMMON) -fsanitize=thread -DLS_NO_CLONES" build
 	@TSAN_OPTIONS=halt_on_error=1:exitcode=66 BUILD=build-tsan ONLY="$(TSAN_TESTS)" sh tests/run_tests.sh
 
 clean:

@@ -38,19 +38,62 @@ expected_skip() {
 passed=0
 failed=0
 skipped=0
-log=$(mktemp)
-skips=$(mktemp)
-# ONLY="test_a test_b ...": just those programs (check-tsan's threaded set).
+work=$(mktemp -d) || exit 1
+trap 'rm -rf "$work"' EXIT
+# The programs run in the background, where a shell without job control
+# ignores SIGINT: an interrupt stops the whole process group, them too.
+trap 'trap - INT TERM; kill -TERM 0; exit 130' INT TERM
+skips=$work/skips
+
+# LS_JOBS programs run at once (the Makefile passes one per core; 1 when
+# unset), each into its own log. The results are read in the order the
+# programs start, each as soon as it ends, so the lines are the same
+# whatever LS_JOBS is, the seconds apart. The longest programs (under some
+# build) start first, so the last ones to end are short. The programs that
+# run make in the repository (test_example, test_mpi, test_python) share
+# $BUILD: they take turns through the lock $LS_MAKE_LOCK.
+export LS_MAKE_LOCK="$work/make.lock"
+FIRST='test_logic_ca test_session test_plan test_mpi test_python test_arrays test_text test_docs
+       test_export test_train test_layers test_cliques test_crash test_badinput test_cli'
+list=""
+for name in $FIRST; do
+    [ -x "$BUILD/tests/$name" ] && list="$list $name"
+done
 for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
-    if [ -n "${ONLY:-}" ]; then
-        case " $ONLY " in *" $name "*) ;; *) continue ;; esac
-    fi
+    case " $(echo $FIRST) " in *" $name "*) continue ;; esac
+    list="$list $name"
+done
+# ONLY="test_a test_b ...": just those programs (check-tsan's threaded set).
+if [ -n "${ONLY:-}" ]; then
+    kept=""
+    for name in $list; do
+        case " $ONLY " in *" $name "*) kept="$kept $name" ;; esac
+    done
+    list=$kept
+fi
+
+# One program: its output in $work/NAME.log, then "status seconds" in
+# $work/NAME.done (renamed into place, so a reader sees it whole).
+printf '%s\n' $list | xargs -P "${LS_JOBS:-1}" -I '{}' sh -c '
     start=$(date +%s)
-    "$t" >"$log" 2>&1
-    rc=$?
-    secs=$(( $(date +%s) - start ))
+    "$1/tests/$2" >"$3/$2.log" 2>&1
+    echo "$? $(( $(date +%s) - start ))" >"$3/$2.tmp"
+    mv "$3/$2.tmp" "$3/$2.done"' sh "$BUILD" '{}' "$work" &
+runner=$!
+
+for name in $list; do
+    while [ ! -f "$work/$name.done" ]; do
+        kill -0 "$runner" 2>/dev/null || [ -f "$work/$name.done" ] || {
+            echo "FAIL $name (never ran: the runner stopped)"
+            failed=$((failed + 1))
+            continue 2
+        }
+        sleep 0.2
+    done
+    read -r rc secs <"$work/$name.done"
+    log=$work/$name.log
     ok=$(grep -c '^\[       OK \]' "$log")
     run=$(grep -c '^\[ RUN      \]' "$log")
     # cmocka names a skipped case twice (as it runs, and in the closing list).
@@ -87,6 +130,6 @@ for t in "$BUILD"/tests/test_*; do
         grep -v -e '^\[' "$log" | sed 's/^/    /'
     fi
 done
-rm -f "$log" "$skips"
+wait "$runner"
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ] && [ "$passed" -gt 0 ]

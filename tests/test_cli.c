@@ -312,6 +312,26 @@ static void test_train_runs_show(void **state)
     assert_int_equal(steps_of(db, "b"), 21);
 }
 
+/* --no-eval: the same steps and trajectory as a run that evaluates at the
+ * end, and no row in evals (an oracle behind the CLI's back). */
+static void test_no_eval_records_no_evaluation(void **state)
+{
+    proc_ctx *c = *state;
+    char db[256];
+    proc_tpath(c, "D", db, sizeof db);
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "12", "--db", "D", "--name", "e", "--threads", "2");
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "12", "--db", "D", "--name", "n", "--threads", "3",
+           "--no-eval");
+    const char *evals = "SELECT count(*) FROM evals WHERE run = (SELECT id FROM runs WHERE name = ?1)";
+    assert_true(sql_int(db, evals, "e") > 0);
+    assert_int_equal(sql_int(db, evals, "n"), 0);
+    assert_int_equal(steps_of(db, "n"), 13);
+    const char *last = "SELECT traj_hash FROM steps WHERE run = (SELECT id FROM runs WHERE name = ?1) "
+                       "ORDER BY step DESC LIMIT 1";
+    assert_true(sql_int(db, last, "e") == sql_int(db, last, "n"));
+    RUN_OK(c, "verify", "e", "n", "--db", "D");
+}
+
 static void test_verify_identical_across_threads(void **state)
 {
     proc_ctx *c = *state;
@@ -1019,6 +1039,7 @@ int main(void)
         return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_train_runs_show, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_no_eval_records_no_evaluation, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_verify_identical_across_threads, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_equiv, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_verify_lr_differs, setup_dir, proc_ctx_teardown),

@@ -40,7 +40,7 @@ mk() {
     [ -n "${LS_TEST_OPT+x}" ] && set -- "$@" OPT="$LS_TEST_OPT"
     [ -n "${LS_TEST_CFLAGS+x}" ] && set -- "$@" CFLAGS="$LS_TEST_CFLAGS"
     [ -n "${LS_TEST_LDFLAGS+x}" ] && set -- "$@" LDFLAGS="$LS_TEST_LDFLAGS"
-    make "$@"
+    flock "${LS_MAKE_LOCK:-$T/make.lock}" make "$@"   # tests/run_tests.sh runs programs side by side
 }
 
 # pkg-config as a user of this staged installation would run it.

@@ -70,7 +70,7 @@ mk() {
     [ -n "${LS_TEST_OPT+x}" ] && set -- "$@" OPT="$LS_TEST_OPT"
     [ -n "${LS_TEST_CFLAGS+x}" ] && set -- "$@" CFLAGS="$LS_TEST_CFLAGS"
     [ -n "${LS_TEST_LDFLAGS+x}" ] && set -- "$@" LDFLAGS="$LS_TEST_LDFLAGS"
-    make "$@"
+    flock "${LS_MAKE_LOCK:-$T/make.lock}" make "$@"   # tests/run_tests.sh runs programs side by side
 }
 
 # The trajectory hash a train/resume result line ends with.

@@ -16,7 +16,7 @@ for spec in "gcc|-O0" "gcc|-O2" "gcc|-O3 -march=native" "clang|-O2" "clang|-O3 -
     opt=${spec#*|}
     dir="build-check-$cc$(echo "$opt" | tr -c 'a-zA-Z0-9\n' '-')"
     echo "== $cc $opt -> $dir"
-    make --no-print-directory BUILD="$dir" CC="$cc" OPT="$opt -g" "$dir/lockstep" >/dev/null
+    make --no-print-directory -j"${LS_JOBS:-2}" BUILD="$dir" CC="$cc" OPT="$opt -g" "$dir/lockstep" >/dev/null
     if "$dir/lockstep" golden check --threads 1,3; then
         summary="$summary  ok    $cc $opt\n"
     else
@@ -25,7 +25,7 @@ for spec in "gcc|-O0" "gcc|-O2" "gcc|-O3 -march=native" "clang|-O2" "clang|-O3 -
     fi
 done
 echo "== gcc -O2 with LOCKSTEP_SIMD=off (scalar twins)"
-make --no-print-directory build/lockstep >/dev/null
+make --no-print-directory -j"${LS_JOBS:-2}" build/lockstep >/dev/null
 if LOCKSTEP_SIMD=off build/lockstep golden check --threads 1,3; then
     summary="$summary  ok    gcc -O2, LOCKSTEP_SIMD=off\n"
 else

@@ -17,12 +17,16 @@ static void print_config_help(const ls_config *cfg)
     fputs("tasks (--task):\n", stdout);
     for (size_t i = 0; ls_task_at(i) != NULL; i++) {
         const ls_task_desc *t = ls_task_at(i);
-        char models[256];
+        char models[256], words[258] = " ";   /* words: " a b c ", to match whole names */
         config_task_models(t, ", ", models, sizeof models);
+        config_task_models(t, " ", words + 1, sizeof words - 2);
+        strcat(words, " ");
         char own[128] = "";   /* models whose default steps differ from the task's */
         for (size_t m = 0, at = 0; ls_model_at(m) != NULL && at < sizeof own; m++) {
+            char word[80];
+            snprintf(word, sizeof word, " %s ", ls_model_at(m)->name);
             int64_t steps = config_task_steps(t, ls_model_at(m)->name);
-            if (steps != config_task_steps(t, "") && strstr(models, ls_model_at(m)->name) != NULL)
+            if (steps != config_task_steps(t, "") && strstr(words, word) != NULL)
                 at += (size_t)snprintf(own + at, sizeof own - at, ", %s %lld", ls_model_at(m)->name, (long long)steps);
         }
         printf("  %-16s %s\n  %-16s models %s (default %s); %lld steps by default%s\n", t->name,

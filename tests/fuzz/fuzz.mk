@@ -133,10 +133,13 @@ define FUZZ_RUN
 	if [ -n "$$fail" ]; then echo "fuzz: crashes in:$$fail"; exit 1; fi
 endef
 
-fuzz: fuzz-build
+# The build in $(LS_JOBS) jobs (the top Makefile's: one per core).
+fuzz:
+	@$(MAKE) --no-print-directory -j$(LS_JOBS) fuzz-build
 	$(call FUZZ_RUN,$(FUZZ_SECONDS))
 
-fuzz-ci: fuzz-build
+fuzz-ci:
+	@$(MAKE) --no-print-directory -j$(LS_JOBS) fuzz-build
 	$(call FUZZ_RUN,$(FUZZ_CI_SECONDS))
 
 fuzz-clean:
