@@ -78,9 +78,10 @@ size_t optim_first_nonfinite(const float *x, size_t n);
 /* For tests: AdamW's lanes with tiny operands take a binary64 path that
  * gives the plain float loop's bits without subnormal arithmetic (optim.c).
  * -1: no lane takes it, 1: every lane whose operands are finite, 0: the
- * default, the lanes with a tiny operand on the SIMD paths (AVX2: whole
- * vectors of 8 holding one) and none on the scalar path. Returns the
- * previous mode. */
+ * lanes with a tiny operand on the SIMD paths (AVX2: whole vectors of 8
+ * holding one) and none on the scalar path, 2: the default, 0 on a core
+ * where subnormal arithmetic is slow (measured once a process: Intel's
+ * assists), else -1. Returns the previous mode. */
 int optim_set_exact_lanes(int mode);
 /* Lanes the binary64 path has computed since the program started (tests:
  * that the default mode does send the tiny lanes there). */
