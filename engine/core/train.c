@@ -12,6 +12,7 @@
 #include "reduce/tree.h"
 #include "engine/num/dmath.h"
 #include "engine/core/optim.h"
+#include "engine/data/idx.h"
 #include "engine/data/safetensors.h"
 #include "reduce/pool.h"
 #include "engine/num/rng.h"
@@ -157,7 +158,10 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
     if (t == NULL)
         return ls_fail(err, LS_ENOMEM, "trainer: out of memory");
     if (data == NULL) {
-        if ((st = trainer_load_data(cfg, &t->owned_data, err)) != LS_OK)
+        const int prev = idx_load_threads(threads);   /* an IDX task decodes on up to 2 of them */
+        st = trainer_load_data(cfg, &t->owned_data, err);
+        idx_load_threads(prev);
+        if (st != LS_OK)
             goto fail;
         data = t->owned_data;   /* still NULL for tasks that generate their samples */
     }
