@@ -315,7 +315,9 @@ static void sgd_range(float *po, const float *p, const float *restrict grad, flo
  * vcvtpd2ps making subnormals and vcvtps2pd reading them run as fast as on
  * normal numbers, where a vector multiply that reads one takes 80 times as
  * long). So the paths give the same bits for every finite input, and which
- * lanes take which is only a matter of speed. The AVX-512 path (adamw_z)
+ * lanes take which is only a matter of speed: where subnormal arithmetic
+ * costs no assist (subnormals_slow: AMD's Zen 3) no lane takes binary64,
+ * which there only cost time. The AVX-512 path (adamw_z)
  * packs the tiny lanes with vcompressps and computes them 32 at a time; the
  * AVX2 path (adamw_y), which has no compress, does a vector of 8 holding a
  * tiny lane whole in binary64 (unless a lane of it holds a NaN or an
@@ -796,11 +798,12 @@ static void adamw_range(float *po, const float *p, const float *restrict grad, f
 
 /* Whether this core takes much longer for a float multiply that reads and
  * makes subnormals than for one on normal numbers: 1 where it does (Intel
- * cores take a microcode assist of about 130 cycles), 0 where not (AMD Zen 3
- * runs them at full speed: there the binary64 path only cost time, 13% of a
- * 1000-step fashion-mnist run, more than the plain update). Measured once a
- * process, the best of five rounds of a chain of 512 products each way: a
- * ratio above 4 (an assist makes it about 40; a busy host disturbs a round,
+ * cores take a microcode assist of about 130 cycles), 0 where not (on AMD's
+ * Zen 3 the chain below takes 1.5 times as long, and the binary64 path was
+ * 13% of a 1000-step fashion-mnist run, twice the plain update's time).
+ * Measured once a process, the best of five rounds of a chain of 1024
+ * products each way (about 1 µs): slow above 4 times as long (an assist of
+ * 130 cycles on a product of 3 would be 40; a busy host disturbs a round,
  * rarely all five). Which lanes take binary64 is only a matter of speed,
  * never of bits, so neither a wrong answer nor one that differs between
  * runs changes a result. */
