@@ -693,9 +693,14 @@ int exact_y(__m256 P, __m256 G, __m256 M, __m256 V, float div, int mode)
 }
 
 static FORCE_INLINE __attribute__((target("avx2")))
-void adamw_y_body(float *po, const float *p, const float *restrict grad, float *restrict m, float *restrict v,
-                  size_t n, const adamw_hyper *h, int mode, int by_scale, int div1, int div2)
+void adamw_y_body(float *po, const float *p, const float *restrict grad, const float *restrict grad2,
+                  float *restrict m, float *restrict v, size_t n, const adamw_hyper *h, int mode, int by_scale,
+                  int div1, int div2, int pair)
 {
+    /* the gradient's 8 lanes at i: with pair, grad + grad2 (the tree's last
+     * addition, optim_update_sum) */
+#define LOAD_G(i) (pair ? _mm256_add_ps(_mm256_loadu_ps(grad + (i)), _mm256_loadu_ps(grad2 + (i))) \
+                        : _mm256_loadu_ps(grad + (i)))
     const adamw_y_hyper k = {
         _mm256_set1_ps(h->scale), _mm256_set1_ps(h->div),   _mm256_set1_ps(h->c),
         _mm256_set1_ps(-h->c),    _mm256_set1_ps(h->b1),    _mm256_set1_ps(1.0f - h->b1),
@@ -717,9 +722,9 @@ void adamw_y_body(float *po, const float *p, const float *restrict grad, float *
         const __m256i gb = BOUND_Q(TINY_G * gdiv);
 #undef BOUND_Q
         for (; i + 16 <= n; i += 16) {
-            const __m256 P0 = _mm256_loadu_ps(p + i), G0 = _mm256_loadu_ps(grad + i);
+            const __m256 P0 = _mm256_loadu_ps(p + i), G0 = LOAD_G(i);
             const __m256 M0 = _mm256_loadu_ps(m + i), V0 = _mm256_loadu_ps(v + i);
-            const __m256 P1 = _mm256_loadu_ps(p + i + 8), G1 = _mm256_loadu_ps(grad + i + 8);
+            const __m256 P1 = _mm256_loadu_ps(p + i + 8), G1 = LOAD_G(i + 8);
             const __m256 M1 = _mm256_loadu_ps(m + i + 8), V1 = _mm256_loadu_ps(v + i + 8);
             const __m256i pv = _mm256_min_epi32(
                 _mm256_min_epi32(QMAG(P0), QKEY(_mm256_castps_si256(V0))),
@@ -749,7 +754,7 @@ void adamw_y_body(float *po, const float *p, const float *restrict grad, float *
 #undef QMAG
     }
     for (; i + 8 <= n; i += 8) {
-        const __m256 P = _mm256_loadu_ps(p + i), G = _mm256_loadu_ps(grad + i);
+        const __m256 P = _mm256_loadu_ps(p + i), G = LOAD_G(i);
         const __m256 M = _mm256_loadu_ps(m + i), V = _mm256_loadu_ps(v + i);
         if (mode >= 0 && exact_y(P, G, M, V, gdiv, mode)) {
             binary64_y(po, m, v, i, P, G, M, V, h);
@@ -758,11 +763,20 @@ void adamw_y_body(float *po, const float *p, const float *restrict grad, float *
             plain_y(po, m, v, i, P, G, M, V, &k, by_scale, div1, div2);
         }
     }
+#undef LOAD_G
     if (whole)
         atomic_fetch_add_explicit(&binary64_lanes, whole, memory_order_relaxed);
-    if (i < n)
-        adamw_range(po + i, p + i, grad + i, m + i, v + i, n - i, h->lr, h->b1, h->b2, h->bc1, h->bc2, h->eps,
+    if (i < n) {
+        float g[8];   /* fewer than 8 left */
+        const float *gi = grad + i;
+        if (pair) {
+            for (size_t j = 0; j < n - i; j++)
+                g[j] = grad[i + j] + grad2[i + j];
+            gi = g;
+        }
+        adamw_range(po + i, p + i, gi, m + i, v + i, n - i, h->lr, h->b1, h->b2, h->bc1, h->bc2, h->eps,
                     h->decay, h->c, h->div, h->scale);
+    }
 }
 
 /* adamw_y_body with its three choices as constants for the usual cases (a
@@ -770,16 +784,23 @@ void adamw_y_body(float *po, const float *p, const float *restrict grad, float *
  * to 1, after 157 steps at β1 = 0.9; v̂'s, for β2 = 0.999, after 17,000), so
  * the loop tests none of them. */
 static __attribute__((target("avx2")))
-void adamw_y(float *po, const float *p, const float *restrict grad, float *restrict m, float *restrict v, size_t n,
-             const adamw_hyper *h, int mode)
+void adamw_y(float *po, const float *p, const float *restrict grad, const float *restrict grad2, float *restrict m,
+             float *restrict v, size_t n, const adamw_hyper *h, int mode)
 {
     const int by_scale = h->scale != 0.0f, div1 = h->bc1 != 1.0f, div2 = h->bc2 != 1.0f;
-    if (by_scale && !div1 && div2)
-        adamw_y_body(po, p, grad, m, v, n, h, mode, 1, 0, 1);
-    else if (by_scale && div1 && div2)
-        adamw_y_body(po, p, grad, m, v, n, h, mode, 1, 1, 1);
-    else
-        adamw_y_body(po, p, grad, m, v, n, h, mode, by_scale, div1, div2);
+    if (by_scale && !div1 && div2) {
+        if (grad2 != NULL)
+            adamw_y_body(po, p, grad, grad2, m, v, n, h, mode, 1, 0, 1, 1);
+        else
+            adamw_y_body(po, p, grad, NULL, m, v, n, h, mode, 1, 0, 1, 0);
+    } else if (by_scale && div1 && div2) {
+        if (grad2 != NULL)
+            adamw_y_body(po, p, grad, grad2, m, v, n, h, mode, 1, 1, 1, 1);
+        else
+            adamw_y_body(po, p, grad, NULL, m, v, n, h, mode, 1, 1, 1, 0);
+    } else {
+        adamw_y_body(po, p, grad, grad2, m, v, n, h, mode, by_scale, div1, div2, grad2 != NULL);
+    }
 }
 #endif
 
@@ -841,8 +862,10 @@ static int subnormals_slow(void)
 /* The SIMD paths send the tiny lanes to binary64 (adamw_z, adamw_y); the
  * scalar path runs the plain loop, or, with every lane asked for (tests),
  * adamw_binary64 on each finite one. */
-static void adamw(float *po, const float *p, const float *restrict grad, float *restrict m, float *restrict v,
-                  size_t n, const adamw_hyper *h)
+/* grad2 (NULL or, on the AVX2 path only, a second gradient to add:
+ * optim_update_sum). */
+static void adamw(float *po, const float *p, const float *restrict grad, const float *restrict grad2,
+                  float *restrict m, float *restrict v, size_t n, const adamw_hyper *h)
 {
     int mode = atomic_load_explicit(&exact_lanes, memory_order_relaxed);
     if (mode == EXACT_AUTO)
@@ -856,7 +879,7 @@ static void adamw(float *po, const float *p, const float *restrict grad, float *
         return;
     }
     if (path == SIMD_PATH_AVX2) {
-        adamw_y(po, p, grad, m, v, n, h, mode);
+        adamw_y(po, p, grad, grad2, m, v, n, h, mode);
         return;
     }
 #endif
@@ -929,7 +952,8 @@ static int any_nonfinite(const float *x, size_t n)
 }
 
 /* The kernels over [lo, hi) with weight decay on (decays) or off. */
-static void update_range(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
+static void update_range(const optim *o, float *out, const float *in, const float *grad, const float *grad2,
+                         float grad_div, size_t lo,
                          size_t hi, int decays)
 {
     if (hi <= lo)
@@ -943,12 +967,13 @@ static void update_range(const optim *o, float *out, const float *in, const floa
     {
         const adamw_hyper h = { o->lr_now, o->beta1, o->beta2, o->bc1, o->bc2, o->eps, decays ? o->decay : 1.0f,
                                 c, grad_div, scale };
-        adamw(out + lo, in + lo, grad + lo, o->m + lo, o->v + lo, hi - lo, &h);
+        adamw(out + lo, in + lo, grad + lo, grad2 != NULL ? grad2 + lo : NULL, o->m + lo, o->v + lo, hi - lo, &h);
     }
 }
 
 /* [lo, hi) split where weight decay turns off and on (decay_groups). */
-static void update_groups(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
+static void update_groups(const optim *o, float *out, const float *in, const float *grad, const float *grad2,
+                          float grad_div, size_t lo,
                           size_t hi)
 {
     size_t at = lo;
@@ -957,11 +982,11 @@ static void update_groups(const optim *o, float *out, const float *in, const flo
         if (g.hi <= at)
             continue;
         const size_t a = g.lo > at ? (g.lo < hi ? g.lo : hi) : at, b = g.hi < hi ? g.hi : hi;
-        update_range(o, out, in, grad, grad_div, at, a, 1);
-        update_range(o, out, in, grad, grad_div, a, b, 0);
+        update_range(o, out, in, grad, grad2, grad_div, at, a, 1);
+        update_range(o, out, in, grad, grad2, grad_div, a, b, 0);
         at = b;
     }
-    update_range(o, out, in, grad, grad_div, at, hi, 1);
+    update_range(o, out, in, grad, grad2, grad_div, at, hi, 1);
 }
 
 /* Elements per block of the clipped gradient (on the stack: 4 KiB). */
@@ -973,7 +998,7 @@ int optim_update(const optim *o, float *out, const float *in, const float *grad,
     if (hi <= lo)
         return 0;
     if (o->gscale == 1.0f) {
-        update_groups(o, out, in, grad, grad_div, lo, hi);
+        update_groups(o, out, in, grad, NULL, grad_div, lo, hi);
     } else {
         /* The global-norm clip: g·s, g the gradient element as the update
          * takes it (grad / div) and s the step's factor, one float multiply;
@@ -984,10 +1009,35 @@ int optim_update(const optim *o, float *out, const float *in, const float *grad,
             const size_t b = hi - a > CLIP_BLOCK ? a + CLIP_BLOCK : hi;
             for (size_t i = a; i < b; i++)
                 g[i - a] = (scale != 0.0f ? grad[i] * scale : grad[i] / grad_div) * o->gscale;
-            update_groups(o, out, in, g - a, 1.0f, a, b);
+            update_groups(o, out, in, g - a, NULL, 1.0f, a, b);
         }
     }
     return any_nonfinite(out + lo, hi - lo);
+}
+
+int optim_update_sum(const optim *o, float *out, const float *in, const float *grad, const float *grad2,
+                     float grad_div, size_t lo, size_t hi)
+{
+    if (hi <= lo)
+        return 0;
+#if OPTIM_X86
+    /* AdamW's AVX2 path adds the two as it loads them: the sum is never
+     * written (the tree's buffer stays clean) nor read back. */
+    if (o->kind == OPT_ADAMW && o->gscale == 1.0f && simd_path(&simd_choice) == SIMD_PATH_AVX2) {
+        update_groups(o, out, in, grad, grad2, grad_div, lo, hi);
+        return any_nonfinite(out + lo, hi - lo);
+    }
+#endif
+    /* Elsewhere the sum in blocks on the stack, then optim_update. */
+    float g[CLIP_BLOCK];
+    int bad = 0;
+    for (size_t a = lo; a < hi; a += CLIP_BLOCK) {
+        const size_t b = hi - a > CLIP_BLOCK ? a + CLIP_BLOCK : hi;
+        for (size_t i = a; i < b; i++)
+            g[i - a] = grad[i] + grad2[i];
+        bad |= optim_update(o, out, in, g - a, grad_div, a, b);
+    }
+    return bad;
 }
 
 size_t optim_first_nonfinite(const float *x, size_t n)

@@ -411,7 +411,11 @@ static void trainer_update_piece(void *ctx, size_t piece, int worker)
     const size_t n = t->plan.n_params, a = piece * PLAN_UPDATE_PIECE;
     const size_t b = n - a > PLAN_UPDATE_PIECE ? a + PLAN_UPDATE_PIECE : n;
     int bad;
-    if (t->plan.finish_folded)   /* the finish folded in: grad = sum / (float)B, the same division */
+    const float *half_a, *half_b;
+    if (t->plan.finish_folded && t->sum == NULL && tree_top_halves(t->reducer, a, b, &half_a, &half_b))
+        /* the tree's very last addition too, as the optimiser loads the two halves */
+        bad = optim_update_sum(t->opt, t->params_next, t->params, half_a, half_b, (float)t->cfg.batch, a, b);
+    else if (t->plan.finish_folded)   /* the finish folded in: grad = sum / (float)B, the same division */
         bad = optim_update(t->opt, t->params_next, t->params, step_sum(t, a, b), (float)t->cfg.batch, a, b);
     else
         bad = optim_update(t->opt, t->params_next, t->params, t->grad, 1.0f, a, b);
