@@ -26,7 +26,7 @@ run() {
 }
 
 : >"$tmp/rows"
-for r in $(seq 1 "$REPS"); do
+for _ in $(seq 1 "$REPS"); do
     rm -f "$tmp"/*.db
     t0=$(bench_now)
     run 1 "$tmp/one.db"
@@ -46,10 +46,12 @@ for r in $(seq 1 "$REPS"); do
         exit 1
     fi
     ratio=$(echo "$tp $t2" | awk '{ printf "%.4f", $1 / (2 * $2) }')
-    echo "one $t1" >>"$tmp/rows"
-    echo "two $t2" >>"$tmp/rows"
-    echo "pair $tp" >>"$tmp/rows"
-    echo "ratio $ratio" >>"$tmp/rows"
+    {
+        echo "one $t1"
+        echo "two $t2"
+        echo "pair $tp"
+        echo "ratio $ratio"
+    } >>"$tmp/rows"
 done
 
 echo
