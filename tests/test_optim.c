@@ -331,6 +331,49 @@ static void test_update_sum(void **state)
     free(a), free(b), free(s), free(p1), free(p2), free(q), free(s2);
 }
 
+/* optim_update's answer "θ is no longer finite" on every path and mode
+ * (AdamW's AVX2 loop checks θ as it writes it; the other paths scan it
+ * after): a NaN or an infinity put at each position of a range of 37 (the
+ * vectors, the pairs of vectors and the scalar tail), in θ or the gradient,
+ * against a scan of θ afterwards. */
+static void test_nonfinite_answer(void **state)
+{
+    (void)state;
+    enum { N = 37 };
+    static const int simd[] = { 0, 1, 2 }, modes[] = { -1, 0, 1, 2 };
+    const float bad[3] = { NAN, INFINITY, -INFINITY };
+    for (size_t si = 0; si < sizeof simd / sizeof simd[0]; si++)
+        for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++)
+            for (int sgd = 0; sgd < 2; sgd++) {
+                ls_config *c = config((const char *const[]){ "optimizer", sgd ? "sgd" : "adamw", NULL });
+                optim *o = NULL;
+                ls_err err = { "" };
+                assert_int_equal(optim_create(&o, c, N, &err), LS_OK);
+                const int on = optim_set_simd(simd[si]), mode = optim_set_exact_lanes(modes[mi]);
+                for (int at = -1; at < N; at++)
+                    for (int where = 0; where < 2; where++) {
+                        float theta[N], grad[N];
+                        for (int i = 0; i < N; i++) {
+                            theta[i] = (i % 5 == 0) ? 0x1p-140f : 0.25f * (float)(i - 18);
+                            grad[i] = (i % 7 == 0) ? 0x1p-140f : 0.01f * (float)(i - 9);
+                        }
+                        if (at >= 0)
+                            (where ? grad : theta)[at] = bad[(at + where) % 3];
+                        optim_begin_step(o);
+                        const int got = optim_update(o, theta, theta, grad, 128.0f, 0, N);
+                        const int want = optim_first_nonfinite(theta, N) < N;
+                        if (got != want)
+                            fail_msg("%s, simd %d, mode %d: bad value at %d in %s: answer %d, scan %d",
+                                     sgd ? "sgd" : "adamw", simd[si], modes[mi], at, where ? "grad" : "theta", got,
+                                     want);
+                    }
+                optim_set_simd(on);
+                optim_set_exact_lanes(mode);
+                optim_destroy(o);
+                ls_config_destroy(c);
+            }
+}
+
 static void test_canonical_text(void **state)
 {
     (void)state;
@@ -679,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_clip_norm_hand),
         cmocka_unit_test(test_decay_groups_hand),
         cmocka_unit_test(test_update_sum),
+        cmocka_unit_test(test_nonfinite_answer),
         cmocka_unit_test(test_canonical_text),
         cmocka_unit_test(test_model_default_steps),
         cmocka_unit_test(test_clip_norm_neutral),
