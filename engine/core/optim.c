@@ -867,6 +867,7 @@ static int subnormals_slow(void)
 static void adamw(float *po, const float *p, const float *restrict grad, const float *restrict grad2,
                   float *restrict m, float *restrict v, size_t n, const adamw_hyper *h)
 {
+    (void)grad2;   /* read on the AVX2 path only */
     int mode = atomic_load_explicit(&exact_lanes, memory_order_relaxed);
     if (mode == EXACT_AUTO)
         mode = subnormals_slow() ? 0 : -1;
