@@ -516,6 +516,22 @@ const float *tree_top_chunk(tree_reducer *r, size_t lo, size_t hi)
     return tree_combine(&job, 0, r->n_leaves, lo < r->len ? lo : r->len, hi < r->len ? hi : r->len);
 }
 
+int tree_top_halves(tree_reducer *r, size_t lo, size_t hi, const float **a, const float **b)
+{
+    if (r->deferred == NULL || r->deferred_blocks == 1)
+        return 0;
+    const size_t n = r->n_leaves, i = r->block_at[0];
+    if (i != TREE_NONE && r->deferred[i].count == n)
+        return 0;   /* one block holds every leaf (tree_combine's first case) */
+    tree_job job = { r, r->deferred, r->deferred_blocks, NULL, NULL, NULL, NULL, NULL };
+    lo = lo < r->len ? lo : r->len;
+    hi = hi < r->len ? hi : r->len;
+    const size_t k = tree_split(n);   /* tree_combine's split at the top */
+    *a = tree_combine(&job, 0, k, lo, hi);
+    *b = tree_combine(&job, k, n - k, lo, hi);
+    return 1;
+}
+
 ls_status tree_reduce_buffers(tree_reducer *r, float *const *bufs, const double *losses, const float **sum,
                               double *loss)
 {

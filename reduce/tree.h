@@ -162,6 +162,14 @@ ls_status tree_reduce_plan(tree_reducer *r, const tree_block *blocks, size_t n_b
  * tree_top_chunk returns NULL when the last reduction was not deferred. */
 ls_status tree_reduce_deferred(tree_reducer *r, tree_leaf_fn fn, void *ctx, double *loss);
 const float *tree_top_chunk(tree_reducer *r, size_t lo, size_t hi);
+/* tree_top_chunk without its very last addition, for a caller that does it
+ * where it reads the sum (the optimiser: optim_update_sum): when the last
+ * deferred reduction had two blocks or more, combines the tree's two
+ * halves at [lo, hi) in place and sets *a and *b to them (the left half's
+ * buffer and the right's: coordinate i of the sum is a[i] + b[i], one
+ * float addition, as tree_top_chunk makes it) and returns 1; else returns
+ * 0 and sets neither (one block, or nothing deferred: tree_top_chunk). */
+int tree_top_halves(tree_reducer *r, size_t lo, size_t hi, const float **a, const float **b);
 /* Sum leaf buffers that already exist (models that compute a whole batch in
  * phases): bufs[i] holds leaf i (n_leaves of them, len floats each), losses[i]
  * its loss. Combined along the canonical tree in parallel over chunks, in

@@ -288,6 +288,18 @@ static void test_fashion_real(void **state)
     assert_int_equal(fashion_mnist_load(&d2, FASHION_MNIST_DIR, &err), LS_OK);
     assert_int_equal(d2->hash, d->hash);
     dataset_destroy(d2);
+    /* The test split inflated on a second thread (idx_load_threads): the
+     * same bytes and hash. */
+    for (int threads = 2; threads <= 8; threads *= 4) {
+        const int prev = idx_load_threads(threads);
+        assert_int_equal(fashion_mnist_load(&d2, FASHION_MNIST_DIR, &err), LS_OK);
+        idx_load_threads(prev);
+        assert_int_equal(d2->hash, d->hash);
+        const uint8_t *theirs[4] = {d2->train.x8, d2->train.y, d2->test.x8, d2->test.y};
+        for (int i = 0; i < 4; i++)
+            assert_memory_equal(theirs[i], mine[i], n[i]);
+        dataset_destroy(d2);
+    }
     dataset_destroy(d);
     dataset_destroy(NULL);
 }
@@ -491,6 +503,27 @@ static void test_fashion_bad_inputs(void **state)
         assert_int_equal(fashion_mnist_load(&d, "/nonexistent/dir", &err), LS_EIO);
         assert_non_null(strstr(err.msg, "/nonexistent/dir/train-images-idx3-ubyte.gz: No such file"));
     }
+}
+
+/* The same cases with the test split loaded on a second thread: the same
+ * statuses and messages; and with a bad file in each split, the first in
+ * header order is still the one reported. */
+static void test_fashion_bad_inputs_threads(void **state)
+{
+    const int prev = idx_load_threads(2);
+    test_fashion_bad_inputs(state);
+    tmpset t;
+    tmpset_create(&t);
+    write_images(t.path[0], 0x802, SMALL_TRAIN, 28, 28, 0, 0, 1);
+    unlink(t.path[3]);
+    expect_fail(&t, 0, LS_EFORMAT, "bad magic number 0x00000802, expected 0x00000803");
+    tmpset_destroy(&t);
+    tmpset_create(&t);
+    write_labels(t.path[1], SMALL_TRAIN + 1, 0, -1, 0);
+    write_images(t.path[2], 0x803, SMALL_TEST, 28, 28, 1, 0, 1);
+    expect_fail(&t, 1, LS_EFORMAT, "labels, but");
+    tmpset_destroy(&t);
+    idx_load_threads(prev);
 }
 
 static void test_idx_parse(void **state)
@@ -784,6 +817,7 @@ int main(void)
         cmocka_unit_test(test_fashion_real),
         cmocka_unit_test(test_fashion_small_ok),
         cmocka_unit_test(test_fashion_bad_inputs),
+        cmocka_unit_test(test_fashion_bad_inputs_threads),
         cmocka_unit_test(test_idx_parse),
         cmocka_unit_test(test_teacher),
         cmocka_unit_test(test_gather),

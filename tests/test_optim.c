@@ -264,6 +264,116 @@ static void test_decay_groups_hand(void **state)
         }
 }
 
+/* optim_update_sum(a, b) against optim_update on the sums a + b: θ and the
+ * state bit for bit, on every SIMD path and tiny-lane mode, AdamW and SGD,
+ * divisors that are powers of two and not, a clip and none, operands down
+ * in the subnormals, two ranges as two threads would. */
+static void test_update_sum(void **state)
+{
+    (void)state;
+    enum { N = 1031 };
+    static const int simd[] = { 0, 1, 2 }, modes[] = { -1, 0, 1, 2 };
+    float *a = malloc(N * sizeof *a), *b = malloc(N * sizeof *b), *s = malloc(N * sizeof *s);
+    float *p1 = malloc(N * sizeof *p1), *p2 = malloc(N * sizeof *p2), *q = malloc(N * sizeof *q);
+    float *s2 = malloc(N * sizeof *s2);
+    assert_non_null(a && b && s && p1 && p2 && q && s2);
+    uint64_t x = 0x9E3779B97F4A7C15u;
+    for (int sgd = 0; sgd < 2; sgd++)
+        for (size_t si = 0; si < sizeof simd / sizeof simd[0]; si++)
+            for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++) {
+                ls_config *c = config((const char *const[]){ "optimizer", sgd ? "sgd" : "adamw", "lr", "0.01",
+                                                             "weight_decay", "0.1", "clip", mi == 1 ? "0.5" : "0",
+                                                             NULL });
+                optim *o1 = NULL, *o2 = NULL;
+                ls_err err = { "" };
+                assert_int_equal(optim_create(&o1, c, N, &err), LS_OK);
+                assert_int_equal(optim_create(&o2, c, N, &err), LS_OK);
+                const int on = optim_set_simd(simd[si]), mode = optim_set_exact_lanes(modes[mi]);
+                for (size_t i = 0; i < N; i++) {
+                    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                    p1[i] = p2[i] = ldexpf((float)(int32_t)(x >> 32) * 0x1p-31f, -(int)(x % 8) * (i % 7 == 0 ? 20 : 1));
+                }
+                for (int step = 0; step < 6; step++) {
+                    for (size_t i = 0; i < N; i++) {
+                        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+                        const int e = i % 5 == 0 ? -(int)(x % 150) : -(int)(x % 12);
+                        a[i] = i % 11 == 0 ? 0.0f : ldexpf((float)(int32_t)(x >> 32) * 0x1p-31f, e);
+                        b[i] = i % 13 == 0 ? -a[i] : ldexpf((float)(int32_t)(uint32_t)x * 0x1p-31f, e);
+                        s[i] = a[i] + b[i];
+                    }
+                    const float div = step % 2 ? 128.0f : 37.0f;
+                    const int fresh = step % 3 != 0;   /* into another buffer, else in place */
+                    float *o1_out = fresh ? q : p1, *o2_out = fresh ? s2 : p2;
+                    optim_begin_step(o1);
+                    optim_begin_step(o2);
+                    const int bad1 = optim_update(o1, o1_out, p1, s, div, 0, N / 2) |
+                                     optim_update(o1, o1_out, p1, s, div, N / 2, N);
+                    const int bad2 = optim_update_sum(o2, o2_out, p2, a, b, div, 0, N / 2) |
+                                     optim_update_sum(o2, o2_out, p2, a, b, div, N / 2, N);
+                    assert_int_equal(bad1, bad2);
+                    if (memcmp(o1_out, o2_out, N * sizeof *q) != 0)
+                        fail_msg("%s, simd %d, mode %d, step %d: theta differs", sgd ? "sgd" : "adamw", simd[si],
+                                 modes[mi], step);
+                    if (fresh) {
+                        memcpy(p1, q, N * sizeof *q);
+                        memcpy(p2, s2, N * sizeof *q);
+                    }
+                    if (memcmp(optim_state_ptr(o1), optim_state_ptr(o2), optim_state_bytes(o1)) != 0)
+                        fail_msg("%s, simd %d, mode %d, step %d: the state differs", sgd ? "sgd" : "adamw",
+                                 simd[si], modes[mi], step);
+                }
+                optim_set_simd(on);
+                optim_set_exact_lanes(mode);
+                optim_destroy(o1);
+                optim_destroy(o2);
+                ls_config_destroy(c);
+            }
+    free(a), free(b), free(s), free(p1), free(p2), free(q), free(s2);
+}
+
+/* optim_update's answer "θ is no longer finite" on every path and mode
+ * (AdamW's AVX2 loop checks θ as it writes it; the other paths scan it
+ * after): a NaN or an infinity put at each position of a range of 37 (the
+ * vectors, the pairs of vectors and the scalar tail), in θ or the gradient,
+ * against a scan of θ afterwards. */
+static void test_nonfinite_answer(void **state)
+{
+    (void)state;
+    enum { N = 37 };
+    static const int simd[] = { 0, 1, 2 }, modes[] = { -1, 0, 1, 2 };
+    const float bad[3] = { NAN, INFINITY, -INFINITY };
+    for (size_t si = 0; si < sizeof simd / sizeof simd[0]; si++)
+        for (size_t mi = 0; mi < sizeof modes / sizeof modes[0]; mi++)
+            for (int sgd = 0; sgd < 2; sgd++) {
+                ls_config *c = config((const char *const[]){ "optimizer", sgd ? "sgd" : "adamw", NULL });
+                optim *o = NULL;
+                ls_err err = { "" };
+                assert_int_equal(optim_create(&o, c, N, &err), LS_OK);
+                const int on = optim_set_simd(simd[si]), mode = optim_set_exact_lanes(modes[mi]);
+                for (int at = -1; at < N; at++)
+                    for (int where = 0; where < 2; where++) {
+                        float theta[N], grad[N];
+                        for (int i = 0; i < N; i++) {
+                            theta[i] = (i % 5 == 0) ? 0x1p-140f : 0.25f * (float)(i - 18);
+                            grad[i] = (i % 7 == 0) ? 0x1p-140f : 0.01f * (float)(i - 9);
+                        }
+                        if (at >= 0)
+                            (where ? grad : theta)[at] = bad[(at + where) % 3];
+                        optim_begin_step(o);
+                        const int got = optim_update(o, theta, theta, grad, 128.0f, 0, N);
+                        const int want = optim_first_nonfinite(theta, N) < N;
+                        if (got != want)
+                            fail_msg("%s, simd %d, mode %d: bad value at %d in %s: answer %d, scan %d",
+                                     sgd ? "sgd" : "adamw", simd[si], modes[mi], at, where ? "grad" : "theta", got,
+                                     want);
+                    }
+                optim_set_simd(on);
+                optim_set_exact_lanes(mode);
+                optim_destroy(o);
+                ls_config_destroy(c);
+            }
+}
+
 static void test_canonical_text(void **state)
 {
     (void)state;
@@ -611,6 +721,8 @@ int main(void)
         cmocka_unit_test(test_schedule_python),
         cmocka_unit_test(test_clip_norm_hand),
         cmocka_unit_test(test_decay_groups_hand),
+        cmocka_unit_test(test_update_sum),
+        cmocka_unit_test(test_nonfinite_answer),
         cmocka_unit_test(test_canonical_text),
         cmocka_unit_test(test_model_default_steps),
         cmocka_unit_test(test_clip_norm_neutral),

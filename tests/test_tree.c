@@ -552,6 +552,25 @@ static void test_deferred_top(void **state)
                 if (memcmp(res, ref, len * sizeof(float)) != 0)
                     fail_msg("%zu leaves, %d threads: the deferred top differs from tree_reduce", sizes[k], w);
             }
+            /* tree_top_halves: the two halves, whose sum lane by lane is the
+             * tree's; 0 when one block holds every leaf. */
+            for (int trial = 0; trial < 2; trial++) {
+                assert_int_equal(tree_reduce_deferred(r, big_leaf, NULL, &dloss), LS_OK);
+                const float *ha = NULL, *hb = NULL;
+                const size_t cut = trial == 0 ? len : (size_t)(x % (len + 1));
+                int halves = tree_top_halves(r, 0, cut, &ha, &hb);
+                if (!halves) {
+                    const float *one = tree_top_chunk(r, 0, len);
+                    assert_memory_equal(one, ref, len * sizeof(float));
+                    continue;
+                }
+                assert_int_equal(tree_top_halves(r, cut, len, &ha, &hb), 1);
+                for (size_t i = 0; i < len; i++) {
+                    const float s2 = ha[i] + hb[i];
+                    if (memcmp(&s2, &ref[i], sizeof s2) != 0)
+                        fail_msg("%zu leaves, %d threads: halves' sum differs at %zu", sizes[k], threads[t], i);
+                }
+            }
             /* Any other reduction leaves nothing to combine. */
             double uloss;
             assert_int_equal(tree_reduce_unordered(r, big_leaf, NULL, &sum, &uloss), LS_OK);

@@ -16,6 +16,7 @@
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 enum { OPT_SGD, OPT_ADAMW };
 
@@ -314,7 +315,9 @@ static void sgd_range(float *po, const float *p, const float *restrict grad, flo
  * vcvtpd2ps making subnormals and vcvtps2pd reading them run as fast as on
  * normal numbers, where a vector multiply that reads one takes 80 times as
  * long). So the paths give the same bits for every finite input, and which
- * lanes take which is only a matter of speed. The AVX-512 path (adamw_z)
+ * lanes take which is only a matter of speed: where subnormal arithmetic
+ * costs no assist (subnormals_slow: AMD's Zen 3) no lane takes binary64,
+ * which there only cost time. The AVX-512 path (adamw_z)
  * packs the tiny lanes with vcompressps and computes them 32 at a time; the
  * AVX2 path (adamw_y), which has no compress, does a vector of 8 holding a
  * tiny lane whole in binary64 (unless a lane of it holds a NaN or an
@@ -389,8 +392,10 @@ static void adamw_binary64(float *po, const float *p, const float *restrict grad
 
 
 /* -1: no lane takes the binary64 path, 0: the tiny lanes, 1: every finite
- * lane (optim_set_exact_lanes). */
-static _Atomic int exact_lanes;
+ * lane, 2 (the default): 0 where subnormal arithmetic is slow, else -1
+ * (optim_set_exact_lanes). */
+#define EXACT_AUTO 2
+static _Atomic int exact_lanes = EXACT_AUTO;
 static atomic_size_t binary64_lanes;   /* optim_binary64_lanes */
 
 #if OPTIM_X86
@@ -578,10 +583,46 @@ void adamw_z(float *po, const float *p, const float *restrict grad, float *restr
  * binary64 (its other lanes get the same bits that way too), as two
  * vectors of 4; a vector with a NaN or an infinity keeps the plain
  * operations. The last n % 8 elements go through adamw_range (the plain
- * loop). */
+ * loop).
+ *
+ * The test for tiny lanes cost a third of the update (AVX2, Zen 3: 380 µs
+ * of 269k parameters against 250 µs without it), so the default mode makes
+ * it in two stages. First, for two vectors (16 lanes) at once, whether any
+ * operand may be tiny: each magnitude as a key (magnitude − 1 with the sign
+ * bit flipped, one add: 0 wraps to the largest key), the smallest key of θ
+ * and v (one bound), of m and of g over both vectors, three compares; a NaN
+ * or an infinity is never tiny. That keeps no exactness to prove: which
+ * lanes take binary64 is only a matter of speed, never of bits, and v's
+ * sign is not masked (the update never makes a negative v; one would only
+ * not be seen as tiny). Only when that says maybe does each vector of 8
+ * take the full test below (NaN and infinities, then the tiny lanes). */
+typedef struct {
+    __m256 scale, div, c, nc, b1, one_b1, b2, one_b2, bc1, bc2, eps, decay, lr;
+} adamw_y_hyper;
+
+/* The plain float operations on the 8 lanes at i (ADAMW_LOOP's). */
+static FORCE_INLINE __attribute__((target("avx2")))
+void plain_y(float *po, float *restrict m, float *restrict v, size_t i, __m256 P, __m256 G, __m256 M, __m256 V,
+             const adamw_y_hyper *k, int by_scale, int div1, int div2)
+{
+    __m256 g = by_scale ? _mm256_mul_ps(G, k->scale) : _mm256_div_ps(G, k->div);
+    g = _mm256_blendv_ps(g, k->c, _mm256_cmp_ps(g, k->c, _CMP_GT_OQ));     /* g > c ? c : g */
+    g = _mm256_blendv_ps(g, k->nc, _mm256_cmp_ps(g, k->nc, _CMP_LT_OQ));   /* g < -c ? -c : g */
+    const __m256 mi = _mm256_add_ps(_mm256_mul_ps(k->b1, M), _mm256_mul_ps(k->one_b1, g));
+    const __m256 vi = _mm256_add_ps(_mm256_mul_ps(k->b2, V), _mm256_mul_ps(k->one_b2, _mm256_mul_ps(g, g)));
+    const __m256 mhat = div1 ? _mm256_div_ps(mi, k->bc1) : mi;
+    const __m256 vhat = div2 ? _mm256_div_ps(vi, k->bc2) : vi;
+    const __m256 den = _mm256_add_ps(_mm256_sqrt_ps(vhat), k->eps);
+    _mm256_storeu_ps(m + i, mi);
+    _mm256_storeu_ps(v + i, vi);
+    _mm256_storeu_ps(po + i, _mm256_sub_ps(_mm256_mul_ps(P, k->decay), _mm256_mul_ps(k->lr, _mm256_div_ps(mhat, den))));
+}
+
+/* The 8 lanes at i, each operation in binary64 (ADAMW_BINARY64_VEC), as
+ * two vectors of 4. */
 static __attribute__((target("avx2")))
-void adamw_y(float *po, const float *p, const float *restrict grad, float *restrict m, float *restrict v, size_t n,
-             const adamw_hyper *h, int mode)
+void binary64_y(float *po, float *restrict m, float *restrict v, size_t i, __m256 P, __m256 G, __m256 M, __m256 V,
+                const adamw_hyper *h)
 {
 #define R(x) _mm256_cvtps_pd(_mm256_cvtpd_ps(x))
 #define ADD _mm256_add_pd
@@ -595,71 +636,17 @@ void adamw_y(float *po, const float *p, const float *restrict grad, float *restr
     const __m256d eps = _mm256_set1_pd(h->eps), decay = _mm256_set1_pd(h->decay), lr = _mm256_set1_pd(h->lr);
     const __m256d c = _mm256_set1_pd(h->c), nc = _mm256_set1_pd(-h->c);
     const __m256d scale = _mm256_set1_pd(h->scale), div = _mm256_set1_pd(h->div);
-    const __m256 cf = _mm256_set1_ps(h->c), ncf = _mm256_set1_ps(-h->c), scalef = _mm256_set1_ps(h->scale);
-    const __m256 divf = _mm256_set1_ps(h->div);
-    const __m256 b1f = _mm256_set1_ps(h->b1), b2f = _mm256_set1_ps(h->b2), bc1f = _mm256_set1_ps(h->bc1);
-    const __m256 one_b1f = _mm256_set1_ps(1.0f - h->b1), one_b2f = _mm256_set1_ps(1.0f - h->b2);
-    const __m256 bc2f = _mm256_set1_ps(h->bc2), epsf = _mm256_set1_ps(h->eps), decayf = _mm256_set1_ps(h->decay);
-    const __m256 lrf = _mm256_set1_ps(h->lr);
-    /* the bounds as keys (KEY_Y below) */
-#define BOUND_Y(x) _mm256_set1_epi32((int32_t)((magnitude_bits(x) - 1) ^ 0x80000000u))
-    const __m256i pb = BOUND_Y(TINY_THETA), mb = BOUND_Y(TINY_M), vb = BOUND_Y(TINY_V), gb = BOUND_Y(TINY_G * h->div);
-#undef BOUND_Y
-    const __m256i mag_mask = _mm256_set1_epi32(0x7FFFFFFF), one_i = _mm256_set1_epi32(1);
-    const __m256i flip = _mm256_set1_epi32(INT32_MIN);
-    const __m256i finite_max = _mm256_set1_epi32(0x7F7FFFFF);
-    size_t whole = 0;   /* lanes done in binary64 */
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        const __m256 P = _mm256_loadu_ps(p + i), G = _mm256_loadu_ps(grad + i);
-        const __m256 M = _mm256_loadu_ps(m + i), V = _mm256_loadu_ps(v + i);
-        int binary64 = 0;
-        if (mode >= 0) {
-            const __m256i ap = _mm256_and_si256(_mm256_castps_si256(P), mag_mask);
-            const __m256i ag = _mm256_and_si256(_mm256_castps_si256(G), mag_mask);
-            const __m256i am = _mm256_and_si256(_mm256_castps_si256(M), mag_mask);
-            const __m256i av = _mm256_and_si256(_mm256_castps_si256(V), mag_mask);
-            /* a NaN or an infinity: a magnitude of at least 0x7F800000
-             * (magnitudes are below 2^31: signed compares order them) */
-            const __m256i most = _mm256_max_epi32(_mm256_max_epi32(ap, ag), _mm256_max_epi32(am, av));
-            const __m256i special = _mm256_cmpgt_epi32(most, finite_max);
-            /* tiny: magnitude − 1 with the sign bit flipped, so that a signed
-             * compare orders them as unsigned and 0 (→ all ones) is above
-             * every bound */
-#define KEY_Y(A) _mm256_xor_si256(_mm256_sub_epi32(A, one_i), flip)
-            const __m256i tiny = _mm256_or_si256(
-                _mm256_or_si256(_mm256_cmpgt_epi32(pb, KEY_Y(ap)), _mm256_cmpgt_epi32(mb, KEY_Y(am))),
-                _mm256_or_si256(_mm256_cmpgt_epi32(vb, KEY_Y(av)), _mm256_cmpgt_epi32(gb, KEY_Y(ag))));
-#undef KEY_Y
-            binary64 = _mm256_testz_si256(special, special) && (mode > 0 || !_mm256_testz_si256(tiny, tiny));
-        }
-        if (binary64) {
-            for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < 2; k++) {
 #define HALF(X) _mm256_cvtps_pd(k ? _mm256_extractf128_ps(X, 1) : _mm256_castps256_ps128(X))
-                __m256d g = h->scale != 0.0f ? R(MUL(HALF(G), scale)) : R(DIV(HALF(G), div));
-                g = _mm256_blendv_pd(g, c, _mm256_cmp_pd(g, c, _CMP_GT_OQ));    /* g > c ? c : g */
-                g = _mm256_blendv_pd(g, nc, _mm256_cmp_pd(g, nc, _CMP_LT_OQ));  /* g < -c ? -c : g */
-                __m256d mi, vi, x;
-                ADAMW_BINARY64_VEC(g, HALF(M), HALF(V), HALF(P), mi, vi, x);
+        __m256d g = h->scale != 0.0f ? R(MUL(HALF(G), scale)) : R(DIV(HALF(G), div));
+        g = _mm256_blendv_pd(g, c, _mm256_cmp_pd(g, c, _CMP_GT_OQ));    /* g > c ? c : g */
+        g = _mm256_blendv_pd(g, nc, _mm256_cmp_pd(g, nc, _CMP_LT_OQ));  /* g < -c ? -c : g */
+        __m256d mi, vi, x;
+        ADAMW_BINARY64_VEC(g, HALF(M), HALF(V), HALF(P), mi, vi, x);
 #undef HALF
-                _mm_storeu_ps(m + i + 4 * (size_t)k, _mm256_cvtpd_ps(mi));
-                _mm_storeu_ps(v + i + 4 * (size_t)k, _mm256_cvtpd_ps(vi));
-                _mm_storeu_ps(po + i + 4 * (size_t)k, _mm256_cvtpd_ps(x));
-            }
-            whole += 8;
-            continue;
-        }
-        __m256 g = h->scale != 0.0f ? _mm256_mul_ps(G, scalef) : _mm256_div_ps(G, divf);
-        g = _mm256_blendv_ps(g, cf, _mm256_cmp_ps(g, cf, _CMP_GT_OQ));    /* g > c ? c : g */
-        g = _mm256_blendv_ps(g, ncf, _mm256_cmp_ps(g, ncf, _CMP_LT_OQ));  /* g < -c ? -c : g */
-        const __m256 mi = _mm256_add_ps(_mm256_mul_ps(b1f, M), _mm256_mul_ps(one_b1f, g));
-        const __m256 vi = _mm256_add_ps(_mm256_mul_ps(b2f, V), _mm256_mul_ps(one_b2f, _mm256_mul_ps(g, g)));
-        const __m256 mhat = h->bc1 != 1.0f ? _mm256_div_ps(mi, bc1f) : mi;
-        const __m256 vhat = h->bc2 != 1.0f ? _mm256_div_ps(vi, bc2f) : vi;
-        const __m256 den = _mm256_add_ps(_mm256_sqrt_ps(vhat), epsf);
-        _mm256_storeu_ps(m + i, mi);
-        _mm256_storeu_ps(v + i, vi);
-        _mm256_storeu_ps(po + i, _mm256_sub_ps(_mm256_mul_ps(P, decayf), _mm256_mul_ps(lrf, _mm256_div_ps(mhat, den))));
+        _mm_storeu_ps(m + i + 4 * (size_t)k, _mm256_cvtpd_ps(mi));
+        _mm_storeu_ps(v + i + 4 * (size_t)k, _mm256_cvtpd_ps(vi));
+        _mm_storeu_ps(po + i + 4 * (size_t)k, _mm256_cvtpd_ps(x));
     }
 #undef R
 #undef ADD
@@ -667,10 +654,153 @@ void adamw_y(float *po, const float *p, const float *restrict grad, float *restr
 #undef MUL
 #undef DIV
 #undef SQRT
-    atomic_fetch_add_explicit(&binary64_lanes, whole, memory_order_relaxed);
-    if (i < n)
-        adamw_range(po + i, p + i, grad + i, m + i, v + i, n - i, h->lr, h->b1, h->b2, h->bc1, h->bc2, h->eps,
+}
+
+/* The full test of one vector: whether it goes to binary64 (mode 1: every
+ * vector whose lanes are all finite; 0: those that also hold a tiny lane),
+ * from the exact bounds. */
+static FORCE_INLINE __attribute__((target("avx2")))
+int exact_y(__m256 P, __m256 G, __m256 M, __m256 V, float div, int mode)
+{
+    /* the bounds as keys (KEY_Y below) */
+#define BOUND_Y(x) _mm256_set1_epi32((int32_t)((magnitude_bits(x) - 1) ^ 0x80000000u))
+    const __m256i pb = BOUND_Y(TINY_THETA), mb = BOUND_Y(TINY_M), vb = BOUND_Y(TINY_V), gb = BOUND_Y(TINY_G * div);
+#undef BOUND_Y
+    const __m256i mag_mask = _mm256_set1_epi32(0x7FFFFFFF), one_i = _mm256_set1_epi32(1);
+    const __m256i flip = _mm256_set1_epi32(INT32_MIN);
+    const __m256i finite_max = _mm256_set1_epi32(0x7F7FFFFF);
+    const __m256i ap = _mm256_and_si256(_mm256_castps_si256(P), mag_mask);
+    const __m256i ag = _mm256_and_si256(_mm256_castps_si256(G), mag_mask);
+    const __m256i am = _mm256_and_si256(_mm256_castps_si256(M), mag_mask);
+    const __m256i av = _mm256_and_si256(_mm256_castps_si256(V), mag_mask);
+    /* a NaN or an infinity: a magnitude of at least 0x7F800000
+     * (magnitudes are below 2^31: signed compares order them) */
+    const __m256i most = _mm256_max_epi32(_mm256_max_epi32(ap, ag), _mm256_max_epi32(am, av));
+    const __m256i special = _mm256_cmpgt_epi32(most, finite_max);
+    if (!_mm256_testz_si256(special, special))
+        return 0;
+    if (mode > 0)
+        return 1;
+    /* tiny: magnitude − 1 with the sign bit flipped, so that a signed
+     * compare orders them as unsigned and 0 (→ all ones) is above every
+     * bound */
+#define KEY_Y(A) _mm256_xor_si256(_mm256_sub_epi32(A, one_i), flip)
+    const __m256i tiny = _mm256_or_si256(
+        _mm256_or_si256(_mm256_cmpgt_epi32(pb, KEY_Y(ap)), _mm256_cmpgt_epi32(mb, KEY_Y(am))),
+        _mm256_or_si256(_mm256_cmpgt_epi32(vb, KEY_Y(av)), _mm256_cmpgt_epi32(gb, KEY_Y(ag))));
+#undef KEY_Y
+    return !_mm256_testz_si256(tiny, tiny);
+}
+
+static FORCE_INLINE __attribute__((target("avx2")))
+void adamw_y_body(float *po, const float *p, const float *restrict grad, const float *restrict grad2,
+                  float *restrict m, float *restrict v, size_t n, const adamw_hyper *h, int mode, int by_scale,
+                  int div1, int div2, int pair)
+{
+    /* the gradient's 8 lanes at i: with pair, grad + grad2 (the tree's last
+     * addition, optim_update_sum) */
+#define LOAD_G(i) (pair ? _mm256_add_ps(_mm256_loadu_ps(grad + (i)), _mm256_loadu_ps(grad2 + (i))) \
+                        : _mm256_loadu_ps(grad + (i)))
+    const adamw_y_hyper k = {
+        _mm256_set1_ps(h->scale), _mm256_set1_ps(h->div),   _mm256_set1_ps(h->c),
+        _mm256_set1_ps(-h->c),    _mm256_set1_ps(h->b1),    _mm256_set1_ps(1.0f - h->b1),
+        _mm256_set1_ps(h->b2),    _mm256_set1_ps(1.0f - h->b2), _mm256_set1_ps(h->bc1),
+        _mm256_set1_ps(h->bc2),   _mm256_set1_ps(h->eps),   _mm256_set1_ps(h->decay),
+        _mm256_set1_ps(h->lr),
+    };
+    const float gdiv = h->div;
+    size_t whole = 0;   /* lanes done in binary64 */
+    size_t i = 0;
+    if (mode == 0) {
+        /* the keys of the first stage: magnitude + 0x7FFFFFFF is (magnitude
+         * − 1) ^ 0x80000000 */
+#define QKEY(x) _mm256_add_epi32(x, bias)
+#define QMAG(x) QKEY(_mm256_and_si256(_mm256_castps_si256(x), mag_mask))
+#define BOUND_Q(x) _mm256_set1_epi32((int32_t)((magnitude_bits(x) - 1) ^ 0x80000000u))
+        const __m256i mag_mask = _mm256_set1_epi32(0x7FFFFFFF), bias = _mm256_set1_epi32(0x7FFFFFFF);
+        const __m256i pvb = BOUND_Q(TINY_THETA > TINY_V ? TINY_THETA : TINY_V), mb = BOUND_Q(TINY_M);
+        const __m256i gb = BOUND_Q(TINY_G * gdiv);
+#undef BOUND_Q
+        for (; i + 16 <= n; i += 16) {
+            const __m256 P0 = _mm256_loadu_ps(p + i), G0 = LOAD_G(i);
+            const __m256 M0 = _mm256_loadu_ps(m + i), V0 = _mm256_loadu_ps(v + i);
+            const __m256 P1 = _mm256_loadu_ps(p + i + 8), G1 = LOAD_G(i + 8);
+            const __m256 M1 = _mm256_loadu_ps(m + i + 8), V1 = _mm256_loadu_ps(v + i + 8);
+            const __m256i pv = _mm256_min_epi32(
+                _mm256_min_epi32(QMAG(P0), QKEY(_mm256_castps_si256(V0))),
+                _mm256_min_epi32(QMAG(P1), QKEY(_mm256_castps_si256(V1))));
+            const __m256i mm = _mm256_min_epi32(QMAG(M0), QMAG(M1)), gg = _mm256_min_epi32(QMAG(G0), QMAG(G1));
+            const __m256i maybe = _mm256_or_si256(_mm256_cmpgt_epi32(pvb, pv),
+                                                  _mm256_or_si256(_mm256_cmpgt_epi32(mb, mm), _mm256_cmpgt_epi32(gb, gg)));
+            if (_mm256_testz_si256(maybe, maybe)) {
+                plain_y(po, m, v, i, P0, G0, M0, V0, &k, by_scale, div1, div2);
+                plain_y(po, m, v, i + 8, P1, G1, M1, V1, &k, by_scale, div1, div2);
+                continue;
+            }
+            if (exact_y(P0, G0, M0, V0, gdiv, 0)) {
+                binary64_y(po, m, v, i, P0, G0, M0, V0, h);
+                whole += 8;
+            } else {
+                plain_y(po, m, v, i, P0, G0, M0, V0, &k, by_scale, div1, div2);
+            }
+            if (exact_y(P1, G1, M1, V1, gdiv, 0)) {
+                binary64_y(po, m, v, i + 8, P1, G1, M1, V1, h);
+                whole += 8;
+            } else {
+                plain_y(po, m, v, i + 8, P1, G1, M1, V1, &k, by_scale, div1, div2);
+            }
+        }
+#undef QKEY
+#undef QMAG
+    }
+    for (; i + 8 <= n; i += 8) {
+        const __m256 P = _mm256_loadu_ps(p + i), G = LOAD_G(i);
+        const __m256 M = _mm256_loadu_ps(m + i), V = _mm256_loadu_ps(v + i);
+        if (mode >= 0 && exact_y(P, G, M, V, gdiv, mode)) {
+            binary64_y(po, m, v, i, P, G, M, V, h);
+            whole += 8;
+        } else {
+            plain_y(po, m, v, i, P, G, M, V, &k, by_scale, div1, div2);
+        }
+    }
+#undef LOAD_G
+    if (whole)
+        atomic_fetch_add_explicit(&binary64_lanes, whole, memory_order_relaxed);
+    if (i < n) {
+        float g[8];   /* fewer than 8 left */
+        const float *gi = grad + i;
+        if (pair) {
+            for (size_t j = 0; j < n - i; j++)
+                g[j] = grad[i + j] + grad2[i + j];
+            gi = g;
+        }
+        adamw_range(po + i, p + i, gi, m + i, v + i, n - i, h->lr, h->b1, h->b2, h->bc1, h->bc2, h->eps,
                     h->decay, h->c, h->div, h->scale);
+    }
+}
+
+/* adamw_y_body with its three choices as constants for the usual cases (a
+ * batch that is a power of two; m̂'s division gone once β1^t rounds 1 − β1^t
+ * to 1, after 157 steps at β1 = 0.9; v̂'s, for β2 = 0.999, after 17,000), so
+ * the loop tests none of them. */
+static __attribute__((target("avx2")))
+void adamw_y(float *po, const float *p, const float *restrict grad, const float *restrict grad2, float *restrict m,
+             float *restrict v, size_t n, const adamw_hyper *h, int mode)
+{
+    const int by_scale = h->scale != 0.0f, div1 = h->bc1 != 1.0f, div2 = h->bc2 != 1.0f;
+    if (by_scale && !div1 && div2) {
+        if (grad2 != NULL)
+            adamw_y_body(po, p, grad, grad2, m, v, n, h, mode, 1, 0, 1, 1);
+        else
+            adamw_y_body(po, p, grad, NULL, m, v, n, h, mode, 1, 0, 1, 0);
+    } else if (by_scale && div1 && div2) {
+        if (grad2 != NULL)
+            adamw_y_body(po, p, grad, grad2, m, v, n, h, mode, 1, 1, 1, 1);
+        else
+            adamw_y_body(po, p, grad, NULL, m, v, n, h, mode, 1, 1, 1, 0);
+    } else {
+        adamw_y_body(po, p, grad, grad2, m, v, n, h, mode, by_scale, div1, div2, grad2 != NULL);
+    }
 }
 #endif
 
@@ -687,13 +817,60 @@ static void adamw_range(float *po, const float *p, const float *restrict grad, f
     }
 }
 
+/* Whether this core takes much longer for a float multiply that reads and
+ * makes subnormals than for one on normal numbers: 1 where it does (Intel
+ * cores take a microcode assist of about 130 cycles), 0 where not (on AMD's
+ * Zen 3 the chain below takes 1.5 times as long, and the binary64 path was
+ * 13% of a 1000-step fashion-mnist run, twice the plain update's time).
+ * Measured once a process, the best of five rounds of a chain of 1024
+ * products each way (about 1 µs): slow above 4 times as long (an assist of
+ * 130 cycles on a product of 3 would be 40; a busy host disturbs a round,
+ * rarely all five). Which lanes take binary64 is only a matter of speed,
+ * never of bits, so neither a wrong answer nor one that differs between
+ * runs changes a result. */
+static double subnormal_chain(float x)
+{
+    struct timespec a, b;
+    volatile float start = x, half = 0.5f, two = 2.0f;   /* volatile: nothing folded away */
+    float y = start;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    for (int i = 0; i < 512; i++)
+        y = (y * half) * two;   /* x subnormal: both products read and make one */
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    volatile float sink = y;
+    (void)sink;
+    return (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+}
+
+static int subnormals_slow(void)
+{
+    static _Atomic int known = -1;   /* -1: not measured yet; threads that race both measure */
+    int slow = atomic_load_explicit(&known, memory_order_relaxed);
+    if (slow >= 0)
+        return slow;
+    double normal = INFINITY, tiny = INFINITY;
+    for (int r = 0; r < 5; r++) {
+        const double a = subnormal_chain(1.0f), b = subnormal_chain(0x1p-140f);
+        normal = a < normal ? a : normal;
+        tiny = b < tiny ? b : tiny;
+    }
+    slow = tiny > 4.0 * normal;
+    atomic_store_explicit(&known, slow, memory_order_relaxed);
+    return slow;
+}
+
 /* The SIMD paths send the tiny lanes to binary64 (adamw_z, adamw_y); the
  * scalar path runs the plain loop, or, with every lane asked for (tests),
  * adamw_binary64 on each finite one. */
-static void adamw(float *po, const float *p, const float *restrict grad, float *restrict m, float *restrict v,
-                  size_t n, const adamw_hyper *h)
+/* grad2 (NULL or, on the AVX2 path only, a second gradient to add:
+ * optim_update_sum). */
+static void adamw(float *po, const float *p, const float *restrict grad, const float *restrict grad2,
+                  float *restrict m, float *restrict v, size_t n, const adamw_hyper *h)
 {
-    const int mode = atomic_load_explicit(&exact_lanes, memory_order_relaxed);
+    (void)grad2;   /* read on the AVX2 path only */
+    int mode = atomic_load_explicit(&exact_lanes, memory_order_relaxed);
+    if (mode == EXACT_AUTO)
+        mode = subnormals_slow() ? 0 : -1;
 #if OPTIM_X86
     const int path = simd_path(&simd_choice);
     if (path == SIMD_PATH_AVX512) {
@@ -703,7 +880,7 @@ static void adamw(float *po, const float *p, const float *restrict grad, float *
         return;
     }
     if (path == SIMD_PATH_AVX2) {
-        adamw_y(po, p, grad, m, v, n, h, mode);
+        adamw_y(po, p, grad, grad2, m, v, n, h, mode);
         return;
     }
 #endif
@@ -739,7 +916,7 @@ size_t optim_binary64_lanes(void)
 
 int optim_set_exact_lanes(int mode)
 {
-    return atomic_exchange(&exact_lanes, mode < 0 ? -1 : mode > 0 ? 1 : 0);
+    return atomic_exchange(&exact_lanes, mode < 0 ? -1 : mode == EXACT_AUTO ? EXACT_AUTO : mode > 0 ? 1 : 0);
 }
 
 /* 1 / div when that is exact and x · (1 / div) rounds as x / div for every
@@ -776,7 +953,8 @@ static int any_nonfinite(const float *x, size_t n)
 }
 
 /* The kernels over [lo, hi) with weight decay on (decays) or off. */
-static void update_range(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
+static void update_range(const optim *o, float *out, const float *in, const float *grad, const float *grad2,
+                         float grad_div, size_t lo,
                          size_t hi, int decays)
 {
     if (hi <= lo)
@@ -790,12 +968,13 @@ static void update_range(const optim *o, float *out, const float *in, const floa
     {
         const adamw_hyper h = { o->lr_now, o->beta1, o->beta2, o->bc1, o->bc2, o->eps, decays ? o->decay : 1.0f,
                                 c, grad_div, scale };
-        adamw(out + lo, in + lo, grad + lo, o->m + lo, o->v + lo, hi - lo, &h);
+        adamw(out + lo, in + lo, grad + lo, grad2 != NULL ? grad2 + lo : NULL, o->m + lo, o->v + lo, hi - lo, &h);
     }
 }
 
 /* [lo, hi) split where weight decay turns off and on (decay_groups). */
-static void update_groups(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
+static void update_groups(const optim *o, float *out, const float *in, const float *grad, const float *grad2,
+                          float grad_div, size_t lo,
                           size_t hi)
 {
     size_t at = lo;
@@ -804,11 +983,11 @@ static void update_groups(const optim *o, float *out, const float *in, const flo
         if (g.hi <= at)
             continue;
         const size_t a = g.lo > at ? (g.lo < hi ? g.lo : hi) : at, b = g.hi < hi ? g.hi : hi;
-        update_range(o, out, in, grad, grad_div, at, a, 1);
-        update_range(o, out, in, grad, grad_div, a, b, 0);
+        update_range(o, out, in, grad, grad2, grad_div, at, a, 1);
+        update_range(o, out, in, grad, grad2, grad_div, a, b, 0);
         at = b;
     }
-    update_range(o, out, in, grad, grad_div, at, hi, 1);
+    update_range(o, out, in, grad, grad2, grad_div, at, hi, 1);
 }
 
 /* Elements per block of the clipped gradient (on the stack: 4 KiB). */
@@ -820,7 +999,7 @@ int optim_update(const optim *o, float *out, const float *in, const float *grad,
     if (hi <= lo)
         return 0;
     if (o->gscale == 1.0f) {
-        update_groups(o, out, in, grad, grad_div, lo, hi);
+        update_groups(o, out, in, grad, NULL, grad_div, lo, hi);
     } else {
         /* The global-norm clip: g·s, g the gradient element as the update
          * takes it (grad / div) and s the step's factor, one float multiply;
@@ -831,10 +1010,35 @@ int optim_update(const optim *o, float *out, const float *in, const float *grad,
             const size_t b = hi - a > CLIP_BLOCK ? a + CLIP_BLOCK : hi;
             for (size_t i = a; i < b; i++)
                 g[i - a] = (scale != 0.0f ? grad[i] * scale : grad[i] / grad_div) * o->gscale;
-            update_groups(o, out, in, g - a, 1.0f, a, b);
+            update_groups(o, out, in, g - a, NULL, 1.0f, a, b);
         }
     }
     return any_nonfinite(out + lo, hi - lo);
+}
+
+int optim_update_sum(const optim *o, float *out, const float *in, const float *grad, const float *grad2,
+                     float grad_div, size_t lo, size_t hi)
+{
+    if (hi <= lo)
+        return 0;
+#if OPTIM_X86
+    /* AdamW's AVX2 path adds the two as it loads them: the sum is never
+     * written (the tree's buffer stays clean) nor read back. */
+    if (o->kind == OPT_ADAMW && o->gscale == 1.0f && simd_path(&simd_choice) == SIMD_PATH_AVX2) {
+        update_groups(o, out, in, grad, grad2, grad_div, lo, hi);
+        return any_nonfinite(out + lo, hi - lo);
+    }
+#endif
+    /* Elsewhere the sum in blocks on the stack, then optim_update. */
+    float g[CLIP_BLOCK];
+    int bad = 0;
+    for (size_t a = lo; a < hi; a += CLIP_BLOCK) {
+        const size_t b = hi - a > CLIP_BLOCK ? a + CLIP_BLOCK : hi;
+        for (size_t i = a; i < b; i++)
+            g[i - a] = grad[i] + grad2[i];
+        bad |= optim_update(o, out, in, g - a, grad_div, a, b);
+    }
+    return bad;
 }
 
 size_t optim_first_nonfinite(const float *x, size_t n)

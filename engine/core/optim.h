@@ -71,6 +71,13 @@ float optim_clip_norm(optim *o, const double *chunk_sums, size_t n_chunks, doubl
  * NaN input to 0 and hides it from the loss, not from the gradient). */
 int optim_update(const optim *o, float *out, const float *in, const float *grad, float grad_div, size_t lo,
                  size_t hi);
+/* optim_update with the gradient a sum of two arrays: element i is
+ * (grad[i] + grad2[i]) / grad_div, one float addition then the division,
+ * bit for bit what optim_update gives on an array holding the sums (the
+ * tree's last addition, done where the update reads it: tree_top_halves).
+ * Same contract otherwise. */
+int optim_update_sum(const optim *o, float *out, const float *in, const float *grad, const float *grad2,
+                     float grad_div, size_t lo, size_t hi);
 /* The index of the first NaN or infinity in x[0, n), n when none (the
  * message of a run that diverged; one scan, after optim_update said so). */
 size_t optim_first_nonfinite(const float *x, size_t n);
@@ -78,9 +85,10 @@ size_t optim_first_nonfinite(const float *x, size_t n);
 /* For tests: AdamW's lanes with tiny operands take a binary64 path that
  * gives the plain float loop's bits without subnormal arithmetic (optim.c).
  * -1: no lane takes it, 1: every lane whose operands are finite, 0: the
- * default, the lanes with a tiny operand on the SIMD paths (AVX2: whole
- * vectors of 8 holding one) and none on the scalar path. Returns the
- * previous mode. */
+ * lanes with a tiny operand on the SIMD paths (AVX2: whole vectors of 8
+ * holding one) and none on the scalar path, 2: the default, 0 on a core
+ * where subnormal arithmetic is slow (measured once a process: Intel's
+ * assists), else -1. Returns the previous mode. */
 int optim_set_exact_lanes(int mode);
 /* Lanes the binary64 path has computed since the program started (tests:
  * that the default mode does send the tiny lanes there). */

@@ -12,6 +12,7 @@
 #include "reduce/tree.h"
 #include "engine/num/dmath.h"
 #include "engine/core/optim.h"
+#include "engine/data/idx.h"
 #include "engine/data/safetensors.h"
 #include "reduce/pool.h"
 #include "engine/num/rng.h"
@@ -157,7 +158,10 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
     if (t == NULL)
         return ls_fail(err, LS_ENOMEM, "trainer: out of memory");
     if (data == NULL) {
-        if ((st = trainer_load_data(cfg, &t->owned_data, err)) != LS_OK)
+        const int prev = idx_load_threads(threads);   /* an IDX task decodes on up to 2 of them */
+        st = trainer_load_data(cfg, &t->owned_data, err);
+        idx_load_threads(prev);
+        if (st != LS_OK)
             goto fail;
         data = t->owned_data;   /* still NULL for tasks that generate their samples */
     }
@@ -407,7 +411,11 @@ static void trainer_update_piece(void *ctx, size_t piece, int worker)
     const size_t n = t->plan.n_params, a = piece * PLAN_UPDATE_PIECE;
     const size_t b = n - a > PLAN_UPDATE_PIECE ? a + PLAN_UPDATE_PIECE : n;
     int bad;
-    if (t->plan.finish_folded)   /* the finish folded in: grad = sum / (float)B, the same division */
+    const float *half_a, *half_b;
+    if (t->plan.finish_folded && t->sum == NULL && tree_top_halves(t->reducer, a, b, &half_a, &half_b))
+        /* the tree's very last addition too, as the optimiser loads the two halves */
+        bad = optim_update_sum(t->opt, t->params_next, t->params, half_a, half_b, (float)t->cfg.batch, a, b);
+    else if (t->plan.finish_folded)   /* the finish folded in: grad = sum / (float)B, the same division */
         bad = optim_update(t->opt, t->params_next, t->params, step_sum(t, a, b), (float)t->cfg.batch, a, b);
     else
         bad = optim_update(t->opt, t->params_next, t->params, t->grad, 1.0f, a, b);

@@ -37,6 +37,13 @@ typedef struct {
  * .gz bytes. Errors name the file and what is wrong (LS_EIO, LS_EFORMAT). */
 ls_status idx_load_set(ls_dataset **out, const char *dir, const idx_set *set, ls_err *err);
 
+/* The threads the calling thread's idx_load_set calls may use (default 1;
+ * the trainer sets its --threads around a task's load): with more than
+ * one, the test split's files are inflated on a second thread while the
+ * train split's are on the caller's. The data, their hash and which error
+ * is reported are the same. Returns the previous setting. */
+int idx_load_threads(int threads);
+
 /* Lower level, exposed for tests and fuzzing: parse one IDX file (already
  * decompressed) of the given magic (0x00000803 images, 0x00000801 labels).
  * On success *dims holds the dimension sizes (up to 3) and *data points into buf. */
