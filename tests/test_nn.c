@@ -132,8 +132,8 @@ static outputs run(const nn_layer *l, size_t n)
         nn_act_relu_backward(l, o.dx, dy, x, n);
         break;
     case NN_GELU:
-        nn_act_gelu_forward(l, o.y, x, n);
-        nn_act_gelu_backward(l, o.dx, dy, x, n);
+        nn_act_gelu_forward(l, o.y, act, x, n);
+        nn_act_gelu_backward(l, o.dx, dy, act, x, n);
         break;
     case NN_ADD:
         nn_act_add_forward(l, o.y, x, x2, n);

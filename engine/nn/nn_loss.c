@@ -66,3 +66,20 @@ void nn_loss_xent_backward(const nn_layer *l, float *dz, const float *z, const i
             dz[i] = (float)(e[i] / s) - (i == y ? 1.0f : 0.0f);
     }
 }
+
+double nn_loss_xent_both(const nn_layer *l, float *dz, const float *z, const int32_t *labels, size_t n,
+                         void *scratch)
+{
+    const size_t C = l->in[2], R = n * l->in[0];
+    double *e = scratch, loss = 0.0, m;
+    const int simd = nn_simd_on();
+    for (size_t r = 0; r < R; r++, z += C, dz += C) {
+        const double s = exps(z, C, e, &m, simd);
+        const int32_t y = labels[r];
+        loss = loss + (y >= 0 && (size_t)y < C ? dmath_log(s) - ((double)z[y] - m) : (double)NAN);
+        const size_t yi = y >= 0 ? (size_t)y : C;
+        for (size_t i = 0; i < C; i++)
+            dz[i] = (float)(e[i] / s) - (i == yi ? 1.0f : 0.0f);
+    }
+    return loss;
+}
