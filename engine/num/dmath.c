@@ -268,12 +268,12 @@ static inline __attribute__((target("avx2"), always_inline)) __m256d exp_reduced
     return _mm256_add_pd(s, _mm256_add_pd(err, _mm256_sub_pd(q, lo)));
 }
 
-static __attribute__((target("avx2"))) void tanhf_avx2(float *y, const float *x, size_t n)
+/* Four lanes of dmath_tanhf. */
+static inline __attribute__((target("avx2"), always_inline)) __m128 tanhf4_avx2(__m128 x4)
 {
     const __m256d sign = V4(-0.0);
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const __m256d xd = _mm256_cvtps_pd(_mm_loadu_ps(x + i)); /* exact */
+    {
+        const __m256d xd = _mm256_cvtps_pd(x4); /* exact */
         const __m256d ax = _mm256_andnot_pd(sign, xd);           /* -xd's bits when negative */
         const __m256d nan = _mm256_cmp_pd(ax, ax, _CMP_UNORD_Q);
         const __m256d big = _mm256_cmp_pd(ax, V4(22.0), _CMP_GT_OQ);
@@ -298,19 +298,35 @@ static __attribute__((target("avx2"))) void tanhf_avx2(float *y, const float *x,
         /* th has a clear sign bit (NaN too): -th is th with xd's sign; the
          * result lies in [-1, 1] or is NaN, so narrow is the plain rounding */
         th = _mm256_or_pd(th, _mm256_and_pd(xd, sign));
-        _mm_storeu_ps(y + i, _mm256_cvtpd_ps(th));
+        return _mm256_cvtpd_ps(th);
     }
-    for (; i < n; i++)
-        y[i] = dmath_tanhf(x[i]);
+}
+
+/* Two groups of four per step (independent chains for the out-of-order
+ * core to overlap); the last 1-3 elements as lanes of a padded group. */
+static __attribute__((target("avx2"))) void tanhf_avx2(float *y, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128 a = tanhf4_avx2(_mm_loadu_ps(x + i)), b = tanhf4_avx2(_mm_loadu_ps(x + i + 4));
+        _mm_storeu_ps(y + i, a);
+        _mm_storeu_ps(y + i + 4, b);
+    }
+    for (; i + 4 <= n; i += 4)
+        _mm_storeu_ps(y + i, tanhf4_avx2(_mm_loadu_ps(x + i)));
+    if (i < n) {
+        float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        memcpy(t, x + i, (n - i) * sizeof(float));
+        _mm_storeu_ps(t, tanhf4_avx2(_mm_loadu_ps(t)));
+        memcpy(y + i, t, (n - i) * sizeof(float));
+    }
 }
 
 /* dmath_exp four lanes at a time, the same statements lane by lane; its
  * branches become a clamped argument and chosen results. */
-static __attribute__((target("avx2"))) void exp_avx2(double *y, const double *x, size_t n)
+static inline __attribute__((target("avx2"), always_inline)) __m256d exp4_avx2(__m256d v)
 {
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const __m256d v = _mm256_loadu_pd(x + i);
+    {
         const __m256d nan = _mm256_cmp_pd(v, v, _CMP_UNORD_Q);
         const __m256d over = _mm256_cmp_pd(v, V4(709.8), _CMP_GT_OQ);
         const __m256d under = _mm256_cmp_pd(v, V4(-745.2), _CMP_LT_OQ);
@@ -334,10 +350,27 @@ static __attribute__((target("avx2"))) void exp_avx2(double *y, const double *x,
         res = _mm256_blendv_pd(res, V4(0.0), under);
         res = _mm256_blendv_pd(res, V4(INFINITY), over);
         res = _mm256_blendv_pd(res, _mm256_add_pd(v, v), nan); /* x + x */
-        _mm256_storeu_pd(y + i, res);
+        return res;
     }
-    for (; i < n; i++)
-        y[i] = dmath_exp(x[i]);
+}
+
+/* As tanhf_avx2: two groups per step, the last 1-3 elements padded. */
+static __attribute__((target("avx2"))) void exp_avx2(double *y, const double *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m256d a = exp4_avx2(_mm256_loadu_pd(x + i)), b = exp4_avx2(_mm256_loadu_pd(x + i + 4));
+        _mm256_storeu_pd(y + i, a);
+        _mm256_storeu_pd(y + i + 4, b);
+    }
+    for (; i + 4 <= n; i += 4)
+        _mm256_storeu_pd(y + i, exp4_avx2(_mm256_loadu_pd(x + i)));
+    if (i < n) {
+        double t[4] = {0.0, 0.0, 0.0, 0.0};
+        memcpy(t, x + i, (n - i) * sizeof(double));
+        _mm256_storeu_pd(t, exp4_avx2(_mm256_loadu_pd(t)));
+        memcpy(y + i, t, (n - i) * sizeof(double));
+    }
 }
 #undef V4
 #endif
