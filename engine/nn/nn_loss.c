@@ -67,7 +67,7 @@ void nn_loss_xent_backward(const nn_layer *l, float *dz, const float *z, const i
     }
 }
 
-double nn_loss_xent_both(const nn_layer *l, float *dz, const float *z, const int32_t *labels, size_t n,
+double nn_loss_xent_both(const nn_layer *l, float *dz, const float *z, const int32_t *labels, size_t n, float div,
                          void *scratch)
 {
     const size_t C = l->in[2], R = n * l->in[0];
@@ -80,6 +80,9 @@ double nn_loss_xent_both(const nn_layer *l, float *dz, const float *z, const int
         const size_t yi = y >= 0 ? (size_t)y : C;
         for (size_t i = 0; i < C; i++)
             dz[i] = (float)(e[i] / s) - (i == yi ? 1.0f : 0.0f);
+        if (div != 1.0f)
+            for (size_t i = 0; i < C; i++)
+                dz[i] = dz[i] / div;
     }
     return loss;
 }

@@ -581,15 +581,12 @@ double seq_leaf(const seq *s, const float *params, const float *x, const int32_t
     const size_t L = s->n_layers - 1;   /* the loss's index */
     const float *z = at(scratch, s->out_off[L - 1]);
     float *dy = at(scratch, s->grad_off[0]);
-    /* seq_loss's sum and the loss's gradient from one pass over the logits */
-    const double sum = nn_loss_xent_both(&s->layer[L], dy, z, row_labels(s, labels, n, scratch), n, ls);
+    /* seq_loss's sum and the loss's gradient from one pass over the logits;
+     * a token network's per-sample loss is the mean over its positions, so
+     * dy is divided by their number (in the same pass). */
+    const float div = s->tokens && s->rows > 1 ? (float)s->rows : 1.0f;
+    const double sum = nn_loss_xent_both(&s->layer[L], dy, z, row_labels(s, labels, n, scratch), n, div, ls);
     const double loss = s->tokens ? sum / (double)s->rows : sum;
-    if (s->tokens && s->rows > 1) {
-        /* The per-sample loss is the mean over its positions. */
-        const float T = (float)s->rows;
-        for (size_t i = 0; i < n * s->layer[L].in_size; i++)
-            dy[i] = dy[i] / T;
-    }
     const int32_t *ids = s->tokens ? (const int32_t *)(const void *)((const char *)scratch + s->ids_off) : NULL;
     float *skip = at(scratch, s->grad_off[3]);
     size_t open = SIZE_MAX;   /* the first layer of the residual branch whose skip gradient is held */
