@@ -254,6 +254,16 @@ static void mix(int vec, float *out, size_t ldo, const mix_spec *m, size_t hs, s
     mix_scalar(out, ldo, m, hs, 0, R, 0);
 }
 
+/* The element-wise steps of the softmax and its gradient (nn.h's twins). */
+NN_TWIN(scale_row, (float *restrict a, float scale, size_t n), (a, scale, n),
+        for (size_t i = 0; i < n; i++) a[i] = a[i] * scale;)
+NN_TWIN(shift_row, (double *restrict e, const float *restrict a, float m, size_t n), (e, a, m, n),
+        for (size_t i = 0; i < n; i++) e[i] = (double)a[i] - (double)m;)
+NN_TWIN(weights_row, (float *restrict a, const double *restrict e, double S, size_t n), (a, e, S, n),
+        for (size_t i = 0; i < n; i++) a[i] = (float)(e[i] / S);)
+NN_TWIN(ds_row, (float *restrict d, const float *restrict a, double D, float scale, size_t n), (d, a, D, scale, n),
+        for (size_t i = 0; i < n; i++) d[i] = (float)((double)a[i] * ((double)d[i] - D)) * scale;)
+
 static float *at(void *base, size_t off)
 {
     return (float *)(void *)((char *)base + off);
@@ -280,14 +290,12 @@ void nn_attn_forward(const nn_layer *l, float *y, float *act, const float *x, co
             scores(vec, ab, T, qb, C3, kt, T, hs);
             for (size_t t = 0; t < T; t++) {
                 float *arow = ab + t * T;
-                float m = 0.0f;
-                for (size_t u = 0; u <= t; u++) {
-                    arow[u] = arow[u] * scale;
-                    if (u == 0 || arow[u] > m)
+                scale_row(arow, scale, t + 1);
+                float m = arow[0];
+                for (size_t u = 1; u <= t; u++)
+                    if (arow[u] > m)
                         m = arow[u];
-                }
-                for (size_t u = 0; u <= t; u++)
-                    e[u] = (double)arow[u] - (double)m;
+                shift_row(e, arow, m, t + 1);
                 if (simd)   /* the same bits, four at a time */
                     dmath_exp_n(e, e, t + 1);
                 else
@@ -296,8 +304,9 @@ void nn_attn_forward(const nn_layer *l, float *y, float *act, const float *x, co
                 double S = 0.0;
                 for (size_t u = 0; u <= t; u++)
                     S = S + e[u];
-                for (size_t u = 0; u < T; u++)
-                    arow[u] = u <= t ? (float)(e[u] / S) : 0.0f;
+                weights_row(arow, e, S, t + 1);
+                for (size_t u = t + 1; u < T; u++)
+                    arow[u] = 0.0f;
             }
             const mix_spec pv = {ab, T, 1, qb + 2 * C, C3, 0, 0, 1, 1};   /* u = 0 .. t */
             mix(vec, ob, C, &pv, hs, T);
@@ -336,8 +345,7 @@ void nn_attn_backward(const nn_layer *l, float *dx, float *dw, const float *dy, 
                 double D = 0.0;
                 for (size_t u = 0; u <= t; u++)
                     D = D + (double)arow[u] * (double)drow[u];
-                for (size_t u = 0; u <= t; u++)
-                    drow[u] = (float)((double)arow[u] * ((double)drow[u] - D)) * scale;
+                ds_row(drow, arow, D, scale, t + 1);
             }
             const mix_spec dq = {ds, T, 1, qb + C, C3, 0, 0, 1, 1};   /* u = 0 .. t */
             const mix_spec dk = {ds, 1, T, qb, C3, 0, 1, T, 0};       /* t = u .. T-1 */

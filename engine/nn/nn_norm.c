@@ -50,11 +50,22 @@ static FORCE_INLINE void stats_rows(const float *x, size_t C, double eps, double
 #undef EACH
 }
 
-static void normalise(float *xh, const float *x, size_t C, double mean, double rstd)
+NN_TWIN(normalise, (float *restrict xh, const float *restrict x, size_t n, double mean, double rstd),
+        (xh, x, n, mean, rstd), for (size_t i = 0; i < n; i++) xh[i] = (float)(((double)x[i] - mean) * rstd);)
+
+/* backward's dx_i (nn_norm.h) */
+static inline float norm_dx1(float dy, float x, float w, double mean, double rstd, double a, double c)
 {
-    for (size_t i = 0; i < C; i++)
-        xh[i] = (float)(((double)x[i] - mean) * rstd);
+    const float g = dy * w;
+    const float xh = (float)(((double)x - mean) * rstd);
+    return (float)(rstd * (((double)g - a) - (double)xh * c));
 }
+
+NN_TWIN(norm_dx,
+        (float *restrict dx, const float *restrict dy, const float *restrict x, const float *restrict w, size_t n,
+         double mean, double rstd, double a, double c),
+        (dx, dy, x, w, n, mean, rstd, a, c),
+        for (size_t i = 0; i < n; i++) dx[i] = norm_dx1(dy[i], x[i], w[i], mean, rstd, a, c);)
 
 void nn_norm_forward(const nn_layer *l, float *y, float *act, const float *x, const float *w, size_t n,
                      void *scratch)
@@ -128,13 +139,7 @@ void nn_norm_backward(const nn_layer *l, float *dx, float *dw, const float *dy, 
             grad_sums_rows(x + r0 * C, dy + r0 * C, w, st + 2 * r0, C, ac, 1);
         for (size_t k = 0; k < nb; k++) {
             const size_t r = r0 + k;
-            const float *xr = x + r * C, *dyr = dy + r * C;
-            const double mean = st[2 * r], rstd = st[2 * r + 1], a = ac[2 * k], c = ac[2 * k + 1];
-            for (size_t i = 0; i < C; i++) {
-                const float g = dyr[i] * w[i];
-                const float xh = (float)(((double)xr[i] - mean) * rstd);
-                dx[r * C + i] = (float)(rstd * (((double)g - a) - (double)xh * c));
-            }
+            norm_dx(dx + r * C, dy + r * C, x + r * C, w, C, st[2 * r], st[2 * r + 1], ac[2 * k], ac[2 * k + 1]);
         }
         r0 += nb;
     }
