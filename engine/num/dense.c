@@ -971,29 +971,54 @@ static void gemm_run(int path, const gemm *g, int start, int end, size_t rc, int
 /* dbias[n] = (dbias[n] +) the sum over b of dout[b][n] (row b at dout +
  * b·ldd) over atoms (dense.h): vectorised over n, each atom's rows in
  * order, the atoms along the canonical tree. */
+/* NV vectors of columns side by side: each column's sums as the scalar
+ * twin's (rows in order within an atom, the atoms by the canonical tree);
+ * NV independent chains, so the additions' latencies overlap. */
+static FORCE_INLINE __attribute__((target("avx2")))
+void dbias_cols_y(float *dbias, const float *dout, size_t ldd, size_t B, int accumulate, const int NV)
+{
+    __m256 part[DENSE_MAX_LEVELS][4];
+    int depth = 0;
+    for (size_t a0 = 0, j = 0; a0 < B; a0 += LS_ATOM, j++) {
+        const size_t a1 = B - a0 < LS_ATOM ? B : a0 + LS_ATOM;
+        __m256 s[4];
+UNROLL
+        for (int v = 0; v < NV; v++)
+            s[v] = _mm256_setzero_ps();
+        for (size_t b = a0; b < a1; b++)
+UNROLL
+            for (int v = 0; v < NV; v++)
+                s[v] = _mm256_add_ps(s[v], _mm256_loadu_ps(dout + b * ldd + 8 * (size_t)v));
+UNROLL
+        for (int v = 0; v < NV; v++)
+            part[depth][v] = s[v];
+        depth++;
+        for (size_t t = j; t & 1; t >>= 1, depth--)
+UNROLL
+            for (int v = 0; v < NV; v++)
+                part[depth - 2][v] = _mm256_add_ps(part[depth - 2][v], part[depth - 1][v]);
+    }
+    for (; depth > 1; depth--)
+UNROLL
+        for (int v = 0; v < NV; v++)
+            part[depth - 2][v] = _mm256_add_ps(part[depth - 2][v], part[depth - 1][v]);
+UNROLL
+    for (int v = 0; v < NV; v++) {
+        __m256 s = depth == 0 ? _mm256_setzero_ps() : part[0][v];
+        if (accumulate)
+            s = _mm256_add_ps(_mm256_loadu_ps(dbias + 8 * v), s);
+        _mm256_storeu_ps(dbias + 8 * v, s);
+    }
+}
+
 static __attribute__((target("avx2")))
 void dbias_y(float *dbias, const float *dout, size_t ldd, size_t B, size_t N, int accumulate)
 {
     size_t n = 0;
-    for (; n + 8 <= N; n += 8) {
-        __m256 part[DENSE_MAX_LEVELS];
-        int depth = 0;
-        for (size_t a0 = 0, j = 0; a0 < B; a0 += LS_ATOM, j++) {
-            const size_t a1 = B - a0 < LS_ATOM ? B : a0 + LS_ATOM;
-            __m256 s = _mm256_setzero_ps();
-            for (size_t b = a0; b < a1; b++)
-                s = _mm256_add_ps(s, _mm256_loadu_ps(dout + b * ldd + n));
-            part[depth++] = s;
-            for (size_t t = j; t & 1; t >>= 1, depth--)
-                part[depth - 2] = _mm256_add_ps(part[depth - 2], part[depth - 1]);
-        }
-        for (; depth > 1; depth--)
-            part[depth - 2] = _mm256_add_ps(part[depth - 2], part[depth - 1]);
-        __m256 s = depth == 0 ? _mm256_setzero_ps() : part[0];
-        if (accumulate)
-            s = _mm256_add_ps(_mm256_loadu_ps(dbias + n), s);
-        _mm256_storeu_ps(dbias + n, s);
-    }
+    for (; n + 32 <= N; n += 32)
+        dbias_cols_y(dbias + n, dout + n, ldd, B, accumulate, 4);
+    for (; n + 8 <= N; n += 8)
+        dbias_cols_y(dbias + n, dout + n, ldd, B, accumulate, 1);
     for (; n < N; n++) {   /* the scalar twin's operations for the last columns */
         atom_stack st = { .depth = 0 };
         for (size_t a0 = 0, j = 0; a0 < B; a0 += LS_ATOM, j++) {
