@@ -1,6 +1,7 @@
 /* nn_attn.c — causal multi-head self-attention (nn_attn.h). The
- * projections go through dense.h; the per-head loops are plain scalar code
- * with the orders the header writes (scores and mix, below). */
+ * projections go through dense.h; the per-head products are two loop
+ * shapes (scores and mix, below), each an AVX2+FMA path and its scalar
+ * twin with the orders the header writes. */
 #include "engine/nn/nn_attn.h"
 
 #include <math.h>

@@ -27,7 +27,9 @@
  * rows, fewer or partial vectors) run the same operations with masks. On
  * AVX-512 a panel that serves many tiles (the weight gradient's) is first
  * copied into a contiguous buffer on the stack (packed, as BLIS and
- * OpenBLAS do), where it stays in L1 for every tile of rows.
+ * OpenBLAS do), where it stays in L1 for every tile of rows. The AVX2
+ * weight gradient instead runs a group of tiles atom by atom
+ * (gemm_y_atoms), so an atom's rows stay in L1 across the group.
  *
  * The binary is built without -march: the SIMD functions carry
  * __attribute__((target(...))) and are chosen at run time with
