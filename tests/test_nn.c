@@ -184,6 +184,10 @@ static nn_layer *cases(size_t *count)
     c[k++] = layer((nn_layer){.kind = NN_EMBED, .in = {7, 1, 1}, .vocab = 13, .units = 33});
     c[k++] = layer((nn_layer){.kind = NN_POSEMBED, .in = {7, 1, 33}});
     c[k++] = layer((nn_layer){.kind = NN_ATTN, .in = {9, 1, 24}, .heads = 3});
+    /* head sizes 16 (gpt's) and 20 with 70 and 37 tokens: the attention's
+     * register tiles (nn_attn.c) with row and column tails */
+    c[k++] = layer((nn_layer){.kind = NN_ATTN, .in = {70, 1, 32}, .heads = 2});
+    c[k++] = layer((nn_layer){.kind = NN_ATTN, .in = {37, 1, 40}, .heads = 2});
     c[k++] = layer((nn_layer){.kind = NN_RELU, .in = {7, 1, 37}});
     c[k++] = layer((nn_layer){.kind = NN_GELU, .in = {7, 1, 37}});
     c[k++] = layer((nn_layer){.kind = NN_ADD, .in = {7, 1, 37}});

@@ -110,7 +110,7 @@ static void mix_scalar(float *out, size_t ldo, const mix_spec *m, size_t hs, siz
 static FORCE_INLINE ATTN_AVX2 void scores_tile(float *out, size_t ldo, const float *a, size_t lda, const float *B,
                                                size_t T, size_t hs, size_t t, size_t u, int NR, int NV)
 {
-    __m256 acc[2][4];
+    __m256 acc[4][4];
     for (int r = 0; r < NR; r++)
         for (int v = 0; v < NV; v++)
             acc[r][v] = _mm256_setzero_ps();
@@ -129,13 +129,14 @@ static FORCE_INLINE ATTN_AVX2 void scores_tile(float *out, size_t ldo, const flo
             _mm256_storeu_ps(out + (t + (size_t)r) * ldo + u + 8 * (size_t)v, acc[r][v]);
 }
 
-/* Columns u .. nu-1 of NR rows from t: tiles of 32 and 8, the rest scalar. */
+/* Columns 0 .. nu-1 of NR rows from t: tiles of NV·8 and 8 columns (NR·NV
+ * accumulators, at most 8 and the loaded row: no spills), the rest scalar. */
 static FORCE_INLINE ATTN_AVX2 void scores_rows(float *out, size_t ldo, const float *a, size_t lda, const float *B,
-                                               size_t T, size_t hs, size_t t, size_t nu, int NR)
+                                               size_t T, size_t hs, size_t t, size_t nu, int NR, int NV)
 {
     size_t u = 0;
-    for (; u + 32 <= nu; u += 32)
-        scores_tile(out, ldo, a, lda, B, T, hs, t, u, NR, 4);
+    for (; u + 8 * (size_t)NV <= nu; u += 8 * (size_t)NV)
+        scores_tile(out, ldo, a, lda, B, T, hs, t, u, NR, NV);
     for (; u + 8 <= nu; u += 8)
         scores_tile(out, ldo, a, lda, B, T, hs, t, u, NR, 1);
     for (int r = 0; r < NR; r++)
@@ -152,12 +153,12 @@ static ATTN_AVX2 void scores_avx2(float *out, size_t ldo, const float *a, size_t
                                   size_t hs)
 {
     size_t t = 0;
-    for (; t + 2 <= T; t += 2) {   /* rows t and t+1 need u <= t+1 */
-        const size_t nu = (t + 2 + 7) / 8 * 8 < T ? (t + 2 + 7) / 8 * 8 : T;
-        scores_rows(out, ldo, a, lda, B, T, hs, t, nu, 2);
+    for (; t + 4 <= T; t += 4) {   /* rows t .. t+3 need u <= t+3 */
+        const size_t nu = (t + 4 + 7) / 8 * 8 < T ? (t + 4 + 7) / 8 * 8 : T;
+        scores_rows(out, ldo, a, lda, B, T, hs, t, nu, 4, 2);
     }
-    if (t < T)
-        scores_rows(out, ldo, a, lda, B, T, hs, t, T, 1);
+    for (; t < T; t++)
+        scores_rows(out, ldo, a, lda, B, T, hs, t, T, 1, 4);
 }
 
 /* Four rows from r0 of mix, 16 columns from c0, in 8 registers: each row's
