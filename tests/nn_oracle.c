@@ -145,8 +145,8 @@ static void run_uniform(const char *name, nn_layer l, size_t n, size_t L)
     case NN_GELU:
         for (size_t i = 0; i < n * l.in_size; i++)
             x[i] *= 4.0f;   /* reach the tails of tanh */
-        nn_act_gelu_forward(&l, y, x, n);
-        nn_act_gelu_backward(&l, dx, dy, x, n);
+        nn_act_gelu_forward(&l, y, act, x, n);
+        nn_act_gelu_backward(&l, dx, dy, act, x, n);
         break;
     default:
         bad = 1;

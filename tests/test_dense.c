@@ -362,6 +362,13 @@ static void test_real_shapes(void **state)
     check_shape(17, 50, 33);
     check_shape(112, 784, 64);
     check_shape(1000, 40, 70);
+    /* gpt at its leaf of 16 samples x 64 positions: the weight gradient's
+     * groups of tiles (dense.c, atoms_group_y) over 64 atoms, several
+     * groups for K = 256; a ragged last group. */
+    check_shape(1024, 64, 192);
+    check_shape(1024, 256, 64);
+    check_shape(1024, 64, 256);
+    check_shape(1040, 250, 70);
 }
 
 /* The micro-kernel's two broadcast forms (registers, memory operands;

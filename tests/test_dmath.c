@@ -362,8 +362,9 @@ static void test_tanhf_array(void **state)
 }
 
 /* dmath_exp_n against dmath_exp, bit for bit: 10^7 random bit patterns
- * (half of them spread over [-800, 800], the rest any double), the branch
- * and scaling edges, NaNs, and every length up to 9, on both settings. */
+ * (half of them spread over [-800, 800], the rest any double), 2·10^6 in
+ * [-708, 709] with its ends, the branch and scaling edges, NaNs, and every
+ * length up to 9, on both settings. */
 static void exp_n_check(const double *x, size_t n)
 {
     double y[64];
@@ -401,6 +402,24 @@ static void test_exp_array(void **state)
                 } else {
                     x[j] = ((double)(r >> 11) * 0x1p-53 - 0.5) * 1600.0;
                 }
+            }
+            exp_n_check(x, 64);
+        }
+        /* Groups whose every lane is in [-708, 709] take the vector path's
+         * shortcut (dmath.c, expg_plain_avx2): such groups, the range's
+         * ends and their neighbours among them, and one lane just outside. */
+        const double ends[] = { -708.0, 709.0, nextafter(-708.0, 0.0), nextafter(709.0, 0.0),
+                                nextafter(-708.0, -1000.0), nextafter(709.0, 1000.0), -0.0, 0.0 };
+        for (size_t done = 0; done < 2000000; done += 64) {
+            for (size_t j = 0; j < 64; j++) {
+                r ^= r << 13;
+                r ^= r >> 7;
+                r ^= r << 17;
+                x[j] = (double)(r >> 11) * 0x1p-53 * 1417.0 - 708.0;
+                if (j % 16 == 0 && (r & 7) < 3)
+                    x[j] = ends[(r >> 3) % 8];
+                if (j % 8 == 3 && (r & 0xf0) == 0)
+                    x[j] = x[j] < 0.0 ? x[j] - 0.5 : -x[j];   /* a softmax-like argument */
             }
             exp_n_check(x, 64);
         }

@@ -132,8 +132,8 @@ static outputs run(const nn_layer *l, size_t n)
         nn_act_relu_backward(l, o.dx, dy, x, n);
         break;
     case NN_GELU:
-        nn_act_gelu_forward(l, o.y, x, n);
-        nn_act_gelu_backward(l, o.dx, dy, x, n);
+        nn_act_gelu_forward(l, o.y, act, x, n);
+        nn_act_gelu_backward(l, o.dx, dy, act, x, n);
         break;
     case NN_ADD:
         nn_act_add_forward(l, o.y, x, x2, n);
@@ -184,6 +184,10 @@ static nn_layer *cases(size_t *count)
     c[k++] = layer((nn_layer){.kind = NN_EMBED, .in = {7, 1, 1}, .vocab = 13, .units = 33});
     c[k++] = layer((nn_layer){.kind = NN_POSEMBED, .in = {7, 1, 33}});
     c[k++] = layer((nn_layer){.kind = NN_ATTN, .in = {9, 1, 24}, .heads = 3});
+    /* head sizes 16 (gpt's) and 20 with 70 and 37 tokens: the attention's
+     * register tiles (nn_attn.c) with row and column tails */
+    c[k++] = layer((nn_layer){.kind = NN_ATTN, .in = {70, 1, 32}, .heads = 2});
+    c[k++] = layer((nn_layer){.kind = NN_ATTN, .in = {37, 1, 40}, .heads = 2});
     c[k++] = layer((nn_layer){.kind = NN_RELU, .in = {7, 1, 37}});
     c[k++] = layer((nn_layer){.kind = NN_GELU, .in = {7, 1, 37}});
     c[k++] = layer((nn_layer){.kind = NN_ADD, .in = {7, 1, 37}});
@@ -367,6 +371,63 @@ static void test_dropout_split(void **state)
     free(x), free(y1), free(y2);
 }
 
+/* nn_loss_xent_both = nn_loss_xent_forward's sum and nn_loss_xent_backward's
+ * dz (then / div), bit for bit, on both paths: token rows of 256 classes
+ * (gpt's head) and 5 classes, labels out of range (a NaN loss, no one-hot). */
+static void test_xent_both(void **state)
+{
+    (void)state;
+    const size_t T = 7, n = 3, R = T * n;
+    const size_t classes[2] = {256, 5};
+    for (int c = 0; c < 2; c++) {
+        const size_t C = classes[c];
+        nn_layer l = layer((nn_layer){.kind = NN_XENT, .in = {T, 1, C}});
+        float *z = rnd(R * C, 11 + (uint64_t)c, 6.0f), *dz = zalloc64(R * C * 4), *dz2 = zalloc64(R * C * 4);
+        void *scratch = zalloc64(nn_scratch_bytes(&l, n));
+        int32_t lab[21];
+        for (size_t r = 0; r < R; r++)
+            lab[r] = r == 4 ? -1 : r == 9 ? (int32_t)C : (int32_t)rng_below(31, RNG_TEST, 9, r, 0, C);
+        for (int simd = 0; simd < 2; simd++) {
+            const int prev = nn_set_simd(simd);
+            for (int d = 0; d < 2; d++) {
+                const float div = d ? (float)T : 1.0f;
+                const double ref = nn_loss_xent_forward(&l, z, lab, n, scratch);
+                nn_loss_xent_backward(&l, dz, z, lab, n, scratch);
+                for (size_t i = 0; d && i < R * C; i++)
+                    dz[i] = dz[i] / div;
+                const double got = nn_loss_xent_both(&l, dz2, z, lab, n, div, scratch);
+                assert_memory_equal(&ref, &got, sizeof(double));
+                assert_memory_equal(dz, dz2, R * C * 4);
+            }
+            nn_set_simd(prev);
+        }
+        free(z), free(dz), free(dz2), free(scratch);
+    }
+}
+
+/* gelu's backward with forward's saved t = with t recomputed (act NULL),
+ * bit for bit, on both paths; lengths past the recomputation's chunk. */
+static void test_gelu_kept(void **state)
+{
+    (void)state;
+    const size_t m = 300, n = 3;
+    nn_layer l = layer((nn_layer){.kind = NN_GELU, .in = {1, 1, m}});
+    assert_int_equal(l.act_floats, m);
+    float *x = rnd(n * m, 21, 8.0f), *dy = rnd(n * m, 22, 1.0f), *act = zalloc64(n * m * 4);
+    float *y = zalloc64(n * m * 4), *y2 = zalloc64(n * m * 4), *dx = zalloc64(n * m * 4), *dx2 = zalloc64(n * m * 4);
+    for (int simd = 0; simd < 2; simd++) {
+        const int prev = nn_set_simd(simd);
+        nn_act_gelu_forward(&l, y, act, x, n);
+        nn_act_gelu_forward(&l, y2, NULL, x, n);
+        nn_act_gelu_backward(&l, dx, dy, act, x, n);
+        nn_act_gelu_backward(&l, dx2, dy, NULL, x, n);
+        assert_memory_equal(y, y2, n * m * 4);
+        assert_memory_equal(dx, dx2, n * m * 4);
+        nn_set_simd(prev);
+    }
+    free(x), free(dy), free(act), free(y), free(y2), free(dx), free(dx2);
+}
+
 /* A declared MLP (dense, relu, dense, relu, dense, xent) = mlp_leaf, bit for bit. */
 static void test_declared_mlp(void **state)
 {
@@ -503,6 +564,8 @@ int main(void)
         cmocka_unit_test(test_backward_writes),
         cmocka_unit_test(test_dropout_split),
         cmocka_unit_test(test_declared_mlp),
+        cmocka_unit_test(test_xent_both),
+        cmocka_unit_test(test_gelu_kept),
         cmocka_unit_test(test_out_of_range),
         cmocka_unit_test(test_bad_settings),
     };

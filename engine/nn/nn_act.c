@@ -11,6 +11,8 @@ ls_status nn_act_describe(nn_layer *l, ls_err *err)
     if (l->kind == NN_DROPOUT && !(l->p >= 0.0f && l->p < 1.0f))
         return ls_fail(err, LS_EINVAL, "dropout: p = %g; it must lie in [0, 1)", (double)l->p);
     memcpy(l->out, l->in, sizeof l->out);
+    if (l->kind == NN_GELU)
+        l->act_floats = l->in_size;   /* t, so the backward calls no tanh */
     return LS_OK;
 }
 
@@ -36,18 +38,32 @@ void nn_act_relu_backward(const nn_layer *l, float *dx, const float *dy, const f
 #define GELU_C 0.7978845608f
 #define GELU_A 0.044715f
 
-static float gelu_arg(float x)
+static inline float gelu_arg(float x)
 {
     return GELU_C * (x + GELU_A * ((x * x) * x));
 }
+
+NN_TWIN(gelu_args, (float *restrict t, const float *restrict x, size_t n), (t, x, n),
+        for (size_t i = 0; i < n; i++) t[i] = gelu_arg(x[i]);)
+
+NN_TWIN(gelu_out, (float *restrict y, const float *restrict x, const float *restrict t, size_t n), (y, x, t, n),
+        for (size_t i = 0; i < n; i++) y[i] = (0.5f * x[i]) * (1.0f + t[i]);)
+
+static inline float gelu_slope(float v, float t)
+{
+    return 0.5f * (1.0f + t) + (0.5f * v) * ((1.0f - t * t) * (GELU_C * (1.0f + (3.0f * GELU_A) * (v * v))));
+}
+
+NN_TWIN(gelu_bwd,
+        (float *restrict dx, const float *restrict dy, const float *restrict x, const float *restrict t, size_t n),
+        (dx, dy, x, t, n), for (size_t i = 0; i < n; i++) dx[i] = dy[i] * gelu_slope(x[i], t[i]);)
 
 /* t[j] = tanh(gelu_arg(x[j])) for j < n: with the SIMD switch on through
  * dmath_tanhf_n (vectorised, the same bits), else element by element. */
 #define GELU_CHUNK 256
 static void gelu_t(float *t, const float *x, size_t n, int simd)
 {
-    for (size_t j = 0; j < n; j++)
-        t[j] = gelu_arg(x[j]);
+    gelu_args(t, x, n);
     if (simd) {
         dmath_tanhf_n(t, t, n);
         return;
@@ -56,33 +72,33 @@ static void gelu_t(float *t, const float *x, size_t n, int simd)
         t[j] = dmath_tanhf(t[j]);
 }
 
-void nn_act_gelu_forward(const nn_layer *l, float *y, const float *x, size_t n)
+void nn_act_gelu_forward(const nn_layer *l, float *y, float *act, const float *x, size_t n)
 {
     const size_t m = n * l->in_size;
     const int simd = nn_simd_on();
-    float t[GELU_CHUNK];
+    float buf[GELU_CHUNK];
     for (size_t i0 = 0; i0 < m; i0 += GELU_CHUNK) {
         const size_t len = m - i0 < GELU_CHUNK ? m - i0 : GELU_CHUNK;
+        float *t = act != NULL ? act + i0 : buf;
         gelu_t(t, x + i0, len, simd);
-        for (size_t j = 0; j < len; j++)
-            y[i0 + j] = (0.5f * x[i0 + j]) * (1.0f + t[j]);
+        gelu_out(y + i0, x + i0, t, len);
     }
 }
 
-void nn_act_gelu_backward(const nn_layer *l, float *dx, const float *dy, const float *x, size_t n)
+void nn_act_gelu_backward(const nn_layer *l, float *dx, const float *dy, const float *act, const float *x,
+                          size_t n)
 {
     const size_t m = n * l->in_size;
+    if (act != NULL) {
+        gelu_bwd(dx, dy, x, act, m);
+        return;
+    }
     const int simd = nn_simd_on();
     float tt[GELU_CHUNK];
     for (size_t i0 = 0; i0 < m; i0 += GELU_CHUNK) {
         const size_t len = m - i0 < GELU_CHUNK ? m - i0 : GELU_CHUNK;
         gelu_t(tt, x + i0, len, simd);
-        for (size_t j = 0; j < len; j++) {
-            const size_t i = i0 + j;
-            const float v = x[i], t = tt[j];
-            const float slope = 0.5f * (1.0f + t) + (0.5f * v) * ((1.0f - t * t) * (GELU_C * (1.0f + (3.0f * GELU_A) * (v * v))));
-            dx[i] = dy[i] * slope;
-        }
+        gelu_bwd(dx + i0, dy + i0, x + i0, tt, len);
     }
 }
 

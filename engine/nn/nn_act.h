@@ -1,6 +1,7 @@
 /* nn_act.h — the element-wise layers: ReLU, GELU (tanh form), the residual
  * add and dropout with addressed randomness. Output shape = input shape;
- * no parameters, no saved activations, no scratch.
+ * no parameters, no scratch; gelu saves t (act_floats = in_size), the
+ * others nothing.
  *
  * Each element is computed on its own, so there is no order to state
  * beyond each formula's (binary32, left to right, no FMA):
@@ -9,7 +10,7 @@
  *   gelu     u = c·(x + a·((x·x)·x)), t = dmath_tanhf(u), y = (0.5f·x)·(1 + t),
  *            c = 0.7978845608f (sqrt(2/π) rounded), a = 0.044715f;
  *            dx = dy · (0.5f·(1 + t) + (0.5f·x)·((1 - t·t)·(c·(1 + (3a)·(x·x))))),
- *            t recomputed from x (the same bits as forward's).
+ *            t the forward's, saved (or recomputed from x: the same bits).
  *   add      y = x + x2; backward dx = dy and dx2 = dy (copies; the caller
  *            adds a skip's gradient to its other consumer's, nn.h).
  *   dropout  element i of the sample with absolute index s (sample0 + b:
@@ -20,8 +21,8 @@
  *            Backward: dx = dy · scale where kept, 0.0f elsewhere (the mask
  *            drawn again from its address: nothing is stored).
  * relu, add and the gelu's products are element-wise loops with SIMD
- * clones and scalar twins (nn.h); gelu calls dmath_tanhf per element and
- * dropout rng_uniformf, so they are plain loops.
+ * clones and scalar twins (nn.h); gelu's t comes from dmath_tanhf_n (the
+ * same bits as dmath_tanhf) and dropout calls rng_uniformf, a plain loop.
  */
 #ifndef LS_NN_ACT_H
 #define LS_NN_ACT_H
@@ -36,8 +37,11 @@ ls_status nn_act_describe(nn_layer *l, ls_err *err);
 
 void nn_act_relu_forward(const nn_layer *l, float *y, const float *x, size_t n);
 void nn_act_relu_backward(const nn_layer *l, float *dx, const float *dy, const float *x, size_t n);
-void nn_act_gelu_forward(const nn_layer *l, float *y, const float *x, size_t n);
-void nn_act_gelu_backward(const nn_layer *l, float *dx, const float *dy, const float *x, size_t n);
+/* act: n x act_floats (= in_size) floats, forward's t for the backward, or
+ * NULL (the backward then recomputes t: the same bits). */
+void nn_act_gelu_forward(const nn_layer *l, float *y, float *act, const float *x, size_t n);
+void nn_act_gelu_backward(const nn_layer *l, float *dx, const float *dy, const float *act, const float *x,
+                          size_t n);
 void nn_act_add_forward(const nn_layer *l, float *y, const float *x, const float *x2, size_t n);
 void nn_act_add_backward(const nn_layer *l, float *dx, float *dx2, const float *dy, size_t n);
 void nn_act_dropout_forward(const nn_layer *l, float *y, const float *x, size_t n,

@@ -18,6 +18,14 @@ ls_status nn_loss_describe(nn_layer *l, ls_err *err)
     return LS_OK;
 }
 
+/* The element-wise steps (nn.h's twins): e_i's argument, and dz before
+ * its one-hot term: (float)(e_i / s), or that divided by div. The one-hot
+ * term is then subtracted from one element only: x - 0.0f is x. */
+NN_TWIN(shift, (double *restrict e, const float *restrict z, double m, size_t n), (e, z, m, n),
+        for (size_t i = 0; i < n; i++) e[i] = (double)z[i] - m;)
+NN_TWIN(probs, (float *restrict dz, const double *restrict e, double s, size_t n), (dz, e, s, n),
+        for (size_t i = 0; i < n; i++) dz[i] = (float)(e[i] / s);)
+
 /* e_i into e, returns s; *m the row's maximum. simd: nn_simd_on(), read
  * once per layer call. */
 static double exps(const float *z, size_t C, double *e, double *m, int simd)
@@ -27,8 +35,7 @@ static double exps(const float *z, size_t C, double *e, double *m, int simd)
         if (z[i] > zmax)
             zmax = z[i];
     *m = (double)zmax;
-    for (size_t i = 0; i < C; i++)
-        e[i] = (double)z[i] - *m;
+    shift(e, z, *m, C);
     if (simd)   /* the same bits, four at a time */
         dmath_exp_n(e, e, C);
     else
@@ -65,4 +72,24 @@ void nn_loss_xent_backward(const nn_layer *l, float *dz, const float *z, const i
         for (size_t i = 0; i < C; i++)
             dz[i] = (float)(e[i] / s) - (i == y ? 1.0f : 0.0f);
     }
+}
+
+double nn_loss_xent_both(const nn_layer *l, float *dz, const float *z, const int32_t *labels, size_t n, float div,
+                         void *scratch)
+{
+    const size_t C = l->in[2], R = n * l->in[0];
+    double *e = scratch, loss = 0.0, m;
+    const int simd = nn_simd_on();
+    for (size_t r = 0; r < R; r++, z += C, dz += C) {
+        const double s = exps(z, C, e, &m, simd);
+        const int32_t y = labels[r];
+        loss = loss + (y >= 0 && (size_t)y < C ? dmath_log(s) - ((double)z[y] - m) : (double)NAN);
+        probs(dz, e, s, C);
+        if (y >= 0 && (size_t)y < C)
+            dz[y] = dz[y] - 1.0f;
+        if (div != 1.0f)
+            for (size_t i = 0; i < C; i++)
+                dz[i] = dz[i] / div;
+    }
+    return loss;
 }

@@ -26,5 +26,11 @@ ls_status nn_loss_describe(nn_layer *l, ls_err *err);
 double nn_loss_xent_forward(const nn_layer *l, const float *z, const int32_t *labels, size_t n, void *scratch);
 void nn_loss_xent_backward(const nn_layer *l, float *dz, const float *z, const int32_t *labels, size_t n,
                            void *scratch);
+/* Both at once: forward's sum and backward's dz, the same bits, with the
+ * exponentials computed once per row instead of twice (a training step);
+ * when div != 1.0f each dz_i is then divided by it (binary32: a token
+ * network's mean over positions) in the same pass. */
+double nn_loss_xent_both(const nn_layer *l, float *dz, const float *z, const int32_t *labels, size_t n, float div,
+                         void *scratch);
 
 #endif

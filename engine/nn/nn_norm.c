@@ -22,26 +22,50 @@ NN_TWIN(affine, (float *restrict y, const float *restrict g, const float *restri
 NN_TWIN_FMA(acc_gain, (float *restrict dg, float *restrict db, const float *restrict dy, const float *restrict xh, size_t n),
         (dg, db, dy, xh, n), for (size_t i = 0; i < n; i++) { dg[i] = fmaf(dy[i], xh[i], dg[i]); db[i] = db[i] + dy[i]; })
 
-static void stats(const float *x, size_t C, double eps, double *mean, double *rstd)
+/* The statistics of NB rows (C apart) at once: each row's sums are its own
+ * chains in index order, as nn_norm.h writes; interleaving NB of them only
+ * lets the additions of different rows overlap (one row alone waits on
+ * each addition's latency). */
+#define NORM_ROWS 4
+static FORCE_INLINE void stats_rows(const float *x, size_t C, double eps, double *st, const int NB)
 {
-    double s = 0.0;
+    double s[NORM_ROWS], m[NORM_ROWS], v[NORM_ROWS];
+#define EACH _Pragma("GCC unroll 4") for (int k = 0; k < NB; k++)
+    EACH s[k] = 0.0;
     for (size_t i = 0; i < C; i++)
-        s = s + (double)x[i];
-    const double m = s / (double)C;
-    double v = 0.0;
-    for (size_t i = 0; i < C; i++) {
-        const double d = (double)x[i] - m;
-        v = v + d * d;
+        EACH s[k] = s[k] + (double)x[(size_t)k * C + i];
+    EACH {
+        m[k] = s[k] / (double)C;
+        v[k] = 0.0;
     }
-    *mean = m;
-    *rstd = 1.0 / sqrt(v / (double)C + eps);
+    for (size_t i = 0; i < C; i++)
+        EACH {
+            const double d = (double)x[(size_t)k * C + i] - m[k];
+            v[k] = v[k] + d * d;
+        }
+    EACH {
+        st[2 * k] = m[k];
+        st[2 * k + 1] = 1.0 / sqrt(v[k] / (double)C + eps);
+    }
+#undef EACH
 }
 
-static void normalise(float *xh, const float *x, size_t C, double mean, double rstd)
+NN_TWIN(normalise, (float *restrict xh, const float *restrict x, size_t n, double mean, double rstd),
+        (xh, x, n, mean, rstd), for (size_t i = 0; i < n; i++) xh[i] = (float)(((double)x[i] - mean) * rstd);)
+
+/* backward's dx_i (nn_norm.h) */
+static inline float norm_dx1(float dy, float x, float w, double mean, double rstd, double a, double c)
 {
-    for (size_t i = 0; i < C; i++)
-        xh[i] = (float)(((double)x[i] - mean) * rstd);
+    const float g = dy * w;
+    const float xh = (float)(((double)x - mean) * rstd);
+    return (float)(rstd * (((double)g - a) - (double)xh * c));
 }
+
+NN_TWIN(norm_dx,
+        (float *restrict dx, const float *restrict dy, const float *restrict x, const float *restrict w, size_t n,
+         double mean, double rstd, double a, double c),
+        (dx, dy, x, w, n, mean, rstd, a, c),
+        for (size_t i = 0; i < n; i++) dx[i] = norm_dx1(dy[i], x[i], w[i], mean, rstd, a, c);)
 
 void nn_norm_forward(const nn_layer *l, float *y, float *act, const float *x, const float *w, size_t n,
                      void *scratch)
@@ -49,11 +73,38 @@ void nn_norm_forward(const nn_layer *l, float *y, float *act, const float *x, co
     (void)scratch;
     const size_t C = l->in[2], V = n * l->in[0] * l->in[1];
     double *st = (double *)(void *)act;
+    size_t r0 = 0;
+    for (; r0 + NORM_ROWS <= V; r0 += NORM_ROWS)
+        stats_rows(x + r0 * C, C, l->eps, &st[2 * r0], NORM_ROWS);
+    for (; r0 < V; r0++)
+        stats_rows(x + r0 * C, C, l->eps, &st[2 * r0], 1);
     for (size_t r = 0; r < V; r++) {
-        stats(x + r * C, C, l->eps, &st[2 * r], &st[2 * r + 1]);
         normalise(y + r * C, x + r * C, C, st[2 * r], st[2 * r + 1]);
         affine(y + r * C, w, w + C, C);
     }
+}
+
+/* Backward's a and c (already divided by C) of NB rows at once, each row's
+ * two sums in index order (interleaved as stats_rows). */
+static FORCE_INLINE void grad_sums_rows(const float *x, const float *dy, const float *w, const double *st, size_t C,
+                                        double *ac, const int NB)
+{
+    double a[NORM_ROWS], c[NORM_ROWS];
+#define EACH _Pragma("GCC unroll 4") for (int k = 0; k < NB; k++)
+    EACH a[k] = c[k] = 0.0;
+    for (size_t i = 0; i < C; i++)
+        EACH {
+            const size_t j = (size_t)k * C + i;
+            const float g = dy[j] * w[i];
+            const float xh = (float)(((double)x[j] - st[2 * k]) * st[2 * k + 1]);
+            a[k] = a[k] + (double)g;
+            c[k] = c[k] + (double)g * (double)xh;
+        }
+    EACH {
+        ac[2 * k] = a[k] / (double)C;
+        ac[2 * k + 1] = c[k] / (double)C;
+    }
+#undef EACH
 }
 
 void nn_norm_backward(const nn_layer *l, float *dx, float *dw, const float *dy, const float *act,
@@ -68,29 +119,28 @@ void nn_norm_backward(const nn_layer *l, float *dx, float *dw, const float *dy, 
     for (size_t r = 0; r < V; r++) {
         const float *xr = x + r * C, *dyr = dy + r * C;
         const double mean = st[2 * r], rstd = st[2 * r + 1];
-        /* xhat goes through dx's row as a temporary when dx is given; the
-         * parameter sums need it either way. */
+        /* xhat goes through a temporary; the parameter sums run over the
+         * rows in order. */
         float tmp[256];
         for (size_t c0 = 0; c0 < C; c0 += 256) {
             const size_t m = C - c0 < 256 ? C - c0 : 256;
             normalise(tmp, xr + c0, m, mean, rstd);
             acc_gain(dg + c0, db + c0, dyr + c0, tmp, m);
         }
-        if (dx == NULL)
-            continue;
-        double a = 0.0, c = 0.0;
-        for (size_t i = 0; i < C; i++) {
-            const float g = dyr[i] * w[i];
-            const float xh = (float)(((double)xr[i] - mean) * rstd);
-            a = a + (double)g;
-            c = c + (double)g * (double)xh;
+    }
+    if (dx == NULL)
+        return;
+    for (size_t r0 = 0; r0 < V;) {
+        double ac[2 * NORM_ROWS];
+        const size_t nb = V - r0 >= NORM_ROWS ? NORM_ROWS : 1;
+        if (nb == NORM_ROWS)
+            grad_sums_rows(x + r0 * C, dy + r0 * C, w, st + 2 * r0, C, ac, NORM_ROWS);
+        else
+            grad_sums_rows(x + r0 * C, dy + r0 * C, w, st + 2 * r0, C, ac, 1);
+        for (size_t k = 0; k < nb; k++) {
+            const size_t r = r0 + k;
+            norm_dx(dx + r * C, dy + r * C, x + r * C, w, C, st[2 * r], st[2 * r + 1], ac[2 * k], ac[2 * k + 1]);
         }
-        a = a / (double)C;
-        c = c / (double)C;
-        for (size_t i = 0; i < C; i++) {
-            const float g = dyr[i] * w[i];
-            const float xh = (float)(((double)xr[i] - mean) * rstd);
-            dx[r * C + i] = (float)(rstd * (((double)g - a) - (double)xh * c));
-        }
+        r0 += nb;
     }
 }

@@ -27,7 +27,9 @@
  * rows, fewer or partial vectors) run the same operations with masks. On
  * AVX-512 a panel that serves many tiles (the weight gradient's) is first
  * copied into a contiguous buffer on the stack (packed, as BLIS and
- * OpenBLAS do), where it stays in L1 for every tile of rows.
+ * OpenBLAS do), where it stays in L1 for every tile of rows. The AVX2
+ * weight gradient instead runs a group of tiles atom by atom
+ * (gemm_y_atoms), so an atom's rows stay in L1 across the group.
  *
  * The binary is built without -march: the SIMD functions carry
  * __attribute__((target(...))) and are chosen at run time with
@@ -258,6 +260,11 @@ enum { END_STORE, END_ADD };
 #define Y_NV 2
 #define Z_NB (16 * Z_NV)   /* columns of a tile */
 #define Y_NB (8 * Y_NV)
+/* The AVX2 weight gradient's group of tiles (atoms_group_y): at most
+ * YGROUP_TILES tiles whose stacks fit in YGROUP_FLOATS floats (48 KiB). */
+#define YGROUP_TILES 64
+#define YGROUP_FLOATS (12 * 1024)
+_Static_assert(YGROUP_FLOATS >= DENSE_MAX_LEVELS * Y_MB * Y_NB, "a group holds at least one tile's stack");
 
 /* The first tile of a panel that is not packed reads each row of Bm
  * first, rows ldb floats apart (the MLP's forward: a row of W every KiB).
@@ -687,19 +694,26 @@ UNROLL
  * stack (YSLOT floats a level), merged as the canonical tree over atoms
  * says, the sum stored (or added) once. */
 #define YSLOT (Y_MB * Y_NB)
+
+/* Atom [a0, a1) of the reduction for the tile at rows i0, columns n0: its
+ * partial into the stack's slot `depth` (tile_y from zero), then the
+ * merges the canonical tree makes after atom j. */
 static FORCE_INLINE __attribute__((target("avx2,fma")))
-void atoms_tile_y(const gemm *g, size_t i0, size_t n0, int end, const int mb, const int nv, const int masked,
-                  __m256i tmask, float *stack)
+void atom_step_y(const gemm *g, size_t i0, size_t n0, size_t a0, size_t a1, size_t j, float *stack, int *depth,
+                 const int mb, const int nv, const int masked, __m256i tmask)
 {
-    gemm sub = { NULL, Y_NB, g->a + i0 * g->a_i, g->a_i, g->a_r, g->bm + n0, g->ldb, NULL, (size_t)mb, g->R, 0 };
-    int depth = 0;
-    for (size_t a0 = 0, j = 0; a0 < g->R; a0 += LS_ATOM, j++) {
-        const size_t a1 = g->R - a0 < LS_ATOM ? g->R : a0 + LS_ATOM;
-        sub.c = stack + (size_t)depth * YSLOT;
-        tile_y(&sub, 0, 0, a0, a1, START_ZERO, END_STORE, mb, nv, masked, tmask);
-        depth++;
-        atoms_merge(stack, &depth, j, YSLOT, (size_t)mb * Y_NB);
-    }
+    gemm sub = { stack + (size_t)*depth * YSLOT, Y_NB, g->a + i0 * g->a_i, g->a_i, g->a_r, g->bm + n0, g->ldb,
+                 NULL, (size_t)mb, g->R, 0 };
+    tile_y(&sub, 0, 0, a0, a1, START_ZERO, END_STORE, mb, nv, masked, tmask);
+    (*depth)++;
+    atoms_merge(stack, depth, j, YSLOT, (size_t)mb * Y_NB);
+}
+
+/* The tile's stack folded and its sum stored (or added) to C. */
+static FORCE_INLINE __attribute__((target("avx2,fma")))
+void atoms_store_y(const gemm *g, size_t i0, size_t n0, int end, float *stack, int depth, const int mb,
+                   const int nv, const int masked, __m256i tmask)
+{
     if (depth > 0)
         atoms_fold(stack, depth, YSLOT, (size_t)mb * Y_NB);
 UNROLL
@@ -716,6 +730,50 @@ UNROLL
             else
                 _mm256_storeu_ps(p, s);
         }
+    }
+}
+
+/* One panel's tiles i0 = t0·Y_MB .. over a group of nt tiles with the
+ * atoms outermost: every tile of the group takes atom j before any takes
+ * atom j + 1, each tile's partials in its own stack (stacks[t], `levels`
+ * slots), so an atom's rows of A and of Bm (16 rows) stay in L1 while the
+ * group's tiles use them. Tile by tile through the whole reduction (the
+ * order before) read both from L2 for every tile: the weight gradient ran
+ * at about half the forward's rate. Per element the same atoms, the same
+ * merges in the same order: the same bits. */
+static FORCE_INLINE __attribute__((target("avx2,fma")))
+void atoms_group_y(const gemm *g, size_t t0, size_t nt, size_t n0, int end, const int nv, const int masked,
+                   __m256i tmask, float *stacks, size_t levels)
+{
+    int depth[YGROUP_TILES];
+    for (size_t t = 0; t < nt; t++)
+        depth[t] = 0;
+    for (size_t a0 = 0, j = 0; a0 < g->R; a0 += LS_ATOM, j++) {
+        const size_t a1 = g->R - a0 < LS_ATOM ? g->R : a0 + LS_ATOM;
+        for (size_t t = 0; t < nt; t++) {
+            const size_t i0 = (t0 + t) * Y_MB, mrem = g->M - i0;
+            float *st = stacks + t * levels * YSLOT;
+            if (mrem >= Y_MB)
+                atom_step_y(g, i0, n0, a0, a1, j, st, &depth[t], Y_MB, nv, masked, tmask);
+            else if (mrem == 3)
+                atom_step_y(g, i0, n0, a0, a1, j, st, &depth[t], 3, nv, masked, tmask);
+            else if (mrem == 2)
+                atom_step_y(g, i0, n0, a0, a1, j, st, &depth[t], 2, nv, masked, tmask);
+            else
+                atom_step_y(g, i0, n0, a0, a1, j, st, &depth[t], 1, nv, masked, tmask);
+        }
+    }
+    for (size_t t = 0; t < nt; t++) {
+        const size_t i0 = (t0 + t) * Y_MB, mrem = g->M - i0;
+        float *st = stacks + t * levels * YSLOT;
+        if (mrem >= Y_MB)
+            atoms_store_y(g, i0, n0, end, st, depth[t], Y_MB, nv, masked, tmask);
+        else if (mrem == 3)
+            atoms_store_y(g, i0, n0, end, st, depth[t], 3, nv, masked, tmask);
+        else if (mrem == 2)
+            atoms_store_y(g, i0, n0, end, st, depth[t], 2, nv, masked, tmask);
+        else
+            atoms_store_y(g, i0, n0, end, st, depth[t], 1, nv, masked, tmask);
     }
 }
 
@@ -738,7 +796,8 @@ UNROLL
 #define PACK_MIN_M 128   /* rows of A a panel must serve to be packed */
 
 /* The panel loop; atoms is a constant in each of the two functions below,
- * so the forward's code carries nothing of the atoms. */
+ * so the forward's code carries nothing of the atoms. (The AVX2 weight
+ * gradient has its own loop, gemm_y_atoms: groups of tiles, atoms outermost.) */
 static FORCE_INLINE __attribute__((target("avx512f")))
 void gemm_z_body(const gemm *g, int start, int end, size_t rc, const int atoms)
 {
@@ -806,11 +865,8 @@ UNROLL
 }
 
 static FORCE_INLINE __attribute__((target("avx2,fma")))
-void gemm_y_body(const gemm *g, int start, int end, size_t rc, const int atoms)
+void gemm_y_body(const gemm *g, int start, int end, size_t rc)
 {
-    _Alignas(32) float stack[DENSE_MAX_LEVELS * YSLOT];   /* touched only with atoms */
-    if (atoms)
-        memset(stack, 0, atoms_levels(g->R) * YSLOT * sizeof(float));
     for (size_t n0 = 0; n0 < g->N; n0 += Y_NB) {
         const size_t rem = g->N - n0;
         const int nv = rem >= Y_NB ? Y_NV : (int)((rem + 7) / 8);
@@ -823,9 +879,7 @@ void gemm_y_body(const gemm *g, int start, int end, size_t rc, const int atoms)
             for (size_t i0 = 0; i0 < g->M; i0 += Y_MB) {
                 const size_t mrem = g->M - i0;
                 const int mb = mrem >= Y_MB ? Y_MB : (int)mrem;
-#define TY(MB, NV, MASKED)                                                                              \
-    (atoms ? atoms_tile_y(g, i0, n0, end, MB, NV, MASKED, tmask, stack)                               \
-           : tile_y(g, i0, n0, r0, r1, st, end, MB, NV, MASKED, tmask))
+#define TY(MB, NV, MASKED) tile_y(g, i0, n0, r0, r1, st, end, MB, NV, MASKED, tmask)
                 if (live == 8) {
                     switch (mb * 8 + nv) {
                     case 4 * 8 + 2: TY(4, 2, 0); break;
@@ -874,13 +928,36 @@ void gemm_z_atoms(const gemm *g, int end)
 static __attribute__((target("avx2,fma"), noinline))
 void gemm_y(const gemm *g, int start, int end, size_t rc)
 {
-    gemm_y_body(g, start, end, rc, 0);
+    gemm_y_body(g, start, end, rc);
 }
 
 static __attribute__((target("avx2,fma"), noinline))
 void gemm_y_atoms(const gemm *g, int end)
 {
-    gemm_y_body(g, START_ZERO, end, SIZE_MAX, 1);
+    _Alignas(32) float stacks[YGROUP_FLOATS];
+    const size_t levels = atoms_levels(g->R), tiles = (g->M + Y_MB - 1) / Y_MB;
+    size_t group = YGROUP_FLOATS / (levels * YSLOT);
+    if (group > YGROUP_TILES)
+        group = YGROUP_TILES;
+    /* lanes a masked tile never writes are merged: zeros, not stale bits */
+    memset(stacks, 0, group * levels * YSLOT * sizeof(float));
+    for (size_t n0 = 0; n0 < g->N; n0 += Y_NB) {
+        const size_t rem = g->N - n0;
+        const int nv = rem >= Y_NB ? Y_NV : (int)((rem + 7) / 8);
+        const int live = rem >= Y_NB ? 8 : (int)(rem - 8 * (size_t)(nv - 1));
+        const __m256i tmask = _mm256_loadu_si256((const __m256i *)(const void *)(y_mask_table + 8 - live));
+        for (size_t t0 = 0; t0 < tiles; t0 += group) {
+            const size_t nt = tiles - t0 < group ? tiles - t0 : group;
+            if (live == 8 && nv == 2)
+                atoms_group_y(g, t0, nt, n0, end, 2, 0, tmask, stacks, levels);
+            else if (live == 8)
+                atoms_group_y(g, t0, nt, n0, end, 1, 0, tmask, stacks, levels);
+            else if (nv == 2)
+                atoms_group_y(g, t0, nt, n0, end, 2, 1, tmask, stacks, levels);
+            else
+                atoms_group_y(g, t0, nt, n0, end, 1, 1, tmask, stacks, levels);
+        }
+    }
 }
 
 /* atoms: the reduction runs over atoms of LS_ATOM rows summed along the
@@ -896,29 +973,54 @@ static void gemm_run(int path, const gemm *g, int start, int end, size_t rc, int
 /* dbias[n] = (dbias[n] +) the sum over b of dout[b][n] (row b at dout +
  * b·ldd) over atoms (dense.h): vectorised over n, each atom's rows in
  * order, the atoms along the canonical tree. */
+/* NV vectors of columns side by side: each column's sums as the scalar
+ * twin's (rows in order within an atom, the atoms by the canonical tree);
+ * NV independent chains, so the additions' latencies overlap. */
+static FORCE_INLINE __attribute__((target("avx2")))
+void dbias_cols_y(float *dbias, const float *dout, size_t ldd, size_t B, int accumulate, const int NV)
+{
+    __m256 part[DENSE_MAX_LEVELS][4];
+    int depth = 0;
+    for (size_t a0 = 0, j = 0; a0 < B; a0 += LS_ATOM, j++) {
+        const size_t a1 = B - a0 < LS_ATOM ? B : a0 + LS_ATOM;
+        __m256 s[4];
+UNROLL
+        for (int v = 0; v < NV; v++)
+            s[v] = _mm256_setzero_ps();
+        for (size_t b = a0; b < a1; b++)
+UNROLL
+            for (int v = 0; v < NV; v++)
+                s[v] = _mm256_add_ps(s[v], _mm256_loadu_ps(dout + b * ldd + 8 * (size_t)v));
+UNROLL
+        for (int v = 0; v < NV; v++)
+            part[depth][v] = s[v];
+        depth++;
+        for (size_t t = j; t & 1; t >>= 1, depth--)
+UNROLL
+            for (int v = 0; v < NV; v++)
+                part[depth - 2][v] = _mm256_add_ps(part[depth - 2][v], part[depth - 1][v]);
+    }
+    for (; depth > 1; depth--)
+UNROLL
+        for (int v = 0; v < NV; v++)
+            part[depth - 2][v] = _mm256_add_ps(part[depth - 2][v], part[depth - 1][v]);
+UNROLL
+    for (int v = 0; v < NV; v++) {
+        __m256 s = depth == 0 ? _mm256_setzero_ps() : part[0][v];
+        if (accumulate)
+            s = _mm256_add_ps(_mm256_loadu_ps(dbias + 8 * v), s);
+        _mm256_storeu_ps(dbias + 8 * v, s);
+    }
+}
+
 static __attribute__((target("avx2")))
 void dbias_y(float *dbias, const float *dout, size_t ldd, size_t B, size_t N, int accumulate)
 {
     size_t n = 0;
-    for (; n + 8 <= N; n += 8) {
-        __m256 part[DENSE_MAX_LEVELS];
-        int depth = 0;
-        for (size_t a0 = 0, j = 0; a0 < B; a0 += LS_ATOM, j++) {
-            const size_t a1 = B - a0 < LS_ATOM ? B : a0 + LS_ATOM;
-            __m256 s = _mm256_setzero_ps();
-            for (size_t b = a0; b < a1; b++)
-                s = _mm256_add_ps(s, _mm256_loadu_ps(dout + b * ldd + n));
-            part[depth++] = s;
-            for (size_t t = j; t & 1; t >>= 1, depth--)
-                part[depth - 2] = _mm256_add_ps(part[depth - 2], part[depth - 1]);
-        }
-        for (; depth > 1; depth--)
-            part[depth - 2] = _mm256_add_ps(part[depth - 2], part[depth - 1]);
-        __m256 s = depth == 0 ? _mm256_setzero_ps() : part[0];
-        if (accumulate)
-            s = _mm256_add_ps(_mm256_loadu_ps(dbias + n), s);
-        _mm256_storeu_ps(dbias + n, s);
-    }
+    for (; n + 32 <= N; n += 32)
+        dbias_cols_y(dbias + n, dout + n, ldd, B, accumulate, 4);
+    for (; n + 8 <= N; n += 8)
+        dbias_cols_y(dbias + n, dout + n, ldd, B, accumulate, 1);
     for (; n < N; n++) {   /* the scalar twin's operations for the last columns */
         atom_stack st = { .depth = 0 };
         for (size_t a0 = 0, j = 0; a0 < B; a0 += LS_ATOM, j++) {

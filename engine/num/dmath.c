@@ -268,12 +268,12 @@ static inline __attribute__((target("avx2"), always_inline)) __m256d exp_reduced
     return _mm256_add_pd(s, _mm256_add_pd(err, _mm256_sub_pd(q, lo)));
 }
 
-static __attribute__((target("avx2"))) void tanhf_avx2(float *y, const float *x, size_t n)
+/* Four lanes of dmath_tanhf. */
+static inline __attribute__((target("avx2"), always_inline)) __m128 tanhf4_avx2(__m128 x4)
 {
     const __m256d sign = V4(-0.0);
-    size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const __m256d xd = _mm256_cvtps_pd(_mm_loadu_ps(x + i)); /* exact */
+    {
+        const __m256d xd = _mm256_cvtps_pd(x4); /* exact */
         const __m256d ax = _mm256_andnot_pd(sign, xd);           /* -xd's bits when negative */
         const __m256d nan = _mm256_cmp_pd(ax, ax, _CMP_UNORD_Q);
         const __m256d big = _mm256_cmp_pd(ax, V4(22.0), _CMP_GT_OQ);
@@ -287,6 +287,8 @@ static __attribute__((target("avx2"))) void tanhf_avx2(float *y, const float *x,
         const __m256d ey = exp_reduced_avx2(xe, kd);
         const __m256d e = _mm256_mul_pd(ey, pow2_avx2(k));
         const __m256d mid = _mm256_div_pd(_mm256_sub_pd(e, V4(1.0)), _mm256_add_pd(e, V4(1.0)));
+        if (_mm256_movemask_pd(_mm256_or_pd(nan, _mm256_or_pd(big, small))) == 0)   /* the usual case */
+            return _mm256_cvtpd_ps(_mm256_or_pd(mid, _mm256_and_pd(xd, sign)));
         /* ax - ax * (ax * ax) * (1.0 / 3.0) */
         const __m256d lin =
             _mm256_sub_pd(ax, _mm256_mul_pd(_mm256_mul_pd(ax, _mm256_mul_pd(ax, ax)), V4(1.0 / 3.0)));
@@ -298,46 +300,165 @@ static __attribute__((target("avx2"))) void tanhf_avx2(float *y, const float *x,
         /* th has a clear sign bit (NaN too): -th is th with xd's sign; the
          * result lies in [-1, 1] or is NaN, so narrow is the plain rounding */
         th = _mm256_or_pd(th, _mm256_and_pd(xd, sign));
-        _mm_storeu_ps(y + i, _mm256_cvtpd_ps(th));
+        return _mm256_cvtpd_ps(th);
     }
-    for (; i < n; i++)
-        y[i] = dmath_tanhf(x[i]);
+}
+
+/* Two groups of four per step (independent chains for the out-of-order
+ * core to overlap); the last 1-3 elements as lanes of a padded group. */
+static __attribute__((target("avx2"))) void tanhf_avx2(float *y, const float *x, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        const __m128 a = tanhf4_avx2(_mm_loadu_ps(x + i)), b = tanhf4_avx2(_mm_loadu_ps(x + i + 4));
+        _mm_storeu_ps(y + i, a);
+        _mm_storeu_ps(y + i + 4, b);
+    }
+    for (; i + 4 <= n; i += 4)
+        _mm_storeu_ps(y + i, tanhf4_avx2(_mm_loadu_ps(x + i)));
+    if (i < n) {
+        float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        memcpy(t, x + i, (n - i) * sizeof(float));
+        _mm_storeu_ps(t, tanhf4_avx2(_mm_loadu_ps(t)));
+        memcpy(y + i, t, (n - i) * sizeof(float));
+    }
 }
 
 /* dmath_exp four lanes at a time, the same statements lane by lane; its
- * branches become a clamped argument and chosen results. */
+ * branches become a clamped argument and chosen results. G groups of four
+ * statement by statement: the polynomial is one long chain of dependent
+ * operations per group, so a group alone waits on latency; G independent
+ * chains side by side keep the pipes busy (the same operations per lane). */
+#define EXP_G 2
+static inline __attribute__((target("avx2"), always_inline)) void expg_avx2(__m256d *res, const __m256d *v,
+                                                                            const int G)
+{
+    __m256d nan[EXP_G], over[EXP_G], under[EXP_G], xe[EXP_G], kd[EXP_G], hi[EXP_G], lo[EXP_G], r[EXP_G], p[EXP_G];
+    __m128i k[EXP_G];
+#define EACH _Pragma("GCC unroll 4") for (int g = 0; g < G; g++)
+    EACH {
+        nan[g] = _mm256_cmp_pd(v[g], v[g], _CMP_UNORD_Q);
+        over[g] = _mm256_cmp_pd(v[g], V4(709.8), _CMP_GT_OQ);
+        under[g] = _mm256_cmp_pd(v[g], V4(-745.2), _CMP_LT_OQ);
+        xe[g] = _mm256_blendv_pd(v[g], V4(0.0), _mm256_or_pd(nan[g], _mm256_or_pd(over[g], under[g])));
+        const __m256d t = _mm256_mul_pd(xe[g], V4(INV_LN2));
+        const __m256d neg = _mm256_cmp_pd(t, V4(0.0), _CMP_LT_OQ);
+        const __m256d tr = _mm256_blendv_pd(_mm256_add_pd(t, V4(0.5)), _mm256_sub_pd(t, V4(0.5)), neg);
+        k[g] = _mm256_cvttpd_epi32(tr);
+        kd[g] = _mm256_cvtepi32_pd(k[g]);
+        /* exp_reduced_avx2, statement for statement */
+        hi[g] = _mm256_sub_pd(xe[g], _mm256_mul_pd(kd[g], V4(LN2_HI)));
+        lo[g] = _mm256_mul_pd(kd[g], V4(LN2_LO));
+        r[g] = _mm256_sub_pd(hi[g], lo[g]);
+        p[g] = V4(1.0 / 6227020800.0);
+    }
+    static const double coef[11] = { 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
+                                     1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0,
+                                     1.0 / 6.0, 0.5 };
+    for (int c = 0; c < 11; c++) {
+        const __m256d cc = _mm256_broadcast_sd(&coef[c]);
+        EACH p[g] = _mm256_add_pd(cc, _mm256_mul_pd(r[g], p[g]));
+    }
+    EACH {
+        const __m256d q = _mm256_mul_pd(_mm256_mul_pd(r[g], r[g]), p[g]);
+        const __m256d s = _mm256_add_pd(V4(1.0), hi[g]);
+        const __m256d err = _mm256_add_pd(_mm256_sub_pd(V4(1.0), s), hi[g]);
+        const __m256d ey = _mm256_add_pd(s, _mm256_add_pd(err, _mm256_sub_pd(q, lo[g])));
+        /* k <= 1023: ey 2^k; k = 1024: (ey 2) 2^1023; k < -1021:
+         * (ey 2^(k+60)) 2^-60 */
+        const __m256d big = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmpgt_epi32(k[g], _mm_set1_epi32(1023))));
+        const __m256d tiny =
+            _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmplt_epi32(k[g], _mm_set1_epi32(-1021))));
+        const __m256d twice = _mm256_mul_pd(ey, V4(2.0));
+        const __m256d pre = _mm256_mul_pd(ey, pow2_avx2(_mm_add_epi32(k[g], _mm_set1_epi32(60))));
+        const __m256d a = _mm256_blendv_pd(_mm256_blendv_pd(ey, pre, tiny), twice, big);
+        const __m256d sc = _mm256_blendv_pd(_mm256_blendv_pd(pow2_avx2(k[g]), V4(0x1p-60), tiny),
+                                            pow2_avx2(_mm_sub_epi32(k[g], _mm_set1_epi32(1))), big);
+        __m256d x = _mm256_mul_pd(a, sc);
+        x = _mm256_blendv_pd(x, V4(0.0), under[g]);
+        x = _mm256_blendv_pd(x, V4(INFINITY), over[g]);
+        res[g] = _mm256_blendv_pd(x, _mm256_add_pd(v[g], v[g]), nan[g]); /* x + x */
+    }
+#undef EACH
+}
+
+/* expg_avx2 for groups whose every lane lies in [-708, 709] (no NaN): there
+ * k is in [-1021, 1023], so the general path's choices all pick the plain
+ * ey 2^k, and this computes just that, with the same operations. The
+ * softmaxes' arguments (<= 0, rarely below -708) nearly always qualify. */
+static inline __attribute__((target("avx2"), always_inline)) void expg_plain_avx2(__m256d *res, const __m256d *v,
+                                                                                  const int G)
+{
+    __m256d kd[EXP_G], hi[EXP_G], lo[EXP_G], r[EXP_G], p[EXP_G];
+    __m128i k[EXP_G];
+#define EACH _Pragma("GCC unroll 4") for (int g = 0; g < G; g++)
+    EACH {
+        const __m256d t = _mm256_mul_pd(v[g], V4(INV_LN2));
+        const __m256d neg = _mm256_cmp_pd(t, V4(0.0), _CMP_LT_OQ);
+        const __m256d tr = _mm256_blendv_pd(_mm256_add_pd(t, V4(0.5)), _mm256_sub_pd(t, V4(0.5)), neg);
+        k[g] = _mm256_cvttpd_epi32(tr);
+        kd[g] = _mm256_cvtepi32_pd(k[g]);
+        hi[g] = _mm256_sub_pd(v[g], _mm256_mul_pd(kd[g], V4(LN2_HI)));
+        lo[g] = _mm256_mul_pd(kd[g], V4(LN2_LO));
+        r[g] = _mm256_sub_pd(hi[g], lo[g]);
+        p[g] = V4(1.0 / 6227020800.0);
+    }
+    static const double coef[11] = { 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
+                                     1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0,
+                                     1.0 / 6.0, 0.5 };
+    for (int c = 0; c < 11; c++) {
+        const __m256d cc = _mm256_broadcast_sd(&coef[c]);
+        EACH p[g] = _mm256_add_pd(cc, _mm256_mul_pd(r[g], p[g]));
+    }
+    EACH {
+        const __m256d q = _mm256_mul_pd(_mm256_mul_pd(r[g], r[g]), p[g]);
+        const __m256d s = _mm256_add_pd(V4(1.0), hi[g]);
+        const __m256d err = _mm256_add_pd(_mm256_sub_pd(V4(1.0), s), hi[g]);
+        const __m256d ey = _mm256_add_pd(s, _mm256_add_pd(err, _mm256_sub_pd(q, lo[g])));
+        res[g] = _mm256_mul_pd(ey, pow2_avx2(k[g]));
+    }
+#undef EACH
+}
+
+/* 1 when every lane of the G groups lies in [-708, 709] (NaN does not). */
+static inline __attribute__((target("avx2"), always_inline)) int exp_plain_avx2(const __m256d *v, const int G)
+{
+    __m256d ok = _mm256_castsi256_pd(_mm256_set1_epi64x(-1));
+    for (int g = 0; g < G; g++)
+        ok = _mm256_and_pd(ok, _mm256_and_pd(_mm256_cmp_pd(v[g], V4(-708.0), _CMP_GE_OQ),
+                                             _mm256_cmp_pd(v[g], V4(709.0), _CMP_LE_OQ)));
+    return _mm256_movemask_pd(ok) == 0xF;
+}
+
+/* EXP_G groups per step, then single groups, the last 1-3 elements as
+ * lanes of a padded group (not the scalar dmath_exp: the same bits). */
 static __attribute__((target("avx2"))) void exp_avx2(double *y, const double *x, size_t n)
 {
     size_t i = 0;
-    for (; i + 4 <= n; i += 4) {
-        const __m256d v = _mm256_loadu_pd(x + i);
-        const __m256d nan = _mm256_cmp_pd(v, v, _CMP_UNORD_Q);
-        const __m256d over = _mm256_cmp_pd(v, V4(709.8), _CMP_GT_OQ);
-        const __m256d under = _mm256_cmp_pd(v, V4(-745.2), _CMP_LT_OQ);
-        const __m256d xe = _mm256_blendv_pd(v, V4(0.0), _mm256_or_pd(nan, _mm256_or_pd(over, under)));
-        const __m256d t = _mm256_mul_pd(xe, V4(INV_LN2));
-        const __m256d neg = _mm256_cmp_pd(t, V4(0.0), _CMP_LT_OQ);
-        const __m256d tr = _mm256_blendv_pd(_mm256_add_pd(t, V4(0.5)), _mm256_sub_pd(t, V4(0.5)), neg);
-        const __m128i k = _mm256_cvttpd_epi32(tr);
-        const __m256d kd = _mm256_cvtepi32_pd(k);
-        const __m256d ey = exp_reduced_avx2(xe, kd);
-        /* k <= 1023: ey 2^k; k = 1024: (ey 2) 2^1023; k < -1021:
-         * (ey 2^(k+60)) 2^-60 */
-        const __m256d big = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmpgt_epi32(k, _mm_set1_epi32(1023))));
-        const __m256d tiny = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmplt_epi32(k, _mm_set1_epi32(-1021))));
-        const __m256d twice = _mm256_mul_pd(ey, V4(2.0));
-        const __m256d pre = _mm256_mul_pd(ey, pow2_avx2(_mm_add_epi32(k, _mm_set1_epi32(60))));
-        const __m256d a = _mm256_blendv_pd(_mm256_blendv_pd(ey, pre, tiny), twice, big);
-        const __m256d sc = _mm256_blendv_pd(
-            _mm256_blendv_pd(pow2_avx2(k), V4(0x1p-60), tiny), pow2_avx2(_mm_sub_epi32(k, _mm_set1_epi32(1))), big);
-        __m256d res = _mm256_mul_pd(a, sc);
-        res = _mm256_blendv_pd(res, V4(0.0), under);
-        res = _mm256_blendv_pd(res, V4(INFINITY), over);
-        res = _mm256_blendv_pd(res, _mm256_add_pd(v, v), nan); /* x + x */
-        _mm256_storeu_pd(y + i, res);
+    __m256d v[EXP_G], res[EXP_G];
+    for (; i + 4 * EXP_G <= n; i += 4 * EXP_G) {
+        for (int g = 0; g < EXP_G; g++)
+            v[g] = _mm256_loadu_pd(x + i + 4 * (size_t)g);
+        if (exp_plain_avx2(v, EXP_G))
+            expg_plain_avx2(res, v, EXP_G);
+        else
+            expg_avx2(res, v, EXP_G);
+        for (int g = 0; g < EXP_G; g++)
+            _mm256_storeu_pd(y + i + 4 * (size_t)g, res[g]);
     }
-    for (; i < n; i++)
-        y[i] = dmath_exp(x[i]);
+    for (; i + 4 <= n; i += 4) {
+        v[0] = _mm256_loadu_pd(x + i);
+        expg_avx2(res, v, 1);
+        _mm256_storeu_pd(y + i, res[0]);
+    }
+    if (i < n) {
+        double t[4] = {0.0, 0.0, 0.0, 0.0};
+        memcpy(t, x + i, (n - i) * sizeof(double));
+        v[0] = _mm256_loadu_pd(t);
+        expg_avx2(res, v, 1);
+        _mm256_storeu_pd(t, res[0]);
+        memcpy(y + i, t, (n - i) * sizeof(double));
+    }
 }
 #undef V4
 #endif

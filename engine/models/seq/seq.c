@@ -534,7 +534,7 @@ static void forward(const seq *s, const float *params, const float *x, size_t n,
         case NN_AVGPOOL: nn_conv_pool_forward(l, y, act, xi, w, n, ls); break;
         case NN_LAYERNORM: nn_norm_forward(l, y, act, xi, w, n, ls); break;
         case NN_RELU: nn_act_relu_forward(l, y, xi, n); break;
-        case NN_GELU: nn_act_gelu_forward(l, y, xi, n); break;
+        case NN_GELU: nn_act_gelu_forward(l, y, act, xi, n); break;
         case NN_EMBED: nn_embed_forward(l, y, ids, w, n); break;
         case NN_POSEMBED: nn_embed_pos_forward(l, y, xi, w, n); break;
         case NN_ATTN: nn_attn_forward(l, y, act, xi, w, n, ls); break;
@@ -576,18 +576,17 @@ double seq_loss(const seq *s, const float *params, const float *x, const int32_t
 double seq_leaf(const seq *s, const float *params, const float *x, const int32_t *labels, size_t n, float *grad,
                 void *scratch)
 {
-    const double loss = seq_loss(s, params, x, labels, n, scratch);
+    forward(s, params, x, n, scratch);
     void *ls = (char *)scratch + s->lay_off;
     const size_t L = s->n_layers - 1;   /* the loss's index */
     const float *z = at(scratch, s->out_off[L - 1]);
     float *dy = at(scratch, s->grad_off[0]);
-    nn_loss_xent_backward(&s->layer[L], dy, z, row_labels(s, labels, n, scratch), n, ls);
-    if (s->tokens && s->rows > 1) {
-        /* The per-sample loss is the mean over its positions. */
-        const float T = (float)s->rows;
-        for (size_t i = 0; i < n * s->layer[L].in_size; i++)
-            dy[i] = dy[i] / T;
-    }
+    /* seq_loss's sum and the loss's gradient from one pass over the logits;
+     * a token network's per-sample loss is the mean over its positions, so
+     * dy is divided by their number (in the same pass). */
+    const float div = s->tokens && s->rows > 1 ? (float)s->rows : 1.0f;
+    const double sum = nn_loss_xent_both(&s->layer[L], dy, z, row_labels(s, labels, n, scratch), n, div, ls);
+    const double loss = s->tokens ? sum / (double)s->rows : sum;
     const int32_t *ids = s->tokens ? (const int32_t *)(const void *)((const char *)scratch + s->ids_off) : NULL;
     float *skip = at(scratch, s->grad_off[3]);
     size_t open = SIZE_MAX;   /* the first layer of the residual branch whose skip gradient is held */
@@ -624,7 +623,7 @@ double seq_leaf(const seq *s, const float *params, const float *x, const int32_t
             break;
         case NN_GELU:
             if (dx != NULL)
-                nn_act_gelu_backward(l, dx, dy, xi, n);
+                nn_act_gelu_backward(l, dx, dy, act, xi, n);
             break;
         case NN_EMBED: nn_embed_backward(l, dw, dy, ids, n); break;
         case NN_POSEMBED:
