@@ -326,14 +326,31 @@ static __attribute__((target("avx2"))) void tanhf_avx2(float *y, const float *x,
 
 /* dmath_exp four lanes at a time, the same statements lane by lane; its
  * branches become a clamped argument and chosen results. G groups of four
- * statement by statement: the polynomial is one long chain of dependent
- * operations per group, so a group alone waits on latency; G independent
- * chains side by side keep the pipes busy (the same operations per lane). */
+ * at a time: the polynomial is one long chain of dependent operations per
+ * group, so a group alone waits on latency; G independent chains keep the
+ * pipes busy (the same operations per lane). */
 #define EXP_G 2
+
+/* The part both group paths share, for arguments x already in range:
+ * k = x/ln2 rounded half away from zero, and ey = exp_reduced_avx2, with
+ * exp(x) = ey 2^k. The groups' chains are independent, so the core
+ * overlaps them however they are written. */
+static inline __attribute__((target("avx2"), always_inline)) void expg_core_avx2(__m256d *ey, __m128i *k,
+                                                                                 const __m256d *x, const int G)
+{
+    _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) {
+        const __m256d t = _mm256_mul_pd(x[g], V4(INV_LN2));
+        const __m256d neg = _mm256_cmp_pd(t, V4(0.0), _CMP_LT_OQ);
+        const __m256d tr = _mm256_blendv_pd(_mm256_add_pd(t, V4(0.5)), _mm256_sub_pd(t, V4(0.5)), neg);
+        k[g] = _mm256_cvttpd_epi32(tr);
+        ey[g] = exp_reduced_avx2(x[g], _mm256_cvtepi32_pd(k[g]));
+    }
+}
+
 static inline __attribute__((target("avx2"), always_inline)) void expg_avx2(__m256d *res, const __m256d *v,
                                                                             const int G)
 {
-    __m256d nan[EXP_G], over[EXP_G], under[EXP_G], xe[EXP_G], kd[EXP_G], hi[EXP_G], lo[EXP_G], r[EXP_G], p[EXP_G];
+    __m256d nan[EXP_G], over[EXP_G], under[EXP_G], xe[EXP_G], ey[EXP_G];
     __m128i k[EXP_G];
 #define EACH _Pragma("GCC unroll 4") for (int g = 0; g < G; g++)
     EACH {
@@ -341,37 +358,17 @@ static inline __attribute__((target("avx2"), always_inline)) void expg_avx2(__m2
         over[g] = _mm256_cmp_pd(v[g], V4(709.8), _CMP_GT_OQ);
         under[g] = _mm256_cmp_pd(v[g], V4(-745.2), _CMP_LT_OQ);
         xe[g] = _mm256_blendv_pd(v[g], V4(0.0), _mm256_or_pd(nan[g], _mm256_or_pd(over[g], under[g])));
-        const __m256d t = _mm256_mul_pd(xe[g], V4(INV_LN2));
-        const __m256d neg = _mm256_cmp_pd(t, V4(0.0), _CMP_LT_OQ);
-        const __m256d tr = _mm256_blendv_pd(_mm256_add_pd(t, V4(0.5)), _mm256_sub_pd(t, V4(0.5)), neg);
-        k[g] = _mm256_cvttpd_epi32(tr);
-        kd[g] = _mm256_cvtepi32_pd(k[g]);
-        /* exp_reduced_avx2, statement for statement */
-        hi[g] = _mm256_sub_pd(xe[g], _mm256_mul_pd(kd[g], V4(LN2_HI)));
-        lo[g] = _mm256_mul_pd(kd[g], V4(LN2_LO));
-        r[g] = _mm256_sub_pd(hi[g], lo[g]);
-        p[g] = V4(1.0 / 6227020800.0);
     }
-    static const double coef[11] = { 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
-                                     1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0,
-                                     1.0 / 6.0, 0.5 };
-    for (int c = 0; c < 11; c++) {
-        const __m256d cc = _mm256_broadcast_sd(&coef[c]);
-        EACH p[g] = _mm256_add_pd(cc, _mm256_mul_pd(r[g], p[g]));
-    }
+    expg_core_avx2(ey, k, xe, G);
     EACH {
-        const __m256d q = _mm256_mul_pd(_mm256_mul_pd(r[g], r[g]), p[g]);
-        const __m256d s = _mm256_add_pd(V4(1.0), hi[g]);
-        const __m256d err = _mm256_add_pd(_mm256_sub_pd(V4(1.0), s), hi[g]);
-        const __m256d ey = _mm256_add_pd(s, _mm256_add_pd(err, _mm256_sub_pd(q, lo[g])));
         /* k <= 1023: ey 2^k; k = 1024: (ey 2) 2^1023; k < -1021:
          * (ey 2^(k+60)) 2^-60 */
         const __m256d big = _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmpgt_epi32(k[g], _mm_set1_epi32(1023))));
         const __m256d tiny =
             _mm256_castsi256_pd(_mm256_cvtepi32_epi64(_mm_cmplt_epi32(k[g], _mm_set1_epi32(-1021))));
-        const __m256d twice = _mm256_mul_pd(ey, V4(2.0));
-        const __m256d pre = _mm256_mul_pd(ey, pow2_avx2(_mm_add_epi32(k[g], _mm_set1_epi32(60))));
-        const __m256d a = _mm256_blendv_pd(_mm256_blendv_pd(ey, pre, tiny), twice, big);
+        const __m256d twice = _mm256_mul_pd(ey[g], V4(2.0));
+        const __m256d pre = _mm256_mul_pd(ey[g], pow2_avx2(_mm_add_epi32(k[g], _mm_set1_epi32(60))));
+        const __m256d a = _mm256_blendv_pd(_mm256_blendv_pd(ey[g], pre, tiny), twice, big);
         const __m256d sc = _mm256_blendv_pd(_mm256_blendv_pd(pow2_avx2(k[g]), V4(0x1p-60), tiny),
                                             pow2_avx2(_mm_sub_epi32(k[g], _mm_set1_epi32(1))), big);
         __m256d x = _mm256_mul_pd(a, sc);
@@ -389,35 +386,10 @@ static inline __attribute__((target("avx2"), always_inline)) void expg_avx2(__m2
 static inline __attribute__((target("avx2"), always_inline)) void expg_plain_avx2(__m256d *res, const __m256d *v,
                                                                                   const int G)
 {
-    __m256d kd[EXP_G], hi[EXP_G], lo[EXP_G], r[EXP_G], p[EXP_G];
+    __m256d ey[EXP_G];
     __m128i k[EXP_G];
-#define EACH _Pragma("GCC unroll 4") for (int g = 0; g < G; g++)
-    EACH {
-        const __m256d t = _mm256_mul_pd(v[g], V4(INV_LN2));
-        const __m256d neg = _mm256_cmp_pd(t, V4(0.0), _CMP_LT_OQ);
-        const __m256d tr = _mm256_blendv_pd(_mm256_add_pd(t, V4(0.5)), _mm256_sub_pd(t, V4(0.5)), neg);
-        k[g] = _mm256_cvttpd_epi32(tr);
-        kd[g] = _mm256_cvtepi32_pd(k[g]);
-        hi[g] = _mm256_sub_pd(v[g], _mm256_mul_pd(kd[g], V4(LN2_HI)));
-        lo[g] = _mm256_mul_pd(kd[g], V4(LN2_LO));
-        r[g] = _mm256_sub_pd(hi[g], lo[g]);
-        p[g] = V4(1.0 / 6227020800.0);
-    }
-    static const double coef[11] = { 1.0 / 479001600.0, 1.0 / 39916800.0, 1.0 / 3628800.0, 1.0 / 362880.0,
-                                     1.0 / 40320.0, 1.0 / 5040.0, 1.0 / 720.0, 1.0 / 120.0, 1.0 / 24.0,
-                                     1.0 / 6.0, 0.5 };
-    for (int c = 0; c < 11; c++) {
-        const __m256d cc = _mm256_broadcast_sd(&coef[c]);
-        EACH p[g] = _mm256_add_pd(cc, _mm256_mul_pd(r[g], p[g]));
-    }
-    EACH {
-        const __m256d q = _mm256_mul_pd(_mm256_mul_pd(r[g], r[g]), p[g]);
-        const __m256d s = _mm256_add_pd(V4(1.0), hi[g]);
-        const __m256d err = _mm256_add_pd(_mm256_sub_pd(V4(1.0), s), hi[g]);
-        const __m256d ey = _mm256_add_pd(s, _mm256_add_pd(err, _mm256_sub_pd(q, lo[g])));
-        res[g] = _mm256_mul_pd(ey, pow2_avx2(k[g]));
-    }
-#undef EACH
+    expg_core_avx2(ey, k, v, G);
+    _Pragma("GCC unroll 4") for (int g = 0; g < G; g++) res[g] = _mm256_mul_pd(ey[g], pow2_avx2(k[g]));
 }
 
 /* 1 when every lane of the G groups lies in [-708, 709] (NaN does not). */
