@@ -38,10 +38,11 @@ void nn_act_relu_backward(const nn_layer *l, float *dx, const float *dy, const f
 #define GELU_C 0.7978845608f
 #define GELU_A 0.044715f
 
-static inline float gelu_arg(float x)
-{
-    return GELU_C * (x + GELU_A * ((x * x) * x));
-}
+/* Macros, not functions: the loops below are built for several targets
+ * (LS_SIMD_CLONES), and clang does not inline a function built for the
+ * default target (-march=native's features) into a clone built for fewer,
+ * so the clone's loop would call it and stay scalar (-Wpass-failed). */
+#define gelu_arg(x) (GELU_C * ((x) + GELU_A * (((x) * (x)) * (x))))
 
 NN_TWIN(gelu_args, (float *restrict t, const float *restrict x, size_t n), (t, x, n),
         for (size_t i = 0; i < n; i++) t[i] = gelu_arg(x[i]);)
@@ -49,10 +50,8 @@ NN_TWIN(gelu_args, (float *restrict t, const float *restrict x, size_t n), (t, x
 NN_TWIN(gelu_out, (float *restrict y, const float *restrict x, const float *restrict t, size_t n), (y, x, t, n),
         for (size_t i = 0; i < n; i++) y[i] = (0.5f * x[i]) * (1.0f + t[i]);)
 
-static inline float gelu_slope(float v, float t)
-{
-    return 0.5f * (1.0f + t) + (0.5f * v) * ((1.0f - t * t) * (GELU_C * (1.0f + (3.0f * GELU_A) * (v * v))));
-}
+#define gelu_slope(v, t) \
+    (0.5f * (1.0f + (t)) + (0.5f * (v)) * ((1.0f - (t) * (t)) * (GELU_C * (1.0f + (3.0f * GELU_A) * ((v) * (v))))))
 
 NN_TWIN(gelu_bwd,
         (float *restrict dx, const float *restrict dy, const float *restrict x, const float *restrict t, size_t n),

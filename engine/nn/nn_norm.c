@@ -53,13 +53,11 @@ static FORCE_INLINE void stats_rows(const float *x, size_t C, double eps, double
 NN_TWIN(normalise, (float *restrict xh, const float *restrict x, size_t n, double mean, double rstd),
         (xh, x, n, mean, rstd), for (size_t i = 0; i < n; i++) xh[i] = (float)(((double)x[i] - mean) * rstd);)
 
-/* backward's dx_i (nn_norm.h) */
-static inline float norm_dx1(float dy, float x, float w, double mean, double rstd, double a, double c)
-{
-    const float g = dy * w;
-    const float xh = (float)(((double)x - mean) * rstd);
-    return (float)(rstd * (((double)g - a) - (double)xh * c));
-}
+/* backward's dx_i (nn_norm.h). A macro, not a function: clang does not
+ * inline a function built for the default target into the loop's clones
+ * (LS_SIMD_CLONES), which would then stay scalar (-Wpass-failed). */
+#define norm_dx1(dy, x, w, mean, rstd, a, c) \
+    ((float)((rstd) * (((double)((dy) * (w)) - (a)) - (double)(float)(((double)(x) - (mean)) * (rstd)) * (c))))
 
 NN_TWIN(norm_dx,
         (float *restrict dx, const float *restrict dy, const float *restrict x, const float *restrict w, size_t n,
