@@ -53,35 +53,53 @@ skips=$work/skips
 # run make in the repository (test_example, test_mpi, test_python) share
 # $BUILD: they take turns through the lock $LS_MAKE_LOCK.
 export LS_MAKE_LOCK="$work/make.lock"
+# SOLO: programs that run with nothing beside them, first: test_pool counts
+# the sleeping workers a burst of jobs wakes, which another program on the
+# cores would change.
+SOLO='test_pool'
 FIRST='test_logic_ca test_session test_plan test_mpi test_python test_arrays test_text test_docs
        test_export test_train test_layers test_cliques test_crash test_badinput test_cli'
+solo=""
 list=""
+for name in $SOLO; do
+    [ -x "$BUILD/tests/$name" ] && solo="$solo $name"
+done
 for name in $FIRST; do
     [ -x "$BUILD/tests/$name" ] && list="$list $name"
 done
 for t in "$BUILD"/tests/test_*; do
     [ -x "$t" ] || continue
     name=$(basename "$t")
-    case " $(echo $FIRST) " in *" $name "*) continue ;; esac
+    case " $(echo $SOLO $FIRST) " in *" $name "*) continue ;; esac
     list="$list $name"
 done
 # ONLY="test_a test_b ...": just those programs (check-tsan's threaded set).
 if [ -n "${ONLY:-}" ]; then
-    kept=""
-    for name in $list; do
-        case " $ONLY " in *" $name "*) kept="$kept $name" ;; esac
+    for v in solo list; do
+        kept=""
+        for name in $(eval echo \$$v); do
+            case " $ONLY " in *" $name "*) kept="$kept $name" ;; esac
+        done
+        eval "$v=\$kept"
     done
-    list=$kept
 fi
 
-# One program: its output in $work/NAME.log, then "status seconds" in
-# $work/NAME.done (renamed into place, so a reader sees it whole).
-printf '%s\n' $list | xargs -P "${LS_JOBS:-1}" -I '{}' sh -c '
+# One program (sh -c "$RUN_ONE" sh BUILD NAME WORK): its output in
+# WORK/NAME.log, then "status seconds" in WORK/NAME.done (renamed into
+# place, so a reader sees it whole).
+RUN_ONE='
     start=$(date +%s)
     "$1/tests/$2" >"$3/$2.log" 2>&1
     echo "$? $(( $(date +%s) - start ))" >"$3/$2.tmp"
-    mv "$3/$2.tmp" "$3/$2.done"' sh "$BUILD" '{}' "$work" &
+    mv "$3/$2.tmp" "$3/$2.done"'
+{
+    for name in $solo; do
+        sh -c "$RUN_ONE" sh "$BUILD" "$name" "$work"
+    done
+    printf '%s\n' $list | xargs -P "${LS_JOBS:-1}" -I '{}' sh -c "$RUN_ONE" sh "$BUILD" '{}' "$work"
+} &
 runner=$!
+list="$solo $list"
 
 for name in $list; do
     while [ ! -f "$work/$name.done" ]; do
