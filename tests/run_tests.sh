@@ -53,6 +53,9 @@ skips=$work/skips
 # run make in the repository (test_example, test_mpi, test_python) share
 # $BUILD: they take turns through the lock $LS_MAKE_LOCK.
 export LS_MAKE_LOCK="$work/make.lock"
+case ${LS_JOBS:-1} in
+    '' | *[!0-9]* | 0) echo "run_tests.sh: LS_JOBS=$LS_JOBS: not a count of programs to run at once (1, 2, ...)" >&2; exit 2 ;;
+esac
 # SOLO: programs that run with nothing beside them, first: test_pool counts
 # the sleeping workers a burst of jobs wakes, which another program on the
 # cores would change.
