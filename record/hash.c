@@ -342,34 +342,246 @@ static void join_blocks(uint64_t *acc, const uint64_t *parts, size_t blocks, con
     memcpy(acc, a, sizeof a);
 }
 
+/* XXH3's long input after its full blocks: the stripes of the last partial
+ * block, the last stripe (ending at the input's end) and the merge. tail
+ * holds the input's bytes from `first` on (first <= blocks * 1024 and
+ * first <= len - 64), as little-endian as XXH3 reads them. */
+static uint64_t long_tail(xxh_u64 *acc, const unsigned char *tail, size_t first, size_t blocks, size_t len)
+{
+    const xxh_u8 *secret = XXH3_kSecret;
+    const size_t stripes = (len - 1 - blocks * HASH_BLOCK_BYTES) / XXH_STRIPE_LEN;
+    for (size_t s = 0; s < stripes; s++)
+        XXH3_accumulate_512_scalar(acc, tail + (blocks * HASH_BLOCK_BYTES - first) + s * XXH_STRIPE_LEN,
+                                   secret + s * XXH_SECRET_CONSUME_RATE);
+    XXH3_accumulate_512_scalar(acc, tail + (len - XXH_STRIPE_LEN - first),
+                               secret + sizeof XXH3_kSecret - XXH_STRIPE_LEN - XXH_SECRET_LASTACC_START);
+    return (uint64_t)XXH3_mergeAccs(acc, secret + XXH_SECRET_MERGEACCS_START, (xxh_u64)len * XXH_PRIME64_1);
+}
+
 uint64_t hash_params_join(const uint64_t *parts, const float *params, size_t n)
 {
     const size_t len = n * sizeof(float);
     if (len <= XXH3_MIDSIZE_MAX)
         return hash_params(params, n);   /* XXH3's short inputs have no blocks */
     XXH_ALIGN(XXH_ACC_ALIGN) xxh_u64 acc[XXH_ACC_NB] = XXH3_INIT_ACC;
-    const xxh_u8 *secret = XXH3_kSecret;
     const size_t blocks = hash_full_blocks(n);
-    join_blocks(acc, parts, blocks, secret + sizeof XXH3_kSecret - XXH_STRIPE_LEN);
+    join_blocks(acc, parts, blocks, XXH3_kSecret + sizeof XXH3_kSecret - XXH_STRIPE_LEN);
     /* The stripes after the full blocks read θ's bytes as XXH3 does: on a
      * big-endian host from a little-endian copy of the tail (the last
      * partial block and the stripe ending at len, at most 1088 bytes; no NaN
-     * here, the caller checked), in[off - first] being byte off. */
-    size_t first = 0;
-    const xxh_u8 *in = (const xxh_u8 *)params;
+     * here, the caller checked). */
 #if HASH_BIG_ENDIAN
     unsigned char tail[HASH_BLOCK_BYTES + XXH_STRIPE_LEN];
-    first = blocks * HASH_BLOCK_BYTES < len - XXH_STRIPE_LEN ? blocks * HASH_BLOCK_BYTES : len - XXH_STRIPE_LEN;
+    const size_t first =
+        blocks * HASH_BLOCK_BYTES < len - XXH_STRIPE_LEN ? blocks * HASH_BLOCK_BYTES : len - XXH_STRIPE_LEN;
     bytes_put_le32_words(tail, params + first / 4, (len - first) / 4);
-    in = tail;
+    return long_tail(acc, tail, first, blocks, len);
+#else
+    return long_tail(acc, (const unsigned char *)params, 0, blocks, len);
 #endif
-    const size_t stripes = (len - 1 - blocks * HASH_BLOCK_BYTES) / XXH_STRIPE_LEN;
-    for (size_t s = 0; s < stripes; s++)
-        XXH3_accumulate_512_scalar(acc, in + (blocks * HASH_BLOCK_BYTES - first) + s * XXH_STRIPE_LEN,
-                                   secret + s * XXH_SECRET_CONSUME_RATE);
-    XXH3_accumulate_512_scalar(acc, in + (len - XXH_STRIPE_LEN - first),
-                               secret + sizeof XXH3_kSecret - XXH_STRIPE_LEN - XXH_SECRET_LASTACC_START);
-    return (uint64_t)XXH3_mergeAccs(acc, secret + XXH_SECRET_MERGEACCS_START, (xxh_u64)len * XXH_PRIME64_1);
+}
+
+/* ---- the tensor hashes in parts (hash.h) ----
+ *
+ * ls_tensor_hash of a float32 tensor is XXH3 over a header (name, dtype,
+ * shape) followed by the tensor's bytes, so block k of its input is the
+ * 1024 bytes from byte 1024k - head_len of the tensor: float-aligned only
+ * when the header's length is. The sums of a block read it as bytes, so any
+ * alignment will do on a little-endian host; a big-endian one hashes each
+ * tensor whole (its floats' bytes reversed) in the join. A block is summed
+ * by the piece that holds it whole; the few that straddle a piece's edge or
+ * hold header bytes are summed in the join. */
+typedef struct {
+    size_t offset, count;   /* the tensor's floats in θ */
+    size_t head_at, head_len;   /* its header's bytes in head */
+    size_t blocks;          /* full blocks of its input: 0 when the input is short (XXH3 without blocks) */
+    size_t part_at;         /* its blocks' sums from parts[part_at] */
+} hash_span;
+
+struct hash_tensors {
+    size_t n, n_params, piece;
+    hash_span *span;        /* [n] */
+    unsigned char *head;    /* the headers, back to back */
+    uint64_t *parts;        /* the blocks' sums, 8 words a block */
+    uint64_t key[HASH_KEYS];
+};
+
+/* ls_tensor_hash's header: the name and dtype with their 0 bytes, ndim and
+ * each dimension as 8 bytes little-endian. */
+static size_t tensor_head(unsigned char *out, const ls_tensor *t)
+{
+    size_t len = strlen(t->name) + 1;
+    if (out != NULL)
+        memcpy(out, t->name, len);
+    static const char dtype[] = "float32";
+    if (out != NULL)
+        memcpy(out + len, dtype, sizeof dtype);
+    len += sizeof dtype;
+    for (size_t d = 0; d <= t->ndim; d++, len += 8)
+        if (out != NULL)
+            bytes_put_le64(out + len, d == 0 ? (uint64_t)t->ndim : (uint64_t)t->shape[d - 1]);
+    return len;
+}
+
+ls_status hash_tensors_create(hash_tensors **out, const ls_tensor *tensors, size_t n, size_t n_params, size_t piece,
+                              ls_err *err)
+{
+    *out = NULL;
+    if (piece == 0 || piece % HASH_PART_FLOATS != 0)
+        return ls_fail(err, LS_EINVAL, "tensor hashes: pieces of %zu floats (a multiple of %d)", piece,
+                       HASH_PART_FLOATS);
+    size_t head = 0, words = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ls_tensor *t = &tensors[i];
+        size_t count = 1;
+        int over = t->ndim > 4;
+        for (size_t d = 0; d < t->ndim && !over; d++) {
+            over = t->shape[d] != 0 && count > n_params / t->shape[d];
+            count *= t->shape[d];
+        }
+        if (t->name == NULL || over || t->offset > n_params || count > n_params - t->offset)
+            return ls_fail(err, LS_EINVAL, "tensor hashes: tensor %zu lies outside the %zu parameters", i, n_params);
+        const size_t h = tensor_head(NULL, t), len = h + count * sizeof(float);
+        head += h;
+        if (len > XXH3_MIDSIZE_MAX)
+            words += XXH_ACC_NB * ((len - 1) / HASH_BLOCK_BYTES);
+    }
+    hash_tensors *ht = calloc(1, sizeof *ht);
+    void *mem = malloc(n * sizeof(hash_span) + words * sizeof(uint64_t) + head + 1);
+    if (ht == NULL || mem == NULL) {
+        free(ht);
+        free(mem);
+        return ls_fail(err, LS_ENOMEM, "tensor hashes: out of memory");
+    }
+    /* One allocation: the spans, the sums, the headers. */
+    ht->span = mem;
+    ht->parts = (uint64_t *)(ht->span + n);
+    ht->head = (unsigned char *)(ht->parts + words);
+    ht->n = n;
+    ht->n_params = n_params;
+    ht->piece = piece;
+    hash_load_key(ht->key, XXH3_kSecret, HASH_KEYS);
+    size_t at = 0, part_at = 0;
+    for (size_t i = 0; i < n; i++) {
+        const ls_tensor *t = &tensors[i];
+        hash_span *s = &ht->span[i];
+        s->count = 1;
+        for (size_t d = 0; d < t->ndim; d++)
+            s->count *= t->shape[d];
+        s->offset = t->offset;
+        s->head_at = at;
+        s->head_len = tensor_head(ht->head + at, t);
+        at += s->head_len;
+        const size_t len = s->head_len + s->count * sizeof(float);
+        s->blocks = len > XXH3_MIDSIZE_MAX ? (len - 1) / HASH_BLOCK_BYTES : 0;
+        s->part_at = part_at;
+        part_at += XXH_ACC_NB * s->blocks;
+    }
+    *out = ht;
+    return LS_OK;
+}
+
+void hash_tensors_destroy(hash_tensors *ht)
+{
+    if (ht == NULL)
+        return;
+    free(ht->span);
+    free(ht);
+}
+
+/* The input's bytes [pos, pos + len) of tensor i: its header, then θ's. */
+static void tensor_bytes(const hash_tensors *ht, size_t i, const float *params, size_t pos, size_t len,
+                         unsigned char *out)
+{
+    const hash_span *s = &ht->span[i];
+    for (; len > 0 && pos < s->head_len; len--)
+        *out++ = ht->head[s->head_at + pos++];
+    if (len > 0)
+        memcpy(out, (const unsigned char *)(params + s->offset) + (pos - s->head_len), len);
+}
+
+void hash_tensors_part(hash_tensors *ht, const float *params, size_t lo, size_t hi)
+{
+    if (HASH_BIG_ENDIAN || ht == NULL)
+        return;
+    for (size_t i = 0; i < ht->n; i++) {
+        const hash_span *s = &ht->span[i];
+        if (s->blocks == 0 || hi <= s->offset || lo >= s->offset + s->count)
+            continue;
+        /* the piece's bytes of the tensor, then the blocks inside them */
+        const size_t a = lo > s->offset ? lo - s->offset : 0;
+        const size_t b = (hi < s->offset + s->count ? hi : s->offset + s->count) - s->offset;
+        const size_t k0 = (a * sizeof(float) + s->head_len + HASH_BLOCK_BYTES - 1) / HASH_BLOCK_BYTES;
+        size_t k1 = (b * sizeof(float) + s->head_len) / HASH_BLOCK_BYTES;
+        if (k1 > s->blocks)
+            k1 = s->blocks;
+        if (k0 < k1)
+            (void)hash_block_sums(ht->parts + s->part_at + XXH_ACC_NB * k0,
+                                  (const unsigned char *)(params + s->offset) + k0 * HASH_BLOCK_BYTES - s->head_len,
+                                  k1 - k0, ht->key);
+    }
+}
+
+/* Whether hash_tensors_part summed block k of tensor i: the block holds no
+ * header byte and lies whole in the piece that holds its first byte. */
+static int block_in_piece(const hash_tensors *ht, const hash_span *s, size_t k)
+{
+    if (k * HASH_BLOCK_BYTES < s->head_len)
+        return 0;
+    const size_t r = k * HASH_BLOCK_BYTES - s->head_len;   /* the block's first byte in the tensor */
+    const size_t j = (s->offset + r / sizeof(float)) / ht->piece;
+    size_t end = (j + 1) * ht->piece;
+    if (end > s->offset + s->count)
+        end = s->offset + s->count;
+    return r + HASH_BLOCK_BYTES <= (end - s->offset) * sizeof(float);
+}
+
+void hash_tensors_join(hash_tensors *ht, const float *params, int parts_fresh, uint64_t *out)
+{
+    for (size_t i = 0; i < ht->n; i++) {
+        const hash_span *s = &ht->span[i];
+        const size_t len = s->head_len + s->count * sizeof(float);
+        if (HASH_BIG_ENDIAN) {
+            XXH3_state_t st;   /* the header, then the floats as little-endian bytes */
+            XXH3_64bits_reset(&st);
+            XXH3_64bits_update(&st, ht->head + s->head_at, s->head_len);
+            unsigned char chunk[HASH_CHUNK * 4];
+            for (size_t j = 0; j < s->count; j += HASH_CHUNK) {
+                const size_t c = s->count - j < HASH_CHUNK ? s->count - j : HASH_CHUNK;
+                bytes_put_le32_words(chunk, params + s->offset + j, c);
+                XXH3_64bits_update(&st, chunk, c * 4);
+            }
+            out[i] = (uint64_t)XXH3_64bits_digest(&st);
+            continue;
+        }
+        if (s->blocks == 0) {   /* a short input: at most 240 bytes */
+            unsigned char in[XXH3_MIDSIZE_MAX];
+            tensor_bytes(ht, i, params, 0, len, in);
+            out[i] = (uint64_t)XXH3_64bits(in, len);
+            continue;
+        }
+        uint64_t *parts = ht->parts + s->part_at;
+        const unsigned char *data = (const unsigned char *)(params + s->offset);
+        size_t k = 0;
+        for (; k < s->blocks && k * HASH_BLOCK_BYTES < s->head_len; k++) {   /* blocks with header bytes */
+            unsigned char block[HASH_BLOCK_BYTES];
+            tensor_bytes(ht, i, params, k * HASH_BLOCK_BYTES, HASH_BLOCK_BYTES, block);
+            (void)hash_block_sums(parts + XXH_ACC_NB * k, block, 1, ht->key);
+        }
+        if (!parts_fresh && k < s->blocks)   /* every other block from θ, in one pass */
+            (void)hash_block_sums(parts + XXH_ACC_NB * k, data + k * HASH_BLOCK_BYTES - s->head_len, s->blocks - k,
+                                  ht->key);
+        for (; parts_fresh && k < s->blocks; k++)
+            if (!block_in_piece(ht, s, k))
+                (void)hash_block_sums(parts + XXH_ACC_NB * k, data + k * HASH_BLOCK_BYTES - s->head_len, 1, ht->key);
+        XXH_ALIGN(XXH_ACC_ALIGN) xxh_u64 acc[XXH_ACC_NB] = XXH3_INIT_ACC;
+        join_blocks(acc, parts, s->blocks, XXH3_kSecret + sizeof XXH3_kSecret - XXH_STRIPE_LEN);
+        unsigned char tail[HASH_BLOCK_BYTES + XXH_STRIPE_LEN];
+        const size_t first =
+            s->blocks * HASH_BLOCK_BYTES < len - XXH_STRIPE_LEN ? s->blocks * HASH_BLOCK_BYTES : len - XXH_STRIPE_LEN;
+        tensor_bytes(ht, i, params, first, len - first, tail);
+        out[i] = long_tail(acc, tail, first, s->blocks, len);
+    }
 }
 
 uint64_t hash_loss_bits(double loss)

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "include/lockstep.h"
+
 uint64_t hash_bytes(const void *p, size_t n);                    /* XXH3_64bits */
 uint64_t hash_params(const float *params, size_t n);
 uint64_t hash_loss_bits(double loss);                            /* canonical binary64 bits */
@@ -49,6 +51,24 @@ double hash_bits_to_double(uint64_t bits);
 size_t hash_parts_words(size_t n);
 int hash_params_part(uint64_t *parts, const float *params, size_t n, size_t lo, size_t hi);
 uint64_t hash_params_join(const uint64_t *parts, const float *params, size_t n);
+/* The per-tensor hashes a run records (ls_tensor_hash of each float32
+ * tensor of θ), in parts the same way: XXH3 over the tensor's header and
+ * then its bytes, so a tensor's blocks start where its header leaves them,
+ * not at θ's. hash_tensors_part(ht, params, lo, hi), on the update's pieces
+ * [j piece, min((j + 1) piece, n_params)) that cover θ, in any order and on
+ * any threads, sums the blocks that lie whole in its piece;
+ * hash_tensors_join(ht, params, parts_fresh, out) sums the rest (those that
+ * hold header bytes or straddle two pieces: a few per piece) and writes
+ * out[i] = ls_tensor_hash of tensor i. parts_fresh = 0 (θ written since
+ * the parts, or no parts yet) sums every block in the join: the same
+ * hashes, on one thread. */
+typedef struct hash_tensors hash_tensors;
+ls_status hash_tensors_create(hash_tensors **out, const ls_tensor *tensors, size_t n, size_t n_params, size_t piece,
+                              ls_err *err);
+void hash_tensors_destroy(hash_tensors *ht);
+void hash_tensors_part(hash_tensors *ht, const float *params, size_t lo, size_t hi);
+void hash_tensors_join(hash_tensors *ht, const float *params, int parts_fresh, uint64_t *out);
+
 /* Tests: the parts' vector path (simd.h: SIMD_OFF, SIMD_BEST, SIMD_AVX2);
  * returns the previous setting. */
 int hash_set_simd(int enabled);

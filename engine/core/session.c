@@ -22,28 +22,47 @@
 
 /* ---- per-tensor hashes ------------------------------------------------------------------- */
 
-/* One more XXH3 pass over θ per recorded step, tensor by tensor, so that
- * verify can name the first tensor two runs disagree on. Not in the
- * trajectory: param_hash (LS_HASH_FORMAT 1) stays what it was. */
+/* One more hash of θ per recorded step, tensor by tensor, so that verify
+ * can name the first tensor two runs disagree on. Not in the trajectory:
+ * param_hash (LS_HASH_FORMAT 1) stays what it was. The update's threads
+ * sum most of each tensor's XXH3 blocks as they write θ (record/hash.h),
+ * so what is left here, on one thread, is a few blocks a piece and the
+ * join: a whole pass over θ here took ~90 us of a 2-thread MLP step. */
 ls_status session_tensor_hashes(ls_session *s, ls_err *err)
 {
     size_t n = ls_session_tensor_count(s);
-    if (s->thash == NULL || s->n_thash != n) {
+    if (s->thash == NULL || s->n_thash != n || s->parts_of != s->t) {
+        trainer_set_tensor_hashes(s->t, NULL);
+        hash_tensors_destroy(s->tensor_parts);
+        s->tensor_parts = NULL;
+        s->parts_of = NULL;
         free(s->thash);
         s->n_thash = 0;
-        if ((s->thash = malloc((n ? n : 1) * sizeof *s->thash)) == NULL)
+        ls_tensor *ts = calloc(n ? n : 1, sizeof *ts);
+        if ((s->thash = malloc((n ? n : 1) * sizeof *s->thash)) == NULL || ts == NULL) {
+            free(ts);
             return ls_fail(err, LS_ENOMEM, "out of memory hashing tensors");
-        s->n_thash = n;
-    }
-    for (size_t i = 0; i < n; i++) {
-        ls_tensor_view v;
-        ls_tensor_data t;
-        ls_status st = ls_session_tensor(s, i, &v, err);
+        }
+        ls_status st = LS_OK;
+        for (size_t i = 0; i < n && st == LS_OK; i++) {
+            ls_tensor_view v;
+            if ((st = ls_session_tensor(s, i, &v, err)) == LS_OK) {
+                ts[i] = (ls_tensor){ .name = v.name, .offset = v.offset, .ndim = v.ndim };
+                memcpy(ts[i].shape, v.shape, sizeof ts[i].shape);
+            }
+        }
+        if (st == LS_OK)
+            st = hash_tensors_create(&s->tensor_parts, ts, n, trainer_n_params(s->t), PLAN_UPDATE_PIECE, err);
+        free(ts);
         if (st != LS_OK)
             return st;
-        ls_tensor_from_view(&v, &t);
-        s->thash[i] = ls_tensor_hash(&t);
+        s->n_thash = n;
+        s->parts_of = s->t;
     }
+    const int fresh = trainer_tensor_parts_fresh(s->t, s->tensor_parts);
+    hash_tensors_join(s->tensor_parts, trainer_params(s->t), fresh, s->thash);
+    if (!fresh)   /* the next update sums them */
+        trainer_set_tensor_hashes(s->t, s->tensor_parts);
     return LS_OK;
 }
 
@@ -290,6 +309,7 @@ void session_free(ls_session *s)
     runlog_close(s->db);
     free(s->recorded);
     free(s->thash);
+    hash_tensors_destroy(s->tensor_parts);
     runlog_checkpoints_free(s->audit_ck, s->n_audit_ck);
     free(s);
 }

@@ -40,6 +40,8 @@ struct ls_session {
                                    stepped or evaluated */
     uint64_t *thash;            /* per-tensor hashes of θ now (session_tensor_hashes), [n_thash] */
     size_t n_thash;
+    hash_tensors *tensor_parts; /* how they are computed: in parts by t's update, joined here */
+    const trainer *parts_of;    /* the trainer tensor_parts was made for */
 };
 
 /* ---- session.c ---- */

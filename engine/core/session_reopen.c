@@ -152,6 +152,7 @@ static int reopen_without_data(ls_session *s, const runlog_run *run, const ls_co
     }
     trainer_destroy(s->t);
     s->t = NULL;
+    s->parts_of = NULL;   /* the tensor hashes are made again for the next trainer */
     free(s->recorded);
     s->recorded = NULL;
     s->last_recorded = -1;
@@ -184,6 +185,7 @@ ls_status session_load_data(ls_session *s, ls_err *err)
     trainer_set_steps_done(t, trainer_steps_done(s->t));
     trainer_destroy(s->t);
     s->t = t;
+    s->parts_of = NULL;
     s->data_lazy = 0;
     return LS_OK;
 }

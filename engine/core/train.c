@@ -39,6 +39,8 @@ struct trainer {
     uint64_t *hash_nan;         /* [threads] a worker's piece held a NaN; one allocation with hash_parts */
     uint64_t *nonfinite;        /* [threads] a worker's piece of θ is no longer finite; the same allocation */
     int hash_fresh;             /* hash_parts are those of params */
+    hash_tensors *tensor_hashes; /* the session's per-tensor hashes, summed by the update too; or NULL */
+    int tensor_parts;           /* an update summed them since they were set (fresh with hash_fresh) */
     trainer_times times;        /* where the steps' time went (trainer_step_times) */
     void *param_mem;            /* param_buf and grad: one allocation */
     unsigned char *scratch;     /* [threads][scratch_bytes] per-worker model scratch */
@@ -421,6 +423,7 @@ static void trainer_update_piece(void *ctx, size_t piece, int worker)
         bad = optim_update(t->opt, t->params_next, t->params, t->grad, 1.0f, a, b);
     t->nonfinite[worker] |= (uint64_t)bad;
     t->hash_nan[worker] |= (uint64_t)hash_params_part(t->hash_parts, t->params_next, n, a, b);
+    hash_tensors_part(t->tensor_hashes, t->params_next, a, b);
     t->worker_work[worker]++;
 }
 
@@ -459,6 +462,17 @@ uint64_t trainer_param_hash(const trainer *t)
             return hash_params_join(t->hash_parts, t->params, n);
     }
     return hash_params(t->params, n);   /* NaNs hash as the canonical NaN */
+}
+
+void trainer_set_tensor_hashes(trainer *t, hash_tensors *ht)
+{
+    t->tensor_hashes = ht;
+    t->tensor_parts = 0;
+}
+
+int trainer_tensor_parts_fresh(const trainer *t, const hash_tensors *ht)
+{
+    return ht != NULL && t->tensor_hashes == ht && t->hash_fresh && t->tensor_parts;
 }
 
 /* A rank's pieces summed here, every rank's combined by the caller. */
@@ -593,6 +607,7 @@ ls_status trainer_step(trainer *t, double *loss, ls_err *err)
                        "diverged", (long long)step, i, isnan(t->params_next[i]) ? "NaN" : "infinite", total);
     }
     t->hash_fresh = 1;
+    t->tensor_parts = t->tensor_hashes != NULL;
     t->params = t->params_next;
     t->done = step;
     return LS_OK;

@@ -24,6 +24,7 @@
 #include "engine/core/model.h"
 #include "engine/core/plan.h"
 #include "include/lockstep.h"
+#include "record/hash.h"
 #include "reduce/tree.h"
 
 typedef struct trainer trainer;
@@ -84,6 +85,12 @@ float *trainer_params_mut(trainer *t);   /* valid until the next step, as traine
  * last step's update hashed where each thread wrote them when it can (no
  * NaN, no trainer_params_mut since), else by hashing θ. */
 uint64_t trainer_param_hash(const trainer *t);
+/* The per-tensor hashes in parts (record/hash.h): with ht set (the
+ * caller's, or NULL), each update piece also sums ht's blocks, and
+ * trainer_tensor_parts_fresh(t, ht) says whether ht's sums are θ's now
+ * (ht is set, an update ran since it was, and nothing wrote θ after it). */
+void trainer_set_tensor_hashes(trainer *t, hash_tensors *ht);
+int trainer_tensor_parts_fresh(const trainer *t, const hash_tensors *ht);
 
 /* Where the steps' time went, in seconds, summed since trainer_create:
  * prepare (with its parts), the phases, the leaves (with the tree's blocks,
