@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -657,6 +658,42 @@ static void test_fashion_isize_hint(void **state)
     }
 }
 
+/* A corrupt train-images file whose trailer claims 1 GB (deflate could
+ * reach it from its 1.1 MB): the data set's allocation is sized from the
+ * claim, but its pages are not faulted in ahead of an inflate that fails
+ * at once (idx.c's IDX_POPULATE_RATIO), so the process does not grow by
+ * the claim. ru_maxrss is the high-water mark of the resident set. */
+static void test_fashion_claim(void **state)
+{
+    (void)state;
+    static const int threads[] = {1, 2, 3, 8};
+    const size_t n = ((size_t)1 << 30) / 1000;
+    uint8_t *junk = malloc(n);
+    assert_non_null(junk);
+    for (size_t i = 0; i < n; i++)
+        junk[i] = (uint8_t)(i * 2654435761u >> 13);
+    junk[0] = 0x1f;   /* gzip's magic, then a compression method zlib refuses */
+    junk[1] = 0x8b;
+    junk[2] = 7;
+    const uint32_t claim = 1u << 30;
+    for (int b = 0; b < 4; b++)
+        junk[n - 4 + b] = (uint8_t)(claim >> (8 * b));
+    for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
+        const int prev = idx_load_threads(threads[ti]);
+        tmpset t;
+        tmpset_create(&t);
+        write_file(t.path[0], junk, n);
+        struct rusage before, after;
+        assert_int_equal(getrusage(RUSAGE_SELF, &before), 0);
+        expect_fail(&t, 0, LS_EFORMAT, "corrupt gzip data (unknown compression method)");
+        assert_int_equal(getrusage(RUSAGE_SELF, &after), 0);
+        assert_true(after.ru_maxrss - before.ru_maxrss < 256 * 1024);   /* kB */
+        tmpset_destroy(&t);
+        idx_load_threads(prev);
+    }
+    free(junk);
+}
+
 static void test_idx_parse(void **state)
 {
     (void)state;
@@ -950,6 +987,7 @@ int main(void)
         cmocka_unit_test(test_fashion_bad_inputs),
         cmocka_unit_test(test_fashion_bad_inputs_threads),
         cmocka_unit_test(test_fashion_isize_hint),
+        cmocka_unit_test(test_fashion_claim),
         cmocka_unit_test(test_idx_parse),
         cmocka_unit_test(test_teacher),
         cmocka_unit_test(test_gather),
