@@ -493,8 +493,7 @@ ls_status idx_load_set(ls_dataset **out, const char *dir, const idx_set *set, ls
     if (mem != NULL) {
         /* Huge pages (THP in `madvise` mode) for the 55 MB of
          * Fashion-MNIST: a fault per 2 MB rather than per 4 kB (1.2k page
-         * faults rather than 14k; 0.01 s of kernel time rather than 0.05),
-         * and fewer TLB misses when batches gather rows from all over it. */
+         * faults rather than 14k; 0.01 s of kernel time rather than 0.05). */
         advise(mem, total, MADV_HUGEPAGE);
         uint8_t *p = mem;
         for (int i = 0; i < 4; i++) {
@@ -522,10 +521,10 @@ ls_status idx_load_set(ls_dataset **out, const char *dir, const idx_set *set, ls
     if (st != LS_OK)
         goto done;
 
-    /* A file whose ISIZE was not its size went to a buffer of its own (a
-     * rare file: several gzip members, or a wrong trailer that still
-     * inflates): then the four are copied into one allocation of the sizes
-     * found. */
+    /* A file whose trailer did not give its size (several gzip members:
+     * ISIZE is the last one's) went to a buffer of its own, or the trailers
+     * gave no allocation at all: then the four are copied into one
+     * allocation of the sizes found, as before. */
     int direct = mem != NULL;
     for (int i = 0; i < 4; i++)
         direct = direct && f[i].data == f[i].dst;
