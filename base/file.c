@@ -3,8 +3,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,26 +47,17 @@ ls_status file_open_regular(const char *path, int *fd, size_t *size, ls_err *err
     return LS_OK;
 }
 
-ls_status file_read_all(const char *path, size_t max_bytes, unsigned char **buf, size_t *len, ls_err *err)
+/* Reads fd (a regular file of `size` bytes when opened) to its end into a
+ * malloc'ed buffer with a NUL after it; closes fd. Read to EOF rather than
+ * trusting the size alone: a file that changes meanwhile is judged on what
+ * was read, and never read past its size. */
+static ls_status read_fd(const char *path, int fd, size_t size, unsigned char **buf, size_t *len, ls_err *err)
 {
-    *buf = NULL;
-    *len = 0;
-    int fd;
-    size_t size;
-    ls_status st = file_open_regular(path, &fd, &size, err);
-    if (st != LS_OK)
-        return st;
-    if (size > max_bytes || size == SIZE_MAX) {
-        close(fd);
-        return ls_fail(err, LS_EFORMAT, "%s: %zu bytes is more than the limit of %zu bytes", path, size, max_bytes);
-    }
     unsigned char *b = malloc(size + 1);
     if (b == NULL) {
         close(fd);
         return ls_fail(err, LS_ENOMEM, "%s: out of memory for %zu bytes", path, size);
     }
-    /* Read to EOF rather than trusting the size alone: a file that changes
-     * meanwhile is judged on what was read, and never read past its size. */
     size_t got = 0;
     for (;;) {
         ssize_t k = got < size ? read(fd, b + got, size - got) : read(fd, b + got, 1);
@@ -90,6 +83,65 @@ ls_status file_read_all(const char *path, size_t max_bytes, unsigned char **buf,
     *buf = b;
     *len = got;
     return LS_OK;
+}
+
+/* The checked open and the size bound both readers share. */
+static ls_status open_bounded(const char *path, size_t max_bytes, int *fd, size_t *size, ls_err *err)
+{
+    ls_status st = file_open_regular(path, fd, size, err);
+    if (st != LS_OK)
+        return st;
+    if (*size > max_bytes || *size == SIZE_MAX) {
+        close(*fd);
+        *fd = -1;
+        return ls_fail(err, LS_EFORMAT, "%s: %zu bytes is more than the limit of %zu bytes", path, *size,
+                       max_bytes);
+    }
+    return LS_OK;
+}
+
+ls_status file_read_all(const char *path, size_t max_bytes, unsigned char **buf, size_t *len, ls_err *err)
+{
+    *buf = NULL;
+    *len = 0;
+    int fd;
+    size_t size;
+    ls_status st = open_bounded(path, max_bytes, &fd, &size, err);
+    if (st != LS_OK)
+        return st;
+    return read_fd(path, fd, size, buf, len, err);
+}
+
+ls_status file_view_open(const char *path, size_t max_bytes, file_view *v, ls_err *err)
+{
+    memset(v, 0, sizeof *v);
+    int fd;
+    size_t size;
+    ls_status st = open_bounded(path, max_bytes, &fd, &size, err);
+    if (st != LS_OK)
+        return st;
+    /* MAP_POPULATE: the file is read once, front to back, right away, so
+     * one call maps every page rather than a fault per 16 pages. An empty
+     * file cannot be mapped (EINVAL) and is read. */
+    void *m = size > 0 ? mmap(NULL, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0) : MAP_FAILED;
+    if (m == MAP_FAILED) {
+        st = read_fd(path, fd, size, &v->buf, &v->len, err);
+        v->p = v->buf;
+        return st;
+    }
+    close(fd);
+    v->map = m;
+    v->p = m;
+    v->len = size;
+    return LS_OK;
+}
+
+void file_view_close(file_view *v)
+{
+    if (v->map != NULL)
+        munmap(v->map, v->len);
+    free(v->buf);
+    memset(v, 0, sizeof *v);
 }
 
 ls_status file_check_regular(const char *label, const char *path, ls_err *err)

@@ -27,6 +27,28 @@ ls_status file_open_regular(const char *path, int *fd, size_t *size, ls_err *err
  * size while read is refused too. */
 ls_status file_read_all(const char *path, size_t max_bytes, unsigned char **buf, size_t *len, ls_err *err);
 
+/* A regular file's bytes to read once, without a copy where that is
+ * possible: mapped read-only (the page cache itself, no buffer to fault in
+ * and no read() to copy), or, when mapping fails (an empty file, a file
+ * system without mmap), read into a malloc'ed buffer as file_read_all does.
+ * Open it with file_view_open, close it with file_view_close (which accepts
+ * a view that failed to open or was never opened, if zeroed). */
+typedef struct {
+    const unsigned char *p;  /* the file's len bytes */
+    size_t len;
+    void *map;               /* the mapping (NULL when read) */
+    unsigned char *buf;      /* the buffer (NULL when mapped) */
+} file_view;
+
+/* The same checks and messages as file_read_all: not a regular file, or
+ * larger than max_bytes, is refused before any byte is read. A mapped view
+ * holds the size the file had when opened; the file must not be truncated
+ * while the view is open (reading a page past its new end would raise
+ * SIGBUS), so use it only for files nobody rewrites in place, such as a
+ * data set's. */
+ls_status file_view_open(const char *path, size_t max_bytes, file_view *v, ls_err *err);
+void file_view_close(file_view *v);
+
 /* LS_OK when path is a regular file or does not exist (a command that
  * creates it reports a missing file in its own words); LS_EIO otherwise,
  * "LABEL PATH: is a FIFO, not a regular file" (label may be NULL). The check

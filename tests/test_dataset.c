@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <xxhash.h>
@@ -213,6 +214,22 @@ static void expect_fail(const tmpset *t, int file, ls_status st, const char *wor
     assert_null(d);
 }
 
+/* Whether the four files were inflated straight into the data set's one
+ * allocation (idx.c): then it holds the inflated files end to end, each
+ * split's bytes just past its file's header (16 bytes before images, 8
+ * before labels); a file that went the one-buffer path leaves the data
+ * copied end to end without headers. A fast path that silently never runs
+ * would pass every other test. */
+static void expect_direct(const ls_dataset *d, int direct)
+{
+    const uint8_t *mem = d->mem;
+    const size_t hx = direct ? 16 : 0, hy = direct ? 8 : 0;
+    assert_ptr_equal(d->train.x8, mem + hx);
+    assert_ptr_equal(d->train.y, d->train.x8 + d->train.n * d->train.dim + hy);
+    assert_ptr_equal(d->test.x8, d->train.y + d->train.n + hx);
+    assert_ptr_equal(d->test.y, d->test.x8 + d->test.n * d->test.dim + hy);
+}
+
 /* ---------- the real Fashion-MNIST ---------- */
 
 static void test_fashion_real(void **state)
@@ -284,17 +301,20 @@ static void test_fashion_real(void **state)
     }
 
     assert_int_equal(d->hash, expected_hash(paths));
+    expect_direct(d, 1);
     ls_dataset *d2 = NULL;
     assert_int_equal(fashion_mnist_load(&d2, FASHION_MNIST_DIR, &err), LS_OK);
     assert_int_equal(d2->hash, d->hash);
     dataset_destroy(d2);
     /* The test split inflated on a second thread (idx_load_threads): the
      * same bytes and hash. */
-    for (int threads = 2; threads <= 8; threads *= 4) {
-        const int prev = idx_load_threads(threads);
+    static const int threads[] = {2, 3, 8};
+    for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
+        const int prev = idx_load_threads(threads[ti]);
         assert_int_equal(fashion_mnist_load(&d2, FASHION_MNIST_DIR, &err), LS_OK);
         idx_load_threads(prev);
         assert_int_equal(d2->hash, d->hash);
+        expect_direct(d2, 1);
         const uint8_t *theirs[4] = {d2->train.x8, d2->train.y, d2->test.x8, d2->test.y};
         for (int i = 0; i < 4; i++)
             assert_memory_equal(theirs[i], mine[i], n[i]);
@@ -325,6 +345,7 @@ static void test_fashion_small_ok(void **state)
     for (size_t i = 0; i < SMALL_TEST; i++)
         assert_int_equal(d->test.y[i], (i * 3 + 1) % 10);
     assert_int_equal(d->hash, expected_hash(t.path));
+    expect_direct(d, 1);
     uint64_t h = d->hash;
     dataset_destroy(d);
 
@@ -524,6 +545,153 @@ static void test_fashion_bad_inputs_threads(void **state)
     expect_fail(&t, 1, LS_EFORMAT, "labels, but");
     tmpset_destroy(&t);
     idx_load_threads(prev);
+}
+
+/* ---------- the ISIZE hint (idx.c inflates straight into the data set) ---------- */
+
+/* Every split's bytes, the counts and the shape of two data sets equal. */
+static void expect_same_data(const ls_dataset *a, const ls_dataset *b)
+{
+    const ls_split *sa[2] = {&a->train, &a->test}, *sb[2] = {&b->train, &b->test};
+    for (int s = 0; s < 2; s++) {
+        assert_int_equal(sa[s]->n, sb[s]->n);
+        assert_int_equal(sa[s]->dim, sb[s]->dim);
+        assert_memory_equal(sa[s]->x8, sb[s]->x8, sa[s]->n * sa[s]->dim);
+        assert_memory_equal(sa[s]->y, sb[s]->y, sa[s]->n);
+    }
+}
+
+/* The gzip of file i's inflated bytes as two members, split after `cut`
+ * bytes (0: an empty first member; the whole length: an empty last one,
+ * whose ISIZE of 0 is no hint at all). */
+static void write_two_members(const tmpset *t, int i, size_t cut, int twice)
+{
+    size_t len, la, lb;
+    uint8_t *raw = gz_decode(t->path[i], &len);
+    assert_true(cut <= len);
+    char tmp[160];
+    snprintf(tmp, sizeof tmp, "%s/part", t->dir);
+    uint8_t *a = gz_bytes(raw, twice ? len : cut, tmp, &la);
+    uint8_t *b = gz_bytes(twice ? raw : raw + cut, twice ? len : len - cut, tmp, &lb);
+    uint8_t *both = malloc(la + lb);
+    assert_non_null(both);
+    memcpy(both, a, la);
+    memcpy(both + la, b, lb);
+    write_file(t->path[i], both, la + lb);
+    free(both);
+    free(a);
+    free(b);
+    free(raw);
+}
+
+/* Each file is inflated straight into its place when its gzip trailer's
+ * ISIZE is its size. When it is not — several members (ISIZE is the last
+ * member's), or a trailer that lies — the file goes the one-buffer path:
+ * the same bytes as a single-member file (and as gzread's), or the same
+ * error, at every thread count. */
+static void test_fashion_isize_hint(void **state)
+{
+    (void)state;
+    static const int threads[] = {1, 2, 3, 8};
+    for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
+        const int prev = idx_load_threads(threads[ti]);
+        for (int i = 0; i < 4; i++) {
+            tmpset t;
+            tmpset_create(&t);
+            ls_dataset *ref = NULL, *d = NULL;
+            ls_err err = {{0}};
+            assert_int_equal(fashion_mnist_load(&ref, t.dir, &err), LS_OK);
+            size_t len;
+            uint8_t *raw = gz_decode(t.path[i], &len);
+            free(raw);
+            /* an empty first member (ISIZE right, but not one member), a
+             * cut inside the header and inside the data, an empty last
+             * member (ISIZE 0: no hint, so no file goes straight) */
+            const size_t cuts[] = {0, 5, len - 3, len};
+            for (size_t c = 0; c < sizeof cuts / sizeof cuts[0]; c++) {
+                uint8_t *keep = read_file(t.path[i], &len);
+                write_two_members(&t, i, cuts[c], 0);
+                assert_int_equal(fashion_mnist_load(&d, t.dir, &err), LS_OK);
+                expect_same_data(d, ref);
+                assert_int_equal(d->hash, expected_hash(t.path));
+                assert_int_not_equal(d->hash, ref->hash);
+                expect_direct(d, 0);
+                dataset_destroy(d);
+                write_file(t.path[i], keep, len);
+                free(keep);
+            }
+            /* the whole file twice: ISIZE is its size, the data is not */
+            uint8_t *keep = read_file(t.path[i], &len);
+            write_two_members(&t, i, 0, 1);
+            expect_fail(&t, i, LS_EFORMAT, "trailing bytes after the");
+            write_file(t.path[i], keep, len);
+            /* ISIZE lies: one more or less, zero, at or past the bound, 2^32 - 1 */
+            const uint32_t real = bytes_get_le32(keep + len - 4);
+            const uint32_t lies[] = {real + 1, real - 1, 0, 1u << 31, 0xffffffffu};
+            for (size_t k = 0; k < sizeof lies / sizeof lies[0]; k++) {
+                uint8_t *bad = malloc(len);
+                assert_non_null(bad);
+                memcpy(bad, keep, len);
+                for (int b = 0; b < 4; b++)
+                    bad[len - 4 + b] = (uint8_t)(lies[k] >> (8 * b));
+                write_file(t.path[i], bad, len);
+                free(bad);
+                char want[256];
+                snprintf(want, sizeof want, "%s: corrupt gzip data (incorrect length check)", t.path[i]);
+                d = (ls_dataset *)1;
+                assert_int_equal(fashion_mnist_load(&d, t.dir, &err), LS_EFORMAT);
+                assert_string_equal(err.msg, want);
+                assert_null(d);
+            }
+            write_file(t.path[i], keep, len);
+            free(keep);
+            /* and the file restored loads as before */
+            assert_int_equal(fashion_mnist_load(&d, t.dir, &err), LS_OK);
+            expect_same_data(d, ref);
+            assert_int_equal(d->hash, ref->hash);
+            expect_direct(d, 1);
+            dataset_destroy(d);
+            dataset_destroy(ref);
+            tmpset_destroy(&t);
+        }
+        idx_load_threads(prev);
+    }
+}
+
+/* A corrupt train-images file whose trailer claims 1 GB (deflate could
+ * reach it from its 1.1 MB): the data set's allocation is sized from the
+ * claim, but its pages are not faulted in ahead of an inflate that fails
+ * at once (idx.c's IDX_POPULATE_RATIO), so the process does not grow by
+ * the claim. ru_maxrss is the high-water mark of the resident set. */
+static void test_fashion_claim(void **state)
+{
+    (void)state;
+    static const int threads[] = {1, 2, 3, 8};
+    const size_t n = ((size_t)1 << 30) / 1000;
+    uint8_t *junk = malloc(n);
+    assert_non_null(junk);
+    for (size_t i = 0; i < n; i++)
+        junk[i] = (uint8_t)(i * 2654435761u >> 13);
+    junk[0] = 0x1f;   /* gzip's magic, then a compression method zlib refuses */
+    junk[1] = 0x8b;
+    junk[2] = 7;
+    const uint32_t claim = 1u << 30;
+    for (int b = 0; b < 4; b++)
+        junk[n - 4 + b] = (uint8_t)(claim >> (8 * b));
+    for (size_t ti = 0; ti < sizeof threads / sizeof threads[0]; ti++) {
+        const int prev = idx_load_threads(threads[ti]);
+        tmpset t;
+        tmpset_create(&t);
+        write_file(t.path[0], junk, n);
+        struct rusage before, after;
+        assert_int_equal(getrusage(RUSAGE_SELF, &before), 0);
+        expect_fail(&t, 0, LS_EFORMAT, "corrupt gzip data (unknown compression method)");
+        assert_int_equal(getrusage(RUSAGE_SELF, &after), 0);
+        assert_true(after.ru_maxrss - before.ru_maxrss < 256 * 1024);   /* kB */
+        tmpset_destroy(&t);
+        idx_load_threads(prev);
+    }
+    free(junk);
 }
 
 static void test_idx_parse(void **state)
@@ -818,6 +986,8 @@ int main(void)
         cmocka_unit_test(test_fashion_small_ok),
         cmocka_unit_test(test_fashion_bad_inputs),
         cmocka_unit_test(test_fashion_bad_inputs_threads),
+        cmocka_unit_test(test_fashion_isize_hint),
+        cmocka_unit_test(test_fashion_claim),
         cmocka_unit_test(test_idx_parse),
         cmocka_unit_test(test_teacher),
         cmocka_unit_test(test_gather),

@@ -40,8 +40,10 @@ ls_status idx_load_set(ls_dataset **out, const char *dir, const idx_set *set, ls
 /* The threads the calling thread's idx_load_set calls may use (default 1;
  * the trainer sets its --threads around a task's load): with more than
  * one, the test split's files are inflated on a second thread while the
- * train split's are on the caller's. The data, their hash and which error
- * is reported are the same. Returns the previous setting. */
+ * train split's are on the caller's, and that thread then faults in the
+ * data set's pages ahead of the train images' inflate. The data, their
+ * hash and which error is reported are the same. Returns the previous
+ * setting. */
 int idx_load_threads(int threads);
 
 /* Lower level, exposed for tests and fuzzing: parse one IDX file (already
@@ -49,7 +51,8 @@ int idx_load_threads(int threads);
  * On success *dims holds the dimension sizes (up to 3) and *data points into buf. */
 ls_status idx_parse(const uint8_t *buf, size_t len, uint32_t magic, uint32_t dims[3],
                     const uint8_t **data, size_t *data_len, const char *what, ls_err *err);
-/* Read and gunzip a whole file into a malloc'ed buffer; *gz_hash = XXH3 of the raw file bytes. */
+/* Read (mapped where possible) and gunzip a whole file into a malloc'ed
+ * buffer; *gz_hash = XXH3 of the raw file bytes. */
 ls_status idx_read_gz(const char *path, uint8_t **buf, size_t *len, uint64_t *gz_hash, ls_err *err);
 
 #endif
