@@ -262,6 +262,18 @@ static void fill_bits(float *p, size_t n, uint64_t seed)
 /* Cut [0, n) into pieces at random multiples of HASH_PART_FLOATS (some
  * empty, some the whole), hash them in a shuffled order; returns the OR of
  * the pieces' NaN flags and, per piece, which ones reported. */
+/* order[0, n) = 0 .. n - 1 in a random order (Fisher-Yates). */
+static void shuffled(size_t *order, size_t n, uint64_t *seed)
+{
+    for (size_t i = 0; i < n; i++)
+        order[i] = i;
+    for (size_t i = n; i > 1; i--) {
+        size_t j = (size_t)(splitmix(seed) % i), t = order[i - 1];
+        order[i - 1] = order[j];
+        order[j] = t;
+    }
+}
+
 static int hash_in_pieces(uint64_t *parts, const float *p, size_t n, uint64_t seed, int *flagged_piece,
                           size_t nan_at)
 {
@@ -282,13 +294,7 @@ static int hash_in_pieces(uint64_t *parts, const float *p, size_t n, uint64_t se
             cut[j - 1] = t;
         }
     size_t order[MAX_PIECES];
-    for (size_t i = 0; i < pieces; i++)
-        order[i] = i;
-    for (size_t i = pieces; i > 1; i--) {
-        size_t j = (size_t)(splitmix(&seed) % i), t = order[i - 1];
-        order[i - 1] = order[j];
-        order[j] = t;
-    }
+    shuffled(order, pieces, &seed);
     int any = 0;
     *flagged_piece = 1;
     for (size_t k = 0; k < pieces; k++) {
@@ -468,13 +474,7 @@ static void test_tensor_parts_match_library(void **state)
             assert_non_null(order);
             for (size_t pi = 0; pi < sizeof paths / sizeof paths[0]; pi++) {
                 const int prev = hash_set_simd(paths[pi]);
-                for (size_t i = 0; i < np; i++)
-                    order[i] = i;
-                for (size_t i = np; i > 1; i--) {
-                    size_t j = (size_t)(splitmix(&seed) % i), t = order[i - 1];
-                    order[i - 1] = order[j];
-                    order[j] = t;
-                }
+                shuffled(order, np, &seed);
                 for (size_t k = 0; k < np; k++) {
                     const size_t a = order[k] * piece;
                     hash_tensors_part(ht, p, a, a + piece < n ? a + piece : n);

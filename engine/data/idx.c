@@ -49,6 +49,24 @@ static ls_status open_gz(const char *path, file_view *v, ls_err *err)
     return file_view_open(path, IDX_MAX_INFLATED, v, err);
 }
 
+/* One call of inflate from src[*in_pos, src_len) into out[*out_pos, out_len),
+ * each position moved past what it took or gave. avail_in and avail_out are
+ * uInt: at most UINT_MAX of either at a time. */
+static int inflate_some(z_stream *zs, const uint8_t *src, size_t src_len, size_t *in_pos, uint8_t *out,
+                        size_t out_len, size_t *out_pos)
+{
+    const uInt ai = src_len - *in_pos > UINT_MAX ? UINT_MAX : (uInt)(src_len - *in_pos);
+    const uInt ao = out_len - *out_pos > UINT_MAX ? UINT_MAX : (uInt)(out_len - *out_pos);
+    zs->next_in = (Bytef *)(uintptr_t)(src + *in_pos);
+    zs->avail_in = ai;
+    zs->next_out = out + *out_pos;
+    zs->avail_out = ao;
+    const int zr = inflate(zs, Z_NO_FLUSH);
+    *in_pos += ai - zs->avail_in;
+    *out_pos += ao - zs->avail_out;
+    return zr;
+}
+
 /* Gunzip src into a malloc'ed buffer. Several concatenated gzip members are
  * accepted (as gunzip does); anything else after the last member is an error,
  * since a golden identity over a file with junk at the end would be fragile. */
@@ -98,19 +116,7 @@ static ls_status gunzip(const char *path, const uint8_t *src, size_t src_len, ui
             buf = nb;
             cap = ncap;
         }
-        /* avail_in/avail_out are uInt: feed at most UINT_MAX at a time. */
-        size_t in_chunk = src_len - in_pos, out_chunk = cap - len;
-        if (in_chunk > UINT_MAX)
-            in_chunk = UINT_MAX;
-        if (out_chunk > UINT_MAX)
-            out_chunk = UINT_MAX;
-        zs.next_in = (Bytef *)(uintptr_t)(src + in_pos);
-        zs.avail_in = (uInt)in_chunk;
-        zs.next_out = buf + len;
-        zs.avail_out = (uInt)out_chunk;
-        int zr = inflate(&zs, Z_NO_FLUSH);
-        in_pos += in_chunk - zs.avail_in;
-        len += out_chunk - zs.avail_out;
+        int zr = inflate_some(&zs, src, src_len, &in_pos, buf, cap, &len);
         if (zr == Z_STREAM_END) {
             if (in_pos == src_len)
                 break;
@@ -278,20 +284,10 @@ static int inflate_into(const uint8_t *src, size_t src_len, uint8_t *out, size_t
     size_t in_pos = 0, out_pos = 0;
     int ok = 0;
     for (;;) {
-        uint8_t *o = out_pos < len ? out + out_pos : spill;
-        /* avail_in/avail_out are uInt: feed at most UINT_MAX at a time. */
-        size_t in_chunk = src_len - in_pos, out_chunk = out_pos < len ? len - out_pos : sizeof spill;
-        if (in_chunk > UINT_MAX)
-            in_chunk = UINT_MAX;
-        if (out_chunk > UINT_MAX)
-            out_chunk = UINT_MAX;
-        zs.next_in = (Bytef *)(uintptr_t)(src + in_pos);
-        zs.avail_in = (uInt)in_chunk;
-        zs.next_out = o;
-        zs.avail_out = (uInt)out_chunk;
-        int zr = inflate(&zs, Z_NO_FLUSH);
-        in_pos += in_chunk - zs.avail_in;
-        out_pos += out_chunk - zs.avail_out;
+        size_t spilled = 0;
+        int zr = out_pos < len ? inflate_some(&zs, src, src_len, &in_pos, out, len, &out_pos)
+                               : inflate_some(&zs, src, src_len, &in_pos, spill, sizeof spill, &spilled);
+        out_pos += spilled;
         if (out_pos > len)
             break;
         if (zr == Z_STREAM_END) {
