@@ -447,16 +447,19 @@ ls_status hash_tensors_create(hash_tensors **out, const ls_tensor *tensors, size
             words += XXH_ACC_NB * ((len - 1) / HASH_BLOCK_BYTES);
     }
     hash_tensors *ht = calloc(1, sizeof *ht);
-    void *mem = malloc(n * sizeof(hash_span) + words * sizeof(uint64_t) + head + 1);
+    /* One allocation: the sums (each block's 64 bytes on a cache line of
+     * their own, as different threads write neighbouring blocks), the
+     * spans, the headers. */
+    const size_t bytes = words * sizeof(uint64_t) + n * sizeof(hash_span) + head + 1;
+    void *mem = aligned_alloc(64, (bytes + 63) / 64 * 64);
     if (ht == NULL || mem == NULL) {
         free(ht);
         free(mem);
         return ls_fail(err, LS_ENOMEM, "tensor hashes: out of memory");
     }
-    /* One allocation: the spans, the sums, the headers. */
-    ht->span = mem;
-    ht->parts = (uint64_t *)(ht->span + n);
-    ht->head = (unsigned char *)(ht->parts + words);
+    ht->parts = mem;
+    ht->span = (hash_span *)(ht->parts + words);
+    ht->head = (unsigned char *)(ht->span + n);
     ht->n = n;
     ht->n_params = n_params;
     ht->piece = piece;
@@ -485,7 +488,7 @@ void hash_tensors_destroy(hash_tensors *ht)
 {
     if (ht == NULL)
         return;
-    free(ht->span);
+    free(ht->parts);
     free(ht);
 }
 
