@@ -394,7 +394,7 @@ uint64_t hash_params_join(const uint64_t *parts, const float *params, size_t n)
 typedef struct {
     size_t offset, count;   /* the tensor's floats in θ */
     size_t head_at, head_len;   /* its header's bytes in head */
-    size_t blocks;          /* full blocks of its input: 0 when the input is short (XXH3 without blocks) */
+    size_t blocks;          /* full blocks of its input (0 up to 1024 bytes) */
     size_t part_at;         /* its blocks' sums from parts[part_at] */
 } hash_span;
 
@@ -557,7 +557,7 @@ void hash_tensors_join(hash_tensors *ht, const float *params, int parts_fresh, u
             out[i] = (uint64_t)XXH3_64bits_digest(&st);
             continue;
         }
-        if (s->blocks == 0) {   /* a short input: at most 240 bytes */
+        if (len <= XXH3_MIDSIZE_MAX) {   /* a short input: XXH3 without stripes */
             unsigned char in[XXH3_MIDSIZE_MAX];
             tensor_bytes(ht, i, params, 0, len, in);
             out[i] = (uint64_t)XXH3_64bits(in, len);
