@@ -687,12 +687,6 @@ ls_status ls_tensor_check(const ls_tensor_data *t, ls_err *err)
     return LS_OK;
 }
 
-static void hash_u64_le(unsigned char b[8], uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        b[i] = (unsigned char)(v >> (8 * i));
-}
-
 uint64_t ls_tensor_hash(const ls_tensor_data *t)
 {
     if (t == NULL || t->name == NULL || t->dtype == NULL)
@@ -702,10 +696,10 @@ uint64_t ls_tensor_hash(const ls_tensor_data *t)
     XXH3_64bits_update(&stt, t->name, strlen(t->name) + 1);   /* with its 0 byte */
     XXH3_64bits_update(&stt, t->dtype, strlen(t->dtype) + 1);
     unsigned char b[8];
-    hash_u64_le(b, (uint64_t)t->ndim);
+    bytes_put_le64(b, (uint64_t)t->ndim);
     XXH3_64bits_update(&stt, b, 8);
     for (size_t i = 0; i < t->ndim; i++) {
-        hash_u64_le(b, (uint64_t)t->shape[i]);
+        bytes_put_le64(b, (uint64_t)t->shape[i]);
         XXH3_64bits_update(&stt, b, 8);
     }
     if (t->nbytes > 0 && t->data != NULL) {
@@ -764,7 +758,7 @@ static void hash_feed_named(XXH3_state_t *stt, const char *name, uint64_t h)
 {
     unsigned char b[8];
     XXH3_64bits_update(stt, name, strlen(name) + 1);
-    hash_u64_le(b, h);
+    bytes_put_le64(b, h);
     XXH3_64bits_update(stt, b, 8);
 }
 

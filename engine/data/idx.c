@@ -451,12 +451,6 @@ static void load_files(idx_file *f, uint8_t *mem, size_t mem_len)
         pthread_join(th, NULL);
 }
 
-static void put_le64(uint8_t *p, uint64_t v)
-{
-    for (int i = 0; i < 8; i++)
-        p[i] = (uint8_t)(v >> (8 * i));
-}
-
 ls_status idx_load_set(ls_dataset **out, const char *dir, const idx_set *set, ls_err *err)
 {
     *out = NULL;
@@ -560,7 +554,7 @@ ls_status idx_load_set(ls_dataset **out, const char *dir, const idx_set *set, ls
     d->n_classes = set->n_classes;
     uint8_t hb[32];
     for (int i = 0; i < 4; i++)
-        put_le64(hb + 8 * i, f[i].gz_hash);
+        bytes_put_le64(hb + 8 * i, f[i].gz_hash);
     d->hash = XXH3_64bits(hb, sizeof hb);
 
 done:
