@@ -1,5 +1,6 @@
 /* test_bench_peak.c — `lockstep bench --peak` (tools/bench_peak.c), run as a
- * user runs it: one line "peak PATH THREADS GFLOP/s" on stdout, the path the
+ * user runs it: one line "peak PATH THREADS GFLOP/s" on stdout (with --op
+ * div or sqrt: "div|sqrt PATH THREADS G/s"), the path the
  * dense kernels take (LOCKSTEP_SIMD applies), a positive figure, and bad
  * flags refused with exit status 2 and one line on stderr. The figure itself
  * depends on the machine and is not checked beyond being positive. */
@@ -29,17 +30,18 @@ static void run(proc_res *r, const char *const *set, const char *const *args)
     free(env);
 }
 
-/* Parses the one line; fails the case unless it is well formed. */
-static void check_line(const proc_res *r, const char *want_path, int want_threads)
+/* Parses the one line "WORD PATH THREADS FIGURE"; fails the case unless it
+ * is well formed. */
+static void check_op_line(const proc_res *r, const char *word, const char *want_path, int want_threads)
 {
     if (r->code != 0)
         fail_msg("%s: exit %d, stderr: %s", r->cmd, r->code, r->err);
-    char path[16];
+    char got[16], path[16];
     int threads = 0;
     double g = 0;
     char extra;
-    if (sscanf(r->out, "peak %15s %d %lf %c", path, &threads, &g, &extra) != 3)
-        fail_msg("%s: output is not one 'peak PATH THREADS GFLOP/s' line: %s", r->cmd, r->out);
+    if (sscanf(r->out, "%15s %15s %d %lf %c", got, path, &threads, &g, &extra) != 4 || strcmp(got, word) != 0)
+        fail_msg("%s: output is not one '%s PATH THREADS FIGURE' line: %s", r->cmd, word, r->out);
     assert_int_equal(threads, want_threads);
     assert_true(g > 0);
     if (want_path != NULL)
@@ -47,6 +49,11 @@ static void check_line(const proc_res *r, const char *want_path, int want_thread
     else
         assert_true(strcmp(path, "avx512") == 0 || strcmp(path, "avx2") == 0 || strcmp(path, "scalar") == 0);
     assert_int_equal(r->err_len, 0);
+}
+
+static void check_line(const proc_res *r, const char *want_path, int want_threads)
+{
+    check_op_line(r, "peak", want_path, want_threads);
 }
 
 static void test_default(void **state)
@@ -75,6 +82,29 @@ static void test_simd_setting(void **state)
     proc_res_free(&r);
 }
 
+/* --op div and sqrt, on the vector path and the scalar one, with --op
+ * before or after --peak; --op fma is the default's line. */
+static void test_ops(void **state)
+{
+    (void)state;
+    proc_res r;
+    run(&r, NULL, (const char *const[]){ "bench", "--peak", "--op", "div", NULL });
+    check_op_line(&r, "div", NULL, 1);
+    proc_res_free(&r);
+    run(&r, NULL, (const char *const[]){ "bench", "--op", "sqrt", "--peak", "--threads", "2", NULL });
+    check_op_line(&r, "sqrt", NULL, 2);
+    proc_res_free(&r);
+    run(&r, (const char *const[]){ "LOCKSTEP_SIMD=off", NULL }, (const char *const[]){ "bench", "--peak", "--op", "div", NULL });
+    check_op_line(&r, "div", "scalar", 1);
+    proc_res_free(&r);
+    run(&r, (const char *const[]){ "LOCKSTEP_SIMD=off", NULL }, (const char *const[]){ "bench", "--peak", "--op", "sqrt", NULL });
+    check_op_line(&r, "sqrt", "scalar", 1);
+    proc_res_free(&r);
+    run(&r, NULL, (const char *const[]){ "bench", "--peak", "--op", "fma", NULL });
+    check_line(&r, NULL, 1);
+    proc_res_free(&r);
+}
+
 static void test_bad_flags(void **state)
 {
     (void)state;
@@ -83,6 +113,10 @@ static void test_bad_flags(void **state)
         (const char *const[]){ "bench", "--peak", "--threads", "two", NULL },
         (const char *const[]){ "bench", "--peak", "--threads", "1,2", NULL },
         (const char *const[]){ "bench", "--peak", "--steps", "3", NULL },
+        (const char *const[]){ "bench", "--peak", "--op", "divide", NULL },
+        (const char *const[]){ "bench", "--peak", "--op", "div,sqrt", NULL },
+        (const char *const[]){ "bench", "--peak", "--op", NULL },
+        (const char *const[]){ "bench", "--op", "mul", "--peak", NULL },
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         proc_res r;
@@ -104,6 +138,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_default),
         cmocka_unit_test(test_simd_setting),
+        cmocka_unit_test(test_ops),
         cmocka_unit_test(test_bad_flags),
     };
     return cmocka_run_group_tests(tests, NULL, NULL) ? 1 : 0;

@@ -316,6 +316,9 @@ int cmd_bench(int argc, char **argv)
     cli_args a;
     ls_err err = { "" };
     int peak = 0;
+    for (int i = 0; i < argc; i++)   /* --peak's flags are its own, wherever --peak stands */
+        if (strcmp(argv[i], "--peak") == 0)
+            return bench_peak(argc, argv);
     ls_status st = cli_parse_cmd("bench", argc, argv, CLI_CONFIG | CLI_STEPS_FLAG | CLI_THREAD_LIST | CLI_REPS, 0,
                                  bench_flag, &peak, &a, &err);
     if (peak)

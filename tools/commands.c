@@ -188,7 +188,8 @@ static const flag_spec BENCH_FLAGS[] = {
     THREADS("the thread counts, a list like 1,2"),
     { "--steps", NULL, "N", "steps per repetition (default 60)", NULL },
     { "--reps", NULL, "R", "repetitions, 1..64 (default 3); the median is shown", NULL },
-    { "--peak", NULL, NULL, "instead: the FP32 peak of --threads T cores for the kernels' arithmetic\n"
+    { "--peak", NULL, NULL, "instead: what --threads T cores do at most: FP32 fused multiply-adds (the\n"
+      "kernels' arithmetic), or with --op div or sqrt AdamW's divisions or square roots\n"
       "(lockstep bench --peak --help)", NULL },
 };
 
@@ -453,7 +454,7 @@ static const command COMMANDS[] = {
       "exit status: 0 all match, 1 a file differs, 2 a file is missing or unparseable,\n"
       "130 interrupted" },
     { "bench", cmd_bench,
-      { "[train flags] --threads 1,2 [--steps N] [--reps R]", "--peak [--threads T]" },
+      { "[train flags] --threads 1,2 [--steps N] [--reps R]", "--peak [--threads T] [--op fma|div|sqrt]" },
       "throughput per thread count, tree vs unordered",
       "Throughput (samples/s, median of R repetitions) per thread count with\n"
       "the canonical tree, and the same with --reduce unordered (same leaf kernel, same leaf\n"
