@@ -26,6 +26,7 @@ echo; sh "$BENCH_LIB/pool.sh" "$BIN"    # threads beyond cores, with and without
 echo; sh "$BENCH_LIB/ca.sh" "$BIN"      # the logic CA: step times, the pair, the gol training
 echo; sh "$BENCH_LIB/gnn.sh" "$BIN"     # the message-passing network on the graph tasks
 echo; sh "$BENCH_LIB/process.sh" "$BIN" # a whole 1000-step training at 1 and 2 threads against the pair
+echo; sh "$BENCH_LIB/update_floor.sh" "$BIN" # AdamW's update against the divider's floor
 
 # A whole Game of Life training (the notebook's 3000 steps), then its exported
 # hard circuit compiled with cc -O2 and run bit-parallel (64 cells per word).
