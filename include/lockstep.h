@@ -663,8 +663,14 @@ ls_status ls_session_open(ls_session **out, const ls_config *cfg, const ls_sessi
  * (LS_EMISMATCH at the first difference), later ones recorded. A done run
  * is resumed only when opts->steps goes beyond it (else LS_EEXIST is not
  * returned: the session opens with nothing to do, state.step == target).
- * LS_REOPEN_RESTORE recomputes and checks every recorded step now and
- * records nothing; the session then holds the run's last parameters. */
+ * LS_REOPEN_RESTORE recomputes and checks now every recorded step after
+ * the checkpoint it loads (every step when there is none: steps before it
+ * are the checkpoint's, proved only by LS_REOPEN_AUDIT) and records
+ * nothing; the session then holds the run's last parameters.
+ * Any mode needs the run's task and model in this process: a task or
+ * model a program registered (ls_register_task, ls_register_model) must be
+ * registered again before reopening, else LS_ENOTFOUND naming it; a run fed
+ * from memory (opts->data) needs the same data in opts->data again. */
 /* LS_REOPEN_AUDIT proves the record from the beginning: it checks the
  * config, the data (data_hash) and step 0 as the others do, loads no
  * checkpoint and records nothing; the session stands at θ_0 with

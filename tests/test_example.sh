@@ -147,6 +147,30 @@ t_run_shared() {
     [ "$(grep -c '^verify .*bit-identical' "$T/out-shared")" -eq 3 ] || { say "not three verdicts"; return 1; }
 }
 
+# The lockstep binary has not the example's task ('blobs', registered by
+# the program): a record-only audit still proves the record (the chain and
+# the checkpoint need no task code) and says the config was not read back;
+# a full audit and a certificate need the task: exit 2, one line naming
+# it, and no verdict stored (the audits list holds the record-only one).
+t_audit_foreign_task() {
+    bin=${LOCKSTEP_BIN:-$ROOT/$BUILD/lockstep}
+    "$bin" audit example-t1 --db "$T/shared.db" --record-only >"$T/audit-ro" 2>&1 ||
+        { cat "$T/audit-ro"; say "record-only audit of a foreign task's run failed"; return 1; }
+    grep -q "^audit: run 1 'example-t1' proved: record only: steps 0\.\.50 chained.*not read back.*task 'blobs'" \
+        "$T/audit-ro" || { cat "$T/audit-ro"; say "record-only audit: unexpected output"; return 1; }
+    for extra in "" "--record-only --certificate $T/c.json"; do
+        # shellcheck disable=SC2086
+        "$bin" audit example-t1 --db "$T/shared.db" $extra >"$T/audit-out" 2>"$T/audit-err"
+        rc=$?
+        [ "$rc" -eq 2 ] || { cat "$T/audit-out" "$T/audit-err"; say "audit $extra: exit $rc, want 2"; return 1; }
+        [ ! -s "$T/audit-out" ] && [ "$(wc -l <"$T/audit-err")" -eq 1 ] && grep -q "task 'blobs'" "$T/audit-err" ||
+            { cat "$T/audit-out" "$T/audit-err"; say "audit $extra: not one line naming the task"; return 1; }
+    done
+    [ ! -e "$T/c.json" ] || { say "a certificate was written"; return 1; }
+    n=$("$bin" show example-t1 --db "$T/shared.db" | sed -n '/^audits:/,$p' | grep -c '^  [0-9T:.-]*Z  ')
+    [ "$n" -eq 1 ] || { "$bin" show example-t1 --db "$T/shared.db"; say "$n audit verdicts, want 1"; return 1; }
+}
+
 # The same program linked statically computes the same bits: its output,
 # from a fresh database, is the shared one's line for line.
 t_run_static() {
@@ -176,6 +200,7 @@ check example_build_shared t_build_shared
 check example_build_static t_build_static
 check example_run_shared t_run_shared
 sed 's/^/example: /' "$T/out-shared"
+check example_audit_foreign_task t_audit_foreign_task
 check example_run_static t_run_static
 check uninstall t_uninstall
 exit 0

@@ -10,7 +10,11 @@
  * XXH3 of the config text and the text reads back canonical, and every
  * registered checkpoint file is sound, of its registered step and state
  * hash, and its parameters hash as the record has them at that step.
- * Milliseconds, and a row edited by hand breaks the chain at its step.
+ * Milliseconds, and a row edited by hand breaks the chain at its step. A
+ * run of a task or model this binary lacks (a program's own,
+ * ls_register_task) is checked all the same, except that its config text
+ * is hashed but not read back; the verdict's detail says so. A full audit
+ * of such a run needs its code: exit 2, no verdict.
  *
  * audit (full) checks the config the same way, then re-executes the run
  * (engine/core/audit.h: the segments between registered checkpoints, each
@@ -94,19 +98,27 @@ static void audit_fail(audit_result *r, int64_t step, const char *fmt, ...)
 }
 
 /* The config as recorded: it parses, reads back to the same canonical
- * text, and the stored hash is XXH3 of that text. A finding otherwise. */
-static int audit_config(const runlog_run *run, ls_config *cfg, audit_result *r)
+ * text, and the stored hash is XXH3 of that text; 1 then, 0 with a finding
+ * in r otherwise. -1 when its task or model is not in this binary (one a
+ * program registered: ls_register_task), with the reason in err: that is
+ * no finding about the record, so no verdict. */
+static int audit_config(const runlog_run *run, ls_config *cfg, audit_result *r, ls_err *err)
 {
-    ls_err err = { "" };
+    ls_err e = { "" };
     char what[64];
     snprintf(what, sizeof what, "run %lld config", (long long)run->id);
-    if (config_parse_text(cfg, run->config_text, what, &err) != LS_OK) {
-        audit_fail(r, -1, "the recorded config does not parse: %s", err.msg);
+    const uint64_t h = hash_bytes(run->config_text, strlen(run->config_text));
+    const ls_status st = config_parse_text(cfg, run->config_text, what, &e);
+    if (st == LS_ENOTFOUND) {
+        ls_fail(err, LS_ENOTFOUND, "%s", e.msg);
+        return -1;
+    }
+    if (st != LS_OK) {
+        audit_fail(r, -1, "the recorded config does not parse: %s", e.msg);
         return 0;
     }
     char text[CONFIG_TEXT_MAX];
     config_text(cfg, text, sizeof text);
-    const uint64_t h = hash_bytes(run->config_text, strlen(run->config_text));
     if (h != run->config_hash) {
         audit_fail(r, -1, "config hash: recorded %016llx, XXH3 of the recorded config text is %016llx",
                    (unsigned long long)run->config_hash, (unsigned long long)h);
@@ -124,8 +136,21 @@ static int audit_config(const runlog_run *run, ls_config *cfg, audit_result *r)
 static ls_status audit_record(runlog *db, const runlog_run *run, audit_result *r, ls_err *err)
 {
     ls_config cfg;
-    if (!audit_config(run, &cfg, r))
+    ls_err unread = { "" };
+    const int cfg_ok = audit_config(run, &cfg, r, &unread);
+    if (cfg_ok == 0)
         return LS_OK;
+    if (cfg_ok < 0) {
+        /* A task or model this binary lacks: the chain and the files need
+         * none of its code, only the text, whose hash is checked here; the
+         * text is not read back (the detail says so). */
+        const uint64_t h = hash_bytes(run->config_text, strlen(run->config_text));
+        if (h != run->config_hash) {
+            audit_fail(r, -1, "config hash: recorded %016llx, XXH3 of the recorded config text is %016llx",
+                       (unsigned long long)run->config_hash, (unsigned long long)h);
+            return LS_OK;
+        }
+    }
     ls_step *rows;
     size_t n;
     ls_status st = runlog_read_steps(db, run->id, &rows, &n, err);
@@ -240,7 +265,8 @@ static ls_status audit_record(runlog *db, const runlog_run *run, audit_result *r
         r->steps = r->first_bad - 1;   /* a checkpoint's step is proved only with its file */
     if (r->proved)
         snprintf(r->detail, sizeof r->detail, "record only: steps 0..%lld chained, config hash, %lld checkpoint "
-                 "file%s", (long long)r->steps, (long long)r->checkpoints, r->checkpoints == 1 ? "" : "s");
+                 "file%s%s%s", (long long)r->steps, (long long)r->checkpoints, r->checkpoints == 1 ? "" : "s",
+                 cfg_ok < 0 ? "; the config text not read back: " : "", cfg_ok < 0 ? unread.msg : "");
     return LS_OK;
 }
 
@@ -250,7 +276,10 @@ static ls_status audit_full(const char *db_path, const runlog_run *run, int thre
                             ls_err *err)
 {
     ls_config cfg;
-    if (!audit_config(run, &cfg, r))
+    const int cfg_ok = audit_config(run, &cfg, r, err);
+    if (cfg_ok < 0)
+        return LS_ENOTFOUND;
+    if (cfg_ok == 0)
         return LS_OK;
     audit_report rep;
     ls_status st = audit_replay(db_path, run->id, threads, &run_interrupted, &rep, err);
@@ -352,7 +381,15 @@ int cmd_audit(int argc, char **argv)
     }
     cli_out out;
     memset(&out, 0, sizeof out);
-    if (cert != NULL && (st = cli_out_open(&out, "--certificate", cert, a.db, db, &err)) != LS_OK) {
+    if (cert != NULL) {
+        /* A certificate states the config's data hash, and `reproduce`
+         * trains the config again: both need the task's and model's code. */
+        ls_config cfg;
+        ls_err e = { "" };
+        if (config_parse_text(&cfg, run.config_text, "the run's config", &e) == LS_ENOTFOUND)
+            st = ls_fail(&err, LS_ENOTFOUND, "--certificate: %s", e.msg);
+    }
+    if (st != LS_OK || (cert != NULL && (st = cli_out_open(&out, "--certificate", cert, a.db, db, &err)) != LS_OK)) {
         cli_error("audit", &err, st);
         runlog_run_free(&run);
         runlog_close(db);

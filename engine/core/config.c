@@ -764,6 +764,15 @@ ls_status config_parse_text(ls_config *cfg, const char *text, const char *what, 
         return ls_fail(err, LS_EFORMAT, "%s: config has no task= line", what);
     int has_model = text_value(text, "model", model, sizeof model);
     ls_err e;
+    /* A task or model this process has not registered: the text may be
+     * sound, written by a program that registered it (ls_register_task),
+     * so it is not a malformed record but code this process lacks. */
+    if (ls_task_find(task) == NULL)
+        return ls_fail(err, LS_ENOTFOUND, "%s: task '%s' is not in this program (a task a program adds with "
+                       "ls_register_task: open the run from that program)", what, task);
+    if (has_model && ls_model_find(model) == NULL)
+        return ls_fail(err, LS_ENOTFOUND, "%s: model '%s' is not in this program (a model a program adds with "
+                       "ls_register_model: open the run from that program)", what, model);
     ls_status st = config_defaults(cfg, task, has_model ? model : NULL, &e);
     if (st != LS_OK)
         return ls_fail(err, LS_EFORMAT, "%s: %s", what, e.msg);

@@ -107,7 +107,10 @@ size_t config_text(const ls_config *cfg, char *buf, size_t len);
 uint64_t config_hash(const ls_config *cfg);   /* XXH3_64bits of the canonical text */
 
 /* Parse canonical text (key=value lines) into cfg: task and model first
- * (their defaults), then every key. "what" names the source in errors. */
+ * (their defaults), then every key. "what" names the source in errors.
+ * LS_ENOTFOUND when the task or model is not registered in this process
+ * (a program's own, ls_register_task/ls_register_model); LS_EFORMAT for
+ * text that does not parse. */
 ls_status config_parse_text(ls_config *cfg, const char *text, const char *what, ls_err *err);
 
 /* --help text: "  --key VALUE   help (default)" for the engine's keys and
