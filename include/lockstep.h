@@ -728,7 +728,10 @@ ls_status ls_session_predict_shape(ls_session *s, size_t *inputs, size_t *output
  * other samples or the thread count, so predicting in chunks gives the same
  * bits. count 0 writes nothing. The predicted class is the highest score,
  * the lowest index on ties (as the model's evaluation counts). LS_EINVAL as
- * ls_session_predict_shape, LS_ENOMEM. Between steps only: a step may change
+ * ls_session_predict_shape, and naming the first sample whose features are
+ * all finite but whose scores are NaN (features the model does not read: a
+ * token network's byte outside its vocabulary, or 0..255 where it reads
+ * v/255); LS_ENOMEM. Between steps only: a step may change
  * what prepare left in the model's instance, and prepares again itself. */
 ls_status ls_session_predict(ls_session *s, const float *x, size_t count, float *out, ls_err *err);
 

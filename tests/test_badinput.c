@@ -1302,6 +1302,20 @@ static const bad_row BAD[] = {
     { "text: --val-stride 0", S_PLAIN, NULL,
       { "train", "--task", "text", "--steps", "2", DB, "--threads", "1", "--file", "txt", "--val-stride", "0" },
       { "--val-stride", "0" }, NULL, NULL, 0, 0 },
+    /* -- declared models that would train NaN or nothing (review): a token network on data that are
+     * not token ids below the vocabulary (its first step's loss was NaN, exit 1), a convolution over
+     * a flat sample (it trained as one pixel of 784 channels) -- */
+    { "--layers embed on Fashion-MNIST's pixels", S_PLAIN, NULL,
+      { "train", "--task", "fashion-mnist", "--model", "seq", "--layers", "embed:8,dense:10", "--steps", "2", DB,
+        "--threads", "1" }, { "layers: embed", "vocabulary of 10", "train sample 0 feature" }, NULL, NULL, 0, 0 },
+    { "--layers embed on .npy floats that are not v/255", S_NPY, NULL,
+      { AR, "--model", "seq", "--layers", "embed:4,dense:3", XY },
+      { "layers: embed", "train sample 0 feature 1 is 1" }, NULL, NULL, 0, 0 },
+    { "--layers conv3x3 over a flat sample", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "conv3x3:4,dense:4" },
+      { "token 1 (conv)", "needs an image", "16 features" }, NULL, NULL, 0, 0 },
+    { "--layers maxpool2 over a flat sample", S_PLAIN, NULL,
+      { T, "--model", "seq", "--layers", "dense:8,maxpool2,dense:4" }, { "token 2 (maxpool)", "needs an image" }, NULL,
+      NULL, 0, 0 },
 };
 
 #undef DB

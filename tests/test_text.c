@@ -476,6 +476,36 @@ static void test_byte_features(void **state)
     }
 }
 
+/* A token network reads bytes as v/255: features given as the raw bytes
+ * (65.0 for 'A') would be the embedding's NaN rows, and their NaN scores
+ * must be an error naming the sample, never scores. The same window as
+ * v/255 predicts, every score finite. */
+static void test_predict_raw_bytes(void **state)
+{
+    (void)state;
+    size_t L;
+    free(text_bytes(&L));
+    ls_config *cfg = text_cfg("gpt", g_text, NULL, 16);
+    ls_err err;
+    ls_session_opts o = { .size = sizeof(ls_session_opts), .threads = 2, .steps = 1 };
+    ls_session *s;
+    if (ls_session_open(&s, cfg, &o, &err) != LS_OK)
+        fail_msg("open: %s", err.msg);
+    float x[2 * 16], z[2 * 256];
+    for (size_t j = 0; j < 2 * 16; j++)
+        x[j] = (float)('A' + (int)(j % 16)) / 255.0f;
+    assert_int_equal(ls_session_predict(s, x, 2, z, &err), LS_OK);
+    for (size_t k = 0; k < 2 * 256; k++)
+        assert_false(isnan(z[k]));
+    x[16 + 3] = 65.0f;   /* sample 1 holds one raw byte */
+    memset(err.msg, 0, sizeof err.msg);
+    assert_int_equal(ls_session_predict(s, x, 2, z, &err), LS_EINVAL);
+    if (strstr(err.msg, "sample 1:") == NULL || strstr(err.msg, "NaN scores") == NULL)
+        fail_msg("raw bytes: %s", err.msg);
+    assert_int_equal(ls_session_close(s, LS_OK, &err), LS_OK);
+    ls_config_destroy(cfg);
+}
+
 /* ---- lockstep sample --------------------------------------------------------------------------- */
 
 static void run_ls(proc_res *r, const char *const *args)
@@ -568,6 +598,7 @@ int main(void)
         cmocka_unit_test(test_windows_and_hash),
         cmocka_unit_test(test_validation_loss),
         cmocka_unit_test(test_zero_weights),
+        cmocka_unit_test(test_predict_raw_bytes),
         cmocka_unit_test(test_threads_and_leaves),
         cmocka_unit_test(test_sample),
         cmocka_unit_test(test_gpt_threads_and_leaves),

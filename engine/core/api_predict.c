@@ -4,6 +4,7 @@
  * through include/lockstep.h alone. Both read the trainer under the session
  * (engine/core/session.h) and its model instance (engine/core/model.h);
  * nothing here changes θ. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +37,31 @@ ls_status ls_session_predict_shape(ls_session *s, size_t *inputs, size_t *output
     return st;
 }
 
+/* A NaN score of a sample whose features are all finite: the features are
+ * not what the model reads (a token network's byte outside its vocabulary,
+ * or ids given as 0..255 where it reads v/255), which the model meets as a
+ * NaN row rather than an error. Named, so that no NaN passes for a score. */
+static ls_status predict_check(const ls_model *m, const float *x, size_t count, const float *out, ls_err *err)
+{
+    const size_t in = m->info.inputs, k = m->info.outputs;
+    for (size_t i = 0; i < count; i++) {
+        size_t j = 0;
+        while (j < k && !isnan(out[i * k + j]))
+            j++;
+        if (j == k)
+            continue;
+        size_t f = 0;
+        while (f < in && isfinite(x[i * in + f]))
+            f++;
+        if (f < in)
+            continue;   /* a NaN or infinite feature: the caller's own */
+        return ls_fail(err, LS_EINVAL, "sample %zu: model %s gives NaN scores for its features: they are not what "
+                       "it reads (a token network, as gpt, reads each byte v as v/255: a uint8 array or floats "
+                       "v/255, v below its vocabulary)", i, m->name);
+    }
+    return LS_OK;
+}
+
 /* One thread, the caller's: the scores of a sample depend on θ and its
  * features alone, so the engine's pool would change only the speed, and a
  * prediction between steps needs no worker to be woken. */
@@ -56,6 +82,8 @@ ls_status ls_session_predict(ls_session *s, const float *x, size_t count, float 
     if (st == LS_OK)
         m->desc->scores(m->self, params, x, count, out, scratch);
     free(scratch);
+    if (st == LS_OK)
+        st = predict_check(m, x, count, out, err);
     return st;
 }
 

@@ -140,6 +140,33 @@ static ls_status sm_check(const ls_config *cfg, ls_err *err)
     return LS_OK;
 }
 
+/* A token network (embed first) reads each feature as a token id: a byte v
+ * given as v/255 (seq_token_id), below the vocabulary (the task's classes).
+ * Any other feature would be the embedding's NaN row and the first step's
+ * loss NaN; it is named here instead, with its split, sample and feature. */
+static ls_status check_token_split(const ls_split *sp, const char *split, size_t vocab, ls_err *err)
+{
+    if (sp->x8 != NULL) {
+        if (vocab >= 256)
+            return LS_OK;   /* every byte is a token */
+        for (size_t k = 0; k < sp->n * sp->dim; k++)
+            if (sp->x8[k] >= vocab)
+                return ls_fail(err, LS_EINVAL, "layers: embed reads each feature as a token id below the "
+                               "vocabulary of %zu (the task's classes): %s sample %zu feature %zu is byte %u", vocab,
+                               split, k / sp->dim, k % sp->dim, (unsigned)sp->x8[k]);
+        return LS_OK;
+    }
+    for (size_t k = 0; sp->xf != NULL && k < sp->n * sp->dim; k++) {
+        const float f = sp->xf[k];
+        const int32_t id = seq_token_id(f);
+        if (id < 0 || (size_t)id >= vocab || (float)id / 255.0f != f)
+            return ls_fail(err, LS_EINVAL, "layers: embed reads each feature as a token id v given as v/255, v below "
+                           "the vocabulary of %zu (the task's classes): %s sample %zu feature %zu is %.9g", vocab,
+                           split, k / sp->dim, k % sp->dim, (double)f);
+    }
+    return LS_OK;
+}
+
 static ls_status sm_create(void **self, ls_model_info *info, const ls_config *cfg, const ls_dataset *data,
                            ls_err *err)
 {
@@ -169,9 +196,26 @@ static ls_status sm_create(void **self, ls_model_info *info, const ls_config *cf
         return ls_fail(err, LS_ENOMEM, "model: out of memory");
     }
     st = seq_parse(ls_config_str(cfg, "layers"), d, err);
+    /* A convolution or a pool over a flat sample would see one 1 x 1 pixel
+     * of dim channels: it trains, as a dense layer whose other taps never
+     * get a gradient, which no one means. The image's shape is the user's
+     * to give. */
+    for (size_t i = 0; st == LS_OK && n_image != 3 && i < d->n; i++)
+        if (d->layer[i].kind == NN_CONV2D || d->layer[i].kind == NN_MAXPOOL || d->layer[i].kind == NN_AVGPOOL)
+            st = ls_fail(err, LS_EINVAL, "layers: token %zu (%s) needs an image: give image H,W,C (--image), "
+                         "H x W x C = the data's %zu features", d->pos[i],
+                         d->layer[i].kind == NN_CONV2D ? "conv" : d->layer[i].kind == NN_MAXPOOL ? "maxpool" : "avgpool",
+                         data->train.dim);
     if (st == LS_OK)
         st = seq_create(&a->net, d, in, data->n_classes, max_n, err);
     free(d);
+    if (st == LS_OK && seq_tokens(a->net)) {
+        st = check_token_split(&data->train, "train", data->n_classes, err);
+        if (st == LS_OK)
+            st = check_token_split(&data->test, "test", data->n_classes, err);
+        if (st != LS_OK)
+            seq_destroy(a->net);
+    }
     if (st != LS_OK) {
         free(a);
         return st;
