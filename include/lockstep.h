@@ -186,7 +186,10 @@ ls_status ls_config_parse(ls_config **out, const char *text, ls_err *err);
 void ls_config_destroy(ls_config *cfg);   /* accepts NULL */
 
 /* Set one key from text; "task" and "model" may not be set this way. Unknown
- * keys and bad values: LS_EINVAL naming the key and the value. */
+ * keys and bad values: LS_EINVAL naming the key and the value. A text key
+ * is checked here for its length only; what its text must say (a declared
+ * model's `layers`, docs/models.md) is the model's check, which
+ * ls_config_check and ls_session_open run. */
 ls_status ls_config_set(ls_config *cfg, const char *key, const char *value, ls_err *err);
 /* Cross-field checks; LS_EINVAL naming the field. */
 ls_status ls_config_check(const ls_config *cfg, ls_err *err);
@@ -342,6 +345,15 @@ float ls_sigmoidf(float x);
 float ls_tanhf(float x);
 
 /* ---- models -------------------------------------------------------------- */
+
+/* A model needs no C when it is a declaration: the built-in model "seq"
+ * takes its layers as text, e.g. ls_config_create(&cfg, "arrays", "seq"),
+ * ls_config_set(cfg, "layers", "conv3x3:16,relu,maxpool2,dense:10") and
+ * ls_config_set(cfg, "image", "28,28,1"); its backward is derived from the
+ * layers' own (the grammar, the layers and their tensors' names:
+ * docs/models.md, seq). "cnn" and "gpt" are such declarations with their
+ * own defaults. A model written in C is an ls_model_desc (below), added
+ * with ls_register_model. */
 
 /* Leaf modes: write the leaf's statistics into buf, or add them to buf
  * (buf = buf + leaf, the leaf summed on its own first, element by element),
