@@ -651,15 +651,30 @@ static void test_resume_cases(void **state)
         assert_true(last_traj(db, name) == ref);
     }
 
+    /* Killed in its first steps: step 0 is on record (committed when the run
+     * opens, not with the first batch of rows), and the run resumes. */
+    char **env = make_env("LOCKSTEP_CRASH_AT=step:5");
+    RUN_ENV(&r, c, env, "train", "--task", "teacher", "--steps", "120", "--db", "D", "--no-progress", "--name",
+            "early");
+    free(env);
+    assert_int_equal(r.sig, SIGKILL);
+    proc_res_free(&r);
+    assert_int_equal(rows_of(db, "early"), 1);
+    RUN(&r, c, "resume", "early", "--db", "D", "--threads", "2");
+    expect_code(&r, 0);
+    proc_res_free(&r);
+    assert_true(last_traj(db, "early") == ref);
+
     /* No checkpoint at all: resume recomputes every recorded step from step 0
-     * (rows 0..63 were committed in one batch before the kill at step 100). */
-    char **env = make_env("LOCKSTEP_CRASH_AT=step:100");
+     * (step 0 was committed at open, rows 1..64 in one batch before the kill
+     * at step 100). */
+    env = make_env("LOCKSTEP_CRASH_AT=step:100");
     RUN_ENV(&r, c, env, "train", "--task", "teacher", "--steps", "120", "--db", "D", "--no-progress", "--name",
             "nock");
     free(env);
     assert_int_equal(r.sig, SIGKILL);
     proc_res_free(&r);
-    assert_int_equal(rows_of(db, "nock"), 64);
+    assert_int_equal(rows_of(db, "nock"), 65);
     /* The resume itself is killed (inside its 5th step) and resumed again. */
     env = make_env("LOCKSTEP_CRASH_AT=step:5");
     RUN_ENV(&r, c, env, "resume", "nock", "--db", "D", "--threads", "2");
@@ -670,7 +685,7 @@ static void test_resume_cases(void **state)
     RUN(&r, c, "resume", "nock", "--db", "D", "--threads", "3");
     expect_code(&r, 0);
     assert_non_null(strstr(r.out, "from step 0"));
-    assert_non_null(strstr(r.out, "recomputed 63 recorded steps: identical"));
+    assert_non_null(strstr(r.out, "recomputed 64 recorded steps: identical"));
     proc_res_free(&r);
     assert_true(last_traj(db, "nock") == ref);
 

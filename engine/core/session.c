@@ -358,7 +358,10 @@ ls_status ls_session_open(ls_session **out, const ls_config *cfg_in, const ls_se
         ls_step row = { 0, 0, 0, s->st.param_hash, s->st.traj_hash, 0.0 };
         if ((st = session_record_tensors(s, err)) != LS_OK || (st = session_tensor_hashes(s, err)) != LS_OK ||
             (st = runlog_step_tensors(s->db, s->st.run_id, &row, s->thash, s->n_thash, err)) != LS_OK ||
-            (st = session_claim(s, &env, err)) != LS_OK) {
+            (st = session_claim(s, &env, err)) != LS_OK ||
+            /* Step 0 committed now, not with the first batch of rows: a run
+             * killed in its first steps still has its θ_0 on record. */
+            (st = runlog_flush(s->db, err)) != LS_OK) {
             ls_session_close(s, st, NULL);
             return st;
         }
