@@ -84,8 +84,11 @@ static int read_prob(const char *s, size_t len, float *out)
     char buf[2 + SEQ_P_DIGITS + 1];
     memcpy(buf, s, len);
     buf[len] = '\0';
-    *out = strtof(buf, NULL);
-    return *out > 0.0f && *out < 1.0f;
+    /* All of it read (a host's LC_NUMERIC with a decimal comma would stop
+     * strtof at the point: refused, never a silent 0). */
+    char *end;
+    *out = strtof(buf, &end);
+    return end == buf + len && *out > 0.0f && *out < 1.0f;
 }
 
 static int starts(const char *tok, size_t len, const char *word)
