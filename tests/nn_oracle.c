@@ -8,7 +8,9 @@
  * each case's text, input shape, classes and tensors; the files hold the
  * samples, labels, parameters (seq_init), the summed loss and the leaf's
  * gradient seq_leaf wrote, which the script recomputes through the same
- * network built from torch layers.
+ * network built from torch layers; for a network with dropout also the
+ * keep masks seq_leaf drew (nn_act_dropout_keep at its address), which the
+ * script applies times 1/(1-p).
  * Usage: nn_oracle DIR    (exit 0 when every file was written, 1 otherwise) */
 #include <stdint.h>
 #include <stdio.h>
@@ -281,7 +283,25 @@ static void run_model(const char *name, const char *text, size_t H, size_t W, si
     for (size_t i = 0; i < n; i++)
         lab[i] = (int32_t)(rng_uniformf(2026, RNG_TEST, case_no, 2, i) * (float)classes) % (int32_t)classes;
     void *scratch = aligned_alloc(64, nn_round64(seq_scratch_bytes(s)));
-    const double loss = seq_leaf(s, w, x, lab, n, dw, scratch);
+    /* A training leaf's address (seq.h): seed, step and the stream
+     * position of the first sample, as the model descriptor passes them. */
+    const uint64_t seed = 7, step = 3, sample0 = 2 * 64 + 16;
+    const double loss = seq_leaf(s, w, x, lab, n, seed, step, sample0, dw, scratch);
+    /* Every dropout layer's keep mask, [n][its input] each, in layer order. */
+    size_t n_mask = 0;
+    for (size_t i = 0; i < seq_n_layers(s); i++)
+        if (seq_layer(s, i)->kind == NN_DROPOUT)
+            n_mask += n * seq_layer(s, i)->in_size;
+    float *mask = malloc((n_mask ? n_mask : 1) * sizeof(float));
+    size_t at = 0;
+    for (size_t i = 0; i < seq_n_layers(s); i++) {
+        const nn_layer *l = seq_layer(s, i);
+        if (l->kind != NN_DROPOUT)
+            continue;
+        for (size_t b = 0; b < n; b++)
+            for (size_t e = 0; e < l->in_size; e++)
+                mask[at++] = (float)nn_act_dropout_keep(l->p, seed, step, sample0 + b, e);
+    }
     fprintf(models, "%s %zu %zu %zu %zu %zu %zu %s ", name, n, H, W, C, classes, L, text);
     for (size_t t = 0; t < seq_n_tensors(s); t++) {
         const char *tn;
@@ -296,6 +316,9 @@ static void run_model(const char *name, const char *text, size_t H, size_t W, si
     putf(name, "w", w, np);
     putf(name, "dw", dw, np);
     put(name, "y", "<f8", &loss, sizeof loss, 1);
+    if (n_mask > 0)
+        putf(name, "mask", mask, n_mask);
+    free(mask);
     free(scratch);
     free(lab);
     free(x);
@@ -371,6 +394,16 @@ int main(int argc, char **argv)
               "layernorm,dense:11", 1, 1, 5, 11, 3, 40);
     run_model("model_gpt", "embed:64,posembed,2x[res(layernorm,attn:4),res(layernorm,dense:256,gelu,dense:64)],"
               "layernorm,dense:256", 1, 1, 64, 256, 2, 100);
+    /* Dropout (the keep masks seq_leaf drew go with each case): on the
+     * input, after a dense and an image layer, first in a residual branch
+     * (its gradient joins the skip's) and inside one, and in a token
+     * network after the embedding and in both kinds of block. */
+    run_model("model_dropout_flat", "dropout:0.1,dense:16,relu,dropout:0.25,dense:12,res(dropout:0.5,dense:12),"
+              "res(dense:12,relu,dropout:0.3),dense:3", 1, 1, 12, 3, 5, 40);
+    run_model("model_dropout_image", "conv3x3:4,relu,dropout:0.5,maxpool2,conv3x3:3,dropout:0.2,dense:7,relu,dense:5",
+              8, 8, 2, 5, 6, 60);
+    run_model("model_dropout_gpt", "embed:8,dropout:0.1,posembed,2x[res(layernorm,attn:2,dropout:0.2),"
+              "res(layernorm,dense:16,gelu,dropout:0.3,dense:8)],layernorm,dense:11", 1, 1, 5, 11, 3, 40);
     if (fclose(models) != 0)
         bad = 1;
     return bad;

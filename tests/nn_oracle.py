@@ -227,7 +227,38 @@ def unroll(text):
     return out
 
 
-def token_forward(layers, ids, p):
+class Masks:
+    """The keep masks seq_leaf drew (nn_oracle.c writes them, [n][input] per
+    dropout layer in layer order): dropout as PyTorch computes it in
+    training, the input times the mask times 1/(1-p), with p the binary32
+    value of the declared P (strtof's, the engine's)."""
+
+    def __init__(self, name):
+        path = os.path.join(DIR, "%s.mask.npy" % name)
+        self.mask = np.load(path).astype(np.float64) if os.path.exists(path) else np.zeros(0)
+        self.used, self.expected = 0, 0.0
+
+    def apply(self, tok, x):
+        p = float(np.float32(tok[len("dropout:"):]))
+        count = x.numel()
+        if self.used + count > self.mask.size:
+            raise ValueError("%s: the masks hold %d values, the network needs more" % (tok, self.mask.size))
+        m = t64(self.mask[self.used:self.used + count]).reshape(x.shape)
+        self.used += count
+        self.expected += (1 - p) * count
+        return x * m / (1 - p)
+
+    def check(self, case):
+        if self.used != self.mask.size:
+            case.fails.append("the masks hold %d values, the network's dropout layers read %d"
+                              % (self.mask.size, self.used))
+        elif self.used:
+            keep, want = float(self.mask.sum()) / self.used, self.expected / self.used
+            if not abs(keep - want) < 0.15:
+                case.fails.append("the masks keep %.3f of the elements, the p's say %.3f" % (keep, want))
+
+
+def token_forward(layers, ids, p, masks):
     """A token network (seq.h): ids [n][T] -> logits [n][T][classes]."""
     inputs = []
     x = None
@@ -249,6 +280,8 @@ def token_forward(layers, ids, p):
             x = F.gelu(x, approximate="tanh")
         elif tok == "relu":
             x = torch.relu(x)
+        elif tok.startswith("dropout:"):
+            x = masks.apply(tok, x)
         elif tok == "res":
             x = inputs[skip] + x
         else:
@@ -256,7 +289,7 @@ def token_forward(layers, ids, p):
     return x
 
 
-def model_forward(text, x, p):
+def model_forward(text, x, p, masks):
     """A declared network (engine/models/seq/seq.h's grammar) in torch:
     x NHWC; dense reads its input flat (NHWC order, as seq does)."""
     inputs = []
@@ -280,6 +313,8 @@ def model_forward(text, x, p):
             x = torch.relu(x)
         elif tok == "gelu":
             x = F.gelu(x, approximate="tanh")
+        elif tok.startswith("dropout:"):
+            x = masks.apply(tok, x)
         elif tok == "layernorm":
             x = F.layer_norm(x, (x.shape[3],), p["%d.gain" % i], p["%d.bias" % i], 1e-5)
         else:
@@ -301,13 +336,15 @@ def run_model(line):
     leaves = {t: t64(w[off:off + int(np.prod(shape))].reshape(shape), True) for t, (off, shape) in p.items()}
     ids = torch.tensor(load(name, "ids").astype(np.int64))
     net = unroll(layers)
+    masks = Masks(name)
     if net[0][0].startswith("embed:"):
         # A token network: the features are byte ids v/255; position t
         # predicts token t+1, the last position the label; a sample's loss
         # is the mean over its positions.
         T = H * W * C
         tok = torch.tensor(np.rint(load(name, "x").astype(np.float64) * 255.0).astype(np.int64).reshape(n, T))
-        z = token_forward(net, tok, leaves)
+        z = token_forward(net, tok, leaves, masks)
+        masks.check(case)
         tgt = torch.cat([tok[:, 1:], ids.reshape(n, 1)], dim=1)
         if z.shape[2] != classes:
             case.fails.append("%d logits, %d classes" % (z.shape[2], classes))
@@ -319,7 +356,8 @@ def run_model(line):
             case.cmp("d" + t, dw[off:off + int(np.prod(shape))], leaves[t].grad)
         return case
     x = t64(load(name, "x").reshape(n, H, W, C))
-    z = model_forward(layers, x, leaves)
+    z = model_forward(layers, x, leaves, masks)
+    masks.check(case)
     if z.shape[1] != classes:
         case.fails.append("%d logits, %d classes" % (z.shape[1], classes))
         return case

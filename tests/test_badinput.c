@@ -1316,6 +1316,20 @@ static const bad_row BAD[] = {
     { "--layers maxpool2 over a flat sample", S_PLAIN, NULL,
       { T, "--model", "seq", "--layers", "dense:8,maxpool2,dense:4" }, { "token 2 (maxpool)", "needs an image" }, NULL,
       NULL, 0, 0 },
+    /* -- dropout:P in the declaration: P is 0. and 1..6 digits, 0 < P < 1 -- */
+    { "--layers dropout:1", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:8,dropout:1,dense:4" },
+      { "layers", "token 2", "'dropout:1'" }, NULL, NULL, 0, 0 },
+    { "--layers dropout:0", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:8,dropout:0,dense:4" },
+      { "layers", "token 2", "'dropout:0'" }, NULL, NULL, 0, 0 },
+    { "--layers dropout:1.5", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:8,dropout:1.5,dense:4" },
+      { "layers", "token 2", "'dropout:1.5'" }, NULL, NULL, 0, 0 },
+    { "--layers dropout:.5", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:8,dropout:.5,dense:4" },
+      { "layers", "token 2", "'dropout:.5'" }, NULL, NULL, 0, 0 },
+    { "--layers dropout:0.1234567 (7 digits)", S_PLAIN, NULL,
+      { T, "--model", "seq", "--layers", "dense:8,dropout:0.1234567,dense:4" },
+      { "layers", "token 2", "'dropout:0.1234567'" }, NULL, NULL, 0, 0 },
+    { "--layers dropout:abc", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:8,dropout:abc,dense:4" },
+      { "layers", "token 2", "'dropout:abc'" }, NULL, NULL, 0, 0 },
 };
 
 #undef DB

@@ -8,6 +8,8 @@
 #     logic CA (3 steps; its leaves are (sample, part) pairs) and for the
 #     cnn (2 steps of 37 images, --no-eval);
 #   - the same for gpt on text (ranks 1..4 x threads 1, 2, a batch of 37);
+#   - the other leaf models, and a seq with dropout (its masks addressed by
+#     stream position), at 3 ranks x 2 threads against one process;
 #   - a rank killed with SIGKILL (LOCKSTEP_MPI_KILL_AT) ends the job within
 #     30 s with a nonzero status and a message; the run is recorded as
 #     interrupted, resumed first by 2 ranks up to step 60 and then by plain
@@ -126,7 +128,9 @@ t_models() {
     ranks3_equal linear "--task teacher --model linear --batch 50 --steps 6" || return 1
     ranks3_equal logic "--task teacher --model logic --batch 45 --steps 4" || return 1
     ranks3_equal gnn "--task karate --batch 17 --steps 5" || return 1
-    ranks3_equal cnn "--task fashion-mnist --model cnn --batch 37 --steps 2 --no-eval"
+    ranks3_equal cnn "--task fashion-mnist --model cnn --batch 37 --steps 2 --no-eval" || return 1
+    # dropout's masks address a sample by its stream position, not by rank
+    ranks3_equal dropout "--task fashion-mnist --model seq --layers dense:64,relu,dropout:0.25,dense:10 --batch 37 --steps 3 --no-eval"
 }
 # gpt (a token network, residual branches, trained at every position, the
 # text task's default) at ranks 1..4 x threads 1, 2 against one process;

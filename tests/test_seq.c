@@ -16,7 +16,16 @@
  *     repeats and residual branches), bad ones refused naming the token
  *     and its position, bad shapes (embed not first, a residual branch
  *     that changes the shape) refused naming the layer (the CLI's rows are
- *     in test_badinput.c).
+ *     in test_badinput.c);
+ *   - dropout: P parsed to strtof's bits and bad P refused; two
+ *     declarations with dropout (a flat one, one after image layers and in
+ *     a residual branch) give every step's parameter hash, loss and
+ *     trajectory hash equal at threads 1, 2, 3, 8 and leaf 16 and 64, and
+ *     a trajectory other than the same declaration's without dropout and
+ *     than another seed's; on the network itself, evaluation (seq_logits,
+ *     seq_loss) is the declaration without dropout's to the bit, and a
+ *     training leaf's bits repeat at one address and change with the
+ *     seed, the step and the sample position alone.
  * Needs the Fashion-MNIST data (Debian's dataset-fashion-mnist, make deps).
  */
 #include <stdarg.h>
@@ -31,6 +40,7 @@
 
 #include "engine/core/train.h"
 #include "engine/models/seq/seq.h"
+#include "engine/num/rng.h"
 #include "include/lockstep.h"
 
 static const int THREADS[] = { 1, 2, 3, 8 };
@@ -215,6 +225,19 @@ static void test_parse(void **state)
         { "embed:0,dense:3", "token 1 'embed:0'" },
         { "embed:8,attn:0", "token 2 'attn:0'" },
         { "res(),dense:3", "token 1 ''" },
+        { "dense:4,dropout:1,dense:3", "token 2 'dropout:1'" },
+        { "dropout:0,dense:3", "token 1 'dropout:0'" },
+        { "dropout:0.0,dense:3", "token 1 'dropout:0.0'" },
+        { "dropout:0.000000,dense:3", "token 1 'dropout:0.000000'" },
+        { "dropout:1.5,dense:3", "token 1 'dropout:1.5'" },
+        { "dropout:.5,dense:3", "token 1 'dropout:.5'" },
+        { "dropout:0.1234567,dense:3", "token 1 'dropout:0.1234567'" },
+        { "dropout:abc,dense:3", "token 1 'dropout:abc'" },
+        { "dropout:,dense:3", "token 1 'dropout:'" },
+        { "dropout:0.,dense:3", "token 1 'dropout:0.'" },
+        { "dropout:0.5e0,dense:3", "token 1 'dropout:0.5e0'" },
+        { "dropout:-0.5,dense:3", "token 1 'dropout:-0.5'" },
+        { "dropout,dense:3", "token 1 'dropout'" },
     };
     for (size_t i = 0; i < sizeof BAD / sizeof BAD[0]; i++) {
         err.msg[0] = '\0';
@@ -241,6 +264,23 @@ static void test_parse(void **state)
     assert_int_equal(d.skip[17], 13);
     assert_int_equal(d.layer[3].heads, 4);
     assert_int_equal(d.layer[0].units, 64);
+    /* Dropout: P's binary32 value is strtof's of the written digits; it
+     * takes a position number like relu (no tensors). */
+    assert_int_equal(seq_parse("dense:8,dropout:0.1,res(dropout:0.999999,dense:8),dropout:0.000001,dense:3", &d, &err),
+                     LS_OK);
+    assert_int_equal(d.n, 7);
+    static const nn_kind DKINDS[7] = { NN_DENSE, NN_DROPOUT, NN_DROPOUT, NN_DENSE, NN_ADD, NN_DROPOUT, NN_DENSE };
+    static const char *const PTEXT[3] = { "0.1", "0.999999", "0.000001" };
+    static const size_t PAT[3] = { 1, 2, 5 };
+    for (size_t i = 0; i < 7; i++)
+        assert_int_equal(d.layer[i].kind, DKINDS[i]);
+    for (size_t i = 0; i < 3; i++) {
+        const float want = strtof(PTEXT[i], NULL);
+        if (memcmp(&d.layer[PAT[i]].p, &want, sizeof want) != 0)
+            fail_msg("dropout:%s parsed as %.9g, strtof gives %.9g", PTEXT[i], (double)d.layer[PAT[i]].p,
+                     (double)want);
+    }
+    assert_int_equal(d.pos[5], 5);
     /* Shapes: embed only first; a branch must give back its input's shape. */
     static const struct {
         const char *text, *want;
@@ -261,6 +301,151 @@ static void test_parse(void **state)
     }
 }
 
+/* Every step's parameter hash, loss and trajectory hash equal at threads
+ * 1, 2, 3, 8 and leaf 16 and 64; the leaf 16, 1 thread run in *ref. */
+static void same_runs(const char *model, const char *const *kv, int steps, run_t *ref)
+{
+    run_t got;
+    int have = 0;
+    for (size_t li = 0; li < 2; li++)
+        for (size_t k = 0; k < N_THREADS; k++) {
+            ls_config *cfg = config(model, kv, LEAVES[li]);
+            run(cfg, THREADS[k], steps, have ? &got : ref);
+            ls_config_destroy(cfg);
+            if (!have) {
+                have = 1;
+                continue;
+            }
+            for (int i = 0; i <= steps; i++)
+                if (memcmp(&got.param[i], &ref->param[i], sizeof got.param[i]) != 0 ||
+                    memcmp(&got.loss[i], &ref->loss[i], sizeof got.loss[i]) != 0 ||
+                    memcmp(&got.traj[i], &ref->traj[i], sizeof got.traj[i]) != 0)
+                    fail_msg("%s at leaf %s, %d threads: step %d has parameters %016llx loss %.17g, leaf 16 at 1 "
+                             "thread %016llx %.17g",
+                             kv[1], LEAVES[li], THREADS[k], i, (unsigned long long)got.param[i], got.loss[i],
+                             (unsigned long long)ref->param[i], ref->loss[i]);
+        }
+}
+
+/* A declaration with dropout against itself at every thread count and
+ * leaf, then against the same text without its dropout tokens (the same
+ * tensors at the same offsets: θ_0 equal, every trained step different)
+ * and against another seed. kv: "layers", text, then the rest; kv_plain
+ * the same with the plain text. */
+static void dropout_runs(const char *const *kv, const char *const *kv_plain, const char *const *kv_seed, int steps)
+{
+    run_t drop, plain, seed2;
+    same_runs("seq", kv, steps, &drop);
+    ls_config *cfg = config("seq", kv_plain, "16");
+    run(cfg, 1, steps, &plain);
+    ls_config_destroy(cfg);
+    cfg = config("seq", kv_seed, "16");
+    run(cfg, 1, steps, &seed2);
+    ls_config_destroy(cfg);
+    /* θ_0 is the same vector: dropout has no tensors and shifts no offset. */
+    assert_true(drop.param[0] == plain.param[0]);
+    for (int i = 1; i <= steps; i++) {
+        if (memcmp(&drop.loss[i], &plain.loss[i], sizeof drop.loss[i]) == 0 || drop.param[i] == plain.param[i])
+            fail_msg("%s: step %d's loss %.17g or parameters %016llx are those without dropout: it was not applied",
+                     kv[1], i, drop.loss[i], (unsigned long long)drop.param[i]);
+        if (memcmp(&drop.loss[i], &seed2.loss[i], sizeof drop.loss[i]) == 0 || drop.param[i] == seed2.param[i])
+            fail_msg("%s: step %d equals the run at seed 2", kv[1], i);
+    }
+    printf("%s: %d steps, one trajectory at threads 1,2,3,8, leaf 16 and 64 (%016llx); without dropout and at "
+           "seed 2 another\n",
+           kv[1], steps, (unsigned long long)drop.traj[steps]);
+}
+
+static void test_dropout_flat(void **state)
+{
+    (void)state;
+    static const char *const KV[] = { "layers", "dense:64,relu,dropout:0.25,dense:10", "batch", "37", NULL };
+    static const char *const PLAIN[] = { "layers", "dense:64,relu,dense:10", "batch", "37", NULL };
+    static const char *const SEED[] = { "layers", "dense:64,relu,dropout:0.25,dense:10", "batch", "37", "seed", "2",
+                                        NULL };
+    dropout_runs(KV, PLAIN, SEED, 4);
+}
+
+static void test_dropout_image_res(void **state)
+{
+    (void)state;
+#define DROP_IMG "conv3x3:4,relu,dropout:0.5,maxpool2,dense:16,res(dense:16,relu,dropout:0.1),dense:10"
+    static const char *const KV[] = { "layers", DROP_IMG, "image", "28,28,1", "batch", "37", "lr", "0.01", NULL };
+    static const char *const PLAIN[] = { "layers", "conv3x3:4,relu,maxpool2,dense:16,res(dense:16,relu),dense:10",
+                                         "image", "28,28,1", "batch", "37", "lr", "0.01", NULL };
+    static const char *const SEED[] = { "layers", DROP_IMG, "image", "28,28,1", "batch", "37", "lr", "0.01",
+                                        "seed", "2", NULL };
+#undef DROP_IMG
+    dropout_runs(KV, PLAIN, SEED, 3);
+}
+
+/* The network alone: evaluation is the identity (the declaration without
+ * dropout, the same parameter vector, to the bit), and a training leaf's
+ * masks follow their address (seed, step, first sample) and nothing else. */
+static void test_dropout_leaf(void **state)
+{
+    (void)state;
+    const size_t in[3] = { 1, 1, 12 }, classes = 5, n = 16;
+    seq_decl d;
+    seq *drop = NULL, *plain = NULL;
+    ls_err err = { "" };
+    assert_int_equal(seq_parse("dense:32,relu,dropout:0.25,res(dropout:0.5,dense:32,relu),dense:5", &d, &err), LS_OK);
+    assert_int_equal(seq_create(&drop, &d, in, classes, n, &err), LS_OK);
+    assert_int_equal(seq_parse("dense:32,relu,res(dense:32,relu),dense:5", &d, &err), LS_OK);
+    assert_int_equal(seq_create(&plain, &d, in, classes, n, &err), LS_OK);
+    const size_t np = seq_n_params(drop);
+    assert_int_equal(seq_n_params(plain), np);
+    float *w = malloc(np * sizeof(float)), *w2 = malloc(np * sizeof(float));
+    float *x = malloc(n * 12 * sizeof(float)), *za = malloc(n * classes * sizeof(float)),
+          *zb = malloc(n * classes * sizeof(float));
+    float *g[6];
+    for (int k = 0; k < 6; k++)
+        g[k] = malloc(np * sizeof(float));
+    int32_t lab[16];
+    const size_t sb = seq_scratch_bytes(drop) > seq_scratch_bytes(plain) ? seq_scratch_bytes(drop)
+                                                                           : seq_scratch_bytes(plain);
+    void *scratch = aligned_alloc(64, (sb + 63) / 64 * 64);
+    seq_init(drop, w, 5);
+    seq_init(plain, w2, 5);
+    assert_memory_equal(w, w2, np * sizeof(float));
+    for (size_t i = 0; i < n * 12; i++)
+        x[i] = 2.0f * rng_uniformf(3, RNG_TEST, 0, i, 0) - 1.0f;
+    for (size_t i = 0; i < n; i++)
+        lab[i] = (int32_t)(i % classes);
+    /* Evaluation: the same logits and loss as without dropout. */
+    seq_logits(drop, w, x, n, za, scratch);
+    seq_logits(plain, w, x, n, zb, scratch);
+    assert_memory_equal(za, zb, n * classes * sizeof(float));
+    const double ea = seq_loss(drop, w, x, lab, n, scratch), eb = seq_loss(plain, w, x, lab, n, scratch);
+    assert_memory_equal(&ea, &eb, sizeof ea);
+    /* Training: one address, one result; each part of it changes the masks. */
+    double loss[6];
+    loss[0] = seq_leaf(drop, w, x, lab, n, 1, 3, 100, g[0], scratch);
+    loss[1] = seq_leaf(drop, w, x, lab, n, 1, 3, 100, g[1], scratch);
+    assert_memory_equal(&loss[0], &loss[1], sizeof loss[0]);
+    assert_memory_equal(g[0], g[1], np * sizeof(float));
+    loss[2] = seq_leaf(drop, w, x, lab, n, 2, 3, 100, g[2], scratch);
+    loss[3] = seq_leaf(drop, w, x, lab, n, 1, 4, 100, g[3], scratch);
+    loss[4] = seq_leaf(drop, w, x, lab, n, 1, 3, 101, g[4], scratch);
+    loss[5] = seq_leaf(plain, w, x, lab, n, 1, 3, 100, g[5], scratch);
+    static const char *const WHAT[6] = { "", "", "seed 2", "step 4", "first sample 101", "no dropout" };
+    for (int k = 2; k < 6; k++)
+        if (memcmp(&loss[k], &loss[0], sizeof loss[0]) == 0 || memcmp(g[k], g[0], np * sizeof(float)) == 0)
+            fail_msg("a training leaf at %s has the loss or gradient of seed 1, step 3, first sample 100", WHAT[k]);
+    /* Without dropout the training leaf's loss is the evaluated one (seq.h). */
+    assert_memory_equal(&loss[5], &eb, sizeof eb);
+    free(scratch);
+    for (int k = 0; k < 6; k++)
+        free(g[k]);
+    free(zb);
+    free(za);
+    free(x);
+    free(w2);
+    free(w);
+    seq_destroy(plain);
+    seq_destroy(drop);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +453,9 @@ int main(void)
         cmocka_unit_test(test_declared_mlp),
         cmocka_unit_test(test_cnn),
         cmocka_unit_test(test_seq_every_layer),
+        cmocka_unit_test(test_dropout_leaf),
+        cmocka_unit_test(test_dropout_flat),
+        cmocka_unit_test(test_dropout_image_res),
     };
     return cmocka_run_group_tests(tests, group_setup, group_teardown) ? 1 : 0;
 }

@@ -18,8 +18,10 @@
  * (engine/tasks/text.c).
  *
  * The engine's test loss calls leaf with step 0 (engine/core/train.c): the
- * leaf then computes the loss alone (seq_loss, the same bits) and writes
- * zeros for the gradient it does not need, a third of the work.
+ * leaf then computes the loss alone (seq_loss: the same bits as a training
+ * leaf's for a network without dropout; dropout passes its input through
+ * there, as in eval and scores) and writes zeros for the gradient it does
+ * not need, a third of the work.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -71,7 +73,11 @@ static double sm_leaf(const void *self, const float *params, const ls_batch *b, 
         memset(buf, 0, seq_n_params(a->net) * sizeof(float));
         return seq_loss(a->net, params, x, lab, count, net_scratch(a, scratch));
     }
-    return seq_leaf(a->net, params, x, lab, count, buf, net_scratch(a, scratch));
+    /* Dropout's masks: the leaf's first sample is slot `first` of step t,
+     * stream position q = (t-1)·B + first (lockstep.h, ls_batch), whatever
+     * the leaf size, the threads or the ranks. */
+    const uint64_t q0 = (uint64_t)(b->step - 1) * (uint64_t)b->batch + (uint64_t)first;
+    return seq_leaf(a->net, params, x, lab, count, b->seed, (uint64_t)b->step, q0, buf, net_scratch(a, scratch));
 }
 
 static size_t sm_eval(const void *self, const float *params, const ls_dataset *data, size_t first, size_t count,

@@ -22,6 +22,7 @@
 
 #define SEQ_MAX_VALUE 65536
 #define SEQ_LN_EPS 1e-5
+#define SEQ_P_DIGITS 6   /* dropout:P: at most this many decimals after "0." */
 
 struct seq {
     size_t n_layers;                   /* the declared layers and the loss last */
@@ -64,6 +65,32 @@ static int read_value(const char *s, size_t len, size_t *out)
     return 1;
 }
 
+/* A dropout probability at s[0..len): "0." then 1 .. SEQ_P_DIGITS decimal
+ * digits, not all zero (0 < P < 1 as written). Its binary32 value is
+ * strtof's of those characters, the config's own float parsing
+ * (engine/core/config.c; glibc's strtof rounds correctly). */
+static int read_prob(const char *s, size_t len, float *out)
+{
+    if (len < 3 || len > 2 + SEQ_P_DIGITS || s[0] != '0' || s[1] != '.')
+        return 0;
+    int nonzero = 0;
+    for (size_t i = 2; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return 0;
+        nonzero |= s[i] != '0';
+    }
+    if (!nonzero)
+        return 0;
+    char buf[2 + SEQ_P_DIGITS + 1];
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    /* All of it read (a host's LC_NUMERIC with a decimal comma would stop
+     * strtof at the point: refused, never a silent 0). */
+    char *end;
+    *out = strtof(buf, &end);
+    return end == buf + len && *out > 0.0f && *out < 1.0f;
+}
+
 static int starts(const char *tok, size_t len, const char *word)
 {
     const size_t w = strlen(word);
@@ -95,6 +122,10 @@ static int parse_token(const char *t, size_t len, nn_layer *l)
     if (is(t, len, "posembed")) {
         l->kind = NN_POSEMBED;
         return 1;
+    }
+    if (starts(t, len, "dropout:")) {
+        l->kind = NN_DROPOUT;
+        return read_prob(t + 8, len - 8, &l->p);
     }
     if (starts(t, len, "embed:")) {
         l->kind = NN_EMBED;
@@ -211,9 +242,9 @@ static ls_status parse_item(seq_parser *ps)
     if (!parse_token(ps->p, len, &l))
         return ls_fail(ps->err, LS_EINVAL,
                        "layers: token %zu '%.*s' is not a layer (dense:N, convKxK:N with K odd, maxpoolK, "
-                       "avgpoolK, relu, gelu, layernorm, embed:N, posembed, attn:N, res(...), Nx[...]; "
-                       "N, K in 1..%d)",
-                       ps->pos, (int)(len > 40 ? 40 : len), ps->p, SEQ_MAX_VALUE);
+                       "avgpoolK, relu, gelu, layernorm, dropout:P, embed:N, posembed, attn:N, res(...), "
+                       "Nx[...]; N, K in 1..%d; P: 0. then 1..%d digits, 0 < P < 1)",
+                       ps->pos, (int)(len > 40 ? 40 : len), ps->p, SEQ_MAX_VALUE, SEQ_P_DIGITS);
     ps->p += len;
     return add_layer(ps, &l, 0);
 }
@@ -281,6 +312,7 @@ static const char *kind_name(nn_kind k)
     case NN_POSEMBED: return "posembed";
     case NN_ATTN: return "attn";
     case NN_ADD: return "res";
+    case NN_DROPOUT: return "dropout";
     default: return "layer";
     }
 }
@@ -443,6 +475,16 @@ int seq_tokens(const seq *s)
     return s->tokens;
 }
 
+size_t seq_n_layers(const seq *s)
+{
+    return s->n_layers;
+}
+
+const nn_layer *seq_layer(const seq *s, size_t i)
+{
+    return &s->layer[i];
+}
+
 size_t seq_n_tensors(const seq *s)
 {
     return s->n_tensors;
@@ -516,9 +558,17 @@ static const float *layer_in(const seq *s, size_t i, const float *x, void *scrat
     return i == 0 ? x : at(scratch, s->out_off[i - 1]);
 }
 
+/* Where a training call's dropout masks are drawn (seq_leaf): the run's
+ * seed, the step and the stream position of the call's first sample. */
+typedef struct {
+    uint64_t seed, step, sample0;
+} seq_addr;
+
 /* The layers' forward passes in order; the logits end in the last
- * declared layer's output. */
-static void forward(const seq *s, const float *params, const float *x, size_t n, void *scratch)
+ * declared layer's output. addr NULL: evaluation (dropout passes its
+ * input through). */
+static void forward(const seq *s, const float *params, const float *x, size_t n, const seq_addr *addr,
+                    void *scratch)
 {
     void *ls = (char *)scratch + s->lay_off;
     const int32_t *ids = s->tokens ? token_ids(s, x, n, scratch) : NULL;
@@ -538,6 +588,12 @@ static void forward(const seq *s, const float *params, const float *x, size_t n,
         case NN_EMBED: nn_embed_forward(l, y, ids, w, n); break;
         case NN_POSEMBED: nn_embed_pos_forward(l, y, xi, w, n); break;
         case NN_ATTN: nn_attn_forward(l, y, act, xi, w, n, ls); break;
+        case NN_DROPOUT:
+            if (addr != NULL)
+                nn_act_dropout_forward(l, y, xi, n, addr->seed, addr->step, addr->sample0);
+            else
+                memcpy(y, xi, n * l->in_size * sizeof(float));
+            break;
         case NN_ADD:
             /* y = skip + branch: the branch's input, then its output. */
             nn_act_add_forward(l, y, layer_in(s, s->skip[i], x, scratch), xi, n);
@@ -565,7 +621,7 @@ static const int32_t *row_labels(const seq *s, const int32_t *labels, size_t n, 
 
 double seq_loss(const seq *s, const float *params, const float *x, const int32_t *labels, size_t n, void *scratch)
 {
-    forward(s, params, x, n, scratch);
+    forward(s, params, x, n, NULL, scratch);
     void *ls = (char *)scratch + s->lay_off;
     const size_t L = s->n_layers - 1;
     const double sum = nn_loss_xent_forward(&s->layer[L], at(scratch, s->out_off[L - 1]),
@@ -573,10 +629,11 @@ double seq_loss(const seq *s, const float *params, const float *x, const int32_t
     return s->tokens ? sum / (double)s->rows : sum;
 }
 
-double seq_leaf(const seq *s, const float *params, const float *x, const int32_t *labels, size_t n, float *grad,
-                void *scratch)
+double seq_leaf(const seq *s, const float *params, const float *x, const int32_t *labels, size_t n, uint64_t seed,
+                uint64_t step, uint64_t sample0, float *grad, void *scratch)
 {
-    forward(s, params, x, n, scratch);
+    const seq_addr addr = { seed, step, sample0 };
+    forward(s, params, x, n, &addr, scratch);
     void *ls = (char *)scratch + s->lay_off;
     const size_t L = s->n_layers - 1;   /* the loss's index */
     const float *z = at(scratch, s->out_off[L - 1]);
@@ -631,6 +688,11 @@ double seq_leaf(const seq *s, const float *params, const float *x, const int32_t
             nn_embed_pos_backward(l, dx, dw, dy, n);
             break;
         case NN_ATTN: nn_attn_backward(l, dx, dw, dy, act, xi, y, w, n, ls); break;
+        case NN_DROPOUT:
+            /* The forward's mask, drawn again from the same address. */
+            if (dx != NULL)
+                nn_act_dropout_backward(l, dx, dy, n, seed, step, sample0);
+            break;
         default: break;
         }
         if (joins) {
@@ -650,7 +712,7 @@ double seq_leaf(const seq *s, const float *params, const float *x, const int32_t
 
 void seq_logits(const seq *s, const float *params, const float *x, size_t n, float *logits, void *scratch)
 {
-    forward(s, params, x, n, scratch);
+    forward(s, params, x, n, NULL, scratch);
     const float *z = at(scratch, s->out_off[s->n_layers - 2]);
     if (!s->tokens) {
         memcpy(logits, z, n * s->classes * sizeof(float));

@@ -12,11 +12,14 @@
  *           | "conv" K "x" K ":" N  K x K convolution ('same', stride 1, bias), N channels, K odd
  *           | "maxpool" K | "avgpool" K     K x K windows, stride K
  *           | "relu" | "gelu" | "layernorm"
+ *           | "dropout:" P        dropout, P the probability of dropping
  *           | "embed:" N          token embedding of width N (first layer only)
  *           | "posembed"          learned positions added to the sequence
  *           | "attn:" N           causal self-attention, N heads
  * N, K and R are decimal integers 1 .. 65536 (R at most SEQ_MAX_LAYERS)
- * without sign or leading zeros; no spaces. Residual branches do not nest
+ * without sign or leading zeros; P is "0." and 1 .. 6 decimal digits, not
+ * all zero (0 < P < 1: 0.1, 0.25, 0.5), its binary32 value strtof's of
+ * the written digits (the config's float parsing); no spaces. Residual branches do not nest
  * (a res inside a repeat, a repeat inside a res are fine). Example, a
  * two-block pre-norm decoder:
  *   embed:64,posembed,2x[res(layernorm,attn:4),res(layernorm,dense:256,gelu,dense:64)],layernorm,dense:256
@@ -40,6 +43,20 @@
  * loss's dz divided by (float)T in binary32 (exact for T a power of two).
  * Its scores (seq_logits) are the last position's logits: the next token
  * after the window.
+ *
+ * Dropout, training and evaluation: seq_leaf (a training step) applies it,
+ * nn_act.h's mask at the address (seed, step, s, i) with s the sample's
+ * stream position q = (t-1)·B + j (slot j of step t, include/lockstep.h's
+ * ls_batch): sample b of a call has s = sample0 + b. q rather than the
+ * position in the epoch: it is unique over the whole run, needs no data
+ * size, and depends on neither the leaf size, the threads nor the ranks
+ * (a leaf only says where its samples start). The element index i runs
+ * over the layer's whole input of a sample, so in a token network one
+ * address covers all of a sample's T x C values. seq_loss and seq_logits
+ * evaluate (the engine's test loss, eval, predict, sample): dropout is the
+ * identity there, y = x, PyTorch's train/eval convention; the training
+ * loss a step reports is seq_leaf's, with the masks applied. Dropout has
+ * no tensors and takes its position number like relu.
  *
  * Backward is derived: each layer's backward in reverse order. A residual's
  * add passes its dy to the branch unchanged and keeps a copy; at the
@@ -103,6 +120,10 @@ double seq_flops_per_sample(const seq *s);
 /* Parameter tensors in order: index t's name ("<layer>.<tensor>", layer from
  * 1 as in the text), offset, shape; whether it takes no weight decay
  * (biases, norm gains and biases). */
+/* The unrolled layers, the appended loss last: layer i's descriptor with
+ * its shapes filled (nn_describe's), for tests and tools that look in. */
+size_t seq_n_layers(const seq *s);
+const nn_layer *seq_layer(const seq *s, size_t i);
 size_t seq_n_tensors(const seq *s);
 void seq_tensor(const seq *s, size_t t, const char **name, size_t *offset, size_t *ndim, size_t shape[2],
                 int *no_decay);
@@ -117,17 +138,23 @@ void seq_tensor(const seq *s, size_t t, const char **name, size_t *offset, size_
  * takes the matrices that multiply: "w", "wqkv", "wo". */
 void seq_init(const seq *s, float *params, uint64_t seed);
 
-/* One leaf: x [n][inputs], labels [n]. Writes the gradient of the summed
- * cross-entropy of the n samples into grad (seq_n_params floats), returns
- * the summed loss (binary64, nn_loss.h's order; a token network's per
- * sample the mean over its positions, above). n <= max_n. */
-double seq_leaf(const seq *s, const float *params, const float *x, const int32_t *labels, size_t n, float *grad,
-                void *scratch);
-/* The summed loss of n samples alone: seq_leaf's value without the
- * backward pass (the same bits). */
+/* One leaf of a training step: x [n][inputs], labels [n]. Writes the
+ * gradient of the summed cross-entropy of the n samples into grad
+ * (seq_n_params floats), returns the summed loss (binary64, nn_loss.h's
+ * order; a token network's per sample the mean over its positions,
+ * above). n <= max_n. Dropout's masks are drawn at (seed, step, sample0 +
+ * b, element) for sample b: seed the run's, step the step's, sample0 the
+ * stream position of x's first sample (above); without dropout they are
+ * not read. */
+double seq_leaf(const seq *s, const float *params, const float *x, const int32_t *labels, size_t n, uint64_t seed,
+                uint64_t step, uint64_t sample0, float *grad, void *scratch);
+/* The summed loss of n samples alone, evaluated (dropout passes its input
+ * through): seq_leaf's value without the backward pass, the same bits for
+ * a network without dropout. */
 double seq_loss(const seq *s, const float *params, const float *x, const int32_t *labels, size_t n, void *scratch);
-/* The logits [n][classes] of n samples (n <= max_n): the forward pass (a
- * token network's: its last position's). */
+/* The logits [n][classes] of n samples (n <= max_n): the forward pass
+ * evaluated, dropout the identity (a token network's: its last
+ * position's). */
 void seq_logits(const seq *s, const float *params, const float *x, size_t n, float *logits, void *scratch);
 
 #endif
