@@ -270,6 +270,9 @@ static ls_status parse_list(seq_parser *ps, char close)
         if (c == '\0')
             return ls_fail(ps->err, LS_EINVAL, "layers: token %zu: '%c' missing at the end of the text", ps->pos,
                            close == ')' ? ')' : ']');
+        if (close != '\0')   /* the other bracket than the one open */
+            return ls_fail(ps->err, LS_EINVAL, "layers: token %zu: '%c' where '%c' closes the open '%s'", ps->pos, c,
+                           close, close == ')' ? "res(" : "x[");
         return ls_fail(ps->err, LS_EINVAL, "layers: token %zu: '%c' closes nothing open", ps->pos, c);
     }
 }
@@ -279,6 +282,12 @@ ls_status seq_parse(const char *text, seq_decl *d, ls_err *err)
     d->n = 0;
     if (text == NULL || *text == '\0')
         return ls_fail(err, LS_EINVAL, "layers: empty; declare at least one layer, e.g. dense:10");
+    /* One line of printable ASCII: a newline or a control character would
+     * also break the one-line error that names a token. */
+    for (size_t i = 0; text[i] != '\0'; i++)
+        if ((unsigned char)text[i] < 0x21 || (unsigned char)text[i] > 0x7e)
+            return ls_fail(err, LS_EINVAL, "layers: character %zu is byte 0x%02x; a declaration is one line of "
+                           "printable characters without spaces", i + 1, (unsigned)(unsigned char)text[i]);
     seq_parser ps = { text, 0, 0, d, err };
     return parse_list(&ps, '\0');
 }
@@ -384,8 +393,8 @@ ls_status seq_create(seq **out, const seq_decl *d, const size_t in[3], size_t cl
         }
         if (i == d->n && l->in[2] != classes)
             return create_fail(s, ls_fail(err, LS_EINVAL,
-                                          "layers: the last layer gives %zu outputs, the task has %zu classes",
-                                          l->in[2], classes));
+                                          "layers: the last layer gives %zu output%s, the task has %zu classes",
+                                          l->in[2], l->in[2] == 1 ? "" : "s", classes));
         if (l->n_tensors > 0 && nt + l->n_tensors > SEQ_MAX_TENSORS)
             return create_fail(s, ls_fail(err, LS_EINVAL, "layers: too many tensors"));
         s->p_off[i] = np;
