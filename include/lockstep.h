@@ -539,7 +539,9 @@ typedef struct ls_model_desc {
 /* ---- tasks --------------------------------------------------------------- */
 
 /* Settings a task gives one of its models over the model's defaults:
- * "key=value" lines. model "*" applies to every model. A line "steps=N"
+ * "key=value" lines, each ending with '\n' (ls_register_task refuses two
+ * on one line; the keys are checked when a config is made). model "*"
+ * applies to every model. A line "steps=N"
  * (1.1) is that model's default number of steps instead of the task's
  * default_steps: a run's target, not part of the config. */
 typedef struct {

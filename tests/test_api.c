@@ -227,6 +227,25 @@ static void test_size_refused(void **state)
         expect_size_message(&err, "ls_task_desc", wrong_task[i], sizeof t);
         assert_null(ls_task_find("api-sized"));
     }
+    /* Defaults: one key=value a line; two on one line (space-separated, as a
+     * table prints them) or a line without '=' is named at registration. */
+    {
+        static ls_task_desc bad;
+        bad = *ls_task_find("teacher");
+        bad.name = "api-defaults";
+        const ls_task_defaults two[] = { { "*", "batch=20 lr=0.1\n" }, { NULL, NULL } };
+        const ls_task_defaults noeq[] = { { "mlp", "batch=20\nhidden\n" }, { NULL, NULL } };
+        const ls_task_defaults good[] = { { "*", "batch=20\nlr=0.1\n" }, { "mlp", "hidden=8" }, { NULL, NULL } };
+        bad.defaults = two;
+        assert_int_equal(ls_register_task(&bad, &err), LS_EINVAL);
+        assert_non_null(strstr(err.msg, "line 1 'batch=20 lr=0.1'"));
+        bad.defaults = noeq;
+        assert_int_equal(ls_register_task(&bad, &err), LS_EINVAL);
+        assert_non_null(strstr(err.msg, "defaults for mlp, line 2 'hidden'"));
+        assert_null(ls_task_find("api-defaults"));
+        bad.defaults = good;
+        assert_int_equal(ls_register_task(&bad, &err), LS_OK);
+    }
     /* With the right size the same descriptors register. */
     m.size = sizeof m;
     assert_int_equal(ls_register_model(&m, &err), LS_OK);

@@ -96,6 +96,39 @@ ls_status ls_register_model(const ls_model_desc *d, ls_err *err)
     return st;
 }
 
+/* A task's defaults, as text: each entry a model and "key=value" lines. The
+ * keys are checked when a config is made (the model may register later);
+ * here the form, so that "batch=20 lr=0.1" on one line is named now rather
+ * than as a bad batch size at the first run. */
+static ls_status check_task_defaults(const ls_task_desc *d, ls_err *err)
+{
+    for (const ls_task_defaults *e = d->defaults; e != NULL && e->model != NULL; e++) {
+        if (e->settings == NULL)
+            return ls_fail(err, LS_EINVAL, "task %s: defaults for %s: no settings", d->name, e->model);
+        int line = 0;
+        for (const char *p = e->settings; *p != '\0';) {
+            const size_t len = strcspn(p, "\n");
+            line++;
+            size_t k = 0;
+            while (k < len && ((p[k] >= 'a' && p[k] <= 'z') || (p[k] >= '0' && p[k] <= '9') || p[k] == '_'))
+                k++;
+            int two = 0;   /* a space, then another key= on the same line */
+            for (size_t i = k; i < len && !two; i++)
+                if (p[i] == ' ') {
+                    size_t j = i + 1;
+                    while (j < len && ((p[j] >= 'a' && p[j] <= 'z') || p[j] == '_'))
+                        j++;
+                    two = j > i + 1 && j < len && p[j] == '=';
+                }
+            if (len > 0 && (k == 0 || k == len || p[k] != '=' || two))
+                return ls_fail(err, LS_EINVAL, "task %s: defaults for %s, line %d '%.*s': want one key=value a line "
+                               "(lines end with \\n)", d->name, e->model, line, (int)(len > 60 ? 60 : len), p);
+            p += len + (p[len] == '\n');
+        }
+    }
+    return LS_OK;
+}
+
 ls_status ls_register_task(const ls_task_desc *d, ls_err *err)
 {
     if (d == NULL)
@@ -113,6 +146,8 @@ ls_status ls_register_task(const ls_task_desc *d, ls_err *err)
     if ((d->switch_key == NULL) != (d->switch_settings == NULL))
         return ls_fail(err, LS_EINVAL, "task %s: switch_key and switch_settings go together", d->name);
     if ((st = config_check_keys(d->name, d->keys, d->n_keys, err)) != LS_OK)
+        return st;
+    if ((st = check_task_defaults(d, err)) != LS_OK)
         return st;
     if (d->n_sources > LS_MAX_SOURCES)
         return ls_fail(err, LS_EINVAL, "task %s: %zu sources (at most %d)", d->name, d->n_sources, LS_MAX_SOURCES);
