@@ -512,6 +512,9 @@ enum {
                      * an empty file */
     S_SAFETENSORS,  /* w.safetensors: starting weights for the teacher's mlp with what arg
                      * names wrong (setup_safetensors) */
+    S_CHANGED,      /* an interrupted run whose input then changed (setup_changed): arg "text",
+                     * run T of the text task on t.txt, a byte appended to t.txt after; arg
+                     * "init", run J of the teacher from w.safetensors, one weight changed after */
 };
 
 enum {
@@ -1334,6 +1337,21 @@ static const bad_row BAD[] = {
       { "layers", "token 2", "'dropout:0.1234567'" }, NULL, NULL, 0, 0 },
     { "--layers dropout:abc", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "dense:8,dropout:abc,dense:4" },
       { "layers", "token 2", "'dropout:abc'" }, NULL, NULL, 0, 0 },
+    /* ---- edges (review): non-finite starting weights, changed inputs on resume, float bounds ---- */
+    { "--init a NaN weight", S_SAFETENSORS, "nan", { T, "--init", "w.safetensors" },
+      { "w.safetensors", "tensor 'b1' element 5 is NaN" }, "w.safetensors", NULL, 0, 0 },
+    { "--init an infinite weight", S_SAFETENSORS, "inf", { T, "--init", "w.safetensors" },
+      { "w.safetensors", "tensor 'W2' element 3 is infinite" }, "w.safetensors", NULL, 0, 0 },
+    { "--clip 2e30 (past 1e30)", S_PLAIN, NULL, { T, "--clip", "2e30" }, { "--clip", "2e30", "0..1e+30" }, NULL,
+      NULL, 0, 0 },
+    { "--clip-norm 2e30 (past 1e30)", S_PLAIN, NULL, { T, "--clip-norm", "2e30" }, { "--clip-norm", "2e30" }, NULL,
+      NULL, 0, 0 },
+    { "resume: the text file changed", S_CHANGED, "text", { "resume", "T", DB, "--threads", "1", "--steps", "20",
+      "--no-progress" }, { "data_hash", "file=", "/t.txt are not the run's data" }, "t.txt", NULL, 0, 0 },
+    { "resume: the --init file changed", S_CHANGED, "init", { "resume", "J", DB, "--threads", "1", "--steps", "20",
+      "--no-progress" }, { "init_hash", "/w.safetensors has" }, "w.safetensors", NULL, 0, 0 },
+    { "export: the --init file changed", S_CHANGED, "init", { "export", "J", DB, "--weights", "o.npy" },
+      { "init_hash", "/w.safetensors has" }, "w.safetensors", "o.npy", F_EXPORT, 0 },
 };
 
 #undef DB
@@ -2104,7 +2122,8 @@ static void setup_golden(const row_ctx *x, const char *how)
  * W2 [32, 4], b2 [4]), zeros, with one thing wrong as arg says: "shape"
  * (W1 [32, 16]), "missing" (no b2), "extra" (a tensor X), "f16" (b2 in F16),
  * "trunc" (a header length past the file), "json" (a trailing comma),
- * "offsets" (b2's data past the file's). */
+ * "offsets" (b2's data past the file's), "nan" (b1's element 5 NaN), "inf"
+ * (W2's element 3 +infinity). */
 static void setup_safetensors(const row_ctx *x, const char *arg)
 {
     const char *w1 = strcmp(arg, "shape") == 0 ? "[32,16]" : "[16,32]";
@@ -2126,6 +2145,12 @@ static void setup_safetensors(const row_ctx *x, const char *arg)
     for (int k = 0; k < 8; k++)
         buf[k] = (uint8_t)(said >> (8 * k));
     memcpy(buf + 8, header, hl);
+    /* "nan": b1's element 5 a quiet NaN; "inf": W2's element 3 +inf (little-endian bits) */
+    static const uint8_t qnan[4] = { 0x00, 0x00, 0xc0, 0x7f }, pinf[4] = { 0x00, 0x00, 0x80, 0x7f };
+    if (strcmp(arg, "nan") == 0)
+        memcpy(buf + 8 + hl + 2048 + 4 * 5, qnan, 4);
+    else if (strcmp(arg, "inf") == 0)
+        memcpy(buf + 8 + hl + 2176 + 4 * 3, pinf, 4);
     char p[PATH_MAX];
     path_in(x->dir, "w.safetensors", p, sizeof p);
     FILE *f = fopen(p, "wb");
@@ -2133,6 +2158,47 @@ static void setup_safetensors(const row_ctx *x, const char *arg)
     assert_int_equal(fwrite(buf, 1, 8 + hl + data, f), 8 + hl + data);
     assert_int_equal(fclose(f), 0);
     free(buf);
+}
+
+/* S_CHANGED: a run that stopped at step 10 (checkpoints at 5 and 10, marked
+ * interrupted), then its input changed: t.txt (arg "text") or the --init
+ * file (arg "init"). Resuming it must refuse the input, not call the run's
+ * recomputation a difference. */
+static void setup_changed(const row_ctx *x, const char *arg)
+{
+    char p[PATH_MAX];
+    if (strcmp(arg, "text") == 0) {
+        path_in(x->dir, "t.txt", p, sizeof p);
+        FILE *f = fopen(p, "wb");
+        assert_non_null(f);
+        for (int i = 0; i < 400; i++)
+            fprintf(f, "line %d: the quick brown fox jumps over the lazy dog.\n", i);
+        assert_int_equal(fclose(f), 0);
+        RUN_OK(x->dir, "train", "--task", "text", "--file", "t.txt", "--steps", "10", "--checkpoint-every", "5",
+               "--db", "rec.db", "--name", "T", "--threads", "1", "--no-progress");
+        db_exec(x->db, "UPDATE runs SET status = 'interrupted', ended = NULL WHERE name = 'T'");
+        f = fopen(p, "ab");
+        assert_non_null(f);
+        fputc('x', f);
+        assert_int_equal(fclose(f), 0);
+    } else {
+        assert_string_equal(arg, "init");
+        setup_safetensors(x, "zeros");
+        RUN_OK(x->dir, "train", "--task", "teacher", "--init", "w.safetensors", "--steps", "10", "--checkpoint-every",
+               "5", "--db", "rec.db", "--name", "J", "--threads", "1", "--no-progress");
+        db_exec(x->db, "UPDATE runs SET status = 'interrupted', ended = NULL WHERE name = 'J'");
+        /* b1's element 0 (data offset 2048) made 1.0f: the same shapes, other weights */
+        path_in(x->dir, "w.safetensors", p, sizeof p);
+        size_t len;
+        unsigned char *b = (unsigned char *)proc_read_file(p, &len, 0);
+        assert_non_null(b);
+        const uint64_t hl = rd64(b);
+        assert_true(len == 8 + hl + 2708);
+        static const uint8_t one[4] = { 0x00, 0x00, 0x80, 0x3f };
+        memcpy(b + 8 + hl + 2048, one, 4);
+        write_bytes(p, b, len);
+        free(b);
+    }
 }
 
 static void setup_npy(const row_ctx *x, const char *arg)
@@ -2207,6 +2273,9 @@ static void row_setup(row_ctx *x, const bad_row *row, size_t i)
         break;
     case S_SAFETENSORS:
         setup_safetensors(x, row->arg);
+        break;
+    case S_CHANGED:
+        setup_changed(x, row->arg);
         break;
     case S_CKPT:
         setup_ckpt(x, row->arg);

@@ -188,6 +188,33 @@ static void test_import_verify(void **state)
     EXPECT(c, 1, "differ", "verify", "m1", "m1-lr", "--db", "c.db");
 }
 
+/* Configs that differ in text but train the same steps (a step schedule of
+ * gamma 1 against a constant one): every step's loss and parameter hash are
+ * equal, so verify says equal (exit 0), but the trajectory hashes (which
+ * cover the config) differ, and the line gives both and says why, in one
+ * database and across two. Runs at 1 and 3 threads. */
+static void test_verify_other_trajectory(void **state)
+{
+    const proc_ctx *c = *state;
+    EXPECT(c, 0, "30 steps", "train", "--task", "teacher", "--steps", "30", "--db", "a.db", "--name", "const",
+           "--threads", "1", "--no-progress");
+    EXPECT(c, 0, "30 steps", "train", "--task", "teacher", "--steps", "30", "--db", "a.db", "--name", "step1",
+           "--threads", "3", "--lr-schedule", "step", "--lr-gamma", "1", "--no-progress");
+    char *ta = db_dump(c, "a.db", "SELECT traj_hash FROM steps_hex WHERE run_name = 'const' AND step = 30");
+    char *tb = db_dump(c, "a.db", "SELECT traj_hash FROM steps_hex WHERE run_name = 'step1' AND step = 30");
+    assert_int_equal(strlen(ta), 17);
+    ta[16] = tb[16] = '\0';
+    assert_string_not_equal(ta, tb);
+    char want[160];
+    snprintf(want, sizeof want, "are bit-identical over steps 0..30 (trajectories %s and %s: the configs differ)", ta,
+             tb);
+    EXPECT(c, 0, want, "verify", "const", "step1", "--db", "a.db");
+    EXPECT(c, 0, "is run 1 in b.db", "import", "a.db", "step1", "--db", "b.db");
+    EXPECT(c, 0, want, "verify", "a.db:const", "b.db:step1");
+    free(ta);
+    free(tb);
+}
+
 /* rm: the rows and this database's checkpoint files; an imported run's
  * files stay (they are the other database's). rename: a taken name refused. */
 static void test_rm_rename(void **state)
@@ -479,6 +506,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_import_verify, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_rm_rename, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_verify_other_trajectory, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_listings, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_keep_checkpoints, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_strict_outputs, setup_dir, proc_ctx_teardown),

@@ -645,7 +645,8 @@ static void test_clip_norm_neutral(void **state)
         assert_int_equal(ls_config_create(&plain, "teacher", m, &err), LS_OK);
         assert_int_equal(ls_config_create(&big, "teacher", m, &err), LS_OK);
         assert_int_equal(ls_config_create(&small, "teacher", m, &err), LS_OK);
-        assert_int_equal(ls_config_set(big, "clip_norm", "1e29", &err), LS_OK);
+        /* The bound as the help writes it (0..1e+30): its float lies past the double 1e30. */
+        assert_int_equal(ls_config_set(big, "clip_norm", "1e30", &err), LS_OK);
         assert_int_equal(ls_config_set(small, "clip_norm", "0.001", &err), LS_OK);
         for (size_t i = 0; i < N_THREADS; i++) {
             const outcome a = run(plain, THREADS[i], 20), b = run(big, THREADS[i], 20), s = run(small, THREADS[i], 20);
@@ -656,6 +657,29 @@ static void test_clip_norm_neutral(void **state)
         ls_config_destroy(plain);
         ls_config_destroy(big);
         ls_config_destroy(small);
+    }
+}
+
+/* A float key's bounds are compared in binary32, the key's own type: a bound
+ * as written is accepted whatever side of the double its float lies (1e30's
+ * float is above 1e30, 1e-6's below), the next float past it is not. */
+static void test_float_bounds(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *model, *key, *bound, *past;
+    } K[] = { { "mlp", "clip", "1e30", "2e30" }, { "mlp", "clip_norm", "1e30", "1.0000001e30" },
+              { "mlp", "lr", "1e6", "1000000.1" }, { "logic", "tau", "1e-6", "9.999999e-7" } };
+    for (size_t i = 0; i < sizeof K / sizeof K[0]; i++) {
+        ls_config *c = NULL;
+        ls_err err = { "" };
+        assert_int_equal(ls_config_create(&c, "teacher", K[i].model, &err), LS_OK);
+        if (ls_config_set(c, K[i].key, K[i].bound, &err) != LS_OK || ls_config_check(c, &err) != LS_OK)
+            fail_msg("%s=%s refused: %s", K[i].key, K[i].bound, err.msg);
+        assert_int_equal(ls_config_set(c, K[i].key, K[i].past, &err), LS_EINVAL);
+        assert_non_null(strstr(err.msg, K[i].past));
+        assert_non_null(strstr(err.msg, "out of range"));
+        ls_config_destroy(c);
     }
 }
 
@@ -726,6 +750,7 @@ int main(void)
         cmocka_unit_test(test_canonical_text),
         cmocka_unit_test(test_model_default_steps),
         cmocka_unit_test(test_clip_norm_neutral),
+        cmocka_unit_test(test_float_bounds),
         cmocka_unit_test_setup_teardown(test_init_from_export, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_threads_equal, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_resume_audit, setup_dir, proc_ctx_teardown),

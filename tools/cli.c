@@ -24,6 +24,17 @@ int cli_exit_code(ls_status st)
     }
 }
 
+int cli_input_changed(ls_status st, const ls_err *err)
+{
+    return st == LS_EMISMATCH &&
+           (strncmp(err->msg, "data_hash:", 10) == 0 || strncmp(err->msg, "init_hash:", 10) == 0);
+}
+
+int cli_exit_code_input(ls_status st, const ls_err *err)
+{
+    return cli_input_changed(st, err) ? EXIT_USAGE : cli_exit_code(st);
+}
+
 void cli_error(const char *cmd, const ls_err *err, ls_status st)
 {
     fprintf(stderr, "lockstep %s: %s\n", cmd, err->msg[0] ? err->msg : ls_strerror(st));

@@ -165,7 +165,7 @@ int cmd_export(int argc, char **argv)
     if (st != LS_OK) {
         cli_out_abort(&out);
         cli_error("export", &err, st);
-        code = bad_input ? EXIT_USAGE : cli_exit_code(st);
+        code = bad_input ? EXIT_USAGE : cli_exit_code_input(st, &err);
     } else {
         FILE *say = out.to_stdout ? stderr : stdout;
         fprintf(say, "export: run %lld '%s' at step %lld (recomputed %lld recorded steps from step %lld: "

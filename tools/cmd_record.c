@@ -630,10 +630,12 @@ int verify_runs_tol(runlog *db, int64_t a, int64_t b, const char *kind, int quie
     }
     const char *detail = cr.detail;
     rc = cr.equal ? 0 : 1;
-    if (!quiet && cr.equal)
-        printf("runs %lld and %lld are bit-identical over %s (trajectory %016llx)\n", (long long)a, (long long)b,
-               cr.span, (unsigned long long)cr.last_traj);
-    else if (!quiet)
+    if (!quiet && cr.equal) {
+        char la[24], lb[24];
+        snprintf(la, sizeof la, "%lld", (long long)a);
+        snprintf(lb, sizeof lb, "%lld", (long long)b);
+        compare_print_equal(stdout, la, lb, &cr, strcmp(ra.config_text, rb.config_text) != 0);
+    } else if (!quiet)
         printf("runs %lld and %lld differ first at %s\n", (long long)a, (long long)b, detail);
     /* The first tensor (also into the stored detail) and the tolerance. */
     if (compare_extra(cmd, db, a, sa, na, db, b, sb, nb, &cr, quiet ? NULL : tol) != 0) {

@@ -364,7 +364,7 @@ int cmd_render(int argc, char **argv)
     if (st != LS_OK) {
         cli_out_abort(&out);
         cli_error("render", &err, st);
-        code = bad_input ? EXIT_USAGE : cli_exit_code(st);
+        code = bad_input ? EXIT_USAGE : cli_exit_code_input(st, &err);
     } else {
         printf("render: run %lld '%s' at step %lld: %zu frames of %zux%zu (%s, %zu steps) in %zu columns, "
                "%zu px per cell, %zux%zu pixels, wrote %s\n", (long long)run.id, ESC_NAME(run.name), (long long)info.step,

@@ -449,9 +449,13 @@ static ls_status write_comparison(FILE *f, report_run *r, size_t n, ls_err *err)
         fputs(") ", f);
         if (c->common == 0)
             fputs("have no step in common: nothing to compare, so not equal.", f);
-        else if (c->equal)
+        else if (c->equal && c->last_traj == c->last_traj_b)
             fprintf(f, "are <strong>bit-identical</strong> over %s (trajectory <code>%016llx</code>).", c->span,
                     (unsigned long long)c->last_traj);
+        else if (c->equal)   /* equal steps, another trajectory: the configs differ (compare_print_equal) */
+            fprintf(f, "are <strong>bit-identical</strong> over %s (trajectories <code>%016llx</code> and "
+                    "<code>%016llx</code>: the configs differ).", c->span, (unsigned long long)c->last_traj,
+                    (unsigned long long)c->last_traj_b);
         else {
             fprintf(f, "<strong>differ first at step <span class=\"first-step\">%lld</span></strong>: ",
                     (long long)c->first);

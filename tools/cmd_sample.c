@@ -211,7 +211,7 @@ int cmd_sample(int argc, char **argv)
     }
     if (st != LS_OK) {
         cli_error("sample", &err, st);
-        code = bad_input ? EXIT_USAGE : cli_exit_code(st);
+        code = bad_input ? EXIT_USAGE : cli_exit_code_input(st, &err);
     }
     free(out);
     ls_session_close(session, LS_OK, NULL);

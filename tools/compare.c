@@ -46,8 +46,20 @@ void compare_span(const ls_step *a, size_t na, const ls_step *b, size_t nb, comp
     else
         snprintf(r->span, sizeof r->span, "%zu common steps from %lld to %lld", r->common, (long long)r->lo,
                  (long long)r->hi);
-    const ls_step *last = compare_find_step(a, na, r->hi);
+    const ls_step *last = compare_find_step(a, na, r->hi), *last_b = compare_find_step(b, nb, r->hi);
     r->last_traj = last != NULL ? last->traj_hash : 0;
+    r->last_traj_b = last_b != NULL ? last_b->traj_hash : 0;
+}
+
+void compare_print_equal(FILE *f, const char *la, const char *lb, const compare_result *r, int configs_differ)
+{
+    if (r->last_traj == r->last_traj_b)
+        fprintf(f, "runs %s and %s are bit-identical over %s (trajectory %016llx)\n", la, lb, r->span,
+                (unsigned long long)r->last_traj);
+    else
+        fprintf(f, "runs %s and %s are bit-identical over %s (trajectories %016llx and %016llx: the %s differ)\n",
+                la, lb, r->span, (unsigned long long)r->last_traj, (unsigned long long)r->last_traj_b,
+                configs_differ ? "configs" : "trajectory hashes");
 }
 
 int compare_describe(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r)
@@ -242,8 +254,7 @@ int compare_verify_across(const runref *a, const runref *b, const compare_tol *t
         printf("note: run %s has %zu step rows, run %s has %zu; comparing %s\n", x.label, x.n, y.label, y.n, r.span);
     if (r.equal) {
         rc = 0;
-        printf("runs %s and %s are bit-identical over %s (trajectory %016llx)\n", x.label, y.label, r.span,
-               (unsigned long long)r.last_traj);
+        compare_print_equal(stdout, x.label, y.label, &r, strcmp(x.run.config_text, y.run.config_text) != 0);
     } else {
         rc = 1;
         printf("runs %s and %s differ first at %s\n", x.label, y.label, r.detail);

@@ -21,6 +21,7 @@ typedef struct {
     int64_t first;          /* first differing step, -1 when none */
     int equal;              /* common > 0 and first < 0 */
     uint64_t last_traj;     /* run a's trajectory hash at hi */
+    uint64_t last_traj_b;   /* run b's there: another when the configs differ, though every step is equal */
     char span[96];          /* "steps 0..50" or "48 common steps from 0 to 50" */
     char detail[512];       /* verify's detail: "identical over ..." or "step N: loss ... vs ...; param hash ..." */
 } compare_result;
@@ -46,6 +47,15 @@ void compare_rows(const ls_step *a, size_t na, const ls_step *b, size_t nb, comp
  * row at r->first. */
 void compare_span(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r);
 int compare_describe(const ls_step *a, size_t na, const ls_step *b, size_t nb, compare_result *r);
+
+/* verify's line for runs whose steps are equal (r->equal), on f: "runs LA
+ * and LB are bit-identical over SPAN (trajectory T)", or, when their
+ * trajectory hashes differ (the hash covers the config, so a config that
+ * differs in its text but trains the same steps gives another one: an lr
+ * schedule with gamma 1, an --init file of the same tensors in other
+ * bytes), "(trajectories TA and TB: the configs differ)" — never one run's
+ * hash as if it were both's. configs_differ: the config texts differ. */
+void compare_print_equal(FILE *f, const char *la, const char *lb, const compare_result *r, int configs_differ);
 
 /* What verify says after its verdict line, for runs a (in da, rows ra[na])
  * and b (in db_b, rows rb[nb]) whose comparison is r:

@@ -206,7 +206,7 @@ int export_weights(const cli_args *a, const char *path)
     if (st != LS_OK) {
         cli_out_abort(&out);
         cli_error("export", &err, st);
-        code = bad_input ? EXIT_USAGE : cli_exit_code(st);
+        code = bad_input ? EXIT_USAGE : cli_exit_code_input(st, &err);
     } else {
         char what[64];
         if (npy)

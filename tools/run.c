@@ -205,7 +205,7 @@ ls_status run_resume(const run_opts *o, const char *run, run_result *r, ls_err *
     ls_session *s;
     ls_status st = ls_session_reopen(&s, o->db_path, run, LS_REOPEN_RESUME, &so, err);
     if (st != LS_OK) {
-        r->bad_input = st != LS_EMISMATCH;
+        r->bad_input = st != LS_EMISMATCH || cli_input_changed(st, err);
         return st;
     }
     r->bad_input = 0;

@@ -82,6 +82,13 @@ typedef ls_status (*cli_own_fn)(void *ctx, const flag_spec *f, const char *value
 ls_status cli_parse_cmd(const char *cmd, int argc, char **argv, unsigned accept, int max_positional,
                         cli_own_fn own, void *ctx, cli_args *a, ls_err *err);
 int cli_exit_code(ls_status st);
+/* 1 when a failed reopen or restore found an input changed since the run:
+ * the data (LS_EMISMATCH naming data_hash) or the --init file (init_hash).
+ * That is bad input (exit 2), not a recomputed step that differs (exit 1);
+ * the library keeps LS_EMISMATCH for both (include/lockstep.h). */
+int cli_input_changed(ls_status st, const ls_err *err);
+/* cli_exit_code, but a changed input (cli_input_changed) is EXIT_USAGE. */
+int cli_exit_code_input(ls_status st, const ls_err *err);
 /* Print "lockstep CMD: message" on stderr (one line). */
 void cli_error(const char *cmd, const ls_err *err, ls_status st);
 

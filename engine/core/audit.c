@@ -160,13 +160,6 @@ ls_status audit_replay(const char *db, int64_t run_id, int threads, const volati
     if ((st = runlog_get_run(r, run_id, &run, err)) == LS_OK)
         st = runlog_checkpoints(r, run_id, &ck, &n_ck, err);
     const int64_t last = run.n_steps;
-    /* Where the data are, to name the files when they are not the run's. */
-    char sources[768] = "";
-    for (const char *q = run.source_text; q != NULL && *q;) {
-        const size_t l = strcspn(q, "\n"), at = strlen(sources);
-        snprintf(sources + at, sizeof sources - at, "%s%.*s", at ? ", " : "", (int)l, q);
-        q += l + (q[l] == '\n');
-    }
     runlog_run_free(&run);
     runlog_close(r);
     if (st == LS_OK && last < 0)
@@ -227,11 +220,9 @@ ls_status audit_replay(const char *db, int64_t run_id, int threads, const volati
     ls_session_opts o0 = { .size = sizeof(ls_session_opts), .threads = seg[0].threads };
     st = session_reopen_segment(&job.first, db, run_id, 0, seg[0].to, &o0, &seg[0].err);
     if (st == LS_EMISMATCH) {
-        if (strncmp(seg[0].err.msg, "data_hash:", 10) == 0 && sources[0])
-            snprintf(out->detail, sizeof out->detail, "%.400s: the files now at %.500s are not the run's data",
-                     seg[0].err.msg, sources);
-        else
-            snprintf(out->detail, sizeof out->detail, "%s", seg[0].err.msg);
+        /* data_hash's message names the files now at the run's sources
+         * (session_reopen.c, reopen_prepare). */
+        snprintf(out->detail, sizeof out->detail, "%s", seg[0].err.msg);
         out->first_bad = strncmp(seg[0].err.msg, "step 0:", 7) == 0 ? 0 : -1;
         free(side);
         free(seg);

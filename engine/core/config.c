@@ -292,7 +292,9 @@ static ls_status parse_value(const ls_key *k, const char *value, config_value *v
             return ls_fail(err, LS_EINVAL, "%s%s: %s is outside the range of a 32-bit float", dash, shown, value);
         if (!isfinite(f))
             return ls_fail(err, LS_EINVAL, "%s%s: %s is not a finite number", dash, shown, value);
-        if ((double)f < k->lo || (double)f > k->hi)
+        /* In the key's own type: the bound as written (1e30) reads as the
+         * float nearest it, which may lie past the double (1e30 does). */
+        if (f < (float)k->lo || f > (float)k->hi)
             return ls_fail(err, LS_EINVAL, "%s%s: %s is out of range (%g..%g)", dash, shown, value, k->lo, k->hi);
         v->f = f;
         return LS_OK;

@@ -190,6 +190,24 @@ ls_status session_load_data(ls_session *s, ls_err *err)
     return LS_OK;
 }
 
+/* Data that are not the run's (LS_EMISMATCH naming data_hash): the message
+ * names the files now at the recorded sources, so the user learns which
+ * changed ("key=path" as recorded, ", " between them). A run fed from
+ * memory has none and keeps the message as it is. */
+static void reopen_name_sources(const runlog_run *run, ls_err *err)
+{
+    char sources[384] = "";
+    for (const char *q = run->source_text; q != NULL && *q;) {
+        const size_t l = strcspn(q, "\n"), at = strlen(sources);
+        snprintf(sources + at, sizeof sources - at, "%s%.*s", at ? ", " : "", (int)l, q);
+        q += l + (q[l] == '\n');
+    }
+    if (sources[0] == '\0')
+        return;
+    const size_t at = strlen(err->msg);
+    snprintf(err->msg + at, sizeof err->msg - at, ": the files now at %s are not the run's data", sources);
+}
+
 /* Everything that can be checked before the run is claimed: the config, the
  * trainer, the step rows and the newest checkpoint at or before the last
  * step row (a newer registration can only be one a live writer made after
@@ -205,8 +223,11 @@ static ls_status reopen_prepare(ls_session *s, const runlog_run *run, ls_err *er
         return st;
     if (s->how == LS_REOPEN_RESTORE && reopen_without_data(s, run, &cfg, text))
         return LS_OK;
-    if ((st = trainer_create(&s->t, &cfg, s->st.threads, s->opts.data, err)) != LS_OK)
+    if ((st = trainer_create(&s->t, &cfg, s->st.threads, s->opts.data, err)) != LS_OK) {
+        if (st == LS_EMISMATCH && strncmp(err->msg, "data_hash:", 10) == 0)
+            reopen_name_sources(run, err);
         return st;
+    }
     s->st.config_hash = config_hash(&cfg);
     if ((st = reopen_rows(s, run, text, err)) != LS_OK)
         return st;

@@ -384,6 +384,13 @@ ls_status safetensors_load_params(const char *path, const ls_tensor *ts, size_t 
         for (size_t x = 0; x < count; x++) {   /* little-endian whatever the host */
             const uint8_t *b = t->data + 4 * x;
             const uint32_t u = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+            /* A NaN or infinite weight diverges at the first step (or, past
+             * a ReLU, trains on silently): refused here, by its bits. */
+            if ((u & 0x7f800000u) == 0x7f800000u) {
+                st = ls_fail(err, LS_EINVAL, "%s: tensor '%s' element %zu is %s; weights must be finite", what,
+                             t->name, x, (u & 0x007fffffu) != 0 ? "NaN" : (u >> 31) == 0 ? "infinite" : "-infinite");
+                break;
+            }
             memcpy(&params[ts[k].offset + x], &u, sizeof u);
         }
     }

@@ -48,7 +48,8 @@ void safetensors_free(safetensors_file *f);
  * its tensors matched by name with the model's (ts[0, n_ts); NULL: one
  * tensor "params" of [n_params]) and copied into params. LS_EINVAL naming
  * the tensor when one is missing, one is extra, a shape differs (both
- * shapes) or a dtype is not F32; LS_EIO when the file cannot be read or is
+ * shapes), a dtype is not F32 or an element is NaN or infinite (naming
+ * the tensor and the element's index); LS_EIO when the file cannot be read or is
  * not a regular file (base/file.h: a FIFO or a device is refused without
  * blocking), LS_EFORMAT when it is malformed. */
 ls_status safetensors_load_params(const char *path, const ls_tensor *ts, size_t n_ts, size_t n_params, float *params,
