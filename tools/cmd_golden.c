@@ -82,7 +82,8 @@ static int run_failed(const char *path, ls_status st, const ls_err *err)
         return EXIT_INTERRUPTED;
     }
     cli_error("golden", err, st);
-    return cli_exit_code(st) == EXIT_DIFFER ? EXIT_DIFFER : EXIT_USAGE;
+    /* A changed input (data_hash, init_hash) is bad input, not a differing step. */
+    return cli_exit_code_input(st, err) == EXIT_DIFFER ? EXIT_DIFFER : EXIT_USAGE;
 }
 
 /* Returns an exit code: 0 match, 1 differ, 2 bad file, 130 interrupted.
@@ -203,7 +204,9 @@ static int train_golden(const char *path, ls_config *cfg, int64_t steps, ls_step
         fprintf(stderr, "lockstep golden: %s: out of memory for %lld step rows\n", path, (long long)steps + 1);
         return EXIT_USAGE;
     }
-    run_opts o = { .cfg = *cfg, .threads = 1, .steps = steps, .rows = rows };
+    ls_config ran;
+    memset(&ran, 0, sizeof ran);
+    run_opts o = { .cfg = *cfg, .threads = 1, .steps = steps, .rows = rows, .cfg_out = &ran };
     run_result r;
     ls_status st = run_train(&o, &r, &err);
     if (st == LS_OK && r.steps_done != steps)
@@ -212,12 +215,12 @@ static int train_golden(const char *path, ls_config *cfg, int64_t steps, ls_step
         free(rows);
         return run_failed(path, st, &err);
     }
+    /* The engine sets data_hash (0 for tasks that generate their samples)
+     * and init_hash (the --init file's XXH3): the run's own config has
+     * both, as the record's does, so that check names a changed input. */
     ls_config done = o.cfg;
-    /* The trainer fills in the data hash; take it from the run's own config. */
-    ls_dataset *d = NULL;
-    if (done.data_hash == 0 && trainer_load_data(&done, &d, &err) == LS_OK && d != NULL)
-        done.data_hash = d->hash;   /* tasks that generate their samples have none */
-    dataset_destroy(d);
+    done.data_hash = ran.data_hash;
+    done.init_hash = ran.init_hash;
     config_text(&done, text, CONFIG_TEXT_MAX);
     config_source_text(&done, sources, CONFIG_TEXT_MAX);
     *rows_out = rows;
@@ -253,7 +256,8 @@ static int update_files(golden_job *jobs, int n)
         rc = EXIT_USAGE;
     }
     for (int i = 0; i < n && rc == EXIT_OK; i++) {
-        jobs[i].cfg.data_hash = 0;   /* re-read from the data as it is now */
+        jobs[i].cfg.data_hash = 0;   /* re-read from the data (and the --init file) as they are now */
+        jobs[i].cfg.init_hash = 0;
         rc = train_golden(jobs[i].path, &jobs[i].cfg, (int64_t)jobs[i].g.n_steps - 1, &rows[i], texts[i], srcs[i]);
     }
     for (int i = 0; i < n && rc == EXIT_OK; i++)

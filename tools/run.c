@@ -187,6 +187,8 @@ ls_status run_train(const run_opts *o, run_result *r, ls_err *err)
     ls_status st = ls_session_open(&s, &o->cfg, &so, err);
     if (st != LS_OK)
         return st;
+    if (o->cfg_out != NULL)
+        *o->cfg_out = *ls_session_config(s);
     if (o->rows != NULL) {
         ls_session_state ss;
         ls_session_state_get(s, &ss);

@@ -113,6 +113,8 @@ typedef struct {
     const char *checkpoint_dir; /* NULL: "<db>.ckpt" (run_resume: the run's own) */
     int no_final_checkpoint;    /* a throwaway record (bench): no checkpoint at the end */
     int64_t keep_checkpoints;   /* 0: LS_KEEP_CHECKPOINTS (run_resume: the run's own); -1: every one */
+    ls_config *cfg_out;         /* run_train: if not NULL, receives the config the session runs, with
+                                 * what the engine sets (data_hash, init_hash) filled in */
 } run_opts;
 
 typedef struct {
