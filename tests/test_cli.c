@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine/core/registry.h"
 #include "tests/proc_util.h"
 
 static char g_bin[PATH_MAX];
@@ -611,6 +612,75 @@ static void test_help_every_subcommand(void **state)
     assert_false(file_exists(p));
 }
 
+/* stdout of `lockstep ARGS` (exit 0), malloc'ed. */
+static char *help_of(proc_ctx *c, const char *const *argv)
+{
+    proc_res r;
+    cli_run_env(&r, c, NULL, argv);
+    expect_code(&r, 0);
+    char *s = strdup(r.out);
+    proc_res_free(&r);
+    assert_non_null(s);
+    return s;
+}
+
+/* The help says what the program does: predict's models with scores are
+ * exactly the built-in models that have scores (ls_model_desc.scores); the
+ * checkpoint file names are the ones written; verify's usage line has its
+ * flags; --init's hash is in the config (as `show` prints it); --leaf
+ * gives the values it takes. */
+static void test_help_texts(void **state)
+{
+    proc_ctx *c = *state;
+    char *h = help_of(c, (const char *const[]){ "predict", "--help", NULL });
+    const char *line = strstr(h, "Models with scores: ");
+    assert_non_null(line);
+    line += strlen("Models with scores: ");
+    /* The list before the parenthesis naming those without, as ",name," words. */
+    char list[256];
+    const size_t n = strcspn(line, "(");
+    assert_true(n + 2 < sizeof list);
+    size_t k = 0;
+    list[k++] = ',';
+    for (size_t i = 0; i < n; i++)
+        if (line[i] != ' ' && line[i] != '\n')
+            list[k++] = line[i];
+    list[k++] = ',';
+    list[k] = '\0';
+    for (size_t i = 0; i < registry_n_builtin_models; i++) {
+        const ls_model_desc *d = registry_builtin_models[i];
+        char word[80];
+        snprintf(word, sizeof word, ",%s,", d->name);
+        const int listed = strstr(list, word) != NULL;
+        if (listed != (d->scores != NULL))
+            fail_msg("predict --help %s model %s, which %s scores: %s", listed ? "lists" : "leaves out", d->name,
+                     d->scores != NULL ? "has" : "has no", list);
+    }
+    free(h);
+    h = help_of(c, (const char *const[]){ "help", "--markdown", NULL });   /* its FILES section */
+    const char *files = strstr(h, "`DB.ckpt/`");
+    assert_non_null(files);
+    static const char named[] = "  \\<database id>-run-\\<id>-step-\\<t>.ckpt.";
+    assert_true(strncmp(files + strcspn(files, "\n") + 1, named, sizeof named - 1) == 0);
+    free(h);
+    h = help_of(c, (const char *const[]){ "verify", "--help", NULL });
+    static const char usage[] = "usage: lockstep verify RUN_A RUN_B [--db FILE] [--loss-rtol R] [--loss-atol A]\n";
+    assert_true(strncmp(h, usage, sizeof usage - 1) == 0);
+    free(h);
+    h = help_of(c, (const char *const[]){ "train", "--help", NULL });
+    const char *init = strstr(h, "\n  --init ");
+    assert_non_null(init);
+    const size_t il = strcspn(init + 1, "\n");
+    if (strstr(init, "XXH3 is init_hash in the config") == NULL || strstr(init, "XXH3 is init_hash in the config") > init + il)
+        fail_msg("train --help: --init does not say its hash is in the config:\n%.*s", (int)il, init + 1);
+    const char *leaf = strstr(h, "\n  --leaf ");
+    assert_non_null(leaf);
+    const size_t ll = strcspn(leaf + 1, "\n");
+    if (strstr(leaf, "16, 32, 64, ...") == NULL || strstr(leaf, "16, 32, 64, ...") > leaf + ll)
+        fail_msg("train --help: --leaf does not give the values it takes:\n%.*s", (int)ll, leaf + 1);
+    free(h);
+}
+
 static void test_no_args_and_unknown_command(void **state)
 {
     proc_ctx *c = *state;
@@ -825,6 +895,56 @@ static void test_golden_update_then_check(void **state)
     RUN(&r, c, "golden", "check", "G.golden");
     expect_code(&r, 0);
     assert_int_equal(r.err_len, 0);
+    proc_res_free(&r);
+}
+
+/* A golden file of a run from --init weights holds init_hash in its config,
+ * as the run's record does: it matches at 1, 2, 3 and 8 threads, and after
+ * the weights file changed `golden check` names init_hash and the file and
+ * exits 2 (a changed input, not a differing step). `golden update` then
+ * reads the file as it is now. */
+static void test_golden_init(void **state)
+{
+    proc_ctx *c = *state;
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "3", "--db", "r.db", "--name", "a", "--threads", "1",
+           "--no-progress");
+    RUN_OK(c, "train", "--task", "teacher", "--steps", "3", "--db", "r.db", "--name", "b", "--seed", "2", "--threads",
+           "1", "--no-progress");
+    RUN_OK(c, "export", "a", "--db", "r.db", "--weights", "w.safetensors");
+    RUN_OK(c, "export", "b", "--db", "r.db", "--weights", "other.safetensors");
+    char **env = env_without_ci();
+    proc_res r;
+    RUN_ENV(&r, c, env, "golden", "update", "I.golden", "--task", "teacher", "--init", "w.safetensors", "--steps", "5");
+    expect_code(&r, 0);
+    proc_res_free(&r);
+    char p[256];
+    proc_tpath(c, "I.golden", p, sizeof p);
+    size_t len;
+    char *text = proc_read_file(p, &len, 0);
+    assert_non_null(text);
+    if (strstr(text, "\ninit_hash=") == NULL || strstr(text, "\ndata_hash=") == NULL)
+        fail_msg("I.golden has no init_hash (or data_hash) in its config:\n%s", text);
+    free(text);
+    RUN(&r, c, "golden", "check", "I.golden", "--threads", "1,2,3,8");
+    expect_code(&r, 0);
+    proc_res_free(&r);
+    /* Other weights of the same shapes under the same name. */
+    char from[256], to[256];
+    proc_tpath(c, "other.safetensors", from, sizeof from);
+    proc_tpath(c, "w.safetensors", to, sizeof to);
+    assert_int_equal(rename(from, to), 0);
+    RUN(&r, c, "golden", "check", "I.golden", "--threads", "1");
+    expect_code(&r, 2);
+    if (strstr(r.err, "init_hash") == NULL || strstr(r.err, "/w.safetensors") == NULL ||
+        count_char(r.err, r.err_len, '\n') != 1)
+        fail_msg("%s: stderr is not one line naming init_hash and w.safetensors:\n%s", r.cmd, r.err);
+    proc_res_free(&r);
+    RUN_ENV(&r, c, env, "golden", "update", "I.golden");
+    expect_code(&r, 0);
+    proc_res_free(&r);
+    free(env);
+    RUN(&r, c, "golden", "check", "I.golden", "--threads", "1");
+    expect_code(&r, 0);
     proc_res_free(&r);
 }
 
@@ -1049,6 +1169,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_diverged, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_bench_smoke, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_help_every_subcommand, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_help_texts, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_no_args_and_unknown_command, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_equiv_name_clash_records_nothing, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_sigint_marks_interrupted, setup_dir, proc_ctx_teardown),
@@ -1056,6 +1177,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_repo_golden_files, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_golden_update_then_check, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_golden_crlf_matches, setup_dir, proc_ctx_teardown),
+        cmocka_unit_test_setup_teardown(test_golden_init, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_golden_sigint, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_double_dash, setup_dir, proc_ctx_teardown),
         cmocka_unit_test_setup_teardown(test_golden_tampered_row, setup_dir, proc_ctx_teardown),

@@ -274,7 +274,8 @@ static const command COMMANDS[] = {
       FLAGS(RESUME_FLAGS),
       "exit status: 0 done (or nothing to do: the run is done), 1 a recomputed step differs from the\n"
       "record (the step is named) or training diverged, 2 bad usage, unknown run, a run still running\n"
-      "in another process, or an unusable checkpoint (the file and the problem are named),\n"
+      "in another process, an unusable checkpoint (the file and the problem are named), or data or\n"
+      "an --init file that changed since the run (data_hash or init_hash and the files named),\n"
       "130 interrupted" },
     { "export", cmd_export,
       { "RUN --circuit [--netlist] [-o FILE] [--split N] [--db FILE] [--threads N]\n"
@@ -297,7 +298,8 @@ static const command COMMANDS[] = {
       "restored first: its newest checkpoint is loaded and every recorded step after it is\n"
       "recomputed and checked against the record (loss bits, parameter and trajectory hash).",
       FLAGS(PREDICT_FLAGS),
-      "Models with scores: mlp, linear (logic and logic-ca runs have none: export --circuit).\n"
+      "Models with scores: mlp, linear, seq, cnn, gpt (logic, logic-ca and gnn runs have none; a\n"
+      "logic or logic-ca run's circuit: export --circuit).\n"
       "The summary line goes to stdout (to stderr with -o -).\n"
       "exit status: 0 written, 1 a recomputed step differs from the record (the step is named),\n"
       "2 bad usage, unknown run, a model without scores, a malformed X.npy or one of the wrong\n"
@@ -345,7 +347,7 @@ static const command COMMANDS[] = {
       "Column and key names: docs/formats.md; they are kept stable.\n"
       "exit status: 0 shown, 2 bad usage or unknown run" },
     { "verify", cmd_verify,
-      { "RUN_A RUN_B [--db FILE]" },
+      { "RUN_A RUN_B [--db FILE] [--loss-rtol R] [--loss-atol A]" },
       "compare two runs bit for bit, step by step (DB:RUN names a run in another database)",
       "Compares the runs bit for bit: parameter hashes from step 0 and loss bits from step 1, over\n"
       "the steps both have.\n"
@@ -451,8 +453,8 @@ static const command COMMANDS[] = {
       "(refused when CI is set). compare checks a recorded run against such a file (or a v1 one) and\n"
       "names the first differing step, the first tensor there (in name order) and both losses.",
       FLAGS(GOLDEN_FLAGS),
-      "exit status: 0 all match, 1 a file differs, 2 a file is missing or unparseable,\n"
-      "130 interrupted" },
+      "exit status: 0 all match, 1 a file differs, 2 a file is missing or unparseable, or its data\n"
+      "or --init file are not those it pins (data_hash, init_hash), 130 interrupted" },
     { "bench", cmd_bench,
       { "[train flags] --threads 1,2 [--steps N] [--reps R]", "--peak [--threads T] [--op fma|div|sqrt]" },
       "throughput per thread count, tree vs unordered",
@@ -573,7 +575,7 @@ static const doc_block DOC_AFTER[] = {
                       "environment, one row per step with the loss, the parameter hash and the trajectory\n"
                       "hash, the evaluations, checkpoints and verdicts." },
     { 'T', "DB.ckpt/", "The default checkpoint folder of database DB, created when missing; files are named\n"
-                       "run-ID-step-T.ckpt." },
+                       "<database id>-run-<id>-step-<t>.ckpt." },
     { 'T', "golden/*.golden", "Reference runs checked by lockstep golden check." },
     { 'S', "EXAMPLES", NULL },
     { 'P', "Train the MLP on Fashion-MNIST for one epoch at 1 and at 2 threads, then prove the two runs\n"

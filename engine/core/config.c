@@ -841,9 +841,12 @@ size_t config_help(const ls_config *cfg, char *buf, size_t len)
             if (*p == '_')
                 *p = '-';
         if (keys[i].owner == OWNER_SOURCE) {
-            at = append(buf, len, at, "  %-16s %s (%s: recorded with the run, not part of its config)\n", flag,
-                        k->help, keys[i].slot == CONFIG_INIT_SOURCE ? "its XXH3 is the config's init_hash"
-                                                                    : "where the data are");
+            /* The path is a source (where the file is), the file's hash is
+             * in the config (init_hash=, as `lockstep show` prints it). */
+            at = append(buf, len, at, "  %-16s %s (%s: its path is recorded with the run, not part of its config)\n",
+                        flag, k->help,
+                        keys[i].slot == CONFIG_INIT_SOURCE ? "the file's XXH3 is init_hash in the config"
+                                                           : "where the data are");
             continue;
         }
         config_value v;
@@ -856,6 +859,8 @@ size_t config_help(const ls_config *cfg, char *buf, size_t len)
         char allowed[160] = "";
         if (k->type == LS_KEY_TEXT && k->choices != NULL)
             snprintf(allowed, sizeof allowed, "; one of: %s", k->choices);
+        else if (strcmp(k->name, "leaf") == 0)   /* config_validate takes only 16 times a power of two */
+            snprintf(allowed, sizeof allowed, "; %d, %d, %d, ... up to %.10g", LS_ATOM, 2 * LS_ATOM, 4 * LS_ATOM, k->hi);
         else if (k->type == LS_KEY_INT || k->type == LS_KEY_FLOAT)
             snprintf(allowed, sizeof allowed, "; %.10g..%.10g", k->lo, k->hi);
         else if (k->type == LS_KEY_LIST)
