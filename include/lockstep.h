@@ -684,7 +684,12 @@ ls_status ls_session_open(ls_session **out, const ls_config *cfg, const ls_sessi
  * Any mode needs the run's task and model in this process: a task or
  * model a program registered (ls_register_task, ls_register_model) must be
  * registered again before reopening, else LS_ENOTFOUND naming it; a run fed
- * from memory (opts->data) needs the same data in opts->data again. */
+ * from memory (opts->data) needs the same data in opts->data again.
+ * Inputs that changed since the run are LS_EMISMATCH whose message starts
+ * with the key: "data_hash: ..." (ending, for a run read from files, "the
+ * files now at KEY=PATH, ... are not the run's data") or "init_hash: ..."
+ * naming the --init file; the command line tells them from a recomputed
+ * step that differs by that prefix. */
 /* LS_REOPEN_AUDIT proves the record from the beginning: it checks the
  * config, the data (data_hash) and step 0 as the others do, loads no
  * checkpoint and records nothing; the session stands at θ_0 with
