@@ -317,7 +317,8 @@ static ls_session *rank0_open(mpi_ctx *c, int resume, int argc, char **argv, mpi
     }
     if (st != LS_OK) {
         cli_error(cmd, err, st);
-        h->rc = st == LS_EMISMATCH ? EXIT_DIFFER : EXIT_USAGE;
+        /* A changed input (data_hash, init_hash) is bad input, not a difference. */
+        h->rc = st == LS_EMISMATCH && !cli_input_changed(st, err) ? EXIT_DIFFER : EXIT_USAGE;
         return NULL;
     }
     ls_session_state ss;
