@@ -1352,6 +1352,8 @@ static const bad_row BAD[] = {
       "--no-progress" }, { "init_hash", "/w.safetensors has" }, "w.safetensors", NULL, 0, 0 },
     { "export: the --init file changed", S_CHANGED, "init", { "export", "J", DB, "--weights", "o.npy" },
       { "init_hash", "/w.safetensors has" }, "w.safetensors", "o.npy", F_EXPORT, 0 },
+    { "predict: the --init file changed", S_CHANGED, "init", { "predict", "J", DB, "--input", "x16.npy", "-o",
+      "p.npy", "--threads", "1" }, { "init_hash", "/w.safetensors has" }, "w.safetensors", "p.npy", 0, 0 },
 };
 
 #undef DB
@@ -2198,6 +2200,15 @@ static void setup_changed(const row_ctx *x, const char *arg)
         memcpy(b + 8 + hl + 2048, one, 4);
         write_bytes(p, b, len);
         free(b);
+        /* two samples of teacher's 16 features, for predict */
+        char dict[128];
+        npy_dict(dict, sizeof dict, "'<f4'", 0, "(2, 16)");
+        float xs[32] = { 0 };
+        size_t n;
+        unsigned char *npy = npy_bytes(1, dict, (const unsigned char *)xs, sizeof xs, &n);
+        path_in(x->dir, "x16.npy", p, sizeof p);
+        write_bytes(p, npy, n);
+        free(npy);
     }
 }
 

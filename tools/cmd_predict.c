@@ -230,7 +230,7 @@ int cmd_predict(int argc, char **argv)
         if (opened)
             cli_out_abort(&out);
         cli_error("predict", &err, st);
-        code = bad_input ? EXIT_USAGE : cli_exit_code(st);
+        code = bad_input ? EXIT_USAGE : cli_exit_code_input(st, &err);
     } else {
         FILE *say = out.to_stdout ? stderr : stdout;
         char what[96];
