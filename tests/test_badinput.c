@@ -1352,6 +1352,9 @@ static const bad_row BAD[] = {
       "--no-progress" }, { "init_hash", "/w.safetensors has" }, "w.safetensors", NULL, 0, 0 },
     { "export: the --init file changed", S_CHANGED, "init", { "export", "J", DB, "--weights", "o.npy" },
       { "init_hash", "/w.safetensors has" }, "w.safetensors", "o.npy", F_EXPORT, 0 },
+    { "--lr-min above --lr (cosine)", S_PLAIN, NULL, { T, "--lr-schedule", "cosine", "--lr", "0.01", "--lr-min", "1" },
+      { "lr_min: 1 is above lr (0.01)" }, NULL, NULL, 0, 0 },
+    { "--layers ''", S_PLAIN, NULL, { T, "--model", "seq", "--layers", "" }, { "--layers: empty" }, NULL, NULL, 0, 0 },
     { "predict: the --init file changed", S_CHANGED, "init", { "predict", "J", DB, "--input", "x16.npy", "-o",
       "p.npy", "--threads", "1" }, { "init_hash", "/w.safetensors has" }, "w.safetensors", "p.npy", 0, 0 },
 };

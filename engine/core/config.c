@@ -266,9 +266,10 @@ static ls_status parse_value(const ls_key *k, const char *value, config_value *v
                     c++;
             }
         }
+        if (!ok && k->choices == NULL)
+            return ls_fail(err, LS_EINVAL, "%s%s: empty; give a value", dash, shown);
         if (!ok)
-            return ls_fail(err, LS_EINVAL, "%s%s: '%s' is not one of: %s", dash, shown, value,
-                           k->choices ? k->choices : "(non-empty text)");
+            return ls_fail(err, LS_EINVAL, "%s%s: '%s' is not one of: %s", dash, shown, value, k->choices);
         memcpy(v->s, value, n + 1);
         return LS_OK;
     }
@@ -677,6 +678,11 @@ ls_status config_validate(const ls_config *cfg, ls_err *err)
             return ls_fail(err, LS_EINVAL, "leaf: %lld is not %d times a power of two (%d, %d, %d, ...)", (long long)leaf,
                            LS_ATOM, LS_ATOM, 2 * LS_ATOM, 4 * LS_ATOM);
     }
+    /* A cosine schedule decays from lr to lr_min: an lr_min above lr would
+     * make it climb, which no one asks for by that name. */
+    if (strcmp(cfg->lr_schedule, "cosine") == 0 && cfg->lr_min > cfg->lr)
+        return ls_fail(err, LS_EINVAL, "lr_min: %g is above lr (%g); the cosine schedule decays from lr to lr_min",
+                       (double)cfg->lr_min, (double)cfg->lr);
     if (strcmp(cfg->lr_schedule, "cosine") == 0 && cfg->decay_steps <= cfg->warmup)
         return ls_fail(err, LS_EINVAL, "decay_steps: %d must be greater than warmup (%d)", cfg->decay_steps,
                        cfg->warmup);

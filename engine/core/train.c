@@ -241,9 +241,16 @@ ls_status trainer_create(trainer **out, ls_config *cfg, int threads, const ls_da
     t->ids = malloc(B * sizeof(uint32_t));
     size_t N = data != NULL ? data->train.n : 1;
     t->perm[0] = malloc(2 * N * sizeof(uint32_t));
-    if (t->param_mem == NULL || t->hash_parts == NULL || t->scratch == NULL || t->ids == NULL ||
-        t->perm[0] == NULL) {
-        st = ls_fail(err, LS_ENOMEM, "trainer: out of memory");
+    if (t->scratch == NULL) {
+        /* The one allocation that grows with the threads and the model's
+         * activations (a gpt's context): say how much and what shrinks it. */
+        st = ls_fail(err, LS_ENOMEM, "trainer: out of memory for %d threads' scratch, %zu bytes each (%.3g GB): "
+                     "fewer --threads, or a smaller model (a gpt: a shorter --context)", threads, t->scratch_stride,
+                     (double)threads * (double)t->scratch_stride / 1e9);
+        goto fail;
+    }
+    if (t->param_mem == NULL || t->hash_parts == NULL || t->ids == NULL || t->perm[0] == NULL) {
+        st = ls_fail(err, LS_ENOMEM, "trainer: out of memory for %zu parameters", n);
         goto fail;
     }
     t->perm[1] = t->perm[0] + N;
