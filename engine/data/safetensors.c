@@ -228,8 +228,9 @@ ls_status safetensors_parse(const uint8_t *buf, size_t len, const char *what, sa
     for (int k = 7; k >= 0; k--)
         hl = hl << 8 | buf[k];
     if (hl < 2 || hl > len - 8)
-        return ls_fail(err, LS_EFORMAT, "%s: header length %llu does not fit the file's %zu bytes", what,
-                       (unsigned long long)hl, len);
+        return ls_fail(err, LS_EFORMAT, "%s: not a safetensors file (its first 8 bytes, the header length, say %llu; "
+                       "the file has %zu bytes)%s", what, (unsigned long long)hl, len,
+                       len >= 6 && memcmp(buf, "\x93NUMPY", 6) == 0 ? ": it is a .npy file" : "");
     const uint8_t *data = buf + 8 + hl;
     const size_t data_len = len - 8 - (size_t)hl;
     js j = { (const char *)buf + 8, (const char *)buf + 8 + hl, (const char *)buf + 8, what, err };
