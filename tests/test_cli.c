@@ -733,13 +733,14 @@ static void test_equiv_name_clash_records_nothing(void **state)
 
 /* ---- 5. Ctrl-C and a killed process --------------------------------------------------- */
 
-/* Waits (up to ~20 s) until the run called `name` has committed step rows. */
+/* Waits (up to ~20 s) until the run called `name` has committed step rows
+ * past step 0 (which is committed when the run opens): it is stepping. */
 static int64_t wait_for_steps(const char *dbpath, const char *name, pid_t pid)
 {
     double end = proc_now() + 20.0;
     while (proc_now() < end) {
         int64_t n = steps_of(dbpath, name);
-        if (n > 0)
+        if (n > 1)
             return n;
         int status;
         if (waitpid(pid, &status, WNOHANG) == pid)

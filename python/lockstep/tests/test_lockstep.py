@@ -202,10 +202,11 @@ class TestTrain(Base):
                              text=True, env=env)
         try:
             self.assertEqual(p.stdout.readline().strip(), "go")
-            # SIGINT once train() is stepping (a step recorded), not after a
-            # fixed sleep: on a loaded machine the child may not be there yet.
+            # SIGINT once train() is stepping (a step after step 0 recorded:
+            # step 0 is committed when the run opens), not after a fixed
+            # sleep: on a loaded machine the child may not be there yet.
             deadline = time.monotonic() + 60
-            while self.step_rows("long") == 0 and p.poll() is None and time.monotonic() < deadline:
+            while self.step_rows("long") <= 1 and p.poll() is None and time.monotonic() < deadline:
                 time.sleep(0.05)
             p.send_signal(signal.SIGINT)
             out, err = p.communicate(timeout=60)
