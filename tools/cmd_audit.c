@@ -97,6 +97,18 @@ static void audit_fail(audit_result *r, int64_t step, const char *fmt, ...)
     r->first_bad = step;
 }
 
+/* The stored config hash is XXH3 of the recorded text: 1, or 0 with the
+ * finding in r. */
+static int audit_config_hash(const runlog_run *run, audit_result *r)
+{
+    const uint64_t h = hash_bytes(run->config_text, strlen(run->config_text));
+    if (h == run->config_hash)
+        return 1;
+    audit_fail(r, -1, "config hash: recorded %016llx, XXH3 of the recorded config text is %016llx",
+               (unsigned long long)run->config_hash, (unsigned long long)h);
+    return 0;
+}
+
 /* The config as recorded: it parses, reads back to the same canonical
  * text, and the stored hash is XXH3 of that text; 1 then, 0 with a finding
  * in r otherwise. -1 when its task or model is not in this binary (one a
@@ -107,7 +119,6 @@ static int audit_config(const runlog_run *run, ls_config *cfg, audit_result *r, 
     ls_err e = { "" };
     char what[64];
     snprintf(what, sizeof what, "run %lld config", (long long)run->id);
-    const uint64_t h = hash_bytes(run->config_text, strlen(run->config_text));
     const ls_status st = config_parse_text(cfg, run->config_text, what, &e);
     if (st == LS_ENOTFOUND) {
         ls_fail(err, LS_ENOTFOUND, "%s", e.msg);
@@ -119,11 +130,8 @@ static int audit_config(const runlog_run *run, ls_config *cfg, audit_result *r, 
     }
     char text[CONFIG_TEXT_MAX];
     config_text(cfg, text, sizeof text);
-    if (h != run->config_hash) {
-        audit_fail(r, -1, "config hash: recorded %016llx, XXH3 of the recorded config text is %016llx",
-                   (unsigned long long)run->config_hash, (unsigned long long)h);
+    if (!audit_config_hash(run, r))
         return 0;
-    }
     if (strcmp(text, run->config_text) != 0 || config_hash(cfg) != run->config_hash) {
         audit_fail(r, -1, "config: the recorded text does not read back canonical (hash %016llx, read back "
                    "%016llx)", (unsigned long long)run->config_hash, (unsigned long long)config_hash(cfg));
@@ -138,19 +146,11 @@ static ls_status audit_record(runlog *db, const runlog_run *run, audit_result *r
     ls_config cfg;
     ls_err unread = { "" };
     const int cfg_ok = audit_config(run, &cfg, r, &unread);
-    if (cfg_ok == 0)
+    /* A task or model this binary lacks (cfg_ok < 0): the chain and the
+     * files need none of its code, only the text, whose hash is checked
+     * here; the text is not read back (the detail says so). */
+    if (cfg_ok == 0 || (cfg_ok < 0 && !audit_config_hash(run, r)))
         return LS_OK;
-    if (cfg_ok < 0) {
-        /* A task or model this binary lacks: the chain and the files need
-         * none of its code, only the text, whose hash is checked here; the
-         * text is not read back (the detail says so). */
-        const uint64_t h = hash_bytes(run->config_text, strlen(run->config_text));
-        if (h != run->config_hash) {
-            audit_fail(r, -1, "config hash: recorded %016llx, XXH3 of the recorded config text is %016llx",
-                       (unsigned long long)run->config_hash, (unsigned long long)h);
-            return LS_OK;
-        }
-    }
     ls_step *rows;
     size_t n;
     ls_status st = runlog_read_steps(db, run->id, &rows, &n, err);

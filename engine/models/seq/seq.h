@@ -19,8 +19,9 @@
  * N, K and R are decimal integers 1 .. 65536 (R at most SEQ_MAX_LAYERS)
  * without sign or leading zeros; P is "0." and 1 .. 6 decimal digits, not
  * all zero (0 < P < 1: 0.1, 0.25, 0.5), its binary32 value strtof's of
- * the written digits (the config's float parsing); no spaces. Residual branches do not nest
- * (a res inside a repeat, a repeat inside a res are fine). Example, a
+ * the written digits (the config's float parsing); no spaces. Residual
+ * branches do not nest (a res inside a repeat, a repeat inside a res are
+ * fine). Example, a
  * two-block pre-norm decoder:
  *   embed:64,posembed,2x[res(layernorm,attn:4),res(layernorm,dense:256,gelu,dense:64)],layernorm,dense:256
  * A dense layer after an image reads it flat ({H, W, C} as {1, 1, H·W·C}, the
@@ -117,13 +118,13 @@ int seq_tokens(const seq *s);   /* 1: a token network (first layer embed) */
 int32_t seq_token_id(float f);
 size_t seq_scratch_bytes(const seq *s);
 double seq_flops_per_sample(const seq *s);
-/* Parameter tensors in order: index t's name ("<layer>.<tensor>", layer from
- * 1 as in the text), offset, shape; whether it takes no weight decay
- * (biases, norm gains and biases). */
 /* The unrolled layers, the appended loss last: layer i's descriptor with
  * its shapes filled (nn_describe's), for tests and tools that look in. */
 size_t seq_n_layers(const seq *s);
 const nn_layer *seq_layer(const seq *s, size_t i);
+/* Parameter tensors in order: index t's name ("<layer>.<tensor>", layer from
+ * 1 as in the text), offset, shape; whether it takes no weight decay
+ * (biases, norm gains and biases). */
 size_t seq_n_tensors(const seq *s);
 void seq_tensor(const seq *s, size_t t, const char **name, size_t *offset, size_t *ndim, size_t shape[2],
                 int *no_decay);
