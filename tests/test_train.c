@@ -195,7 +195,15 @@ static void test_ca_threads(void **state)
         }
         /* Several workers ran parts (a pool that ran all on one thread
          * fails). gol's step is two units, and a busy machine may leave
-         * one thread all of them for a run, so over the three runs. */
+         * one thread all of them for a run (seen once in a make test on a
+         * loaded host), so over the three runs and, if need be, up to
+         * five more at 2 threads: a pool that never uses a second worker
+         * still fails every one. */
+        for (int again = 0; most < 2 && again < 5; again++) {
+            outcome o = run(cfg, 2, steps, NULL);
+            assert_int_equal(o.st, LS_OK);
+            most = o.busy > most ? o.busy : most;
+        }
         if (most < 2)
             fail_msg("%s: one worker ran every part at 2, 3 and 8 threads", cases[i][0]);
     }
